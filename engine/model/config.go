@@ -1,0 +1,61 @@
+package model
+
+// Config is the text model's configuration, read from config.json (the
+// multimodal wrapper's text_config, or a bare text config) and validated.
+type Config struct {
+	HiddenSize         int
+	NumLayers          int
+	LayerTypes         []LayerType // len NumLayers
+	NumHeads           int         // full-attention query heads
+	NumKVHeads         int
+	HeadDim            int
+	LinearKeyHeads     int // Hk
+	LinearValueHeads   int // Hv
+	LinearKeyHeadDim   int // Dk
+	LinearValueHeadDim int // Dv
+	ConvKernel         int
+	NumExperts         int
+	ExpertsPerToken    int
+	MoEIntermediate    int
+	SharedIntermediate int
+	VocabSize          int
+	RMSNormEps         float32
+	RopeTheta          float64
+	RotaryDim          int // HeadDim · partial_rotary_factor
+	MaxPositions       int
+	EOSTokenIDs        []int // from config.json and generation_config.json, deduplicated
+
+	// Quantization, when the checkpoint is MLX affine; nil for hub layouts.
+	Quantization *Quantization
+}
+
+// LayerType says which mixer a layer uses.
+type LayerType int
+
+const (
+	LinearAttention LayerType = iota // Gated DeltaNet
+	FullAttention                    // gated softmax attention
+)
+
+// Quantization is the config's quantization block.
+type Quantization struct {
+	Bits      int
+	GroupSize int
+	// Overrides maps a module path (as written in config.json, for example
+	// "language_model.model.layers.0.mlp.gate") to its own bits/group size.
+	Overrides map[string]QuantSpec
+}
+
+// QuantSpec is the bits and group size of one module.
+type QuantSpec struct {
+	Bits      int
+	GroupSize int
+}
+
+// Generation holds generation_config.json defaults (zero when absent).
+type Generation struct {
+	Temperature float32
+	TopK        int
+	TopP        float32
+	EOSTokenIDs []int
+}
