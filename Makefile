@@ -1,0 +1,138 @@
+# Suzuran's build. `make run` and `make test` install what they need first
+# (see `deps`), so both work on a fresh Debian machine that has Go and Node.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := build
+
+GO ?= go
+NPM ?= npm
+
+# The version shown by `suzuran version` and written into Info.plist comes
+# from wails.json, the one place it is kept.
+VERSION := $(shell sed -n 's/.*"productVersion": *"\([^"]*\)".*/\1/p' wails.json)
+LDFLAGS := -X main.version=$(VERSION)
+
+# Wails v2 needs these tags for a real desktop build; webkit2_41 selects
+# libwebkit2gtk-4.1 on Linux (the only WebKitGTK that Debian 12 ships with
+# libsoup 3). macOS ignores it.
+TAGS := desktop,production,webkit2_41
+
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+# On macOS, Wails' file dialogs link UniformTypeIdentifiers, and the bundle
+# promises macOS 14 (LSMinimumSystemVersion in Info.plist.tmpl).
+ifeq ($(shell uname),Darwin)
+export CGO_CFLAGS += -mmacosx-version-min=14.0
+export CGO_LDFLAGS += -framework UniformTypeIdentifiers -mmacosx-version-min=14.0
+endif
+
+# Debian packages: WebKitGTK and GTK headers for the window; Xvfb, xauth,
+# dbus, xdotool, x11-utils and ImageMagick for the desktop smoke test; g++ for
+# -race and the kernel emulator; file to name the darwin binaries.
+DEB_PACKAGES := libwebkit2gtk-4.1-dev libgtk-3-dev pkg-config g++ \
+	xvfb xauth dbus dbus-x11 x11-utils xdotool imagemagick file
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+FRONTEND_SOURCES := $(shell find frontend/src -type f 2>/dev/null) \
+	frontend/index.html frontend/vite.config.ts frontend/svelte.config.js \
+	frontend/tsconfig.json frontend/package-lock.json
+
+.PHONY: all run build test bench lint deps deps-debian deps-frontend app clean \
+	vet go-test frontend-test smoke darwin-check
+
+all: build
+
+## run: build the desktop app and start it (under Xvfb and a private D-Bus
+## session when there is no display or session bus, as on a server).
+run: build
+	@wrap=(); \
+	if [ -z "$${DBUS_SESSION_BUS_ADDRESS:-}" ]; then wrap=(dbus-run-session --); fi; \
+	if [ "$$(uname)" = Linux ] && [ -z "$${DISPLAY:-}" ] && [ -z "$${WAYLAND_DISPLAY:-}" ]; then \
+		echo "no display: running under Xvfb"; \
+		wrap=(xvfb-run -a -s "-screen 0 1280x800x24" "$${wrap[@]}"); \
+	fi; \
+	exec "$${wrap[@]}" ./bin/suzuran
+
+## build: bin/suzuran, the desktop app with the frontend embedded.
+build: deps frontend/dist/index.html
+	$(GO) build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o bin/suzuran ./app
+
+frontend/dist/index.html: $(FRONTEND_SOURCES) frontend/node_modules/.package-lock.json
+	cd frontend && $(NPM) run build
+
+## test: everything CI checks, in the order that fails fastest.
+test: deps vet go-test frontend-test smoke darwin-check
+	@echo "make test: all checks passed"
+
+vet:
+	$(GO) vet ./...
+
+# The whole tree runs once without -race. -race runs again on app/ only:
+# the engine's numeric tests are CPU-bound and take several times longer
+# under the race detector than CI's time allows on two cores; the app is
+# where goroutines meet (tray, window, logging).
+go-test:
+	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race ./app/...
+
+frontend-test: frontend/node_modules/.package-lock.json
+	cd frontend && $(NPM) test
+
+## smoke: the built app under Xvfb with a private D-Bus session: its window
+## shows something, its tray menu lists the items, and Quit ends it with 0.
+smoke: build
+	build/smoke.sh bin/suzuran
+
+## darwin-check: GOOS=darwin builds of every package that needs no cgo, Mach-O
+## test binaries of the engine, and a type-check of the cgo-bound rest.
+darwin-check:
+	$(GO) run ./build/darwincheck -out bin/darwin
+
+# ---- bench: begin ----
+bench:
+	$(GO) test -run '^$$' -bench . ./engine/...
+# ---- bench: end ----
+
+lint: deps frontend/node_modules/.package-lock.json
+	@out=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+	cd frontend && $(NPM) run check
+
+## deps: install what is missing, and nothing that is already there.
+deps: deps-debian deps-frontend
+
+deps-debian:
+	@if [ "$$(uname)" != Linux ] || ! command -v dpkg-query >/dev/null; then exit 0; fi; \
+	missing=$$(for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' "$$p" 2>/dev/null | grep -q 'install ok installed' || echo "$$p"; \
+	done); \
+	if [ -n "$$missing" ]; then \
+		echo "installing Debian packages:" $$missing; \
+		$(SUDO) apt-get update; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
+	fi
+
+deps-frontend: frontend/node_modules/.package-lock.json
+
+# npm ci writes node_modules/.package-lock.json, so it runs again only when
+# the lock file or package.json is newer than the installed tree.
+frontend/node_modules/.package-lock.json: frontend/package-lock.json frontend/package.json
+	cd frontend && $(NPM) ci --no-audit --no-fund
+	touch $@
+
+## app: bin/Suzuran.app, the macOS bundle with the rendered Info.plist.
+app:
+	@if [ "$$(uname)" != Darwin ]; then \
+		echo "make app builds a macOS bundle and needs macOS (this is $$(uname))"; exit 1; \
+	fi
+	$(MAKE) build
+	$(GO) run ./app/internal/bundle/mkapp -binary bin/suzuran -wails wails.json \
+		-template Info.plist.tmpl -icon build/appicon.png -o bin/Suzuran.app
+
+clean:
+	rm -rf bin frontend/node_modules
+	find frontend/dist -mindepth 1 ! -name .gitkeep -delete 2>/dev/null || true
