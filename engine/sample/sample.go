@@ -1,0 +1,446 @@
+// Package sample chooses the next token from a row of logits.
+//
+// A Sampler is made once per request from Params and sees every token the
+// request produces (Accept), because the penalties depend on what came
+// before. Sample then runs a fixed pipeline over the logits:
+//
+//  1. penalties: repetition (Hugging Face), then presence and frequency
+//     (OpenAI), on a private copy so the caller's logits are never changed;
+//  2. greedy: with Temperature 0 the largest adjusted logit wins (the lowest
+//     id on a tie), and nothing below runs;
+//  3. temperature: logits divided by Temperature;
+//  4. top-k: the K largest logits, found by partial selection (a size-K
+//     min-heap, O(V log K)), never by sorting the whole vocabulary;
+//  5. softmax over the survivors;
+//  6. top-p then min-p, exactly as transformers' TopPLogitsWarper and
+//     MinPLogitsWarper in that order: top-p keeps the shortest prefix of the
+//     descending order whose mass reaches TopP, min-p keeps tokens whose
+//     probability is at least MinP times the largest;
+//  7. one draw from the renormalised survivors with the request's PCG
+//     generator, seeded from Params.Seed, so one seed always gives one token
+//     sequence for the same logits.
+//
+// Which tokens the penalties look at:
+//   - RepetitionPenalty follows transformers' RepetitionPenaltyLogitsProcessor:
+//     every distinct token of the prompt and of the generated text so far
+//     (the prompt is given with Prompt), positive logits divided by the
+//     penalty and negative ones multiplied by it.
+//   - PresencePenalty and FrequencyPenalty follow OpenAI's definition and
+//     vLLM's implementation: generated tokens only, logit −= presence·[c>0] +
+//     frequency·c where c is how often the token was generated. The prompt is
+//     left out so that a long conversation history does not push the model
+//     away from the words the user is asking about.
+package sample
+
+import (
+	"container/heap"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// Params are the sampling parameters of one request. The zero value is
+// greedy decoding with no penalties.
+type Params struct {
+	// Temperature divides the logits; 0 means greedy (argmax).
+	Temperature float32
+	// TopK keeps the K most likely tokens; 0 (or ≥ vocabulary) keeps all.
+	TopK int
+	// TopP keeps the smallest set of most likely tokens whose probability
+	// reaches TopP; 0 or 1 keeps all.
+	TopP float32
+	// MinP keeps tokens whose probability is at least MinP times the most
+	// likely token's; 0 keeps all.
+	MinP float32
+	// PresencePenalty is subtracted once from the logit of every token that
+	// was generated at least once (OpenAI semantics, range −2..2).
+	PresencePenalty float32
+	// FrequencyPenalty is subtracted from a token's logit once per time it
+	// was generated (OpenAI semantics, range −2..2).
+	FrequencyPenalty float32
+	// RepetitionPenalty (transformers semantics) applies to tokens of the
+	// prompt and of the output: logits > 0 are divided by it, logits < 0
+	// multiplied. 0 and 1 mean off.
+	RepetitionPenalty float32
+	// Seed seeds the generator: the same seed, parameters and logits give
+	// the same tokens.
+	Seed uint64
+}
+
+// Greedy reports whether p picks the argmax.
+func (p Params) Greedy() bool { return p.Temperature == 0 }
+
+// Validate checks the ranges a client could get wrong, with a message that
+// names the field.
+func (p Params) Validate() error {
+	switch {
+	case p.Temperature < 0 || math.IsNaN(float64(p.Temperature)) || math.IsInf(float64(p.Temperature), 0):
+		return fmt.Errorf("temperature %v: must be 0 (greedy) or positive", p.Temperature)
+	case p.TopK < 0:
+		return fmt.Errorf("top_k %d: must be 0 (off) or positive", p.TopK)
+	case !(p.TopP >= 0 && p.TopP <= 1):
+		return fmt.Errorf("top_p %v: must be in [0, 1]", p.TopP)
+	case !(p.MinP >= 0 && p.MinP <= 1):
+		return fmt.Errorf("min_p %v: must be in [0, 1]", p.MinP)
+	case !(p.RepetitionPenalty >= 0) || math.IsInf(float64(p.RepetitionPenalty), 0):
+		return fmt.Errorf("repetition_penalty %v: must be positive (1 = off)", p.RepetitionPenalty)
+	case math.IsNaN(float64(p.PresencePenalty)) || math.IsInf(float64(p.PresencePenalty), 0):
+		return fmt.Errorf("presence_penalty %v: must be a finite number", p.PresencePenalty)
+	case math.IsNaN(float64(p.FrequencyPenalty)) || math.IsInf(float64(p.FrequencyPenalty), 0):
+		return fmt.Errorf("frequency_penalty %v: must be a finite number", p.FrequencyPenalty)
+	}
+	return nil
+}
+
+// Sampler picks tokens for one request. It is not safe for concurrent use:
+// the engine goroutine owns it.
+type Sampler struct {
+	params Params
+	rng    *rand.Rand
+
+	// generated counts how often each token was sampled (presence and
+	// frequency penalties).
+	generated map[int]int
+	// seen holds every token of the prompt and output (repetition penalty).
+	seen map[int]struct{}
+
+	// work is the penalised copy of the logits, reused across calls.
+	work []float32
+	// cand and probs hold the surviving candidates, reused across calls.
+	cand  []candidate
+	probs []float64
+}
+
+// candidate is one token that survived the filters so far.
+type candidate struct {
+	id    int
+	logit float32
+}
+
+// New returns a Sampler for p. It does not validate p; call Params.Validate
+// on untrusted input first.
+func New(p Params) *Sampler {
+	return &Sampler{
+		params:    p,
+		rng:       rand.New(rand.NewPCG(p.Seed, p.Seed^0x9e3779b97f4a7c15)),
+		generated: make(map[int]int),
+		seen:      make(map[int]struct{}),
+	}
+}
+
+// Params returns the parameters the sampler was made with.
+func (s *Sampler) Params() Params { return s.params }
+
+// Prompt records the prompt's tokens for the repetition penalty. Call it once
+// before the first Sample.
+func (s *Sampler) Prompt(ids []int) {
+	if !s.repetitionOn() {
+		return
+	}
+	for _, id := range ids {
+		s.seen[id] = struct{}{}
+	}
+}
+
+// Accept records a token the request produced (normally the one Sample just
+// returned), so later penalties see it.
+func (s *Sampler) Accept(id int) {
+	s.generated[id]++
+	if s.repetitionOn() {
+		s.seen[id] = struct{}{}
+	}
+}
+
+func (s *Sampler) repetitionOn() bool {
+	return s.params.RepetitionPenalty != 0 && s.params.RepetitionPenalty != 1
+}
+
+func (s *Sampler) penaltiesOn() bool {
+	return s.repetitionOn() || s.params.PresencePenalty != 0 || s.params.FrequencyPenalty != 0
+}
+
+// Sample returns the next token id for logits (one row of the vocabulary).
+// logits is read, never written. Sample does not call Accept.
+func (s *Sampler) Sample(logits []float32) int {
+	if len(logits) == 0 {
+		panic("sample: empty logits")
+	}
+	if s.penaltiesOn() {
+		s.work = append(s.work[:0], logits...)
+		s.applyPenalties(s.work)
+		logits = s.work
+	}
+	if s.params.Greedy() {
+		return Argmax(logits)
+	}
+	return s.draw(logits)
+}
+
+// applyPenalties changes only the entries of tokens seen so far, so it costs
+// O(tokens seen), not O(vocabulary).
+func (s *Sampler) applyPenalties(l []float32) {
+	if rp := s.params.RepetitionPenalty; s.repetitionOn() {
+		for id := range s.seen {
+			if id < 0 || id >= len(l) {
+				continue
+			}
+			if l[id] > 0 {
+				l[id] /= rp
+			} else {
+				l[id] *= rp
+			}
+		}
+	}
+	pp, fp := s.params.PresencePenalty, s.params.FrequencyPenalty
+	if pp == 0 && fp == 0 {
+		return
+	}
+	for id, c := range s.generated {
+		if id < 0 || id >= len(l) || c == 0 {
+			continue
+		}
+		l[id] -= pp + fp*float32(c)
+	}
+}
+
+// Argmax returns the index of the largest value, the lowest index on a tie
+// (as torch.argmax does). NaN entries never win.
+func Argmax(l []float32) int {
+	best, bestV := 0, float32(math.Inf(-1))
+	found := false
+	for i, v := range l {
+		if v > bestV || (!found && v == bestV) {
+			best, bestV, found = i, v, true
+		}
+	}
+	return best
+}
+
+// draw runs temperature, top-k, softmax, top-p, min-p and one draw.
+func (s *Sampler) draw(logits []float32) int {
+	p := s.params
+	invT := 1 / p.Temperature
+
+	// Top-k by partial selection, or every finite logit when top-k is off.
+	k := p.TopK
+	if k <= 0 || k >= len(logits) {
+		s.cand = s.cand[:0]
+		for id, v := range logits {
+			if !math.IsInf(float64(v), -1) && !math.IsNaN(float64(v)) {
+				s.cand = append(s.cand, candidate{id, v})
+			}
+		}
+	} else {
+		s.cand = topK(s.cand[:0], logits, k)
+	}
+	if len(s.cand) == 0 {
+		// Every logit was -inf or NaN: nothing to sample from, fall back to
+		// the argmax so the caller gets a valid id rather than a panic.
+		return Argmax(logits)
+	}
+
+	// Softmax in float64 over the survivors, relative to the largest logit.
+	maxL := float32(math.Inf(-1))
+	for _, c := range s.cand {
+		maxL = max(maxL, c.logit)
+	}
+	s.probs = s.probs[:0]
+	total := 0.0
+	pmax := 0.0
+	for _, c := range s.cand {
+		e := math.Exp(float64((c.logit - maxL) * invT))
+		s.probs = append(s.probs, e)
+		total += e
+		pmax = max(pmax, e)
+	}
+
+	topPOn := p.TopP > 0 && p.TopP < 1
+	if topPOn || p.MinP > 0 {
+		s.nucleus(total, pmax)
+		total = 0
+		for _, e := range s.probs {
+			total += e
+		}
+	}
+
+	u := s.rng.Float64() * total
+	for i, e := range s.probs {
+		u -= e
+		if u < 0 {
+			return s.cand[i].id
+		}
+	}
+	// Rounding left u a hair above zero: the last candidate with mass wins.
+	for i := len(s.probs) - 1; i >= 0; i-- {
+		if s.probs[i] > 0 {
+			return s.cand[i].id
+		}
+	}
+	return s.cand[0].id
+}
+
+// nucleus applies top-p then min-p to s.cand/s.probs (unnormalised, summing
+// to total, largest pmax) and leaves only the survivors.
+//
+// Both filters keep a prefix of the descending order, and min-p's ratio test
+// does not change under renormalisation, so applying them in transformers'
+// order equals keeping the shorter of the two prefixes, each measured on the
+// distribution after top-k.
+//
+// The top-p prefix is found without sorting the vocabulary: the candidates
+// are bucketed by logit (a monotone key, so buckets are contiguous runs of
+// the descending order), whole buckets are taken while their mass stays
+// short of TopP, and only the one bucket that crosses it is sorted. With
+// top-k off on a 248k vocabulary this is two linear passes and a small sort
+// instead of a sort of every token.
+func (s *Sampler) nucleus(total, pmax float64) {
+	p := s.params
+	minKeep := float64(p.MinP) * pmax
+	topP := float64(p.TopP)
+	if !(topP > 0 && topP < 1) {
+		topP = 1
+	}
+
+	// cut is the smallest probability that survives top-p; a token with a
+	// probability equal to cut survives only if its id is at most cutID (the
+	// order among equals is by id, lower first).
+	cut, cutID := 0.0, math.MaxInt
+	if topP < 1 {
+		cut, cutID = s.topPCut(topP * total)
+	}
+	n := 0
+	for i, e := range s.probs {
+		id := s.cand[i].id
+		if e < minKeep || e < cut || (e == cut && id > cutID) {
+			continue
+		}
+		s.cand[n], s.probs[n] = s.cand[i], e
+		n++
+	}
+	if n == 0 {
+		// MinP of 1 with ties or rounding at the edge: keep the most likely.
+		best := 0
+		for i, e := range s.probs {
+			if e > s.probs[best] {
+				best = i
+			}
+		}
+		s.cand[0], s.probs[0] = s.cand[best], s.probs[best]
+		n = 1
+	}
+	s.cand, s.probs = s.cand[:n], s.probs[:n]
+}
+
+// nucleusBuckets is the number of logit buckets topPCut uses: enough that
+// the crossing bucket holds a small share of a 248k vocabulary.
+const nucleusBuckets = 4096
+
+// topPCut returns the probability (and id, for ties) of the last token of
+// the shortest descending prefix of s.probs whose mass reaches target.
+func (s *Sampler) topPCut(target float64) (float64, int) {
+	lo, hi := s.cand[0].logit, s.cand[0].logit
+	for _, c := range s.cand {
+		lo, hi = min(lo, c.logit), max(hi, c.logit)
+	}
+	bucket := func(l float32) int { return 0 }
+	if hi > lo {
+		scale := float64(nucleusBuckets-1) / float64(hi-lo)
+		// Bucket 0 holds the largest logits.
+		bucket = func(l float32) int { return int(float64(hi-l) * scale) }
+	}
+	var mass [nucleusBuckets]float64
+	for i, c := range s.cand {
+		mass[bucket(c.logit)] += s.probs[i]
+	}
+	cum, cross := 0.0, -1
+	for b := range mass {
+		if cum+mass[b] >= target {
+			cross = b
+			break
+		}
+		cum += mass[b]
+	}
+	if cross < 0 {
+		// Rounding kept the whole mass a hair short of target: keep all.
+		return 0, math.MaxInt
+	}
+	// Sort the crossing bucket and walk it until the mass is reached.
+	var inside []int
+	for i, c := range s.cand {
+		if bucket(c.logit) == cross {
+			inside = append(inside, i)
+		}
+	}
+	slices.SortFunc(inside, func(a, b int) int {
+		switch {
+		case s.probs[a] > s.probs[b]:
+			return -1
+		case s.probs[a] < s.probs[b]:
+			return 1
+		}
+		return s.cand[a].id - s.cand[b].id
+	})
+	for _, i := range inside {
+		cum += s.probs[i]
+		if cum >= target {
+			return s.probs[i], s.cand[i].id
+		}
+	}
+	// Rounding kept the sum a hair short: keep the whole bucket.
+	last := inside[len(inside)-1]
+	return s.probs[last], s.cand[last].id
+}
+
+// topK appends the k largest finite logits to dst, in descending order (lower
+// id first on ties), using a size-k min-heap: one pass over the vocabulary,
+// and a heap operation only for the rare logit that beats the current k-th.
+func topK(dst []candidate, logits []float32, k int) []candidate {
+	h := minHeap(dst[:0])
+	for id, v := range logits {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), -1) {
+			continue
+		}
+		if len(h) < k {
+			heap.Push(&h, candidate{id, v})
+			continue
+		}
+		// Strictly greater: on a tie the earlier (lower) id stays, matching
+		// a stable descending sort.
+		if v > h[0].logit {
+			h[0] = candidate{id, v}
+			heap.Fix(&h, 0)
+		}
+	}
+	out := []candidate(h)
+	slices.SortFunc(out, func(a, b candidate) int {
+		switch {
+		case a.logit > b.logit:
+			return -1
+		case a.logit < b.logit:
+			return 1
+		}
+		return a.id - b.id
+	})
+	return out
+}
+
+// minHeap orders candidates with the smallest logit (and, among equals, the
+// highest id, the first to give way) at the root.
+type minHeap []candidate
+
+func (h minHeap) Len() int { return len(h) }
+func (h minHeap) Less(i, j int) bool {
+	if h[i].logit != h[j].logit {
+		return h[i].logit < h[j].logit
+	}
+	return h[i].id > h[j].id
+}
+func (h minHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *minHeap) Push(x any)   { *h = append(*h, x.(candidate)) }
+func (h *minHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
