@@ -1,81 +1,55 @@
-// Package sample chooses the next token from a row of logits.
+// Package sample chooses the next token from a row of logits: the host
+// implementation of model.Sampler, which the CPU backend's sample block
+// calls, and the written definition of the rule a GPU sample block follows.
 //
-// A Sampler is made once per request from Params and sees every token the
-// request produces (Accept), because the penalties depend on what came
-// before. Sample then runs a fixed pipeline over the logits:
+// A draw is a pure function of the logits, the parameters (model.Sampling)
+// and the sequence's token history, so generation is reproducible (one seed
+// gives one token sequence), survives a prefix-cache restore unchanged, and
+// can run on a device without host state. The pipeline:
 //
 //  1. penalties: repetition (Hugging Face), then presence and frequency
 //     (OpenAI), on a private copy so the caller's logits are never changed;
-//  2. greedy: with Temperature 0 the largest adjusted logit wins (the lowest
-//     id on a tie), and nothing below runs;
+//  2. greedy: with Temperature ≤ 0 the largest adjusted logit wins (the
+//     lowest id on a tie), and nothing below runs;
 //  3. temperature: logits divided by Temperature;
 //  4. top-k: the K largest logits, found by partial selection (a size-K
 //     min-heap, O(V log K)), never by sorting the whole vocabulary;
-//  5. softmax over the survivors;
-//  6. top-p then min-p, exactly as transformers' TopPLogitsWarper and
+//  5. softmax over the survivors (float64);
+//  6. top-p then min-p, as transformers' TopPLogitsWarper and
 //     MinPLogitsWarper in that order: top-p keeps the shortest prefix of the
 //     descending order whose mass reaches TopP, min-p keeps tokens whose
 //     probability is at least MinP times the largest;
-//  7. one draw from the renormalised survivors with the request's PCG
-//     generator, seeded from Params.Seed, so one seed always gives one token
-//     sequence for the same logits.
+//  7. one draw: u = Uniform(Seed, position) in [0, 1), position being
+//     len(history) (the position of the token being chosen), and the token
+//     is the first whose cumulative mass exceeds u·total, walking the
+//     survivors in the order they were selected (descending logit after
+//     top-k; ascending id when top-k is off).
 //
 // Which tokens the penalties look at:
 //   - RepetitionPenalty follows transformers' RepetitionPenaltyLogitsProcessor:
-//     every distinct token of the prompt and of the generated text so far
-//     (the prompt is given with Prompt), positive logits divided by the
-//     penalty and negative ones multiplied by it.
+//     every distinct token of the history, prompt and generated alike,
+//     positive logits divided by the penalty and negative ones multiplied.
 //   - PresencePenalty and FrequencyPenalty follow OpenAI's definition and
-//     vLLM's implementation: generated tokens only, logit −= presence·[c>0] +
-//     frequency·c where c is how often the token was generated. The prompt is
-//     left out so that a long conversation history does not push the model
-//     away from the words the user is asking about.
+//     vLLM's implementation: generated tokens only (history[GeneratedFrom:]),
+//     logit −= presence·[c>0] + frequency·c where c is how often the token
+//     was generated. The prompt is left out so that a long conversation does
+//     not push the model away from the words the user is asking about.
 package sample
 
 import (
 	"container/heap"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"slices"
+
+	"github.com/suzuran-app/suzuran/engine/model"
 )
-
-// Params are the sampling parameters of one request. The zero value is
-// greedy decoding with no penalties.
-type Params struct {
-	// Temperature divides the logits; 0 means greedy (argmax).
-	Temperature float32
-	// TopK keeps the K most likely tokens; 0 (or ≥ vocabulary) keeps all.
-	TopK int
-	// TopP keeps the smallest set of most likely tokens whose probability
-	// reaches TopP; 0 or 1 keeps all.
-	TopP float32
-	// MinP keeps tokens whose probability is at least MinP times the most
-	// likely token's; 0 keeps all.
-	MinP float32
-	// PresencePenalty is subtracted once from the logit of every token that
-	// was generated at least once (OpenAI semantics, range −2..2).
-	PresencePenalty float32
-	// FrequencyPenalty is subtracted from a token's logit once per time it
-	// was generated (OpenAI semantics, range −2..2).
-	FrequencyPenalty float32
-	// RepetitionPenalty (transformers semantics) applies to tokens of the
-	// prompt and of the output: logits > 0 are divided by it, logits < 0
-	// multiplied. 0 and 1 mean off.
-	RepetitionPenalty float32
-	// Seed seeds the generator: the same seed, parameters and logits give
-	// the same tokens.
-	Seed uint64
-}
-
-// Greedy reports whether p picks the argmax.
-func (p Params) Greedy() bool { return p.Temperature == 0 }
 
 // Validate checks the ranges a client could get wrong, with a message that
 // names the field.
-func (p Params) Validate() error {
+func Validate(p *model.Sampling) error {
 	switch {
-	case p.Temperature < 0 || math.IsNaN(float64(p.Temperature)) || math.IsInf(float64(p.Temperature), 0):
+	case math.IsNaN(float64(p.Temperature)) || p.Temperature < 0 || math.IsInf(float64(p.Temperature), 0):
 		return fmt.Errorf("temperature %v: must be 0 (greedy) or positive", p.Temperature)
 	case p.TopK < 0:
 		return fmt.Errorf("top_k %d: must be 0 (off) or positive", p.TopK)
@@ -93,24 +67,37 @@ func (p Params) Validate() error {
 	return nil
 }
 
-// Sampler picks tokens for one request. It is not safe for concurrent use:
-// the engine goroutine owns it.
+// Uniform is the draw for the token at position pos of a request seeded with
+// seed: SplitMix64 of seed + (pos+1)·γ, its top 53 bits scaled to [0, 1).
+// A counter-based generator needs no state between tokens, so a GPU sample
+// block computes the same value from the same two integers.
+func Uniform(seed uint64, pos int) float64 {
+	z := seed + uint64(pos+1)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	return float64(z>>11) * (1.0 / (1 << 53))
+}
+
+// Sampler is the host model.Sampler. It keeps scratch buffers and the token
+// counts of the history it saw last, so that consecutive calls during one
+// generation cost O(new tokens) for the penalties instead of O(history). It
+// is not safe for concurrent use: the engine goroutine owns it.
 type Sampler struct {
-	params Params
-	rng    *rand.Rand
+	// counted is the history the counts below describe, and from is the
+	// GeneratedFrom it was counted with.
+	counted []int
+	from    int
+	// all counts every token of counted (repetition penalty); generated
+	// those of counted[from:] (presence and frequency).
+	all, generated map[int]int
 
-	// generated counts how often each token was sampled (presence and
-	// frequency penalties).
-	generated map[int]int
-	// seen holds every token of the prompt and output (repetition penalty).
-	seen map[int]struct{}
-
-	// work is the penalised copy of the logits, reused across calls.
-	work []float32
-	// cand and probs hold the surviving candidates, reused across calls.
+	work  []float32 // penalised copy of the logits
 	cand  []candidate
 	probs []float64
 }
+
+var _ model.Sampler = (*Sampler)(nil)
 
 // candidate is one token that survived the filters so far.
 type candidate struct {
@@ -118,70 +105,64 @@ type candidate struct {
 	logit float32
 }
 
-// New returns a Sampler for p. It does not validate p; call Params.Validate
-// on untrusted input first.
-func New(p Params) *Sampler {
-	return &Sampler{
-		params:    p,
-		rng:       rand.New(rand.NewPCG(p.Seed, p.Seed^0x9e3779b97f4a7c15)),
-		generated: make(map[int]int),
-		seen:      make(map[int]struct{}),
-	}
+// New returns a Sampler.
+func New() *Sampler {
+	return &Sampler{all: make(map[int]int), generated: make(map[int]int)}
 }
 
-// Params returns the parameters the sampler was made with.
-func (s *Sampler) Params() Params { return s.params }
-
-// Prompt records the prompt's tokens for the repetition penalty. Call it once
-// before the first Sample.
-func (s *Sampler) Prompt(ids []int) {
-	if !s.repetitionOn() {
-		return
-	}
-	for _, id := range ids {
-		s.seen[id] = struct{}{}
-	}
-}
-
-// Accept records a token the request produced (normally the one Sample just
-// returned), so later penalties see it.
-func (s *Sampler) Accept(id int) {
-	s.generated[id]++
-	if s.repetitionOn() {
-		s.seen[id] = struct{}{}
-	}
-}
-
-func (s *Sampler) repetitionOn() bool {
-	return s.params.RepetitionPenalty != 0 && s.params.RepetitionPenalty != 1
-}
-
-func (s *Sampler) penaltiesOn() bool {
-	return s.repetitionOn() || s.params.PresencePenalty != 0 || s.params.FrequencyPenalty != 0
-}
-
-// Sample returns the next token id for logits (one row of the vocabulary).
-// logits is read, never written. Sample does not call Accept.
-func (s *Sampler) Sample(logits []float32) int {
+// Sample implements model.Sampler: it returns the next token for one row of
+// logits, given the parameters and the sequence's whole token history.
+// logits is read, never written.
+func (s *Sampler) Sample(logits []float32, p *model.Sampling, history []int) int {
 	if len(logits) == 0 {
 		panic("sample: empty logits")
 	}
-	if s.penaltiesOn() {
+	if penaltiesOn(p) {
+		s.count(history, p.GeneratedFrom)
 		s.work = append(s.work[:0], logits...)
-		s.applyPenalties(s.work)
+		s.applyPenalties(s.work, p)
 		logits = s.work
 	}
-	if s.params.Greedy() {
+	if p.Temperature <= 0 {
 		return Argmax(logits)
 	}
-	return s.draw(logits)
+	return s.draw(logits, p, Uniform(p.Seed, len(history)))
 }
 
-// applyPenalties changes only the entries of tokens seen so far, so it costs
-// O(tokens seen), not O(vocabulary).
-func (s *Sampler) applyPenalties(l []float32) {
-	if rp := s.params.RepetitionPenalty; s.repetitionOn() {
-		for id := range s.seen {
+func repetitionOn(p *model.Sampling) bool {
+	return p.RepetitionPenalty != 0 && p.RepetitionPenalty != 1
+}
+
+func penaltiesOn(p *model.Sampling) bool {
+	return repetitionOn(p) || p.PresencePenalty != 0 || p.FrequencyPenalty != 0
+}
+
+// count brings the token counts up to date with history, adding only the
+// tokens after the previously counted history when history extends it.
+func (s *Sampler) count(history []int, from int) {
+	from = min(max(from, 0), len(history))
+	extends := from == s.from && len(history) >= len(s.counted) &&
+		slices.Equal(history[:len(s.counted)], s.counted)
+	if !extends {
+		clear(s.all)
+		clear(s.generated)
+		s.counted, s.from = s.counted[:0], from
+	}
+	for i := len(s.counted); i < len(history); i++ {
+		id := history[i]
+		s.all[id]++
+		if i >= from {
+			s.generated[id]++
+		}
+	}
+	s.counted = append(s.counted, history[len(s.counted):]...)
+}
+
+// applyPenalties changes only the entries of tokens in the history, so it
+// costs O(distinct tokens), not O(vocabulary).
+func (s *Sampler) applyPenalties(l []float32, p *model.Sampling) {
+	if rp := p.RepetitionPenalty; repetitionOn(p) {
+		for id := range s.all {
 			if id < 0 || id >= len(l) {
 				continue
 			}
@@ -192,7 +173,7 @@ func (s *Sampler) applyPenalties(l []float32) {
 			}
 		}
 	}
-	pp, fp := s.params.PresencePenalty, s.params.FrequencyPenalty
+	pp, fp := p.PresencePenalty, p.FrequencyPenalty
 	if pp == 0 && fp == 0 {
 		return
 	}
@@ -218,8 +199,7 @@ func Argmax(l []float32) int {
 }
 
 // draw runs temperature, top-k, softmax, top-p, min-p and one draw.
-func (s *Sampler) draw(logits []float32) int {
-	p := s.params
+func (s *Sampler) draw(logits []float32, p *model.Sampling, uniform float64) int {
 	invT := 1 / p.Temperature
 
 	// Top-k by partial selection, or every finite logit when top-k is off.
@@ -257,14 +237,14 @@ func (s *Sampler) draw(logits []float32) int {
 
 	topPOn := p.TopP > 0 && p.TopP < 1
 	if topPOn || p.MinP > 0 {
-		s.nucleus(total, pmax)
+		s.nucleus(p, total, pmax)
 		total = 0
 		for _, e := range s.probs {
 			total += e
 		}
 	}
 
-	u := s.rng.Float64() * total
+	u := uniform * total
 	for i, e := range s.probs {
 		u -= e
 		if u < 0 {
@@ -294,8 +274,7 @@ func (s *Sampler) draw(logits []float32) int {
 // short of TopP, and only the one bucket that crosses it is sorted. With
 // top-k off on a 248k vocabulary this is two linear passes and a small sort
 // instead of a sort of every token.
-func (s *Sampler) nucleus(total, pmax float64) {
-	p := s.params
+func (s *Sampler) nucleus(p *model.Sampling, total, pmax float64) {
 	minKeep := float64(p.MinP) * pmax
 	topP := float64(p.TopP)
 	if !(topP > 0 && topP < 1) {

@@ -5,7 +5,12 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/suzuran-app/suzuran/engine/model"
 )
+
+// Params is shorthand in the tables below.
+type Params = model.Sampling
 
 func TestArgmaxFirstOnTieAndIgnoresNaN(t *testing.T) {
 	nan := float32(math.NaN())
@@ -31,13 +36,13 @@ func TestArgmaxFirstOnTieAndIgnoresNaN(t *testing.T) {
 // comparison is exact too.
 func TestPenaltiesExact(t *testing.T) {
 	logits := []float32{2, -2, 1, 0.5, 3}
-	s := New(Params{RepetitionPenalty: 2, PresencePenalty: 0.5, FrequencyPenalty: 0.25})
-	s.Prompt([]int{0, 1})
-	s.Accept(3)
-	s.Accept(3)
-	s.Accept(4)
+	p := &Params{RepetitionPenalty: 2, PresencePenalty: 0.5, FrequencyPenalty: 0.25, GeneratedFrom: 2}
+	// Prompt 0 1, then generated 3 3 4.
+	history := []int{0, 1, 3, 3, 4}
+	s := New()
+	s.count(history, p.GeneratedFrom)
 	work := append([]float32(nil), logits...)
-	s.applyPenalties(work)
+	s.applyPenalties(work, p)
 	// 0: prompt, positive → 2/2 = 1.
 	// 1: prompt, negative → -2·2 = -4.
 	// 2: unseen → 1.
@@ -47,24 +52,52 @@ func TestPenaltiesExact(t *testing.T) {
 	if !slices.Equal(work, want) {
 		t.Fatalf("penalised logits = %v, want %v", work, want)
 	}
+	// Greedy with penalties picks the argmax of the penalised logits: token
+	// 4 (3) would win without them; with them 0 and 2 tie at 1, 0 first.
+	if got := s.Sample(logits, p, history); got != 0 {
+		t.Fatalf("greedy with penalties = %d, want 0", got)
+	}
 	if !slices.Equal(logits, []float32{2, -2, 1, 0.5, 3}) {
 		t.Fatalf("Sample's input was modified: %v", logits)
 	}
-	// Greedy with penalties picks the argmax of the penalised logits: token
-	// 4 (3) would win without them, token 0 and 2 tie at 1 with them.
-	if got := s.Sample(logits); got != 0 {
-		t.Fatalf("greedy with penalties = %d, want 0", got)
+}
+
+// TestIncrementalCountsMatchFresh grows a history token by token through one
+// Sampler and checks each penalised row against a fresh Sampler's, then
+// switches to an unrelated history (a new request) to exercise the reset.
+func TestIncrementalCountsMatchFresh(t *testing.T) {
+	p := &Params{RepetitionPenalty: 1.3, PresencePenalty: 0.7, FrequencyPenalty: 0.2, GeneratedFrom: 3}
+	r := rand.New(rand.NewPCG(11, 12))
+	logits := make([]float32, 50)
+	for i := range logits {
+		logits[i] = float32(r.NormFloat64())
+	}
+	grown := New()
+	histories := [][]int{{5, 6, 7}, {9, 9, 1, 2}}
+	for _, h := range histories {
+		for step := 0; step < 40; step++ {
+			h = append(h, r.IntN(50))
+			grown.count(h, p.GeneratedFrom)
+			a := append([]float32(nil), logits...)
+			grown.applyPenalties(a, p)
+			fresh := New()
+			fresh.count(h, p.GeneratedFrom)
+			b := append([]float32(nil), logits...)
+			fresh.applyPenalties(b, p)
+			if !slices.Equal(a, b) {
+				t.Fatalf("history %v: incremental %v, fresh %v", h, a, b)
+			}
+		}
 	}
 }
 
 func TestPresencePenaltyIgnoresPrompt(t *testing.T) {
-	s := New(Params{PresencePenalty: 10})
-	s.Prompt([]int{1})
-	if got := s.Sample([]float32{0, 1}); got != 1 {
+	s := New()
+	p := &Params{PresencePenalty: 10, GeneratedFrom: 1}
+	if got := s.Sample([]float32{0, 1}, p, []int{1}); got != 1 {
 		t.Fatalf("presence penalty applied to a prompt token: got %d, want 1", got)
 	}
-	s.Accept(1)
-	if got := s.Sample([]float32{0, 1}); got != 0 {
+	if got := s.Sample([]float32{0, 1}, p, []int{1, 1}); got != 0 {
 		t.Fatalf("presence penalty not applied to a generated token: got %d, want 0", got)
 	}
 }
@@ -110,15 +143,15 @@ func TestSameSeedSameTokens(t *testing.T) {
 			rows[i][j] = float32(r.NormFloat64() * 2)
 		}
 	}
+	prompt := []int{3, 1, 4, 1, 5}
 	run := func(seed uint64) []int {
-		s := New(Params{Temperature: 1, TopK: 50, TopP: 0.9, PresencePenalty: 0.5, Seed: seed})
-		var out []int
+		s := New()
+		p := &Params{Temperature: 1, TopK: 50, TopP: 0.9, PresencePenalty: 0.5, GeneratedFrom: len(prompt), Seed: seed}
+		history := slices.Clone(prompt)
 		for _, row := range rows {
-			id := s.Sample(row)
-			s.Accept(id)
-			out = append(out, id)
+			history = append(history, s.Sample(row, p, history))
 		}
-		return out
+		return history[len(prompt):]
 	}
 	a, b, c := run(42), run(42), run(43)
 	if !slices.Equal(a, b) {
@@ -129,13 +162,43 @@ func TestSameSeedSameTokens(t *testing.T) {
 	}
 }
 
-// frequencies draws n tokens from logits with p (no Accept, so penalties
-// stay out) and returns the empirical distribution.
+// TestUniform checks the draw's range and its mean and variance over many
+// positions (uniform on [0,1): mean 1/2, variance 1/12). With n = 200000 the
+// standard error of the mean is sqrt(1/12/n) ≈ 6.5e-4; 5 of them is 3.2e-3.
+func TestUniform(t *testing.T) {
+	const n = 200000
+	sum, sumSq := 0.0, 0.0
+	for pos := range n {
+		u := Uniform(1234, pos)
+		if u < 0 || u >= 1 {
+			t.Fatalf("Uniform(1234, %d) = %v, outside [0,1)", pos, u)
+		}
+		sum += u
+		sumSq += u * u
+	}
+	mean := sum / n
+	variance := sumSq/n - mean*mean
+	if math.Abs(mean-0.5) > 3.2e-3 {
+		t.Errorf("mean %.5f, want 0.5 ± 0.0032", mean)
+	}
+	if math.Abs(variance-1.0/12) > 3e-3 {
+		t.Errorf("variance %.5f, want %.5f ± 0.003", variance, 1.0/12)
+	}
+	if Uniform(1, 5) == Uniform(2, 5) || Uniform(1, 5) == Uniform(1, 6) {
+		t.Errorf("Uniform does not depend on both seed and position")
+	}
+}
+
+// frequencies draws n tokens from logits with p, each at a new position
+// (histories of growing length, penalties off), and returns the empirical
+// distribution.
 func frequencies(p Params, logits []float32, n int) []float64 {
-	s := New(p)
+	s := New()
 	f := make([]float64, len(logits))
+	history := make([]int, 0, n)
 	for i := 0; i < n; i++ {
-		f[s.Sample(logits)]++
+		f[s.Sample(logits, &p, history[:i])]++
+		history = append(history, 0)
 	}
 	for i := range f {
 		f[i] /= float64(n)
@@ -231,8 +294,8 @@ func TestLargeVocabulary(t *testing.T) {
 		for i := range logits {
 			logits[i] = float32(r.NormFloat64() * c.spread)
 		}
-		s := New(c.p)
-		s.Sample(logits)
+		s := New()
+		s.Sample(logits, &c.p, nil)
 
 		// Brute force: sort everything, cut at TopP of the mass, then min-p.
 		type pr struct {
@@ -296,12 +359,12 @@ func TestValidate(t *testing.T) {
 		{PresencePenalty: float32(math.Inf(1))},
 	}
 	for _, p := range bad {
-		if p.Validate() == nil {
+		if Validate(&p) == nil {
 			t.Errorf("Validate(%+v) = nil, want an error", p)
 		}
 	}
 	good := Params{Temperature: 0.7, TopK: 20, TopP: 0.8, PresencePenalty: 1.5}
-	if err := good.Validate(); err != nil {
+	if err := Validate(&good); err != nil {
 		t.Errorf("Validate(model card defaults) = %v", err)
 	}
 }
@@ -321,8 +384,9 @@ func benchmarkSample(b *testing.B, p Params) {
 	for i := range logits {
 		logits[i] = float32(r.NormFloat64() * 3)
 	}
-	s := New(p)
+	s := New()
+	history := make([]int, 0, 1<<16)
 	for b.Loop() {
-		s.Accept(s.Sample(logits))
+		history = append(history, s.Sample(logits, &p, history))
 	}
 }
