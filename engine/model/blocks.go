@@ -177,3 +177,15 @@ type Pass interface {
 	// Wait blocks until the pass has finished and returns its result.
 	Wait() (Result, error)
 }
+
+// ArgMax is the greedy choice: the index of the largest logit, the lowest
+// such index on ties (as torch.argmax).
+func ArgMax(logits []float32) int {
+	best := 0
+	for i, v := range logits {
+		if v > logits[best] {
+			best = i
+		}
+	}
+	return best
+}

@@ -1,0 +1,210 @@
+package cpu
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/suzuran-app/suzuran/engine/model"
+)
+
+// Options configure the CPU backend. The zero value works.
+type Options struct {
+	// Threads is the number of goroutines a block uses; 0 means GOMAXPROCS.
+	Threads int
+	// Sampler chooses tokens for passes that sample with anything but
+	// greedy parameters. Without one, such passes fail.
+	Sampler model.Sampler
+}
+
+// Backend is the CPU implementation of model.Backend.
+type Backend struct {
+	cfg     model.Config
+	w       *model.Weights
+	pool    pool
+	sampler model.Sampler
+}
+
+// New makes a CPU backend for w, checking that every matrix holds what its
+// shape says.
+func New(w *model.Weights, opt Options) (*Backend, error) {
+	threads := opt.Threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	if err := checkWeights(w); err != nil {
+		return nil, err
+	}
+	return &Backend{cfg: w.Config, w: w, pool: pool{threads: threads}, sampler: opt.Sampler}, nil
+}
+
+func checkWeights(w *model.Weights) error {
+	c := &w.Config
+	if len(w.Layers) != c.NumLayers || c.NumLayers == 0 {
+		return fmt.Errorf("weights have %d layers, config says %d", len(w.Layers), c.NumLayers)
+	}
+	ms := []*model.Matrix{&w.Embed, &w.LMHead}
+	for i := range w.Layers {
+		l := &w.Layers[i]
+		switch {
+		case l.DeltaNet != nil:
+			d := l.DeltaNet
+			ms = append(ms, &d.QKV, &d.Z, &d.B, &d.A, &d.Out)
+		case l.Attention != nil:
+			a := l.Attention
+			ms = append(ms, &a.Q, &a.K, &a.V, &a.O)
+		default:
+			return fmt.Errorf("layer %d has no mixer", i)
+		}
+		m := &l.MoE
+		ms = append(ms, &m.Router, &m.SharedGate, &m.SharedUp, &m.SharedDown, &m.SharedExpert)
+		for _, e := range [][]model.Matrix{m.Gate, m.Up, m.Down} {
+			if len(e) != c.NumExperts {
+				return fmt.Errorf("layer %d has %d experts, config says %d", i, len(e), c.NumExperts)
+			}
+			for j := range e {
+				ms = append(ms, &e[j])
+			}
+		}
+	}
+	for _, m := range ms {
+		if err := checkMatrix(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Name implements model.Backend.
+func (b *Backend) Name() string { return fmt.Sprintf("cpu: %d threads", b.pool.threads) }
+
+// Close implements model.Backend; the CPU backend holds nothing to release.
+func (b *Backend) Close() error { return nil }
+
+// tensor is the CPU's activation: [rows, width] float32, row-major.
+type tensor struct {
+	rows, width int
+	data        []float32
+}
+
+func (t *tensor) Rows() int  { return t.rows }
+func (t *tensor) Width() int { return t.width }
+
+func newTensor(rows, width int) *tensor {
+	return &tensor{rows: rows, width: width, data: make([]float32, rows*width)}
+}
+
+func (t *tensor) row(i int) []float32 { return t.data[i*t.width : (i+1)*t.width] }
+
+// sequence is one sequence's state.
+type sequence struct {
+	b      *Backend
+	max    int
+	tokens []int // every token consumed, in order; len is the position
+	// sampled is the token the last pass chose, fed to a pass without IDs;
+	// -1 when there is none.
+	sampled int
+	layers  []layerState
+	busy    bool // a pass is recording
+	// broken is set when a pass failed halfway: its state is then no
+	// token prefix's state until a snapshot is restored.
+	broken bool
+}
+
+// layerState is one layer's part of a sequence: the KV cache of an
+// attention layer, or the conv and recurrent state of a DeltaNet layer.
+type layerState struct {
+	// k and v are [positions, KVHeads·HeadDim]; k after norm and RoPE.
+	k, v []float32
+	// conv is the last ConvKernel-1 pre-conv rows, [K-1, channels].
+	conv []float32
+	// recurrent is S per value head, [Hv, Dk, Dv].
+	recurrent []float32
+}
+
+// NewSequence implements model.Backend.
+func (b *Backend) NewSequence(maxTokens int) (model.Sequence, error) {
+	c := &b.cfg
+	if maxTokens <= 0 {
+		return nil, fmt.Errorf("a sequence needs room for at least one token, asked for %d", maxTokens)
+	}
+	if c.MaxPositions > 0 && maxTokens > c.MaxPositions {
+		return nil, fmt.Errorf("asked for %d tokens, the model's max_position_embeddings is %d", maxTokens, c.MaxPositions)
+	}
+	s := &sequence{b: b, max: maxTokens, sampled: -1, layers: make([]layerState, c.NumLayers)}
+	for i := range s.layers {
+		if b.w.Layers[i].DeltaNet != nil {
+			ch := deltaNetChannels(c)
+			s.layers[i].conv = make([]float32, (c.ConvKernel-1)*ch)
+			s.layers[i].recurrent = make([]float32, c.LinearValueHeads*c.LinearKeyHeadDim*c.LinearValueHeadDim)
+		}
+	}
+	return s, nil
+}
+
+func deltaNetChannels(c *model.Config) int {
+	return 2*c.LinearKeyHeads*c.LinearKeyHeadDim + c.LinearValueHeads*c.LinearValueHeadDim
+}
+
+func (s *sequence) Pos() int       { return len(s.tokens) }
+func (s *sequence) MaxTokens() int { return s.max }
+func (s *sequence) Close() error {
+	s.layers, s.tokens = nil, nil
+	return nil
+}
+
+// snapshot is a deep copy of a sequence's state.
+type snapshot struct {
+	b       *Backend
+	tokens  []int
+	sampled int
+	layers  []layerState
+}
+
+func (p *snapshot) Pos() int      { return len(p.tokens) }
+func (p *snapshot) Tokens() []int { return p.tokens }
+func (p *snapshot) Bytes() int64 {
+	n := int64(8 * len(p.tokens))
+	for _, l := range p.layers {
+		n += 4 * int64(len(l.k)+len(l.v)+len(l.conv)+len(l.recurrent))
+	}
+	return n
+}
+
+func copyLayers(src []layerState) []layerState {
+	dst := make([]layerState, len(src))
+	for i, l := range src {
+		dst[i] = layerState{
+			k:         append([]float32(nil), l.k...),
+			v:         append([]float32(nil), l.v...),
+			conv:      append([]float32(nil), l.conv...),
+			recurrent: append([]float32(nil), l.recurrent...),
+		}
+	}
+	return dst
+}
+
+func (s *sequence) Snapshot() (model.Snapshot, error) {
+	if s.busy {
+		return nil, errors.New("cannot snapshot a sequence while a pass is recording on it")
+	}
+	return &snapshot{b: s.b, tokens: append([]int(nil), s.tokens...), sampled: s.sampled, layers: copyLayers(s.layers)}, nil
+}
+
+func (s *sequence) Restore(m model.Snapshot) error {
+	p, ok := m.(*snapshot)
+	if !ok || p.b != s.b {
+		return errors.New("snapshot comes from another backend")
+	}
+	if s.busy {
+		return errors.New("cannot restore a sequence while a pass is recording on it")
+	}
+	if len(p.tokens) > s.max {
+		return fmt.Errorf("snapshot holds %d tokens, the sequence only has room for %d", len(p.tokens), s.max)
+	}
+	s.tokens = append(s.tokens[:0], p.tokens...)
+	s.sampled = p.sampled
+	s.layers = copyLayers(p.layers)
+	s.broken = false
+	return nil
+}

@@ -1,0 +1,130 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/suzuran-app/suzuran/engine/model"
+)
+
+// DeltaNet implements model.Pass: the Gated DeltaNet of MODEL.md with a
+// sequential scan, which is the same function as transformers' chunked form
+// and serves prefill and decode alike.
+func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model.Activation {
+	c := &p.b.cfg
+	x := p.tensor(xa)
+	out := newTensor(x.rows, c.HiddenSize)
+	if p.err != nil {
+		return out
+	}
+	T := x.rows
+	Hk, Hv, Dk, Dv, K := c.LinearKeyHeads, c.LinearValueHeads, c.LinearKeyHeadDim, c.LinearValueHeadDim, c.ConvKernel
+	C := deltaNetChannels(c)
+	st := &p.seq.layers[layer]
+
+	// The conv window: K-1 rows of state, then the pass's pre-conv rows.
+	window := make([]float32, (K-1+T)*C)
+	copy(window, st.conv)
+	z := make([]float32, T*Hv*Dv)
+	b := make([]float32, T*Hv)
+	a := make([]float32, T*Hv)
+	p.matMul(window[(K-1)*C:], x, &w.QKV)
+	p.matMul(z, x, &w.Z)
+	p.matMul(b, x, &w.B)
+	p.matMul(a, x, &w.A)
+	if p.err != nil {
+		return out
+	}
+
+	// Causal depthwise conv and silu, per channel.
+	mixed := make([]float32, T*C)
+	p.b.pool.parallelFor(C, 64, func(lo, hi int) {
+		for ch := lo; ch < hi; ch++ {
+			taps := w.Conv[ch][:K]
+			for t := range T {
+				var s float32
+				for j, tap := range taps {
+					s += tap * window[(t+j)*C+ch]
+				}
+				mixed[t*C+ch] = silu(s)
+			}
+		}
+	})
+	copy(st.conv, window[T*C:])
+
+	// q and k L2-normalised per head, q also scaled by 1/sqrt(Dk).
+	qScale := 1 / math.Sqrt(float64(Dk))
+	for t := range T {
+		row := mixed[t*C : (t+1)*C]
+		for h := range Hk {
+			l2Normalize(row[h*Dk:(h+1)*Dk], 1e-6, qScale)
+			l2Normalize(row[Hk*Dk+h*Dk:Hk*Dk+(h+1)*Dk], 1e-6, 1)
+		}
+	}
+
+	// beta = sigmoid(b); decay = exp(g), g = -exp(A_log)·softplus(a + dt_bias).
+	beta := make([]float32, T*Hv)
+	decay := make([]float32, T*Hv)
+	for t := range T {
+		for j := range Hv {
+			i := t*Hv + j
+			beta[i] = sigmoid(b[i])
+			g := -math.Exp(float64(w.ALog[j])) * softplus(float64(a[i]+w.DtBias[j]))
+			decay[i] = float32(math.Exp(g))
+		}
+	}
+
+	// The scan, one task per value head; value head j reads key head
+	// j/(Hv/Hk) (repeat_interleave).
+	o := make([]float32, T*Hv*Dv)
+	ratio := Hv / Hk
+	p.b.pool.parallelFor(Hv, 1, func(lo, hi int) {
+		bufp := getScratch(2 * Dv)
+		defer scratch.Put(bufp)
+		kv, delta := (*bufp)[:Dv], (*bufp)[Dv:]
+		for j := lo; j < hi; j++ {
+			S := st.recurrent[j*Dk*Dv : (j+1)*Dk*Dv]
+			kh := j / ratio
+			for t := range T {
+				row := mixed[t*C : (t+1)*C]
+				q := row[kh*Dk : (kh+1)*Dk]
+				k := row[Hk*Dk+kh*Dk : Hk*Dk+(kh+1)*Dk]
+				v := row[2*Hk*Dk+j*Dv : 2*Hk*Dk+(j+1)*Dv]
+				dec, bt := decay[t*Hv+j], beta[t*Hv+j]
+				// S = decay·S, and kv = Sᵀk with the decayed S.
+				clear(kv)
+				for i := range Dk {
+					si := S[i*Dv : (i+1)*Dv]
+					ki := k[i]
+					for d := range si {
+						si[d] *= dec
+						kv[d] += si[d] * ki
+					}
+				}
+				for d := range delta {
+					delta[d] = bt * (v[d] - kv[d])
+				}
+				// S += k ⊗ delta, and o = Sᵀq with the updated S.
+				od := o[(t*Hv+j)*Dv : (t*Hv+j+1)*Dv]
+				for i := range Dk {
+					si := S[i*Dv : (i+1)*Dv]
+					ki, qi := k[i], q[i]
+					for d := range si {
+						si[d] += ki * delta[d]
+						od[d] += si[d] * qi
+					}
+				}
+			}
+		}
+	})
+
+	// Gated RMSNorm per value head: plain weight, then silu(z).
+	for i := range T * Hv {
+		oh := o[i*Dv : (i+1)*Dv]
+		rmsNorm(oh, oh, w.Norm, c.RMSNormEps)
+		for d, zz := range z[i*Dv : (i+1)*Dv] {
+			oh[d] *= silu(zz)
+		}
+	}
+	p.matMul(out.data, &tensor{rows: T, width: Hv * Dv, data: o}, &w.Out)
+	return out
+}

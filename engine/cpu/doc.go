@@ -1,0 +1,16 @@
+// Package cpu is the pure-Go backend: it implements model.Backend with f32
+// activations on all cores, reading the checkpoint's packed weights (affine
+// 4/8-bit, BF16, F16, F32) in place. It is the reference the fixtures verify
+// and the backend Linux users run.
+//
+// Every block runs at once when the model calls it; Submit and Wait only
+// hand back the result. Work inside a block is split over a small pool of
+// goroutines: output rows for the matrix products (matmul.go), heads for
+// attention and the DeltaNet scan, experts for the MoE.
+//
+// Quantized weights are never dequantized as a whole: the matrix-vector
+// product folds each group's scale and bias in registers
+// (Σ(s·q+b)·x = s·Σq·x + b·Σx), and the matrix-matrix product dequantizes a
+// few weight rows into a small buffer and multiplies them with every token
+// row of the chunk, so each weight is read once per chunk.
+package cpu

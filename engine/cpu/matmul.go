@@ -1,0 +1,363 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"unsafe"
+
+	"github.com/suzuran-app/suzuran/engine/model"
+)
+
+// The matrix products y = x·Wᵀ over a weight W [Out, In] as the checkpoint
+// stores it. Two shapes of loop:
+//
+//   - matVec (few token rows, decode): each output row is one fused pass over
+//     the packed row; affine groups fold scale and bias as s·Σq·x + b·Σx, with
+//     Σx per group computed once per call.
+//   - matMul (prefill chunks): a tile of weight rows is dequantized into a
+//     small per-goroutine buffer and multiplied with every token row, so
+//     each packed weight is read once per call.
+
+// tileRows is how many weight rows matMul dequantizes at a time: four rows
+// share each load of x in dot4.
+const tileRows = 4
+
+// gemmMinTokens is the number of token rows from which dequantizing a weight
+// tile pays off over the fused matrix-vector loop.
+const gemmMinTokens = 4
+
+// checkMatrix verifies that w's buffers hold what its shape says, so the
+// kernels can index without surprises.
+func checkMatrix(w *model.Matrix) error {
+	if w.Out <= 0 || w.In <= 0 {
+		return fmt.Errorf("%s: empty shape [%d, %d]", w.Name, w.Out, w.In)
+	}
+	var want int
+	switch w.DType {
+	case model.BF16, model.F16:
+		want = 2 * w.Out * w.In
+	case model.F32:
+		want = 4 * w.Out * w.In
+	case model.Affine:
+		if w.Bits != 4 && w.Bits != 8 {
+			return fmt.Errorf("%s: %d-bit affine weights are not supported (4 and 8 are)", w.Name, w.Bits)
+		}
+		per := 32 / w.Bits
+		if w.GroupSize <= 0 || w.GroupSize%per != 0 || w.In%w.GroupSize != 0 {
+			return fmt.Errorf("%s: group size %d does not divide the input width %d into whole words",
+				w.Name, w.GroupSize, w.In)
+		}
+		groups := w.Out * w.In / w.GroupSize
+		if len(w.Scales) != 2*groups || len(w.Biases) != 2*groups {
+			return fmt.Errorf("%s: scales/biases hold %d/%d bytes, want %d for [%d, %d] in groups of %d",
+				w.Name, len(w.Scales), len(w.Biases), 2*groups, w.Out, w.In, w.GroupSize)
+		}
+		want = 4 * w.Out * w.In / per
+	default:
+		return fmt.Errorf("%s: unknown dtype %v", w.Name, w.DType)
+	}
+	if len(w.Data) != want {
+		return fmt.Errorf("%s: holds %d bytes, want %d for %v [%d, %d]", w.Name, len(w.Data), want, w.DType, w.Out, w.In)
+	}
+	return nil
+}
+
+// Views of a matrix's bytes as the element type stored. The checkpoint is
+// little-endian like every machine Suzuran runs on, and amd64 and arm64 load
+// unaligned words, so the views read the mapped bytes directly.
+func u16s(b []byte) []uint16 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2)
+}
+
+func u32s(b []byte) []uint32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+func f32s(b []byte) []float32 {
+	if len(b) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4)
+}
+
+func bf16(u uint16) float32 { return math.Float32frombits(uint32(u) << 16) }
+
+// f16 converts an IEEE half to float32, subnormals and infinities included.
+func f16(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	mant := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f:
+		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
+	case exp != 0:
+		return math.Float32frombits(sign | (exp+112)<<23 | mant<<13)
+	case mant == 0:
+		return math.Float32frombits(sign)
+	}
+	// Subnormal half: value = mant·2⁻²⁴, exact in float32.
+	f := float32(mant) * (1.0 / (1 << 24))
+	if sign != 0 {
+		return -f
+	}
+	return f
+}
+
+// dequantRow writes row o of w as float32 into dst[:w.In].
+func dequantRow(w *model.Matrix, o int, dst []float32) {
+	in := w.In
+	dst = dst[:in]
+	switch w.DType {
+	case model.F32:
+		copy(dst, f32s(w.Data)[o*in:(o+1)*in])
+	case model.BF16:
+		for i, u := range u16s(w.Data)[o*in : (o+1)*in] {
+			dst[i] = bf16(u)
+		}
+	case model.F16:
+		for i, u := range u16s(w.Data)[o*in : (o+1)*in] {
+			dst[i] = f16(u)
+		}
+	case model.Affine:
+		per := 32 / w.Bits
+		mask := uint32(1)<<w.Bits - 1
+		groups := in / w.GroupSize
+		words := u32s(w.Data)[o*in/per : (o+1)*in/per]
+		scales := u16s(w.Scales)[o*groups : (o+1)*groups]
+		biases := u16s(w.Biases)[o*groups : (o+1)*groups]
+		for g := range groups {
+			s, b := bf16(scales[g]), bf16(biases[g])
+			seg := dst[g*w.GroupSize : (g+1)*w.GroupSize]
+			ws := words[g*w.GroupSize/per : (g+1)*w.GroupSize/per]
+			for k, word := range ws {
+				for j := range per {
+					seg[k*per+j] = s*float32(word>>(uint(j*w.Bits))&mask) + b
+				}
+			}
+		}
+	}
+}
+
+// scratch hands out per-goroutine float buffers without allocating on
+// every call.
+var scratch = sync.Pool{New: func() any { return new([]float32) }}
+
+func getScratch(n int) *[]float32 {
+	p := scratch.Get().(*[]float32)
+	if cap(*p) < n {
+		*p = make([]float32, n)
+	}
+	*p = (*p)[:n]
+	return p
+}
+
+// matMul computes y[t, o] = Σ_i x[t, i]·w[o, i] for t < rows, with x
+// [rows, w.In] and y [rows, w.Out] row-major.
+func (b *Backend) matMul(y, x []float32, rows int, w *model.Matrix) {
+	if rows < gemmMinTokens {
+		b.matVec(y, x, rows, w)
+		return
+	}
+	in, out := w.In, w.Out
+	tiles := (out + tileRows - 1) / tileRows
+	b.pool.parallelFor(tiles, 1, func(lo, hi int) {
+		bufp := getScratch(tileRows * in)
+		defer scratch.Put(bufp)
+		buf := *bufp
+		for tile := lo; tile < hi; tile++ {
+			o0 := tile * tileRows
+			n := min(tileRows, out-o0)
+			for r := range n {
+				dequantRow(w, o0+r, buf[r*in:(r+1)*in])
+			}
+			if n == tileRows {
+				w0, w1, w2, w3 := buf[:in], buf[in:2*in], buf[2*in:3*in], buf[3*in:4*in]
+				for t := range rows {
+					s0, s1, s2, s3 := dot4(w0, w1, w2, w3, x[t*in:(t+1)*in])
+					yt := y[t*out+o0 : t*out+o0+4]
+					yt[0], yt[1], yt[2], yt[3] = s0, s1, s2, s3
+				}
+				continue
+			}
+			for r := range n {
+				for t := range rows {
+					y[t*out+o0+r] = dot(buf[r*in:(r+1)*in], x[t*in:(t+1)*in])
+				}
+			}
+		}
+	})
+}
+
+// matVec is matMul for a few token rows: one fused pass per packed row and
+// token, nothing dequantized into memory.
+func (b *Backend) matVec(y, x []float32, rows int, w *model.Matrix) {
+	in, out := w.In, w.Out
+	var xsum []float32
+	if w.DType == model.Affine {
+		// Σx per group and token row, shared by every output row.
+		groups := in / w.GroupSize
+		xsum = make([]float32, rows*groups)
+		for t := range rows {
+			for g := range groups {
+				var s float32
+				for _, v := range x[t*in+g*w.GroupSize : t*in+(g+1)*w.GroupSize] {
+					s += v
+				}
+				xsum[t*groups+g] = s
+			}
+		}
+	}
+	b.pool.parallelFor(out, 16, func(lo, hi int) {
+		for t := range rows {
+			xt := x[t*in : (t+1)*in]
+			yt := y[t*out : (t+1)*out]
+			switch w.DType {
+			case model.Affine:
+				groups := in / w.GroupSize
+				xs := xsum[t*groups : (t+1)*groups]
+				if w.Bits == 4 {
+					affine4Rows(yt, xt, xs, w, lo, hi)
+				} else {
+					affine8Rows(yt, xt, xs, w, lo, hi)
+				}
+			case model.BF16:
+				data := u16s(w.Data)
+				for o := lo; o < hi; o++ {
+					yt[o] = dotBF16(data[o*in:(o+1)*in], xt)
+				}
+			case model.F16:
+				data := u16s(w.Data)
+				for o := lo; o < hi; o++ {
+					var s float32
+					for i, u := range data[o*in : (o+1)*in] {
+						s += f16(u) * xt[i]
+					}
+					yt[o] = s
+				}
+			case model.F32:
+				data := f32s(w.Data)
+				for o := lo; o < hi; o++ {
+					yt[o] = dot(data[o*in:(o+1)*in], xt)
+				}
+			}
+		}
+	})
+}
+
+// affine4Rows computes y[o] for o in [lo, hi) of a 4-bit affine matrix.
+func affine4Rows(y, x, xsum []float32, w *model.Matrix, lo, hi int) {
+	in, gs := w.In, w.GroupSize
+	groups := in / gs
+	wpg := gs / 8 // words per group
+	words := u32s(w.Data)
+	scales, biases := u16s(w.Scales), u16s(w.Biases)
+	for o := lo; o < hi; o++ {
+		row := words[o*in/8 : (o+1)*in/8]
+		sc := scales[o*groups : (o+1)*groups]
+		bi := biases[o*groups : (o+1)*groups]
+		var acc float32
+		for g := range groups {
+			ws := row[g*wpg : (g+1)*wpg]
+			xg := x[g*gs : (g+1)*gs]
+			var a0, a1, a2, a3 float32
+			for k, q := range ws {
+				xx := xg[k*8 : k*8+8 : k*8+8]
+				a0 += float32(q&15)*xx[0] + float32(q>>16&15)*xx[4]
+				a1 += float32(q>>4&15)*xx[1] + float32(q>>20&15)*xx[5]
+				a2 += float32(q>>8&15)*xx[2] + float32(q>>24&15)*xx[6]
+				a3 += float32(q>>12&15)*xx[3] + float32(q>>28)*xx[7]
+			}
+			acc += bf16(sc[g])*((a0+a1)+(a2+a3)) + bf16(bi[g])*xsum[g]
+		}
+		y[o] = acc
+	}
+}
+
+// affine8Rows computes y[o] for o in [lo, hi) of an 8-bit affine matrix.
+func affine8Rows(y, x, xsum []float32, w *model.Matrix, lo, hi int) {
+	in, gs := w.In, w.GroupSize
+	groups := in / gs
+	wpg := gs / 4
+	words := u32s(w.Data)
+	scales, biases := u16s(w.Scales), u16s(w.Biases)
+	for o := lo; o < hi; o++ {
+		row := words[o*in/4 : (o+1)*in/4]
+		sc := scales[o*groups : (o+1)*groups]
+		bi := biases[o*groups : (o+1)*groups]
+		var acc float32
+		for g := range groups {
+			ws := row[g*wpg : (g+1)*wpg]
+			xg := x[g*gs : (g+1)*gs]
+			var a0, a1, a2, a3 float32
+			for k, q := range ws {
+				xx := xg[k*4 : k*4+4 : k*4+4]
+				a0 += float32(q&255) * xx[0]
+				a1 += float32(q>>8&255) * xx[1]
+				a2 += float32(q>>16&255) * xx[2]
+				a3 += float32(q>>24) * xx[3]
+			}
+			acc += bf16(sc[g])*((a0+a1)+(a2+a3)) + bf16(bi[g])*xsum[g]
+		}
+		y[o] = acc
+	}
+}
+
+// dot is Σ a[i]·b[i] over len(a) with four accumulators.
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		aa := a[i : i+4 : i+4]
+		bb := b[i : i+4 : i+4]
+		s0 += aa[0] * bb[0]
+		s1 += aa[1] * bb[1]
+		s2 += aa[2] * bb[2]
+		s3 += aa[3] * bb[3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// dotBF16 is Σ bf16(a[i])·b[i].
+func dotBF16(a []uint16, b []float32) float32 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		aa := a[i : i+4 : i+4]
+		bb := b[i : i+4 : i+4]
+		s0 += bf16(aa[0]) * bb[0]
+		s1 += bf16(aa[1]) * bb[1]
+		s2 += bf16(aa[2]) * bb[2]
+		s3 += bf16(aa[3]) * bb[3]
+	}
+	for ; i < len(a); i++ {
+		s0 += bf16(a[i]) * b[i]
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// dot4 is four dot products of w0..w3 with one x: each load of x serves
+// four weight rows.
+func dot4(w0, w1, w2, w3, x []float32) (float32, float32, float32, float32) {
+	n := len(x)
+	w0, w1, w2, w3 = w0[:n], w1[:n], w2[:n], w3[:n]
+	var s0, s1, s2, s3 float32
+	for i, v := range x {
+		s0 += w0[i] * v
+		s1 += w1[i] * v
+		s2 += w2[i] * v
+		s3 += w3[i] * v
+	}
+	return s0, s1, s2, s3
+}

@@ -1,0 +1,129 @@
+package cpu
+
+import (
+	"math"
+
+	"github.com/suzuran-app/suzuran/engine/model"
+)
+
+// MoE implements model.Pass: softmax routing over all experts in f32, top-k
+// renormalised, SwiGLU experts, plus the shared expert behind its sigmoid
+// gate. Only the chosen experts' weights are read; the tokens routed to an
+// expert are gathered so that its weights are read once per pass.
+func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activation {
+	c := &p.b.cfg
+	x := p.tensor(xa)
+	out := newTensor(x.rows, c.HiddenSize)
+	if p.err != nil {
+		return out
+	}
+	T, H, E, topK := x.rows, x.width, c.NumExperts, c.ExpertsPerToken
+
+	routerLogits := make([]float32, T*E)
+	p.matMul(routerLogits, x, &w.Router)
+	if p.err != nil {
+		return out
+	}
+	// tokens[e] lists the rows routed to expert e, weights[e] their weights.
+	tokens := make([][]int, E)
+	weights := make([][]float32, E)
+	probs := make([]float32, E)
+	chosen := make([]int, topK)
+	for t := range T {
+		softmax(probs, routerLogits[t*E:(t+1)*E])
+		topKIndices(chosen, probs)
+		var sum float32
+		for _, e := range chosen {
+			sum += probs[e]
+		}
+		for _, e := range chosen {
+			tokens[e] = append(tokens[e], t)
+			weights[e] = append(weights[e], probs[e]/sum)
+		}
+	}
+
+	// Shared expert, weighted by sigmoid(x·w_shared_gate).
+	gate := make([]float32, T)
+	p.matMul(gate, x, &w.SharedExpert)
+	shared := p.swiGLU(x, &w.SharedGate, &w.SharedUp, &w.SharedDown)
+	for t := range T {
+		g := sigmoid(gate[t])
+		row, sh := out.row(t), shared.row(t)
+		for i := range row {
+			row[i] = g * sh[i]
+		}
+	}
+
+	for e := range E {
+		rows := tokens[e]
+		if len(rows) == 0 {
+			continue
+		}
+		xe := newTensor(len(rows), H)
+		for i, t := range rows {
+			copy(xe.row(i), x.row(t))
+		}
+		ye := p.swiGLU(xe, &w.Gate[e], &w.Up[e], &w.Down[e])
+		for i, t := range rows {
+			wt := weights[e][i]
+			row := out.row(t)
+			for d, v := range ye.row(i) {
+				row[d] += wt * v
+			}
+		}
+	}
+	return out
+}
+
+// swiGLU is down(silu(gate·x) ⊙ up·x) for the rows of x.
+func (p *pass) swiGLU(x *tensor, gate, up, down *model.Matrix) *tensor {
+	g := newTensor(x.rows, gate.Out)
+	u := make([]float32, x.rows*up.Out)
+	p.matMul(g.data, x, gate)
+	p.matMul(u, x, up)
+	for i, v := range u {
+		g.data[i] = silu(g.data[i]) * v
+	}
+	y := newTensor(x.rows, down.Out)
+	p.matMul(y.data, g, down)
+	return y
+}
+
+// softmax writes the softmax of x into y, accumulating in float64.
+func softmax(y, x []float32) {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		m = max(m, v)
+	}
+	var sum float64
+	for i, v := range x {
+		e := math.Exp(float64(v - m))
+		y[i] = float32(e)
+		sum += e
+	}
+	inv := 1 / sum
+	for i := range y {
+		y[i] = float32(float64(y[i]) * inv)
+	}
+}
+
+// topKIndices fills idx with the indices of the len(idx) largest values of
+// x, largest first, lower index first among equals.
+func topKIndices(idx []int, x []float32) {
+	n := 0
+	for i, v := range x {
+		// Insertion into the sorted prefix; k is small (8).
+		if n == len(idx) && v <= x[idx[n-1]] {
+			continue
+		}
+		j := min(n, len(idx)-1)
+		for j > 0 && v > x[idx[j-1]] {
+			idx[j] = idx[j-1]
+			j--
+		}
+		idx[j] = i
+		if n < len(idx) {
+			n++
+		}
+	}
+}
