@@ -1,0 +1,110 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/suzuran-app/suzuran/assets/models"
+)
+
+// Which model a command runs, for every command that takes --model:
+//
+//  1. the --model flag, when given;
+//  2. else the "model" key of the settings file, settings.json in the
+//     user's config folder (~/Library/Application Support/suzuran on macOS,
+//     $XDG_CONFIG_HOME/suzuran or ~/.config/suzuran on Linux), a JSON object
+//     such as {"model": "/Users/me/models/Qwen3.6-35B-A3B-4bit"};
+//  3. else the demo model Suzuran Tiny, installed from the binary into the
+//     user's cache folder on first use (assets/models), with a note saying
+//     so.
+//
+// Whichever it is, the result is a plain model folder and the engine loads
+// it the same way.
+
+// demoNote is what a command prints to stderr when it falls back to the
+// demo model.
+const demoNote = "using the demo model " + models.DemoName +
+	" (8 MB, it knows only short answers about Python's standard library); " +
+	"for Qwen3.6-35B-A3B, download mlx-community/Qwen3.6-35B-A3B-4bit and pass --model DIR " +
+	`or set "model" in %s`
+
+// settingsPath is the settings file that may name the default model.
+func settingsPath() (string, error) {
+	base, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("no user config folder: %w", err)
+	}
+	return filepath.Join(base, "suzuran", "settings.json"), nil
+}
+
+// configuredModel returns the "model" key of the settings file, "" when the
+// file or the key is absent.
+func configuredModel() (string, error) {
+	path, err := settingsPath()
+	if err != nil {
+		return "", nil // no config folder: nothing configured
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading settings: %w", err)
+	}
+	var s struct {
+		Model string `json:"model"`
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return "", fmt.Errorf("%s is not a JSON object with a \"model\" string: %v; fix or remove the file", path, err)
+	}
+	return s.Model, nil
+}
+
+// resolveModel picks the model folder a command runs: flag when given, else
+// the configured model, else the demo model. note is non-empty when the demo
+// model was chosen; callers print it to stderr.
+func resolveModel(flag string) (dir string, note string, err error) {
+	if flag != "" {
+		return checkModelDir(flag, "--model")
+	}
+	configured, err := configuredModel()
+	if err != nil {
+		return "", "", err
+	}
+	if configured != "" {
+		path, _ := settingsPath()
+		return checkModelDir(configured, fmt.Sprintf("the \"model\" setting in %s", path))
+	}
+	root, err := models.DefaultRoot()
+	if err != nil {
+		return "", "", err
+	}
+	dir, err = models.Install(root)
+	if err != nil {
+		return "", "", err
+	}
+	path, perr := settingsPath()
+	if perr != nil {
+		path = "settings.json"
+	}
+	return dir, fmt.Sprintf(demoNote, path), nil
+}
+
+// checkModelDir checks that a model folder named by source exists and looks like one.
+func checkModelDir(dir, source string) (string, string, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return "", "", fmt.Errorf("model folder %s (from %s): %w", dir, source, err)
+	}
+	if !st.IsDir() {
+		return "", "", fmt.Errorf("model folder %s (from %s) is a file; pass the folder that holds config.json", dir, source)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err != nil {
+		return "", "", fmt.Errorf("model folder %s (from %s) has no config.json: is this a model folder?", dir, source)
+	}
+	return dir, "", nil
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// isolate points the user's config and cache folders at fresh temporary
+// folders, so the test neither reads nor writes the real ones.
+func isolate(t *testing.T) (config, cache string) {
+	t.Helper()
+	config, cache = t.TempDir(), t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", config)
+	t.Setenv("XDG_CACHE_HOME", cache)
+	t.Setenv("HOME", t.TempDir()) // macOS derives both from HOME
+	return config, cache
+}
+
+func TestResolveModelOrder(t *testing.T) {
+	config, _ := isolate(t)
+
+	// Nothing given or configured: the demo model, installed, with a note.
+	dir, note, err := resolveModel("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "model.safetensors")); err != nil {
+		t.Fatalf("demo model folder %s: %v", dir, err)
+	}
+	if !strings.Contains(note, "using the demo model Suzuran Tiny") || !strings.Contains(note, "--model") {
+		t.Fatalf("demo note = %q", note)
+	}
+
+	// A configured model wins over the demo, silently.
+	mine := t.TempDir()
+	if err := os.WriteFile(filepath.Join(mine, "config.json"), []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	settings := filepath.Join(config, "suzuran", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(settings), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(settings, []byte(`{"model": "`+mine+`", "other": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, note, err := resolveModel(""); err != nil || got != mine || note != "" {
+		t.Fatalf("configured: got %q, %q, %v; want %q", got, note, err, mine)
+	}
+
+	// The flag wins over the setting.
+	if got, note, err := resolveModel(dir); err != nil || got != dir || note != "" {
+		t.Fatalf("flag: got %q, %q, %v; want %q", got, note, err, dir)
+	}
+
+	// Errors name what to fix.
+	if _, _, err := resolveModel(filepath.Join(mine, "missing")); err == nil || !strings.Contains(err.Error(), "--model") {
+		t.Fatalf("missing --model folder: %v", err)
+	}
+	if _, _, err := resolveModel(t.TempDir()); err == nil || !strings.Contains(err.Error(), "config.json") {
+		t.Fatalf("folder without config.json: %v", err)
+	}
+	if err := os.WriteFile(settings, []byte(`{"model": "/nonexistent/folder"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := resolveModel(""); err == nil || !strings.Contains(err.Error(), "settings.json") {
+		t.Fatalf("configured folder missing: %v", err)
+	}
+	if err := os.WriteFile(settings, []byte(`not json`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := resolveModel(""); err == nil || !strings.Contains(err.Error(), "settings.json") {
+		t.Fatalf("malformed settings: %v", err)
+	}
+}
