@@ -1,0 +1,146 @@
+package tokenizer
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// benchDocument builds a deterministic document of exactly n characters
+// that looks like what a user pastes into a chat: English prose with many
+// distinct (partly invented) words, Go-like code, Japanese and Chinese,
+// numbers and dates, some Cyrillic and Greek, emoji, and CRLF paragraphs.
+// Invented words keep the word cache from doing all the work.
+func benchDocument(n int) string {
+	r := rand.New(rand.NewPCG(2026, 11))
+	common := strings.Fields("the of and to in is that it for was on are as with his they at be this from have or by one had not but what all were when we there can an your which their said if do will each about how up out them then she many some so these would other into has more her two like him see time could no make than first been its who now people my made over did down only way find use may water long little very after words called just where most know")
+	syllables := strings.Fields("ka ri to mo na shi ve lo qu ent ion ar st pr ex tra ble ous ism ize ph th gr bl")
+	cjk := []string{"日本語の文章を書きます。", "東京は大きな都市です。", "我们今天去公园散步。", "机器学习模型", "ローカルで動かす", "テキストを分割する、", "中文测试：数据与算法。"}
+	other := []string{"Привет, мир!", "Καλημέρα κόσμε", "naïve café coöperate", "São Paulo", "Zürich", "🤖🚀", "👨‍👩‍👧‍👦", "✅", "🇯🇵"}
+	word := func() string {
+		if r.IntN(5) > 0 {
+			return common[r.IntN(len(common))]
+		}
+		var w strings.Builder
+		for k := 1 + r.IntN(4); k > 0; k-- {
+			w.WriteString(syllables[r.IntN(len(syllables))])
+		}
+		return w.String()
+	}
+	var b strings.Builder
+	for utf8.RuneCountInString(b.String()) < n {
+		switch r.IntN(10) {
+		case 0, 1:
+			fmt.Fprintf(&b, "func %s%s(ctx context.Context, n int) (*%sResult, error) {\n\tif n > %d {\n\t\treturn nil, fmt.Errorf(\"%s: %%d\", n)\n\t}\n\tfor i := 0; i < n; i++ {\n\t\tsum += values[i] * 0x%X\n\t}\n\treturn &%sResult{Total: sum}, nil\n}\n\n",
+				word(), strings.ToUpper(word()[:1]), word(), r.IntN(10000), word(), r.IntN(1<<20), word())
+		case 2:
+			b.WriteString(cjk[r.IntN(len(cjk))])
+			b.WriteString(cjk[r.IntN(len(cjk))])
+			b.WriteString("\n")
+		case 3:
+			fmt.Fprintf(&b, "On %d-%02d-%02d at %d:%02d, %s paid $%d.%02d (%d%%). ", 1990+r.IntN(40), 1+r.IntN(12), 1+r.IntN(28), r.IntN(24), r.IntN(60), word(), r.IntN(100000), r.IntN(100), r.IntN(100))
+		case 4:
+			b.WriteString(other[r.IntN(len(other))])
+			b.WriteString(" ")
+		default:
+			for k := 8 + r.IntN(20); k > 0; k-- {
+				w := word()
+				if k%9 == 0 {
+					w = strings.ToUpper(w[:1]) + w[1:]
+				}
+				b.WriteString(w)
+				if r.IntN(8) == 0 {
+					b.WriteString(",")
+				}
+				b.WriteString(" ")
+			}
+			b.WriteString(". ")
+			if r.IntN(4) == 0 {
+				b.WriteString("\r\n\r\n")
+			}
+		}
+	}
+	s := b.String()
+	// Cut to exactly n characters.
+	i, count := 0, 0
+	for count < n {
+		_, w := utf8.DecodeRuneInString(s[i:])
+		i += w
+		count++
+	}
+	return s[:i]
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// TestEncodeSpeedAgainstNode times encoding one 200,000-character document
+// with the real Qwen3 vocabulary here and in @lenml/tokenizers, in one run,
+// and checks both produce the same ids. Cold is the first encode after
+// loading (empty word caches), warm the median of later ones.
+func TestEncodeSpeedAgainstNode(t *testing.T) {
+	const chars, repeats = 200_000, 5
+	doc := benchDocument(chars)
+	file := filepath.Join(t.TempDir(), "doc.txt")
+	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(fixturesDir(t), "tokenizer", "qwen3")
+	reply := runNode(t, nodeRequest{
+		Tokenizer: filepath.Join(dir, "tokenizer.json"),
+		Config:    filepath.Join(dir, "tokenizer_config.json"),
+		Bench:     &nodeBench{File: file, Repeats: repeats},
+	})
+
+	tok, err := Load(dir) // a fresh tokenizer, so the first encode is cold
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	ids := tok.EncodeWithSpecials(doc)
+	cold := time.Since(start)
+	var warm []float64
+	for i := 0; i < repeats; i++ {
+		start = time.Now()
+		tok.EncodeWithSpecials(doc)
+		warm = append(warm, float64(time.Since(start).Microseconds())/1000)
+	}
+	if !slices.Equal(ids, reply.Bench.IDs) {
+		t.Fatalf("Go and @lenml/tokenizers disagree on the benchmark document (%d vs %d tokens)", len(ids), len(reply.Bench.IDs))
+	}
+	goCold, goWarm := float64(cold.Microseconds())/1000, median(warm)
+	nodeCold, nodeWarm := reply.Bench.ColdMS, median(reply.Bench.WarmMS)
+	t.Logf("%d characters, %d bytes, %d tokens (Qwen3 vocabulary)", chars, len(doc), len(ids))
+	t.Logf("go:   cold %.1f ms, warm %.1f ms (%.0f tokens/s)", goCold, goWarm, float64(len(ids))/goWarm*1000)
+	t.Logf("node: cold %.1f ms, warm %.1f ms (@lenml/tokenizers)", nodeCold, nodeWarm)
+	t.Logf("speed-up: cold %.1fx, warm %.1fx", nodeCold/goCold, nodeWarm/goWarm)
+
+	// The issue asks for encoding at least as fast as the reference, and a
+	// 200k-character document in well under a second. The second limit
+	// leaves room for a loaded CI machine; measured numbers go in the log.
+	if goCold > nodeCold || goWarm > nodeWarm {
+		t.Errorf("Go encoding is slower than @lenml/tokenizers: cold %.1f vs %.1f ms, warm %.1f vs %.1f ms", goCold, nodeCold, goWarm, nodeWarm)
+	}
+	if cold > 500*time.Millisecond {
+		t.Errorf("cold encode of %d characters took %v, want well under a second", chars, cold)
+	}
+}
+
+func BenchmarkEncode200k(b *testing.B) {
+	doc := benchDocument(200_000)
+	tok := qwen3(b)
+	b.SetBytes(int64(len(doc)))
+	for b.Loop() {
+		tok.EncodeWithSpecials(doc)
+	}
+}
