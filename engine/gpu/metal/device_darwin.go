@@ -1,0 +1,327 @@
+//go:build darwin
+
+package metal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+	"github.com/ebitengine/purego/objc"
+
+	"github.com/suzuran-app/suzuran/engine/gpu/device"
+)
+
+// Device is one Metal GPU with its command queue, compiled library and
+// pipeline cache. It is used by one goroutine at a time (the engine's).
+type Device struct {
+	dev      objc.ID
+	queue    objc.ID
+	name     string
+	maxBuf   int
+	pageSize int
+	sources  map[string]string
+
+	mu        sync.Mutex
+	libraries []library
+	compiled  bool
+	libErr    error // a failed compile is remembered: the sources cannot change
+	pipelines map[string]*pipeline
+	recording bool // a command buffer is between NewCommandBuffer and Commit
+	closed    bool
+}
+
+var _ device.Device = (*Device)(nil)
+
+// library is one compiled translation unit.
+type library struct {
+	file string
+	id   objc.ID
+}
+
+// New opens the system's default Metal device. sources maps file names to
+// MSL text — the .metal files and the headers they include, the embedded
+// metalkernels sources in normal use; they are compiled on the first
+// Pipeline call.
+func New(sources map[string]string) (*Device, error) {
+	if err := loadSymbols(); err != nil {
+		return nil, err
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	pool := newPool()
+	defer drainPool(pool)
+
+	r, _, _ := purego.SyscallN(symbols.createSystemDefaultDevice)
+	dev := objc.ID(r)
+	if dev == 0 {
+		// Without a window-server session the default device can be nil
+		// while the GPU is listed; take the first listed device then.
+		arr, _, _ := purego.SyscallN(symbols.copyAllDevices)
+		if arr != 0 {
+			if send(objc.ID(arr), selCount) > 0 {
+				dev = sendID(objc.ID(arr), selObjectAtIndex, 0)
+				send(dev, selRetain)
+			}
+			send(objc.ID(arr), selRelease)
+		}
+	}
+	if dev == 0 {
+		return nil, errors.New("metal: no Metal device found (MTLCreateSystemDefaultDevice and MTLCopyAllDevices returned none); use --backend cpu on this machine")
+	}
+	d := &Device{
+		dev:       dev,
+		name:      "metal: " + goString(sendID(dev, selName)),
+		maxBuf:    int(send(dev, selMaxBufferLength)),
+		pageSize:  os.Getpagesize(),
+		sources:   sources,
+		pipelines: map[string]*pipeline{},
+	}
+	d.queue = sendID(dev, selNewCommandQueue)
+	if d.queue == 0 {
+		send(dev, selRelease)
+		return nil, fmt.Errorf("metal: %s: newCommandQueue returned nil", d.name)
+	}
+	return d, nil
+}
+
+// Name says which GPU this is, for example "metal: Apple M4 Max".
+func (d *Device) Name() string { return d.name }
+
+// MaxBufferLength is the device's maxBufferLength: the backend splits the
+// mapped weights into wrapped regions no longer than this.
+func (d *Device) MaxBufferLength() int { return d.maxBuf }
+
+// PageSize is the alignment WrapBytes needs for both the start and the
+// length of the memory it wraps (16 KiB on Apple Silicon).
+func (d *Device) PageSize() int { return d.pageSize }
+
+// NewBuffer allocates a zero-filled buffer in shared storage: on Apple
+// Silicon host and GPU see the same memory, so Bytes needs no copies.
+func (d *Device) NewBuffer(length int) (device.Buffer, error) {
+	if length <= 0 {
+		return nil, fmt.Errorf("metal: NewBuffer(%d): the length must be positive", length)
+	}
+	if length > d.maxBuf {
+		return nil, fmt.Errorf("metal: NewBuffer(%d): longer than the device's maximum buffer length %d; split the allocation", length, d.maxBuf)
+	}
+	b := sendID(d.dev, selNewBufferWithLengthOptions, uintptr(length), resourceStorageModeShared)
+	if b == 0 {
+		return nil, fmt.Errorf("metal: newBufferWithLength:%d failed (out of GPU memory?)", length)
+	}
+	return d.newBuffer(b, length, nil), nil
+}
+
+// WrapBytes makes a buffer over b without copying
+// (newBufferWithBytesNoCopy, with no deallocator: the memory stays the
+// caller's). Metal requires the region to start on a page boundary and to
+// span whole pages; the backend wraps page-aligned slices of the mapped
+// checkpoint. b must stay mapped and unmoved until the buffer is released.
+func (d *Device) WrapBytes(b []byte) (device.Buffer, error) {
+	if len(b) == 0 {
+		return nil, errors.New("metal: WrapBytes of an empty slice")
+	}
+	addr := uintptr(unsafe.Pointer(&b[0]))
+	if addr%uintptr(d.pageSize) != 0 {
+		return nil, fmt.Errorf("metal: WrapBytes: memory at %#x is not aligned to the %d-byte page; wrap a region that starts on a page boundary (a mapping's start, or an offset that is a multiple of %d)", addr, d.pageSize, d.pageSize)
+	}
+	if len(b)%d.pageSize != 0 {
+		return nil, fmt.Errorf("metal: WrapBytes: length %d is not a multiple of the %d-byte page; round the region up to whole pages of the mapping", len(b), d.pageSize)
+	}
+	if len(b) > d.maxBuf {
+		return nil, fmt.Errorf("metal: WrapBytes: length %d is over the device's maximum buffer length %d; wrap the region in several buffers", len(b), d.maxBuf)
+	}
+	buf := sendID(d.dev, selNewBufferWithBytesNoCopy, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), resourceStorageModeShared, 0)
+	if buf == 0 {
+		return nil, fmt.Errorf("metal: newBufferWithBytesNoCopy over %d bytes at %#x failed", len(b), addr)
+	}
+	return d.newBuffer(buf, len(b), b), nil
+}
+
+func (d *Device) newBuffer(b objc.ID, length int, wrapped []byte) *buffer {
+	buf := &buffer{dev: d, id: b, length: length, wrapped: wrapped}
+	if p := send(b, selContents); p != 0 {
+		buf.bytes = unsafe.Slice((*byte)(pointerAt(p)), length)
+	}
+	return buf
+}
+
+// buffer is an MTLBuffer in shared storage.
+type buffer struct {
+	dev     *Device
+	id      objc.ID
+	length  int
+	bytes   []byte
+	wrapped []byte // the wrapped host memory, kept reachable for the buffer's life
+}
+
+func (b *buffer) Bytes() []byte { return b.bytes }
+func (b *buffer) Len() int      { return b.length }
+
+// Release drops the buffer. Work already committed keeps it alive: command
+// buffers retain the buffers they use until they complete.
+func (b *buffer) Release() {
+	if b.id != 0 {
+		send(b.id, selRelease)
+		b.id = 0
+		b.bytes = nil
+		b.wrapped = nil
+	}
+}
+
+// pipeline is one compiled compute kernel.
+type pipeline struct {
+	dev        *Device
+	name       string
+	state      objc.ID
+	maxThreads int
+	simdWidth  int
+}
+
+func (p *pipeline) Name() string                  { return p.name }
+func (p *pipeline) MaxThreadsPerThreadgroup() int { return p.maxThreads }
+func (p *pipeline) ThreadExecutionWidth() int     { return p.simdWidth }
+
+// Pipeline returns the compute pipeline for the kernel with this host name,
+// compiling the library on first use and caching each pipeline.
+func (d *Device) Pipeline(name string) (device.Pipeline, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, errors.New("metal: Pipeline on a closed device")
+	}
+	if p, ok := d.pipelines[name]; ok {
+		return p, nil
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	pool := newPool()
+	defer drainPool(pool)
+
+	if err := d.compileLocked(); err != nil {
+		return nil, err
+	}
+	str := newNSString(name)
+	var fn objc.ID
+	for _, lib := range d.libraries {
+		if fn = sendID(lib.id, selNewFunctionWithName, uintptr(str)); fn != 0 {
+			break
+		}
+	}
+	send(str, selRelease)
+	if fn == 0 {
+		return nil, fmt.Errorf("metal: no kernel named %q in the %d compiled .metal files; check the kernel's name or its [[host_name(...)]]", name, len(d.libraries))
+	}
+	var errObj objc.ID
+	state := sendID(d.dev, selNewComputePipelineState, uintptr(fn), uintptr(unsafe.Pointer(&errObj)))
+	send(fn, selRelease)
+	if state == 0 {
+		return nil, fmt.Errorf("metal: building the pipeline for kernel %q: %w", name, nsError(errObj))
+	}
+	p := &pipeline{
+		dev:        d,
+		name:       name,
+		state:      state,
+		maxThreads: int(send(state, selMaxTotalThreadsPerThreadgroup)),
+		simdWidth:  int(send(state, selThreadExecutionWidth)),
+	}
+	d.pipelines[name] = p
+	return p, nil
+}
+
+// compileLocked compiles every .metal file once, each as its own library,
+// at language version 3.1 so that the kernels run on macOS 14 and every
+// Apple Silicon GPU. It runs inside the caller's autorelease pool.
+func (d *Device) compileLocked() error {
+	if d.compiled {
+		return d.libErr
+	}
+	d.compiled = true
+	units, err := TranslationUnits(d.sources)
+	if err != nil {
+		d.libErr = err
+		return err
+	}
+	opts := sendID(objc.ID(classMTLCompileOptions), selNew)
+	defer send(opts, selRelease)
+	send(opts, selSetLanguageVersion, languageVersion3_1)
+	for _, u := range units {
+		src := newNSString(u.Text)
+		var errObj objc.ID
+		lib := sendID(d.dev, selNewLibraryWithSource, uintptr(src), uintptr(opts), uintptr(unsafe.Pointer(&errObj)))
+		send(src, selRelease)
+		if lib == 0 {
+			// The NSError is autoreleased: it is read inside the caller's
+			// pool. Its description is the compiler's log, with file and
+			// line numbers kept by TranslationUnits' #line directives.
+			d.libErr = fmt.Errorf("metal: compiling %s (MSL 3.1) on %s: %w", u.Name, d.name, nsError(errObj))
+			d.releaseLibrariesLocked()
+			return d.libErr
+		}
+		// On success errObj may still carry the compiler's warnings, which
+		// are not errors.
+		d.libraries = append(d.libraries, library{file: u.Name, id: lib})
+	}
+	return nil
+}
+
+func (d *Device) releaseLibrariesLocked() {
+	for _, lib := range d.libraries {
+		send(lib.id, selRelease)
+	}
+	d.libraries = nil
+}
+
+// Kernels compiles the library if needed and lists every kernel it holds,
+// sorted, so that a test can build a pipeline for each one.
+func (d *Device) Kernels() ([]string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, errors.New("metal: Kernels on a closed device")
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	pool := newPool()
+	defer drainPool(pool)
+	if err := d.compileLocked(); err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, lib := range d.libraries {
+		arr := sendID(lib.id, selFunctionNames) // autoreleased NSArray of NSString
+		n := int(send(arr, selCount))
+		for i := 0; i < n; i++ {
+			names = append(names, goString(sendID(arr, selObjectAtIndex, uintptr(i))))
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// Close releases the pipelines, the library, the queue and the device.
+// Buffers are released by their owners.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil
+	}
+	if d.recording {
+		return errors.New("metal: Close while a command buffer is being recorded; Commit it first")
+	}
+	d.closed = true
+	for _, p := range d.pipelines {
+		send(p.state, selRelease)
+	}
+	d.pipelines = nil
+	d.releaseLibrariesLocked()
+	send(d.queue, selRelease)
+	send(d.dev, selRelease)
+	return nil
+}
