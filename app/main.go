@@ -1,4 +1,9 @@
 // Command suzuran is the Suzuran menu-bar app and its command line.
+//
+// With no arguments it starts the desktop app: a Wails window for the chat
+// (gui.go) and a tray icon (tray.go). Subcommands, one file each
+// (cmd_<name>.go), register themselves with register in cli.go; they keep
+// their logic thin and call into engine/ packages where the work is done.
 package main
 
 import (
@@ -12,5 +17,3 @@ func main() {
 		os.Exit(1)
 	}
 }
-
-func runGUI() error { return fmt.Errorf("the desktop app is not built yet") }

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"sync"
+
+	"github.com/rs/zerolog"
+	"github.com/rs/zerolog/log"
+	"github.com/wailsapp/wails/v2"
+	wailslogger "github.com/wailsapp/wails/v2/pkg/logger"
+	"github.com/wailsapp/wails/v2/pkg/options"
+	"github.com/wailsapp/wails/v2/pkg/options/assetserver"
+	"github.com/wailsapp/wails/v2/pkg/options/linux"
+	"github.com/wailsapp/wails/v2/pkg/options/mac"
+	wailsruntime "github.com/wailsapp/wails/v2/pkg/runtime"
+
+	"github.com/suzuran-app/suzuran/assets"
+	"github.com/suzuran-app/suzuran/frontend"
+)
+
+// App is the Go object the chat window talks to: Wails binds its exported
+// methods under window.go.main.App, and frontend/src/lib/backend.ts gives
+// them their TypeScript types.
+type App struct{}
+
+// Version is Suzuran's version, shown in the window's title bar.
+func (a *App) Version() string { return version }
+
+// desktop ties the window and the tray together. Tray clicks arrive on
+// the tray's goroutine while Wails calls startup on its own, hence the lock
+// around the Wails context.
+type desktop struct {
+	log  zerolog.Logger
+	tray *tray
+
+	mu  sync.Mutex
+	ctx context.Context // Wails' context, set by startup; nil before it
+}
+
+// runGUI starts the desktop app and returns when it quits.
+func runGUI() error {
+	dist, err := frontend.Dist()
+	if err != nil {
+		return err
+	}
+	d := &desktop{log: log.Logger.With().Str("part", "desktop").Logger()}
+	d.tray = newTray(trayActions{open: d.showWindow, quit: d.quit}, d.log)
+	d.log.Info().Str("version", version).Msg("starting")
+
+	err = wails.Run(&options.App{
+		Title:     "Suzuran",
+		Width:     880,
+		Height:    680,
+		MinWidth:  420,
+		MinHeight: 360,
+		// Closing the window leaves the app in the menu bar; Quit in the
+		// tray menu ends it.
+		HideWindowOnClose: true,
+		AssetServer:       &assetserver.Options{Assets: dist},
+		// Documents are dropped on the window to be put into the prompt.
+		DragAndDrop: &options.DragAndDrop{EnableFileDrop: true},
+		OnStartup:   d.startup,
+		OnShutdown:  d.shutdown,
+		Bind:        []any{&App{}},
+		Logger:      wailsLog{log.Logger.With().Str("part", "wails").Logger()},
+		// Wails filters by its own level first; zerolog's level decides.
+		LogLevel:           wailslogger.TRACE,
+		LogLevelProduction: wailslogger.TRACE,
+		Mac: &mac.Options{
+			About: &mac.AboutInfo{Title: "Suzuran", Message: "Version " + version, Icon: assets.AppIcon},
+		},
+		Linux: &linux.Options{ProgramName: "suzuran", Icon: assets.AppIcon},
+	})
+	if err != nil {
+		return err
+	}
+	d.log.Info().Msg("quit")
+	return nil
+}
+
+func (d *desktop) startup(ctx context.Context) {
+	d.mu.Lock()
+	d.ctx = ctx
+	d.mu.Unlock()
+	wailsruntime.OnFileDrop(ctx, d.filesDropped)
+	d.tray.start()
+}
+
+func (d *desktop) shutdown(ctx context.Context) { d.tray.stop() }
+
+func (d *desktop) context() context.Context {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.ctx
+}
+
+// showWindow brings the chat window back, from the tray.
+func (d *desktop) showWindow() {
+	ctx := d.context()
+	if ctx == nil {
+		return
+	}
+	wailsruntime.WindowUnminimise(ctx)
+	wailsruntime.WindowShow(ctx)
+	bringAppToFront()
+}
+
+func (d *desktop) quit() {
+	d.log.Info().Msg("quit from the tray")
+	if ctx := d.context(); ctx != nil {
+		wailsruntime.Quit(ctx)
+	}
+}
+
+func (d *desktop) filesDropped(x, y int, paths []string) {
+	d.log.Info().Strs("paths", paths).Int("x", x).Int("y", y).Msg("files dropped on the window")
+}
+
+// wailsLog sends Wails' own messages to the app's log.
+type wailsLog struct{ log zerolog.Logger }
+
+func (w wailsLog) Print(message string)   { w.log.Info().Msg(message) }
+func (w wailsLog) Trace(message string)   { w.log.Trace().Msg(message) }
+func (w wailsLog) Debug(message string)   { w.log.Debug().Msg(message) }
+func (w wailsLog) Info(message string)    { w.log.Info().Msg(message) }
+func (w wailsLog) Warning(message string) { w.log.Warn().Msg(message) }
+func (w wailsLog) Error(message string)   { w.log.Error().Msg(message) }
+func (w wailsLog) Fatal(message string)   { w.log.Fatal().Msg(message) }
