@@ -25,6 +25,16 @@ type Config struct {
 	MaxPositions       int
 	EOSTokenIDs        []int // from config.json and generation_config.json, deduplicated
 
+	// ModelType is the text config's model_type (qwen3_5_moe_text), kept
+	// for messages and reports.
+	ModelType string
+	// PartialRotaryFactor is the fraction of HeadDim that RoPE rotates
+	// (RotaryDim = HeadDim·PartialRotaryFactor).
+	PartialRotaryFactor float64
+	// TieWordEmbeddings: the checkpoint has no lm_head and the head reuses
+	// the embedding matrix (false for Qwen3.6-35B-A3B).
+	TieWordEmbeddings bool
+
 	// Quantization, when the checkpoint is MLX affine; nil for hub layouts.
 	Quantization *Quantization
 }
@@ -39,6 +49,7 @@ const (
 
 // Quantization is the config's quantization block.
 type Quantization struct {
+	Mode      string // "affine", the only mode read
 	Bits      int
 	GroupSize int
 	// Overrides maps a module path (as written in config.json, for example
@@ -46,7 +57,18 @@ type Quantization struct {
 	Overrides map[string]QuantSpec
 }
 
-// QuantSpec is the bits and group size of one module.
+// Spec returns the bits and group size config.json gives the module at path
+// (for example "language_model.model.layers.0.mlp.gate"): its override when
+// there is one, else the default.
+func (q *Quantization) Spec(path string) QuantSpec {
+	if s, ok := q.Overrides[path]; ok {
+		return s
+	}
+	return QuantSpec{Bits: q.Bits, GroupSize: q.GroupSize}
+}
+
+// QuantSpec is the bits and group size of one module. Bits 0 means the
+// config leaves the module unquantized (written as false in config.json).
 type QuantSpec struct {
 	Bits      int
 	GroupSize int
