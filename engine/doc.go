@@ -1,0 +1,26 @@
+// Package engine serves generation requests on one loaded model.
+//
+// An Engine owns the model, its backend and one sequence state, and runs
+// them on a single goroutine: no other goroutine touches the backend, so
+// backends need no locks and a GPU sees one stream of work. Callers Submit a
+// Request (a context, the prompt's token ids, sampling parameters, stop
+// rules) and receive a channel of Events: one per generated token with its
+// text delta, then a final event with the statistics and why generation
+// ended. Requests wait in a bounded queue; past its bound Submit fails at
+// once with ErrBusy, which the HTTP API turns into 429 and the window into
+// "busy".
+//
+// One request runs as: prefix-cache lookup → restore → prefill of the rest
+// (in chunks, snapshotting on the way) → decode loop. Each decode step
+// samples inside the pass (model.Input.Sample), so a GPU backend keeps the
+// token on the device; the host reads it back to stream it and to apply the
+// stop rules: the model's EOS ids, stop strings (matched across token
+// boundaries, never emitted), the token budget, and the request's context,
+// which is checked before every pass so a cancelled request ends within one
+// token.
+//
+// The prefix cache (prefixcache.go) exists because Gated DeltaNet state
+// cannot be rolled back: to continue a conversation the engine restores a
+// snapshot taken earlier at a point the new prompt shares, rather than
+// rewinding.
+package engine

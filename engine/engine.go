@@ -1,0 +1,341 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/suzuran-app/suzuran/engine/model"
+	"github.com/suzuran-app/suzuran/engine/sample"
+	"github.com/suzuran-app/suzuran/engine/tokenizer"
+)
+
+// ErrBusy is returned by Submit when the queue is full. Clients should retry
+// later (the HTTP API answers 429).
+var ErrBusy = errors.New("the engine is busy: too many requests are waiting")
+
+// ErrClosed is returned by Submit after Close, and ends requests that were
+// still queued when the engine closed.
+var ErrClosed = errors.New("the engine is closed")
+
+// ErrPromptTooLong is wrapped by the error Submit returns when a prompt does
+// not fit in the context (a client error: the HTTP API answers 400).
+var ErrPromptTooLong = errors.New("prompt too long")
+
+// Options configure an Engine.
+type Options struct {
+	// Backend runs Weights; the Engine takes ownership and closes it.
+	Backend model.Backend
+	Weights *model.Weights
+	// Tokenizer decodes generated tokens into streamed text.
+	Tokenizer *tokenizer.Tokenizer
+	// EOS are the ids that end generation; nil means the config's
+	// EOSTokenIDs (config.json and generation_config.json together).
+	EOS []int
+	// ContextTokens is the most tokens one request may hold, prompt and
+	// answer together; 0 means min(the model's max_position_embeddings,
+	// 32768).
+	ContextTokens int
+	// QueueSize is how many requests may wait behind the running one before
+	// Submit answers ErrBusy; 0 means 8.
+	QueueSize int
+	// CacheBytes bounds the prefix cache's snapshots; 0 means 1 GiB, a
+	// negative value turns the cache off.
+	CacheBytes int64
+	// PrefillChunk is the most prompt tokens one pass consumes; between
+	// chunks a cancelled request stops. 0 means 512.
+	PrefillChunk int
+}
+
+// Request is one generation.
+type Request struct {
+	// Prompt is the rendered prompt's token ids; at least one.
+	Prompt []int
+	// Sampling is the sampling rule; the engine sets GeneratedFrom. Callers
+	// choose the seed (a random one when the user gave none).
+	Sampling model.Sampling
+	// MaxTokens bounds the generated tokens, the EOS token included; 0
+	// means as many as the context holds.
+	MaxTokens int
+	// Stop strings end generation when the text produces one; the stop
+	// string itself and anything after it are not emitted.
+	Stop []string
+	// Checkpoints are prompt positions (token counts) where the engine
+	// snapshots the state for later requests, typically the start of the
+	// last assistant turn (see PromptCheckpoints). The engine also always
+	// snapshots at len(Prompt)-1.
+	Checkpoints []int
+}
+
+// Event is one step of a request's stream. Every token produces one event;
+// the last event has Token −1 and a non-nil Stats.
+type Event struct {
+	// Token is the generated id, or −1 on the final event.
+	Token int
+	// Text is the text that became final with this event: it may be empty
+	// (a character still incomplete, or text held back because it might be
+	// the start of a stop string) and is empty for EOS tokens.
+	Text string
+	// Stats is set on the final event.
+	Stats *Stats
+	// Err is set on the final event when generation failed.
+	Err error
+}
+
+// Finish reasons.
+const (
+	FinishStop      = "stop"      // an EOS token or a stop string
+	FinishLength    = "length"    // MaxTokens or the context is full
+	FinishCancelled = "cancelled" // the request's context ended
+	FinishError     = "error"     // a backend failure; Event.Err says which
+)
+
+// Stats describe a finished request.
+type Stats struct {
+	PromptTokens int // tokens in the prompt
+	// CachedTokens were restored from the prefix cache;
+	// PrefilledTokens = PromptTokens − CachedTokens were computed.
+	CachedTokens    int
+	PrefilledTokens int
+	// GeneratedTokens counts sampled tokens, the EOS token included.
+	GeneratedTokens int
+	// QueueWait is the time between Submit and the start of work.
+	QueueWait time.Duration
+	// PrefillDuration runs from the start of work to the first sampled
+	// token (cache restore, prefill and the first sample); DecodeDuration
+	// from the first token to the last.
+	PrefillDuration time.Duration
+	DecodeDuration  time.Duration
+	FinishReason    string
+}
+
+// PrefillTokensPerSecond is the prefill speed over the tokens computed.
+func (s *Stats) PrefillTokensPerSecond() float64 {
+	if s.PrefillDuration <= 0 {
+		return 0
+	}
+	return float64(s.PrefilledTokens) / s.PrefillDuration.Seconds()
+}
+
+// DecodeTokensPerSecond is the decode speed: the tokens after the first over
+// the time they took.
+func (s *Stats) DecodeTokensPerSecond() float64 {
+	if s.DecodeDuration <= 0 || s.GeneratedTokens < 2 {
+		return 0
+	}
+	return float64(s.GeneratedTokens-1) / s.DecodeDuration.Seconds()
+}
+
+// Engine serves requests on one model from one goroutine.
+type Engine struct {
+	opts    Options
+	backend model.Backend
+	weights *model.Weights
+	tok     *tokenizer.Tokenizer
+	eos     map[int]bool
+	vocab   int
+	// dir is the model folder when the engine was made by Load; onClose
+	// runs after the engine goroutine ends (unmapping the weights).
+	dir     string
+	onClose []func() error
+
+	queue chan *job
+	mu    sync.Mutex // guards closed and sends on queue
+	// closed is set by Close; done closes when the engine goroutine exits.
+	closed bool
+	done   chan struct{}
+
+	// Owned by the engine goroutine.
+	seq   model.Sequence
+	empty model.Snapshot // the sequence at position 0
+	cache *prefixCache
+}
+
+// job is a submitted request with its stream.
+type job struct {
+	ctx       context.Context
+	req       Request
+	events    chan Event
+	submitted time.Time
+}
+
+// New starts an engine. The Engine owns opts.Backend from here on.
+func New(opts Options) (*Engine, error) {
+	if opts.Backend == nil || opts.Weights == nil || opts.Tokenizer == nil {
+		return nil, errors.New("engine: Backend, Weights and Tokenizer are all required")
+	}
+	cfg := &opts.Weights.Config
+	if opts.ContextTokens <= 0 {
+		opts.ContextTokens = 32768
+		if cfg.MaxPositions > 0 {
+			opts.ContextTokens = min(opts.ContextTokens, cfg.MaxPositions)
+		}
+	}
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 8
+	}
+	if opts.CacheBytes == 0 {
+		opts.CacheBytes = 1 << 30
+	}
+	if opts.PrefillChunk <= 0 {
+		opts.PrefillChunk = 512
+	}
+	eosIDs := opts.EOS
+	if eosIDs == nil {
+		eosIDs = cfg.EOSTokenIDs
+	}
+	if len(eosIDs) == 0 {
+		return nil, errors.New("engine: the model has no EOS token ids (eos_token_id in config.json or generation_config.json)")
+	}
+	e := &Engine{
+		opts:    opts,
+		backend: opts.Backend,
+		weights: opts.Weights,
+		tok:     opts.Tokenizer,
+		eos:     make(map[int]bool),
+		vocab:   opts.Weights.Embed.Out,
+		queue:   make(chan *job, opts.QueueSize),
+		done:    make(chan struct{}),
+		cache:   newPrefixCache(max(opts.CacheBytes, 0)),
+	}
+	for _, id := range eosIDs {
+		e.eos[id] = true
+	}
+	seq, err := opts.Backend.NewSequence(opts.ContextTokens)
+	if err != nil {
+		return nil, fmt.Errorf("engine: making a sequence of %d tokens: %w", opts.ContextTokens, err)
+	}
+	empty, err := seq.Snapshot()
+	if err != nil {
+		seq.Close()
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	e.seq, e.empty = seq, empty
+	go e.run()
+	return e, nil
+}
+
+// Tokenizer returns the engine's tokenizer (safe to use from any goroutine:
+// it is read-only).
+func (e *Engine) Tokenizer() *tokenizer.Tokenizer { return e.tok }
+
+// Config returns the model's config.
+func (e *Engine) Config() *model.Config { return &e.weights.Config }
+
+// ContextTokens is the most tokens a request may hold.
+func (e *Engine) ContextTokens() int { return e.opts.ContextTokens }
+
+// BackendName names the backend ("cpu: 2 threads").
+func (e *Engine) BackendName() string { return e.backend.Name() }
+
+// Submit validates req and queues it. The returned channel delivers the
+// request's events and is closed after the final one. The caller must read
+// until then or cancel ctx: the engine waits for a slow reader (it does not
+// drop tokens) unless ctx ends.
+func (e *Engine) Submit(ctx context.Context, req Request) (<-chan Event, error) {
+	if err := e.validate(&req); err != nil {
+		return nil, err
+	}
+	j := &job{ctx: ctx, req: req, events: make(chan Event, 64), submitted: time.Now()}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ErrClosed
+	}
+	select {
+	case e.queue <- j:
+		return j.events, nil
+	default:
+		return nil, ErrBusy
+	}
+}
+
+func (e *Engine) validate(req *Request) error {
+	n := len(req.Prompt)
+	if n == 0 {
+		return errors.New("the prompt is empty")
+	}
+	if n >= e.opts.ContextTokens {
+		return fmt.Errorf("%w: %d tokens, the context holds %d including the answer", ErrPromptTooLong, n, e.opts.ContextTokens)
+	}
+	for i, id := range req.Prompt {
+		if id < 0 || id >= e.vocab {
+			return fmt.Errorf("prompt token %d (at %d) is outside the vocabulary [0, %d)", id, i, e.vocab)
+		}
+	}
+	if req.MaxTokens < 0 {
+		return fmt.Errorf("max_tokens %d: must be positive (or 0 for as many as fit)", req.MaxTokens)
+	}
+	return sample.Validate(&req.Sampling)
+}
+
+// Close stops accepting requests, ends queued ones with ErrClosed, waits for
+// the running one to finish (cancel its context to hurry it), and releases
+// the backend.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		<-e.done
+		return nil
+	}
+	e.closed = true
+	close(e.queue)
+	e.mu.Unlock()
+	<-e.done
+	var first error
+	for _, f := range e.onClose {
+		if err := f(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Dir is the model folder the engine was loaded from ("" when made by New).
+func (e *Engine) Dir() string { return e.dir }
+
+// run is the engine goroutine.
+func (e *Engine) run() {
+	defer close(e.done)
+	defer e.backend.Close()
+	defer e.seq.Close()
+	for j := range e.queue {
+		e.mu.Lock()
+		closed := e.closed
+		e.mu.Unlock()
+		if closed {
+			j.events <- Event{Token: -1, Err: ErrClosed, Stats: &Stats{FinishReason: FinishError}}
+			close(j.events)
+			continue
+		}
+		e.serve(j)
+	}
+}
+
+// serve runs one request and closes its stream.
+func (e *Engine) serve(j *job) {
+	g := &generation{e: e, job: j, stats: Stats{PromptTokens: len(j.req.Prompt), QueueWait: time.Since(j.submitted)}}
+	err := g.run()
+	if err != nil && g.stats.FinishReason == "" {
+		g.stats.FinishReason = FinishError
+	}
+	final := Event{Token: -1, Text: g.tail, Stats: &g.stats}
+	if g.stats.FinishReason == FinishError {
+		final.Err = err
+	}
+	// The final event is delivered even to a cancelled request whose
+	// reader still listens; the buffer makes this non-blocking in practice,
+	// and a reader that left is not waited for.
+	select {
+	case j.events <- final:
+	default:
+		select {
+		case j.events <- final:
+		case <-j.ctx.Done():
+		}
+	}
+	close(j.events)
+}

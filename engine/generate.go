@@ -1,0 +1,196 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/suzuran-app/suzuran/engine/model"
+	"github.com/suzuran-app/suzuran/engine/tokenizer"
+)
+
+// generation is one request being served on the engine goroutine.
+type generation struct {
+	e     *Engine
+	job   *job
+	stats Stats
+	start time.Time
+	// tail is the text released at the end (a held-back stop-string prefix
+	// or an unfinished character), sent with the final event.
+	tail string
+}
+
+// errCancelled marks a request whose context ended; it is not reported as
+// an error event.
+var errCancelled = errors.New("cancelled")
+
+func (g *generation) run() error {
+	e, req, ctx := g.e, &g.job.req, g.job.ctx
+	g.start = time.Now()
+	if ctx.Err() != nil {
+		g.stats.FinishReason = FinishCancelled
+		return errCancelled
+	}
+
+	sampling := req.Sampling
+	sampling.GeneratedFrom = len(req.Prompt)
+	first, err := g.prefill(&sampling)
+	if errors.Is(err, errCancelled) {
+		g.stats.FinishReason = FinishCancelled
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	g.stats.PrefillDuration = time.Since(g.start)
+	decodeStart := time.Now()
+	defer func() { g.stats.DecodeDuration = time.Since(decodeStart) }()
+
+	budget := e.opts.ContextTokens - len(req.Prompt) + 1 // the last token is never consumed
+	if req.MaxTokens > 0 {
+		budget = min(budget, req.MaxTokens)
+	}
+	dec := e.tok.NewStreamDecoder()
+	stops := newStopMatcher(req.Stop)
+	tok := first
+	for {
+		g.stats.GeneratedTokens++
+		isEOS := e.eos[tok]
+		// Start the next step before handing this token out, so a GPU
+		// backend computes while the host streams. Not after EOS, at the
+		// budget, or once cancelled: the step would be thrown away.
+		var next model.Pass
+		if !isEOS && g.stats.GeneratedTokens < budget && ctx.Err() == nil {
+			next, err = model.Start(e.backend, e.weights, e.seq, model.Input{Sample: &sampling})
+			if err != nil {
+				return fmt.Errorf("decode step %d: %w", g.stats.GeneratedTokens, err)
+			}
+		}
+		text, stopped := "", false
+		if !isEOS {
+			text, stopped = stops.add(dec.Add(tok))
+		}
+		if !g.send(Event{Token: tok, Text: text}) {
+			g.drain(next)
+			g.stats.FinishReason = FinishCancelled
+			return errCancelled
+		}
+		switch {
+		case isEOS || stopped:
+			g.stats.FinishReason = FinishStop
+		case g.stats.GeneratedTokens >= budget:
+			g.stats.FinishReason = FinishLength
+		case ctx.Err() != nil:
+			g.stats.FinishReason = FinishCancelled
+		}
+		if g.stats.FinishReason != "" {
+			g.drain(next)
+			if !stopped {
+				// The stream ends without a stop string: whatever was held
+				// back is text after all.
+				last, _ := stops.add(dec.Flush())
+				g.tail = last + stops.flush()
+			}
+			return nil
+		}
+		res, err := next.Wait()
+		if err != nil {
+			return fmt.Errorf("decode step %d: %w", g.stats.GeneratedTokens, err)
+		}
+		tok = res.Token
+	}
+}
+
+// drain waits for a started pass whose token is not wanted.
+func (g *generation) drain(p model.Pass) {
+	if p != nil {
+		p.Wait()
+	}
+}
+
+// send delivers an event unless the request's context ends first.
+func (g *generation) send(ev Event) bool {
+	select {
+	case g.job.events <- ev:
+		return true
+	case <-g.job.ctx.Done():
+		return false
+	}
+}
+
+// prefill brings the sequence to the whole prompt, restoring the longest
+// cached prefix, snapshotting at the checkpoints on the way, and returns the
+// first sampled token.
+func (g *generation) prefill(sampling *model.Sampling) (int, error) {
+	e, req, ctx := g.e, &g.job.req, g.job.ctx
+	prompt := req.Prompt
+	n := len(prompt)
+
+	// Restore: the longest cached prefix that leaves at least the last
+	// prompt token to compute (its pass samples the first new token).
+	pos := 0
+	if hit := e.cache.lookup(prompt, n-1); hit != nil {
+		if err := e.seq.Restore(hit.snap); err != nil {
+			return -1, fmt.Errorf("restoring a cached prefix of %d tokens: %w", len(hit.tokens), err)
+		}
+		pos = len(hit.tokens)
+	} else if err := e.seq.Restore(e.empty); err != nil {
+		return -1, fmt.Errorf("resetting the sequence: %w", err)
+	}
+	g.stats.CachedTokens = pos
+	g.stats.PrefilledTokens = n - pos
+
+	// Feed the prompt up to each checkpoint, snapshotting there; the last
+	// token is fed alone with the sample block.
+	marks := append(slices.Clone(req.Checkpoints), n-1)
+	slices.Sort(marks)
+	for _, mark := range slices.Compact(marks) {
+		if mark <= pos || mark > n-1 {
+			continue
+		}
+		for pos < mark {
+			if ctx.Err() != nil {
+				return -1, errCancelled
+			}
+			end := min(pos+e.opts.PrefillChunk, mark)
+			if _, err := model.Run(e.backend, e.weights, e.seq, model.Input{IDs: prompt[pos:end]}); err != nil {
+				return -1, fmt.Errorf("prefill of tokens %d..%d: %w", pos, end, err)
+			}
+			pos = end
+		}
+		if e.opts.CacheBytes > 0 && !e.cache.has(prompt[:pos]) {
+			snap, err := e.seq.Snapshot()
+			if err != nil {
+				return -1, fmt.Errorf("snapshot at %d tokens: %w", pos, err)
+			}
+			e.cache.add(snap)
+		}
+	}
+	if ctx.Err() != nil {
+		return -1, errCancelled
+	}
+	res, err := model.Run(e.backend, e.weights, e.seq, model.Input{IDs: prompt[n-1:], Sample: sampling})
+	if err != nil {
+		return -1, fmt.Errorf("prefill of the last prompt token: %w", err)
+	}
+	return res.Token, nil
+}
+
+// PromptCheckpoints returns the positions worth snapshotting in a rendered
+// chat prompt: just after the last "<|im_start|>assistant\n" header, where
+// the next turn of the same conversation diverges from this prompt (the
+// template renders an earlier answer without the thinking block the
+// generation prompt opens). Prompts without that header yield none.
+func PromptCheckpoints(tok *tokenizer.Tokenizer, prompt []int) []int {
+	header := tok.EncodeWithSpecials("<|im_start|>assistant\n")
+	if len(header) == 0 {
+		return nil
+	}
+	for i := len(prompt) - len(header); i >= 0; i-- {
+		if slices.Equal(prompt[i:i+len(header)], header) {
+			return []int{i + len(header)}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/suzuran-app/suzuran/engine/checkpoint"
+	"github.com/suzuran-app/suzuran/engine/cpu"
+	"github.com/suzuran-app/suzuran/engine/model"
+	"github.com/suzuran-app/suzuran/engine/sample"
+	"github.com/suzuran-app/suzuran/engine/tokenizer"
+)
+
+// LoadOptions choose the backend and the engine's bounds for Load.
+type LoadOptions struct {
+	// Backend names the backend: "cpu" (the default).
+	Backend string
+	// Threads for the CPU backend; 0 means GOMAXPROCS.
+	Threads int
+	// ContextTokens, QueueSize, CacheBytes and PrefillChunk are as in
+	// Options.
+	ContextTokens int
+	QueueSize     int
+	CacheBytes    int64
+	PrefillChunk  int
+}
+
+// Backends lists the backend names Load accepts.
+func Backends() []string {
+	names := []string{"cpu"}
+	for name := range extraBackends {
+		names = append(names, name)
+	}
+	return names
+}
+
+// BackendFactory makes a backend for loaded weights. GPU backends register
+// one with RegisterBackend so that this package need not import them (they
+// build only where their device exists).
+type BackendFactory func(w *model.Weights, sampler model.Sampler) (model.Backend, error)
+
+var extraBackends = map[string]BackendFactory{}
+
+// RegisterBackend makes a backend available to Load under name. Call it from
+// an init function.
+func RegisterBackend(name string, f BackendFactory) { extraBackends[name] = f }
+
+// Load opens the model folder dir (config, weights, tokenizer) and starts an
+// engine on the chosen backend. Close the engine to unmap the weights.
+func Load(dir string, lo LoadOptions) (*Engine, error) {
+	m, err := checkpoint.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	backend, err := newBackend(lo, m.Weights)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	e, err := New(Options{
+		Backend:       backend,
+		Weights:       m.Weights,
+		Tokenizer:     tok,
+		ContextTokens: lo.ContextTokens,
+		QueueSize:     lo.QueueSize,
+		CacheBytes:    lo.CacheBytes,
+		PrefillChunk:  lo.PrefillChunk,
+	})
+	if err != nil {
+		backend.Close()
+		m.Close()
+		return nil, err
+	}
+	e.dir = dir
+	e.onClose = append(e.onClose, m.Close)
+	return e, nil
+}
+
+func newBackend(lo LoadOptions, w *model.Weights) (model.Backend, error) {
+	name := lo.Backend
+	if name == "" {
+		name = "cpu"
+	}
+	if name == "cpu" {
+		return cpu.New(w, cpu.Options{Threads: lo.Threads, Sampler: sample.New()})
+	}
+	if f, ok := extraBackends[name]; ok {
+		return f(w, sample.New())
+	}
+	return nil, fmt.Errorf("unknown backend %q: this build has %s", name, strings.Join(Backends(), ", "))
+}

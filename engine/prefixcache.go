@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"slices"
+
+	"github.com/suzuran-app/suzuran/engine/model"
+)
+
+// prefixCache holds sequence snapshots keyed by the tokens each one had
+// consumed, bounded in bytes, the least recently used evicted first.
+//
+// A snapshot is only useful to a prompt that starts with all of its tokens:
+// the DeltaNet state summarises the whole prefix and cannot be cut back, so
+// lookup returns the longest snapshot whose tokens are a prefix of the new
+// prompt, and the engine prefills the rest.
+//
+// Where snapshots are taken (the engine decides, see Request.Checkpoints):
+// at the start of the prompt's last assistant turn, which is where the next
+// turn of the same conversation diverges (the template renders an earlier
+// answer without the generation prompt's thinking block), and one token
+// before the end of the prompt, which serves regenerating the same answer
+// (one token is left so that the pass that samples the first new token has
+// something to consume).
+type prefixCache struct {
+	budget int64
+	used   int64
+	clock  uint64
+	// entries is unordered; lastUse orders them for eviction. A cache holds
+	// few entries (each is a whole sequence state), so linear scans are
+	// cheaper than any index.
+	entries []*cacheEntry
+}
+
+type cacheEntry struct {
+	snap    model.Snapshot
+	tokens  []int
+	bytes   int64
+	lastUse uint64
+}
+
+func newPrefixCache(budget int64) *prefixCache { return &prefixCache{budget: budget} }
+
+func (c *prefixCache) touch(e *cacheEntry) {
+	c.clock++
+	e.lastUse = c.clock
+}
+
+// lookup returns the entry with the most tokens that are a prefix of prompt,
+// among those with at most limit tokens, or nil.
+func (c *prefixCache) lookup(prompt []int, limit int) *cacheEntry {
+	var best *cacheEntry
+	for _, e := range c.entries {
+		n := len(e.tokens)
+		if n > limit || n > len(prompt) || (best != nil && n <= len(best.tokens)) {
+			continue
+		}
+		if slices.Equal(e.tokens, prompt[:n]) {
+			best = e
+		}
+	}
+	if best != nil {
+		c.touch(best)
+	}
+	return best
+}
+
+// has reports whether a snapshot of exactly tokens is cached, and marks it
+// used.
+func (c *prefixCache) has(tokens []int) bool {
+	for _, e := range c.entries {
+		if slices.Equal(e.tokens, tokens) {
+			c.touch(e)
+			return true
+		}
+	}
+	return false
+}
+
+// add stores snap, evicting the least recently used entries until it fits.
+// A snapshot larger than the whole budget is not stored; add reports whether
+// it was.
+func (c *prefixCache) add(snap model.Snapshot) bool {
+	size := snap.Bytes()
+	if size > c.budget {
+		return false
+	}
+	tokens := snap.Tokens()
+	if c.has(tokens) {
+		return true
+	}
+	for c.used+size > c.budget && len(c.entries) > 0 {
+		c.evictOldest()
+	}
+	e := &cacheEntry{snap: snap, tokens: tokens, bytes: size}
+	c.touch(e)
+	c.entries = append(c.entries, e)
+	c.used += size
+	return true
+}
+
+func (c *prefixCache) evictOldest() {
+	oldest := 0
+	for i, e := range c.entries {
+		if e.lastUse < c.entries[oldest].lastUse {
+			oldest = i
+		}
+	}
+	c.used -= c.entries[oldest].bytes
+	c.entries = slices.Delete(c.entries, oldest, oldest+1)
+}
+
+// clear drops every entry.
+func (c *prefixCache) clear() {
+	c.entries, c.used = nil, 0
+}
