@@ -145,6 +145,31 @@ func dequantRow(w *model.Matrix, o int, dst []float32) {
 	}
 }
 
+// simdKernels are assembly versions of the hot loops (kernels_amd64.s);
+// nil fields fall back to the Go loops below.
+type simdKernels struct {
+	// q4Row is one row of a 4-bit affine matrix with 64-wide groups against
+	// x reordered by deinterleave64, with Σx per group in xsum.
+	q4Row func(words *uint32, xd *float32, scales, biases *uint16, xsum *float32, groups int) float32
+	// dot4 and dot take lengths that are multiples of 16.
+	dot4 func(w0, w1, w2, w3, x *float32, n int, out *[4]float32)
+	dot  func(a, b *float32, n int) float32
+}
+
+var simd simdKernels
+
+// deinterleave64 reorders each 64-wide group of x as its even elements then
+// its odd ones, the order in which q4Row meets the low and high nibbles.
+func deinterleave64(dst, x []float32) {
+	for g := 0; g+64 <= len(x); g += 64 {
+		src, d := x[g:g+64], dst[g:g+64]
+		for i := range 32 {
+			d[i] = src[2*i]
+			d[32+i] = src[2*i+1]
+		}
+	}
+}
+
 // scratch hands out per-goroutine float buffers without allocating on
 // every call.
 var scratch = sync.Pool{New: func() any { return new([]float32) }}
@@ -214,7 +239,23 @@ func (b *Backend) matVec(y, x []float32, rows int, w *model.Matrix) {
 			}
 		}
 	}
+	var xd []float32
+	if w.DType == model.Affine && w.Bits == 4 && w.GroupSize == 64 && simd.q4Row != nil {
+		xd = make([]float32, rows*in)
+		deinterleave64(xd, x[:rows*in])
+	}
 	b.pool.parallelFor(out, 16, func(lo, hi int) {
+		if xd != nil {
+			groups := in / 64
+			words, scales, biases := u32s(w.Data), u16s(w.Scales), u16s(w.Biases)
+			for t := range rows {
+				yt, xt, xs := y[t*out:(t+1)*out], xd[t*in:(t+1)*in], xsum[t*groups:(t+1)*groups]
+				for o := lo; o < hi; o++ {
+					yt[o] = simd.q4Row(&words[o*in/8], &xt[0], &scales[o*groups], &biases[o*groups], &xs[0], groups)
+				}
+			}
+			return
+		}
 		for t := range rows {
 			xt := x[t*in : (t+1)*in]
 			yt := y[t*out : (t+1)*out]
@@ -309,11 +350,15 @@ func affine8Rows(y, x, xsum []float32, w *model.Matrix, lo, hi int) {
 	}
 }
 
-// dot is Σ a[i]·b[i] over len(a) with four accumulators.
+// dot is Σ a[i]·b[i] over len(a).
 func dot(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
+	if n := len(a) &^ 15; n > 0 && simd.dot != nil {
+		s0 = simd.dot(&a[0], &b[0], n)
+		i = n
+	}
 	for ; i+4 <= len(a); i += 4 {
 		aa := a[i : i+4 : i+4]
 		bb := b[i : i+4 : i+4]
@@ -353,7 +398,15 @@ func dot4(w0, w1, w2, w3, x []float32) (float32, float32, float32, float32) {
 	n := len(x)
 	w0, w1, w2, w3 = w0[:n], w1[:n], w2[:n], w3[:n]
 	var s0, s1, s2, s3 float32
-	for i, v := range x {
+	start := 0
+	if m := n &^ 15; m > 0 && simd.dot4 != nil {
+		var out [4]float32
+		simd.dot4(&w0[0], &w1[0], &w2[0], &w3[0], &x[0], m, &out)
+		s0, s1, s2, s3 = out[0], out[1], out[2], out[3]
+		start = m
+	}
+	for i := start; i < n; i++ {
+		v := x[i]
 		s0 += w0[i] * v
 		s1 += w1[i] * v
 		s2 += w2[i] * v

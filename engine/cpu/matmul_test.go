@@ -109,8 +109,24 @@ func randomVector(rng *rand.Rand, n int) []float32 {
 
 // TestMatMul checks both product loops in every storage format against a
 // float64 product of the exact dequantized values, on sizes that are not
-// multiples of the weight tile, the thread split or the unrolling.
+// multiples of the weight tile, the thread split or the unrolling; with the
+// assembly kernels where this machine has them, and with the Go loops.
 func TestMatMul(t *testing.T) {
+	if simd.q4Row == nil {
+		t.Log("no assembly kernels on this machine: testing the Go loops only")
+	}
+	saved := simd
+	defer func() { simd = saved }()
+	for _, kernels := range []struct {
+		name string
+		k    simdKernels
+	}{{"simd", saved}, {"go", simdKernels{}}} {
+		simd = kernels.k
+		t.Run(kernels.name, testMatMul)
+	}
+}
+
+func testMatMul(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	b := &Backend{pool: pool{threads: 3}}
 	cases := []struct {
@@ -126,6 +142,7 @@ func TestMatMul(t *testing.T) {
 		{model.Affine, 8, 64, 37, 192},
 		{model.Affine, 8, 32, 6, 160},
 		{model.Affine, 4, 64, 130, 2048},
+		{model.F32, 0, 0, 9, 2053},
 	}
 	for _, c := range cases {
 		tm := newTestMatrix(rng, c.dtype, c.out, c.in, c.bits, c.group)

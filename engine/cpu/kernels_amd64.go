@@ -1,0 +1,22 @@
+package cpu
+
+import "golang.org/x/sys/cpu"
+
+// On amd64 with AVX2 and FMA (every x86 Mac and PC of the last decade) the
+// hot loops run in assembly: the 4-bit affine row product, which is where
+// decode spends its time, and the f32 dot products of prefill tiles and
+// attention. Elsewhere, and when disabled, the Go loops in matmul.go run.
+func init() {
+	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
+		simd = simdKernels{q4Row: q4RowAVX2, dot4: dot4AVX2, dot: dotAVX2}
+	}
+}
+
+//go:noescape
+func q4RowAVX2(words *uint32, xd *float32, scales, biases *uint16, xsum *float32, groups int) float32
+
+//go:noescape
+func dot4AVX2(w0, w1, w2, w3, x *float32, n int, out *[4]float32)
+
+//go:noescape
+func dotAVX2(a, b *float32, n int) float32
