@@ -51,7 +51,7 @@ func Load(dir string) (*Model, error) {
 	set, err := safetensors.OpenDir(dir)
 	if err != nil {
 		kind := ErrWeights
-		if errors.Is(err, safetensors.ErrNoWeights) {
+		if errors.Is(err, safetensors.ErrMissingFile) {
 			kind = ErrMissing
 		}
 		return nil, &Error{Kind: kind, Msg: err.Error(), Err: err}

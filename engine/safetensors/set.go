@@ -15,9 +15,9 @@ const (
 	IndexFileName  = "model.safetensors.index.json"
 )
 
-// ErrNoWeights is matched when a folder has neither model.safetensors nor
-// model.safetensors.index.json.
-var ErrNoWeights = errors.New("no safetensors weights")
+// ErrMissingFile is matched when a folder has neither model.safetensors nor
+// model.safetensors.index.json, or the index names a shard that is absent.
+var ErrMissingFile = errors.New("missing safetensors file")
 
 // Set is every tensor of a model folder, from one file or several shards.
 type Set struct {
@@ -35,7 +35,7 @@ func OpenDir(dir string) (*Set, error) {
 	}
 	single := filepath.Join(dir, SingleFileName)
 	if _, err := os.Stat(single); err != nil {
-		return nil, fmt.Errorf("%s: %w: neither %s nor %s is present: download the model's weights into this folder", dir, ErrNoWeights, SingleFileName, IndexFileName)
+		return nil, fmt.Errorf("%s: %w: neither %s nor %s is present: download the model's weights into this folder", dir, ErrMissingFile, SingleFileName, IndexFileName)
 	}
 	f, err := Open(single)
 	if err != nil {
@@ -78,7 +78,7 @@ func openIndex(dir, idxPath string) (*Set, error) {
 		p := filepath.Join(dir, shard)
 		if _, err := os.Stat(p); err != nil {
 			s.Close()
-			return nil, fmt.Errorf("%s: shard %s is listed in %s but missing: the download is incomplete", dir, shard, IndexFileName)
+			return nil, fmt.Errorf("%s: %w: shard %s is listed in %s but absent: the download is incomplete", dir, ErrMissingFile, shard, IndexFileName)
 		}
 		f, err := Open(p)
 		if err != nil {
