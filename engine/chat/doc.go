@@ -1,0 +1,30 @@
+// Package chat renders conversations into the model's prompt format and
+// reads the model's output back into reasoning, content and tool calls.
+//
+// Rendering runs the model's own chat template (chat_template.jinja, or
+// the chat_template field of tokenizer_config.json) through a Jinja engine,
+// github.com/ardanlabs/jinja, so the prompt is exactly what the model was
+// trained on. Request JSON is decoded into ordered values (Object) before it
+// reaches the template: the template prints tools and tool-call arguments
+// with tojson, and transformers keeps keys in the order the client sent them.
+//
+// The template drops the reasoning of assistant turns that precede the last
+// user message, so a conversation's next prompt stops matching the previous
+// one right after the header of the last assistant turn. PromptCheckpoints
+// reports that position, so that the engine can snapshot its state there
+// and reuse it on the next turn.
+//
+// Parser splits generated text into reasoning (between <think> and
+// </think>), content, and Qwen3.5/3.6 tool calls
+//
+//	<tool_call>
+//	<function=NAME>
+//	<parameter=P>
+//	value
+//	</parameter>
+//	</function>
+//	</tool_call>
+//
+// incrementally, as a stream of events, holding back only text that might
+// still turn out to be the start of a tag.
+package chat

@@ -1,0 +1,113 @@
+package chat
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/suzuran-app/suzuran/engine/tokenizer"
+)
+
+// fixturesDir finds ../shared/fixtures next to the module root.
+func fixturesDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the test directory")
+		}
+		dir = parent
+	}
+	fx := filepath.Join(dir, "..", "shared", "fixtures")
+	if _, err := os.Stat(fx); err != nil {
+		t.Fatalf("fixtures not found at %s: %v", fx, err)
+	}
+	return fx
+}
+
+type chatCase struct {
+	Name                string          `json:"name"`
+	Messages            json.RawMessage `json:"messages"`
+	Tools               json.RawMessage `json:"tools"`
+	Kwargs              json.RawMessage `json:"kwargs"`
+	AddGenerationPrompt json.RawMessage `json:"add_generation_prompt"`
+	Text                string          `json:"text"`
+	IDs                 []int           `json:"ids"`
+}
+
+// request turns a fixture case into the JSON a client would send.
+func (c chatCase) request(t testing.TB) RenderRequest {
+	t.Helper()
+	data, err := json.Marshal(map[string]json.RawMessage{
+		"messages":              c.Messages,
+		"tools":                 c.Tools,
+		"add_generation_prompt": c.AddGenerationPrompt,
+		"chat_template_kwargs":  c.Kwargs,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := DecodeRenderRequest(data)
+	if err != nil {
+		t.Fatalf("%s: %v", c.Name, err)
+	}
+	return req
+}
+
+func loadChatCases(t testing.TB) []chatCase {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(fixturesDir(t), "chat", "chat-public.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Cases []chatCase `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Cases) == 0 {
+		t.Fatal("chat-public.json has no cases")
+	}
+	return f.Cases
+}
+
+func tinyModel(t testing.TB) (*Template, *tokenizer.Tokenizer) {
+	t.Helper()
+	dir := filepath.Join(fixturesDir(t), "qwen35moe-tiny", "hf-bf16")
+	tmpl, err := LoadTemplate(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tmpl, tok
+}
+
+func TestRenderFixtureConversations(t *testing.T) {
+	tmpl, tok := tinyModel(t)
+	for _, c := range loadChatCases(t) {
+		p, err := tmpl.Encode(tok, c.request(t))
+		if err != nil {
+			t.Errorf("%s: %v", c.Name, err)
+			continue
+		}
+		if p.Text != c.Text {
+			t.Errorf("%s: text differs\n got  %q\n want %q", c.Name, p.Text, c.Text)
+		}
+		if !slices.Equal(p.IDs, c.IDs) {
+			t.Errorf("%s: ids differ\n got  %v\n want %v", c.Name, p.IDs, c.IDs)
+		}
+	}
+}
