@@ -157,7 +157,7 @@ type Engine struct {
 type job struct {
 	ctx       context.Context
 	req       Request
-	events    chan Event
+	stream    *Stream
 	submitted time.Time
 }
 
@@ -230,15 +230,34 @@ func (e *Engine) ContextTokens() int { return e.opts.ContextTokens }
 // BackendName names the backend ("cpu: 2 threads").
 func (e *Engine) BackendName() string { return e.backend.Name() }
 
-// Submit validates req and queues it. The returned channel delivers the
-// request's events and is closed after the final one. The caller must read
-// until then or cancel ctx: the engine waits for a slow reader (it does not
-// drop tokens) unless ctx ends.
-func (e *Engine) Submit(ctx context.Context, req Request) (<-chan Event, error) {
+// Stream is a submitted request's output.
+type Stream struct {
+	// Events delivers one event per generated token, then a final event
+	// (Token −1, Stats set), and is closed after it. Events is unbuffered:
+	// the engine hands over each token as the reader takes it, so a reader
+	// that cancels sees at most one more token. The reader must keep
+	// reading until Events is closed or cancel the request's context.
+	Events <-chan Event
+
+	events chan Event
+	stats  Stats
+	err    error
+}
+
+// Result returns the final statistics and error once Events is closed. A
+// cancelled request's reader may miss the final event (the engine does not
+// wait for a reader that left); Result always has it.
+func (s *Stream) Result() (Stats, error) { return s.stats, s.err }
+
+// Submit validates req and queues it. Validation errors (an empty or too
+// long prompt, a token outside the vocabulary, bad sampling parameters) are
+// returned at once, as are ErrBusy and ErrClosed.
+func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
 	if err := e.validate(&req); err != nil {
 		return nil, err
 	}
-	j := &job{ctx: ctx, req: req, events: make(chan Event, 64), submitted: time.Now()}
+	events := make(chan Event)
+	j := &job{ctx: ctx, req: req, stream: &Stream{Events: events, events: events}, submitted: time.Now()}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -246,7 +265,7 @@ func (e *Engine) Submit(ctx context.Context, req Request) (<-chan Event, error) 
 	}
 	select {
 	case e.queue <- j:
-		return j.events, nil
+		return j.stream, nil
 	default:
 		return nil, ErrBusy
 	}
@@ -307,8 +326,9 @@ func (e *Engine) run() {
 		closed := e.closed
 		e.mu.Unlock()
 		if closed {
-			j.events <- Event{Token: -1, Err: ErrClosed, Stats: &Stats{FinishReason: FinishError}}
-			close(j.events)
+			j.stream.stats.FinishReason = FinishError
+			j.stream.err = ErrClosed
+			j.deliverFinal(Event{Token: -1, Err: ErrClosed, Stats: &j.stream.stats})
 			continue
 		}
 		e.serve(j)
@@ -322,20 +342,29 @@ func (e *Engine) serve(j *job) {
 	if err != nil && g.stats.FinishReason == "" {
 		g.stats.FinishReason = FinishError
 	}
-	final := Event{Token: -1, Text: g.tail, Stats: &g.stats}
+	j.stream.stats = g.stats
 	if g.stats.FinishReason == FinishError {
-		final.Err = err
+		j.stream.err = err
 	}
-	// The final event is delivered even to a cancelled request whose
-	// reader still listens; the buffer makes this non-blocking in practice,
-	// and a reader that left is not waited for.
-	select {
-	case j.events <- final:
-	default:
+	final := g.stats
+	j.deliverFinal(Event{Token: -1, Text: g.tail, Stats: &final, Err: j.stream.err})
+}
+
+// deliverFinal sends the final event and closes the stream. A reader that
+// is still reading gets it; once the request's context has ended the engine
+// does not wait for a reader that may have left (Stream.Result keeps the
+// statistics either way).
+func (j *job) deliverFinal(ev Event) {
+	if j.ctx.Err() == nil {
 		select {
-		case j.events <- final:
+		case j.stream.events <- ev:
 		case <-j.ctx.Done():
 		}
+	} else {
+		select {
+		case j.stream.events <- ev:
+		default:
+		}
 	}
-	close(j.events)
+	close(j.stream.events)
 }

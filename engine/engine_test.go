@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/suzuran-app/suzuran/assets/models"
-	"github.com/suzuran-app/suzuran/engine/model"
 )
 
 // moduleRoot walks up from the test's folder to go.mod.
@@ -106,14 +105,14 @@ func loadDemo(t testing.TB, backend string, lo LoadOptions) *Engine {
 // collect runs a request to the end and returns its ids, text and stats.
 func collect(t testing.TB, e *Engine, req Request) ([]int, string, *Stats) {
 	t.Helper()
-	events, err := e.Submit(context.Background(), req)
+	stream, err := e.Submit(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []int
 	var text strings.Builder
 	var stats *Stats
-	for ev := range events {
+	for ev := range stream.Events {
 		if ev.Token >= 0 {
 			ids = append(ids, ev.Token)
 		}
@@ -127,6 +126,9 @@ func collect(t testing.TB, e *Engine, req Request) ([]int, string, *Stats) {
 	}
 	if stats == nil {
 		t.Fatal("the stream ended without a final event")
+	}
+	if res, err := stream.Result(); res != *stats || err != nil {
+		t.Fatalf("Result() = %+v, %v; the final event had %+v", res, err, *stats)
 	}
 	return ids, text.String(), stats
 }
@@ -156,5 +158,3 @@ func TestGreedyMatchesTransformers(t *testing.T) {
 		})
 	}
 }
-
-var _ = model.LogitsAll

@@ -112,7 +112,7 @@ func (g *generation) drain(p model.Pass) {
 // send delivers an event unless the request's context ends first.
 func (g *generation) send(ev Event) bool {
 	select {
-	case g.job.events <- ev:
+	case g.job.stream.events <- ev:
 		return true
 	case <-g.job.ctx.Done():
 		return false

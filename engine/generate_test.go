@@ -1,0 +1,231 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/suzuran-app/suzuran/engine/checkpoint"
+	"github.com/suzuran-app/suzuran/engine/cpu"
+	"github.com/suzuran-app/suzuran/engine/model"
+	"github.com/suzuran-app/suzuran/engine/sample"
+	"github.com/suzuran-app/suzuran/engine/tokenizer"
+)
+
+// newDemoEngine builds an engine on the cpu backend with New rather than
+// Load, for tests that need an option Load does not expose (EOS).
+func newDemoEngine(t testing.TB, opts Options) *Engine {
+	t.Helper()
+	m, err := checkpoint.Load(demoDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := tokenizer.Load(demoDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := cpu.New(m.Weights, cpu.Options{Sampler: sample.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Backend, opts.Weights, opts.Tokenizer = b, m.Weights, tok
+	e, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		e.Close()
+		m.Close()
+	})
+	return e
+}
+
+// TestStopStringAcrossTokens stops the "Hello!" answer at a stop string
+// that does not fall on a token boundary: the text must end right before it.
+func TestStopStringAcrossTokens(t *testing.T) {
+	c := greedyCases(t)[0] // "Hello!" → "Hello! I am Suzuran Tiny, …"
+	e := loadDemo(t, "cpu", LoadOptions{})
+	for _, stop := range []string{"uran Ti", "Tiny", "demo model. Ask"} {
+		i := strings.Index(c.GreedyText, stop)
+		if i < 0 {
+			t.Fatalf("stop string %q is not in the reference answer %q", stop, c.GreedyText)
+		}
+		ids, text, stats := collect(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 48, Stop: []string{"never appears", stop}})
+		if text != c.GreedyText[:i] {
+			t.Errorf("stop %q: text %q, want %q", stop, text, c.GreedyText[:i])
+		}
+		if stats.FinishReason != FinishStop {
+			t.Errorf("stop %q: finish %q, want stop", stop, stats.FinishReason)
+		}
+		// Generation ends with the token that completes the stop string:
+		// the ids are a prefix of the greedy answer whose text reaches past
+		// the stop string's end and whose one-shorter prefix does not.
+		if !slices.Equal(ids, c.GreedyIDs[:len(ids)]) {
+			t.Errorf("stop %q: ids %v are not a prefix of the greedy answer", stop, ids)
+		}
+		full := e.tok.Decode(ids)
+		short := e.tok.Decode(ids[:len(ids)-1])
+		if !strings.Contains(full, stop) || strings.Contains(short, stop) {
+			t.Errorf("stop %q: generation did not end at the token that completes it (%q)", stop, full)
+		}
+	}
+}
+
+// TestMaxTokensAndSeed: the budget ends generation with "length", and a
+// sampled answer depends only on the seed.
+func TestMaxTokensAndSeed(t *testing.T) {
+	c := greedyCases(t)[1]
+	e := loadDemo(t, "cpu", LoadOptions{})
+	ids, _, stats := collect(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 5})
+	if !slices.Equal(ids, c.GreedyIDs[:5]) || stats.FinishReason != FinishLength || stats.GeneratedTokens != 5 {
+		t.Fatalf("max 5 tokens: ids %v, stats %+v", ids, stats)
+	}
+
+	// The demo model is very sure of its answers (the first token has 0.98
+	// of the mass at temperature 1.5), so the test samples hot.
+	sampling := model.Sampling{Temperature: 4, TopK: 50, TopP: 0.95, PresencePenalty: 0.5}
+	run := func(seed uint64) []int {
+		s := sampling
+		s.Seed = seed
+		ids, _, _ := collect(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 24, Sampling: s})
+		return ids
+	}
+	a, b := run(7), run(7)
+	if !slices.Equal(a, b) {
+		t.Fatalf("seed 7 gave two answers:\n%v\n%v", a, b)
+	}
+	// Four more seeds cannot all give the same 24 tokens at temperature 4
+	// unless the seed is ignored.
+	differ := false
+	for seed := uint64(8); seed < 12; seed++ {
+		if !slices.Equal(run(seed), a) {
+			differ = true
+		}
+	}
+	if !differ {
+		t.Fatalf("seeds 7..11 all gave %v: the seed is not used", a)
+	}
+}
+
+// TestCancelWithinOneToken cancels a request after its third token: at most
+// one more token may arrive, and the stream ends with "cancelled".
+func TestCancelWithinOneToken(t *testing.T) {
+	// EOS set to an id the model never produces, so only cancellation ends
+	// the request before its 200-token budget.
+	e := newDemoEngine(t, Options{EOS: []int{4095}})
+	c := greedyCases(t)[3]
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream, err := e.Submit(ctx, Request{Prompt: c.PromptIDs, MaxTokens: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens, after := 0, 0
+	for ev := range stream.Events {
+		if ev.Token >= 0 {
+			tokens++
+			if tokens > 3 {
+				after++
+			}
+			if tokens == 3 {
+				cancel()
+			}
+		}
+	}
+	// The step after the third is already running when cancel lands (the
+	// engine starts step N+1 before handing out token N): it may be
+	// delivered, nothing after it.
+	if after > 1 {
+		t.Fatalf("%d tokens arrived after cancelling", after)
+	}
+	final, err := stream.Result()
+	if err != nil || final.FinishReason != FinishCancelled || final.GeneratedTokens > 4 {
+		t.Fatalf("result %+v, %v; want cancelled after at most 4 tokens", final, err)
+	}
+	// The engine serves the next request normally.
+	ids, _, _ := collect(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 3})
+	if !slices.Equal(ids, c.GreedyIDs[:3]) {
+		t.Fatalf("after a cancel: %v, want %v", ids, c.GreedyIDs[:3])
+	}
+}
+
+// TestBusyPastTheQueueBound fills the queue behind a running request and
+// checks that one more Submit is refused at once with ErrBusy.
+func TestBusyPastTheQueueBound(t *testing.T) {
+	e := newDemoEngine(t, Options{EOS: []int{4095}, QueueSize: 1})
+	c := greedyCases(t)[0]
+	ctxA, cancelA := context.WithCancel(context.Background())
+	defer cancelA()
+	a, err := e.Submit(ctxA, Request{Prompt: c.PromptIDs, MaxTokens: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-a.Events // A is running (and will block once its stream buffer fills)
+	b, err := e.Submit(context.Background(), Request{Prompt: c.PromptIDs, MaxTokens: 2})
+	if err != nil {
+		t.Fatalf("the first queued request: %v", err)
+	}
+	start := time.Now()
+	if _, err := e.Submit(context.Background(), Request{Prompt: c.PromptIDs, MaxTokens: 2}); !errors.Is(err, ErrBusy) {
+		t.Fatalf("past the bound: %v, want ErrBusy", err)
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Fatalf("ErrBusy took %v: Submit must not wait", d)
+	}
+	cancelA()
+	var got []int
+	for ev := range b.Events {
+		if ev.Token >= 0 {
+			got = append(got, ev.Token)
+		}
+	}
+	if !slices.Equal(got, c.GreedyIDs[:2]) {
+		t.Fatalf("queued request after the running one was cancelled: %v, want %v", got, c.GreedyIDs[:2])
+	}
+}
+
+func TestSubmitValidates(t *testing.T) {
+	e := loadDemo(t, "cpu", LoadOptions{ContextTokens: 64})
+	long := make([]int, 64)
+	cases := []struct {
+		req  Request
+		want string
+	}{
+		{Request{}, "empty"},
+		{Request{Prompt: long}, "prompt too long"},
+		{Request{Prompt: []int{1, 99999}}, "outside the vocabulary"},
+		{Request{Prompt: []int{1}, Sampling: model.Sampling{TopP: 2}}, "top_p"},
+		{Request{Prompt: []int{1}, MaxTokens: -1}, "max_tokens"},
+	}
+	for _, c := range cases {
+		if _, err := e.Submit(context.Background(), c.req); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Submit(%+v) = %v, want an error about %q", c.req, err, c.want)
+		}
+	}
+	if _, err := e.Submit(context.Background(), Request{Prompt: long}); !errors.Is(err, ErrPromptTooLong) {
+		t.Errorf("a long prompt's error does not wrap ErrPromptTooLong: %v", err)
+	}
+	// A prompt that fills the context but one token still gets an answer,
+	// cut at the context's end.
+	prompt := greedyCases(t)[0].PromptIDs
+	for len(prompt) < 62 {
+		prompt = append(prompt, prompt[len(prompt)-1])
+	}
+	_, _, stats := collect(t, e, Request{Prompt: prompt})
+	if stats.GeneratedTokens > 3 || (stats.FinishReason != FinishLength && stats.FinishReason != FinishStop) {
+		t.Errorf("near-full context: %+v, want at most 3 tokens", stats)
+	}
+}
+
+func TestClose(t *testing.T) {
+	e := newDemoEngine(t, Options{})
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Submit(context.Background(), Request{Prompt: []int{1}}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Submit after Close: %v, want ErrClosed", err)
+	}
+}
