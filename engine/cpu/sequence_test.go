@@ -1,0 +1,124 @@
+package cpu
+
+import (
+	"math"
+	"testing"
+
+	"github.com/suzuran-app/suzuran/engine/model"
+)
+
+// prefillPieces feeds ids in pieces of the given sizes (the last piece takes
+// the rest) and returns the logits of every position.
+func prefillPieces(t *testing.T, b *Backend, w *model.Weights, seq model.Sequence, ids []int, pieces ...int) []float32 {
+	var logits []float32
+	for len(ids) > 0 {
+		n := len(ids)
+		if len(pieces) > 0 {
+			n, pieces = min(pieces[0], n), pieces[1:]
+		}
+		res, err := model.Run(b, w, seq, model.Input{IDs: ids[:n], Logits: model.LogitsAll})
+		if err != nil {
+			t.Fatal(err)
+		}
+		logits = append(logits, res.Logits...)
+		ids = ids[n:]
+	}
+	return logits
+}
+
+// TestPrefillInPieces checks that a prompt fed in pieces (including pieces
+// of one and three tokens, which take the matrix-vector path) gives the
+// logits of a single pass. The two differ only in f32 rounding order between
+// the matrix-vector and matrix-matrix loops: 1e-5 of the largest logit is
+// ten times the error either has against the float64 reference.
+func TestPrefillInPieces(t *testing.T) {
+	for _, ref := range fixtureModels(t)[:2] {
+		t.Run(ref.name, func(t *testing.T) {
+			b, w := openModel(t, ref.dir)
+			one, _ := b.NewSequence(len(ref.prompt))
+			whole := prefillPieces(t, b, w, one, ref.prompt)
+			split, _ := b.NewSequence(len(ref.prompt))
+			pieces := prefillPieces(t, b, w, split, ref.prompt, 37, 1, 3, 20)
+			if e := relError(pieces, whole); e > 1e-5 || math.IsNaN(e) {
+				t.Fatalf("logits of a prompt in pieces differ from one pass: relative error %.3g > 1e-5", e)
+			} else {
+				t.Logf("relative difference %.2e", e)
+			}
+			if split.Pos() != len(ref.prompt) {
+				t.Fatalf("sequence at position %d after %d tokens", split.Pos(), len(ref.prompt))
+			}
+		})
+	}
+}
+
+// TestSnapshotRestore checks that restoring a snapshot gives exactly the
+// logits of a sequence that reached the same position from scratch. The
+// CPU backend's arithmetic is deterministic (each output is summed by one
+// goroutine in a fixed order), so the logits must be bit-identical.
+func TestSnapshotRestore(t *testing.T) {
+	for _, ref := range fixtureModels(t)[:2] {
+		t.Run(ref.name, func(t *testing.T) {
+			b, w := openModel(t, ref.dir)
+			head, tail := ref.prompt[:60], ref.prompt[60:]
+
+			scratch, _ := b.NewSequence(len(ref.prompt))
+			prefillPieces(t, b, w, scratch, head)
+			want := prefillPieces(t, b, w, scratch, tail)
+
+			seq, _ := b.NewSequence(len(ref.prompt) + 8)
+			prefillPieces(t, b, w, seq, head)
+			snap, err := seq.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if snap.Pos() != 60 || len(snap.Tokens()) != 60 || snap.Bytes() <= 0 {
+				t.Fatalf("snapshot at %d with %d tokens and %d bytes, want position 60", snap.Pos(), len(snap.Tokens()), snap.Bytes())
+			}
+			// Move the state on (other tokens, then the real tail), then
+			// come back twice: the snapshot must stay usable.
+			prefillPieces(t, b, w, seq, ref.prompt[10:18])
+			for round := range 2 {
+				if err := seq.Restore(snap); err != nil {
+					t.Fatal(err)
+				}
+				if seq.Pos() != 60 {
+					t.Fatalf("restored sequence at position %d, want 60", seq.Pos())
+				}
+				got := prefillPieces(t, b, w, seq, tail)
+				for i := range want {
+					if got[i] != want[i] {
+						t.Fatalf("round %d: logit %d after restore is %v, from scratch %v", round, i, got[i], want[i])
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestSequenceErrors checks the misuse a caller can run into.
+func TestSequenceErrors(t *testing.T) {
+	ref := fixtureModels(t)[1]
+	b, w := openModel(t, ref.dir)
+	seq, _ := b.NewSequence(4)
+	if _, err := model.Run(b, w, seq, model.Input{Sample: &model.Sampling{}}); err == nil {
+		t.Error("a pass without ids on a fresh sequence was accepted")
+	}
+	if _, err := model.Run(b, w, seq, model.Input{IDs: []int{1, 2, 3, 4, 5}}); err == nil {
+		t.Error("a pass past the sequence's capacity was accepted")
+	}
+	if _, err := model.Run(b, w, seq, model.Input{IDs: []int{w.Embed.Out}}); err == nil {
+		t.Error("a token id outside the vocabulary was accepted")
+	}
+	if _, err := model.Run(b, w, seq, model.Input{IDs: []int{1}, Sample: &model.Sampling{Temperature: 1}}); err == nil {
+		t.Error("sampling with temperature on a backend without a sampler was accepted")
+	}
+	if seq.Pos() != 0 {
+		t.Errorf("refused passes moved the sequence to position %d", seq.Pos())
+	}
+	other, _ := New(w, Options{})
+	snap, _ := seq.Snapshot()
+	seq2, _ := other.NewSequence(4)
+	if err := seq2.Restore(snap); err == nil {
+		t.Error("a snapshot of another backend was restored")
+	}
+}
