@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/suzuran-app/suzuran/engine/checkpoint"
+	"github.com/suzuran-app/suzuran/engine/cpu"
+	"github.com/suzuran-app/suzuran/engine/logits"
+	"github.com/suzuran-app/suzuran/engine/model"
+	"github.com/suzuran-app/suzuran/engine/sample"
+)
+
+func init() { register(newLogitsCmd()) }
+
+// logitsBackends makes the backends `suzuran logits` can run on, by name.
+var logitsBackends = map[string]func(w *model.Weights, threads int) (model.Backend, error){
+	"cpu": func(w *model.Weights, threads int) (model.Backend, error) {
+		return cpu.New(w, cpu.Options{Threads: threads, Sampler: sample.New()})
+	},
+}
+
+func newLogitsCmd() *cobra.Command {
+	var (
+		dir, ids, backend, out string
+		gen, threads           int
+	)
+	cmd := &cobra.Command{
+		Use:   "logits --model DIR --ids 1,2,3 [--gen N] [--backend cpu] --out FILE",
+		Short: "Write a prompt's logits (and a greedy continuation) as safetensors, to check an engine against a reference",
+		Long: `logits runs the prompt given as token ids through the model in one pass and
+writes prompt_logits F32 [T,V]; with --gen N it also decodes N tokens greedily
+through the cache and writes gen_ids I32 [N] and gen_logits F32 [N,V], the
+logits that chose each token. The layout is that of the reference fixtures.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			prompt, err := parseIDs(ids)
+			if err != nil {
+				return err
+			}
+			newBackend, ok := logitsBackends[backend]
+			if !ok {
+				return fmt.Errorf("unknown backend %q: choose one of %s", backend, strings.Join(backendNames(), ", "))
+			}
+			m, err := checkpoint.Load(dir)
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			b, err := newBackend(m.Weights, threads)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			res, err := logits.Compute(b, m.Weights, prompt, gen)
+			if err != nil {
+				return err
+			}
+			if err := res.Write(out); err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: %d prompt tokens in %v, %d generated in %v on %s\n",
+				out, len(prompt), res.PrefillTime.Round(1e6), len(res.GenIDs), res.DecodeTime.Round(1e6), b.Name())
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dir, "model", "", "model folder (config.json and safetensors weights)")
+	f.StringVar(&ids, "ids", "", "prompt token ids, comma-separated")
+	f.IntVar(&gen, "gen", 0, "tokens to generate greedily after the prompt")
+	f.StringVar(&backend, "backend", "cpu", "backend to run on")
+	f.IntVar(&threads, "threads", 0, "CPU threads (0: all cores)")
+	f.StringVar(&out, "out", "", "safetensors file to write")
+	for _, name := range []string{"model", "ids", "out"} {
+		_ = cmd.MarkFlagRequired(name)
+	}
+	return cmd
+}
+
+func backendNames() []string {
+	var names []string
+	for name := range logitsBackends {
+		names = append(names, name)
+	}
+	return names
+}
+
+// parseIDs reads "1,2,3" (spaces allowed) into token ids.
+func parseIDs(s string) ([]int, error) {
+	var ids []int
+	for _, field := range strings.Split(s, ",") {
+		field = strings.TrimSpace(field)
+		if field == "" {
+			continue
+		}
+		id, err := strconv.Atoi(field)
+		if err != nil || id < 0 {
+			return nil, fmt.Errorf("--ids: %q is not a token id (a non-negative integer)", field)
+		}
+		ids = append(ids, id)
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("--ids: no token ids given")
+	}
+	return ids, nil
+}
