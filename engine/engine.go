@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/suzuran-app/suzuran/engine/chat"
 	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/sample"
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
@@ -31,6 +32,8 @@ type Options struct {
 	Weights *model.Weights
 	// Tokenizer decodes generated tokens into streamed text.
 	Tokenizer *tokenizer.Tokenizer
+	// Template renders conversations for SubmitChat; optional.
+	Template *chat.Template
 	// EOS are the ids that end generation; nil means the config's
 	// EOSTokenIDs (config.json and generation_config.json together).
 	EOS []int
@@ -64,8 +67,9 @@ type Request struct {
 	Stop []string
 	// Checkpoints are prompt positions (token counts) where the engine
 	// snapshots the state for later requests, typically the start of the
-	// last assistant turn (see PromptCheckpoints). The engine also always
-	// snapshots at len(Prompt)-1.
+	// last assistant turn (chat.PromptCheckpoints: where the next turn of
+	// the conversation diverges). The engine also always snapshots at
+	// len(Prompt)-1.
 	Checkpoints []int
 }
 
@@ -140,6 +144,10 @@ type Engine struct {
 	// runs after the engine goroutine ends (unmapping the weights).
 	dir     string
 	onClose []func() error
+	// tmpl is the chat template (Load reads it from the model folder);
+	// tmplErr says why there is none.
+	tmpl    *chat.Template
+	tmplErr error
 
 	queue chan *job
 	mu    sync.Mutex // guards closed and sends on queue
@@ -199,6 +207,7 @@ func New(opts Options) (*Engine, error) {
 		queue:   make(chan *job, opts.QueueSize),
 		done:    make(chan struct{}),
 		cache:   newPrefixCache(max(opts.CacheBytes, 0)),
+		tmpl:    opts.Template,
 	}
 	for _, id := range eosIDs {
 		e.eos[id] = true

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/suzuran-app/suzuran/assets/models"
+	"github.com/suzuran-app/suzuran/engine/chat"
 )
 
 // moduleRoot walks up from the test's folder to go.mod.
@@ -133,14 +134,35 @@ func collect(t testing.TB, e *Engine, req Request) ([]int, string, *Stats) {
 	return ids, text.String(), stats
 }
 
-// TestGreedyMatchesTransformers decodes every greedy.json prompt and
-// compares token for token and the streamed text byte for byte.
+// userTurn renders a one-question conversation with thinking off, as
+// greedy.json's prompts were made.
+func userTurn(question string) chat.RenderRequest {
+	off := false
+	return chat.RenderRequest{
+		Messages:            []chat.Message{{Role: "user", Content: question}},
+		AddGenerationPrompt: true,
+		EnableThinking:      &off,
+	}
+}
+
+// TestGreedyMatchesTransformers runs every greedy.json question through the
+// whole pipeline on every backend: the template and tokenizer must give the
+// reference prompt ids, greedy decoding the reference ids token for token,
+// and the streamed text the reference text byte for byte.
 func TestGreedyMatchesTransformers(t *testing.T) {
 	for _, backend := range backendsUnderTest() {
 		t.Run(backend, func(t *testing.T) {
 			e := loadDemo(t, backend, LoadOptions{})
 			for _, c := range greedyCases(t) {
-				ids, text, stats := collect(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 48})
+				prompt, err := e.Encode(userTurn(c.Question))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(prompt.IDs, c.PromptIDs) {
+					t.Errorf("%q: prompt ids\n got %v\nwant %v", c.Question, prompt.IDs, c.PromptIDs)
+					continue
+				}
+				ids, text, stats := collect(t, e, Request{Prompt: prompt.IDs, Checkpoints: prompt.Checkpoints, MaxTokens: 48})
 				if !slices.Equal(ids, c.GreedyIDs) {
 					t.Errorf("%q: ids\n got %v\nwant %v", c.Question, ids, c.GreedyIDs)
 				}
@@ -157,4 +179,85 @@ func TestGreedyMatchesTransformers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMultiTurnReusesThePrefix answers two turns of one conversation on one
+// engine. The second prompt must restore the snapshot taken at the first
+// turn's assistant header and prefill only what follows it, and its greedy
+// answer must equal a fresh engine's (no cache) for the same conversation.
+func TestMultiTurnReusesThePrefix(t *testing.T) {
+	for _, backend := range backendsUnderTest() {
+		t.Run(backend, func(t *testing.T) {
+			e := loadDemo(t, backend, LoadOptions{})
+			first := userTurn("What does json.dumps do?")
+			p1, err := e.Encode(first)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p1.Checkpoints) != 1 {
+				t.Fatalf("first prompt checkpoints %v, want one (after the assistant header)", p1.Checkpoints)
+			}
+			stream, _, err := e.SubmitChat(context.Background(), ChatRequest{Render: first, MaxTokens: 48})
+			if err != nil {
+				t.Fatal(err)
+			}
+			answer1, s1 := drain(t, stream)
+			if s1.CachedTokens != 0 || s1.PrefilledTokens != len(p1.IDs) {
+				t.Fatalf("first turn on a fresh engine: %+v, want all %d tokens prefilled", s1, len(p1.IDs))
+			}
+
+			second := first
+			second.Messages = append(slices.Clone(first.Messages),
+				chat.Message{Role: "assistant", Content: answer1},
+				chat.Message{Role: "user", Content: "What is os.path.join?"})
+			p2, err := e.Encode(second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cp := p1.Checkpoints[0]
+			if !slices.Equal(p2.IDs[:cp], p1.IDs[:cp]) {
+				t.Fatalf("the second prompt does not start with the first's %d tokens up to the assistant header", cp)
+			}
+			stream, _, err = e.SubmitChat(context.Background(), ChatRequest{Render: second, MaxTokens: 48})
+			if err != nil {
+				t.Fatal(err)
+			}
+			answer2, s2 := drain(t, stream)
+			if s2.CachedTokens != cp || s2.PrefilledTokens != len(p2.IDs)-cp {
+				t.Errorf("second turn: %d cached and %d prefilled, want %d and %d",
+					s2.CachedTokens, s2.PrefilledTokens, cp, len(p2.IDs)-cp)
+			}
+			t.Logf("turn 2: %d prompt tokens, %d restored, %d prefilled", len(p2.IDs), s2.CachedTokens, s2.PrefilledTokens)
+
+			fresh := loadDemo(t, backend, LoadOptions{CacheBytes: -1})
+			stream, _, err = fresh.SubmitChat(context.Background(), ChatRequest{Render: second, MaxTokens: 48})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, s3 := drain(t, stream)
+			if s3.CachedTokens != 0 {
+				t.Fatalf("the engine without a cache restored %d tokens", s3.CachedTokens)
+			}
+			if answer2 != want {
+				t.Errorf("second turn with the cache: %q\nwithout: %q", answer2, want)
+			}
+			if answer2 == "" {
+				t.Errorf("the second turn answered nothing")
+			}
+		})
+	}
+}
+
+// drain reads a stream to its end and returns the text and statistics.
+func drain(t testing.TB, s *Stream) (string, Stats) {
+	t.Helper()
+	var b strings.Builder
+	for ev := range s.Events {
+		b.WriteString(ev.Text)
+	}
+	stats, err := s.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.String(), stats
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/suzuran-app/suzuran/engine/model"
-	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
 
 // generation is one request being served on the engine goroutine.
@@ -86,6 +85,9 @@ func (g *generation) run() error {
 		}
 		if g.stats.FinishReason != "" {
 			g.drain(next)
+			if g.stats.FinishReason != FinishCancelled {
+				g.snapshotEnd()
+			}
 			if !stopped {
 				// The stream ends without a stop string: whatever was held
 				// back is text after all.
@@ -99,6 +101,20 @@ func (g *generation) run() error {
 			return fmt.Errorf("decode step %d: %w", g.stats.GeneratedTokens, err)
 		}
 		tok = res.Token
+	}
+}
+
+// snapshotEnd caches the state after the answer (prompt and generated
+// tokens, less the last one, which no pass consumed). A conversation that
+// continues with tool results keeps the whole answer in its next prompt, so
+// that prompt prefills only the results.
+func (g *generation) snapshotEnd() {
+	e := g.e
+	if e.opts.CacheBytes <= 0 {
+		return
+	}
+	if snap, err := e.seq.Snapshot(); err == nil {
+		e.cache.add(snap)
 	}
 }
 
@@ -175,22 +191,4 @@ func (g *generation) prefill(sampling *model.Sampling) (int, error) {
 		return -1, fmt.Errorf("prefill of the last prompt token: %w", err)
 	}
 	return res.Token, nil
-}
-
-// PromptCheckpoints returns the positions worth snapshotting in a rendered
-// chat prompt: just after the last "<|im_start|>assistant\n" header, where
-// the next turn of the same conversation diverges from this prompt (the
-// template renders an earlier answer without the thinking block the
-// generation prompt opens). Prompts without that header yield none.
-func PromptCheckpoints(tok *tokenizer.Tokenizer, prompt []int) []int {
-	header := tok.EncodeWithSpecials("<|im_start|>assistant\n")
-	if len(header) == 0 {
-		return nil
-	}
-	for i := len(prompt) - len(header); i >= 0; i-- {
-		if slices.Equal(prompt[i:i+len(header)], header) {
-			return []int{i + len(header)}
-		}
-	}
-	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/suzuran-app/suzuran/engine/chat"
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/cpu"
 	"github.com/suzuran-app/suzuran/engine/model"
@@ -57,6 +58,9 @@ func Load(dir string, lo LoadOptions) (*Engine, error) {
 		m.Close()
 		return nil, err
 	}
+	// A folder without a chat template still serves token requests (the
+	// logits tool, the fixtures); SubmitChat then reports why.
+	tmpl, tmplErr := chat.LoadTemplate(dir)
 	backend, err := newBackend(lo, m.Weights)
 	if err != nil {
 		m.Close()
@@ -66,6 +70,7 @@ func Load(dir string, lo LoadOptions) (*Engine, error) {
 		Backend:       backend,
 		Weights:       m.Weights,
 		Tokenizer:     tok,
+		Template:      tmpl,
 		ContextTokens: lo.ContextTokens,
 		QueueSize:     lo.QueueSize,
 		CacheBytes:    lo.CacheBytes,
@@ -77,6 +82,7 @@ func Load(dir string, lo LoadOptions) (*Engine, error) {
 		return nil, err
 	}
 	e.dir = dir
+	e.tmplErr = tmplErr
 	e.onClose = append(e.onClose, m.Close)
 	return e, nil
 }
