@@ -131,7 +131,7 @@ app:
 	fi
 	$(MAKE) build
 	$(GO) run ./app/internal/bundle/mkapp -binary bin/suzuran -wails wails.json \
-		-template Info.plist.tmpl -icon build/appicon.png -o bin/Suzuran.app
+		-template Info.plist.tmpl -icon assets/icons/appicon.png -o bin/Suzuran.app
 
 clean:
 	rm -rf bin frontend/node_modules

@@ -1,0 +1,410 @@
+//go:build smoke && linux
+
+package main
+
+// The desktop smoke test drives the real built app (bin/suzuran) the way
+// a desktop would: an X server (Xvfb), a session bus, and a tray host. It
+// runs through build/smoke.sh (`make smoke`), which provides the first two;
+// this file is the tray host: it owns org.kde.StatusNotifierWatcher on the
+// session bus, as a panel does, so the app's StatusNotifierItem registers
+// with it exactly as on a desktop.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"image"
+	"image/draw"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+	"github.com/godbus/dbus/v5/prop"
+)
+
+var (
+	smokeBinary = flag.String("suzuran", "", "the built app to test (bin/suzuran)")
+	smokeShot   = flag.String("screenshot", "", "where to keep the screenshot of the window (PNG)")
+)
+
+// A painted chat window has hundreds of colours (anti-aliased text, the
+// accent colour, borders); a blank or failed WebView has one or two. The
+// measured window at 880×680 had 523 colours with its background on 98.2 %
+// of the pixels, so these bounds leave a wide margin on either side.
+const (
+	minWindowColours     = 32
+	maxBackgroundPercent = 99.5
+)
+
+func TestDesktopSmoke(t *testing.T) {
+	if *smokeBinary == "" {
+		t.Fatal("-suzuran is required: the path of the built app (run through build/smoke.sh)")
+	}
+	for _, v := range []string{"DISPLAY", "DBUS_SESSION_BUS_ADDRESS"} {
+		if os.Getenv(v) == "" {
+			t.Fatalf("%s is not set: run this test through build/smoke.sh, which starts Xvfb and a session bus", v)
+		}
+	}
+
+	conn, err := dbus.ConnectSessionBus()
+	if err != nil {
+		t.Fatalf("connecting to the session bus: %v", err)
+	}
+	defer conn.Close()
+	watcher := startWatcher(t, conn)
+
+	stateDir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var output bytes.Buffer
+	app := exec.CommandContext(ctx, *smokeBinary, "--log-level", "debug")
+	app.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir)
+	app.Stdout, app.Stderr = &output, &output
+	if err := app.Start(); err != nil {
+		t.Fatalf("starting %s: %v", *smokeBinary, err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- app.Wait() }()
+	defer func() {
+		if app.ProcessState == nil {
+			_ = app.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("app output:\n%s", output.String())
+			if log, err := os.ReadFile(filepath.Join(stateDir, "suzuran", "suzuran.log")); err == nil {
+				t.Logf("app log file:\n%s", log)
+			}
+		}
+	}()
+
+	// The window.
+	window := waitForWindow(t, exited)
+	t.Logf("window %s at %v", window.id, window.rect)
+	checkWindowPainted(t, window, exited)
+
+	// The tray: registered with the watcher, its menu readable.
+	var itemService string
+	select {
+	case itemService = <-watcher.registered:
+	case err := <-exited:
+		t.Fatalf("the app exited before registering its tray item: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the app registered no StatusNotifierItem with the watcher within 30 s")
+	}
+	item := conn.Object(itemService, "/StatusNotifierItem")
+	menuPath, err := item.GetProperty("org.kde.StatusNotifierItem.Menu")
+	if err != nil {
+		t.Fatalf("reading the tray item's Menu property: %v", err)
+	}
+	title, err := item.GetProperty("org.kde.StatusNotifierItem.Title")
+	if err != nil || title.Value() != "Suzuran" {
+		t.Errorf("tray item Title = %v (%v), want Suzuran", title.Value(), err)
+	}
+	checkTrayIcon(t, item)
+	menu := conn.Object(itemService, menuPath.Value().(dbus.ObjectPath))
+	items := readMenu(t, menu)
+	t.Logf("tray menu: %v", items)
+	openID, ok := items[trayOpenTitle]
+	if !ok {
+		t.Fatalf("the tray menu has no %q item: %v", trayOpenTitle, items)
+	}
+	quitID, ok := items[trayQuitTitle]
+	if !ok {
+		t.Fatalf("the tray menu has no %q item: %v", trayQuitTitle, items)
+	}
+
+	// "Open Suzuran" keeps the app running with its window shown.
+	clickMenuItem(t, menu, openID)
+	select {
+	case err := <-exited:
+		t.Fatalf("the app exited after %q was clicked: %v", trayOpenTitle, err)
+	case <-time.After(time.Second):
+	}
+	if _, err := findWindow(); err != nil {
+		t.Fatalf("after %q: %v", trayOpenTitle, err)
+	}
+
+	// "Quit" ends the process with status 0.
+	clickMenuItem(t, menu, quitID)
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("after %q the app exited with %v, want status 0", trayQuitTitle, err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the app was still running 20 s after %q was clicked", trayQuitTitle)
+	}
+
+	// The desktop app writes its log file under XDG_STATE_HOME.
+	log, err := os.ReadFile(filepath.Join(stateDir, "suzuran", "suzuran.log"))
+	if err != nil {
+		t.Fatalf("the app left no log file: %v", err)
+	}
+	if !bytes.Contains(log, []byte(`"message":"quit from the tray"`)) {
+		t.Errorf("the log file does not record the quit from the tray:\n%s", log)
+	}
+}
+
+// checkTrayIcon reads the item's IconPixmap, a(iiay): one ARGB image per
+// size, which is what panels draw.
+func checkTrayIcon(t *testing.T, item dbus.BusObject) {
+	t.Helper()
+	v, err := item.GetProperty("org.kde.StatusNotifierItem.IconPixmap")
+	if err != nil {
+		t.Fatalf("reading the tray icon: %v", err)
+	}
+	var pixmaps []struct {
+		Width, Height int32
+		ARGB          []byte
+	}
+	if err := dbus.Store([]any{v.Value()}, &pixmaps); err != nil {
+		t.Fatalf("decoding the tray icon: %v", err)
+	}
+	if len(pixmaps) == 0 {
+		t.Fatal("the tray item has no icon")
+	}
+	for _, p := range pixmaps {
+		if p.Width <= 0 || len(p.ARGB) != int(4*p.Width*p.Height) {
+			t.Errorf("tray icon %dx%d has %d bytes, want 4 per pixel", p.Width, p.Height, len(p.ARGB))
+		}
+	}
+}
+
+// watcher is the StatusNotifierWatcher side of the tray protocol: items
+// call RegisterStatusNotifierItem on it, panels read its properties.
+type watcher struct {
+	registered chan string // bus name of each item that registers
+
+	mu    sync.Mutex
+	items []string
+	props *prop.Properties
+}
+
+func startWatcher(t *testing.T, conn *dbus.Conn) *watcher {
+	t.Helper()
+	w := &watcher{registered: make(chan string, 4)}
+	const path = "/StatusNotifierWatcher"
+	const iface = "org.kde.StatusNotifierWatcher"
+	if err := conn.ExportMethodTable(map[string]any{
+		"RegisterStatusNotifierItem": w.registerItem,
+		"RegisterStatusNotifierHost": func(string) *dbus.Error { return nil },
+	}, path, iface); err != nil {
+		t.Fatalf("exporting the watcher: %v", err)
+	}
+	props, err := prop.Export(conn, path, prop.Map{iface: {
+		"RegisteredStatusNotifierItems":  {Value: []string{}, Emit: prop.EmitTrue},
+		"IsStatusNotifierHostRegistered": {Value: true, Emit: prop.EmitTrue},
+		"ProtocolVersion":                {Value: int32(0), Emit: prop.EmitTrue},
+	}})
+	if err != nil {
+		t.Fatalf("exporting the watcher's properties: %v", err)
+	}
+	w.props = props
+	reply, err := conn.RequestName(iface, dbus.NameFlagDoNotQueue)
+	if err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
+		t.Fatalf("owning %s on the test's session bus: reply %v, %v", iface, reply, err)
+	}
+	return w
+}
+
+// registerItem is RegisterStatusNotifierItem. Items pass either their
+// object path (fyne.io/systray does) or a bus name; with a path, the item is
+// the caller itself.
+func (w *watcher) registerItem(sender dbus.Sender, service string) *dbus.Error {
+	name := service
+	if strings.HasPrefix(service, "/") {
+		name = string(sender)
+	}
+	w.mu.Lock()
+	w.items = append(w.items, name)
+	items := append([]string(nil), w.items...)
+	w.mu.Unlock()
+	w.props.SetMust("org.kde.StatusNotifierWatcher", "RegisteredStatusNotifierItems", items)
+	select {
+	case w.registered <- name:
+	default:
+	}
+	return nil
+}
+
+// menuLayout is com.canonical.dbusmenu's (ia{sv}av) layout node.
+type menuLayout struct {
+	ID       int32
+	Props    map[string]dbus.Variant
+	Children []dbus.Variant
+}
+
+// readMenu reads the whole menu and returns each labelled item's id.
+func readMenu(t *testing.T, menu dbus.BusObject) map[string]int32 {
+	t.Helper()
+	var revision uint32
+	var root menuLayout
+	if err := menu.Call("com.canonical.dbusmenu.GetLayout", 0, int32(0), int32(-1), []string{}).Store(&revision, &root); err != nil {
+		t.Fatalf("reading the tray menu (GetLayout): %v", err)
+	}
+	items := map[string]int32{}
+	for _, child := range root.Children {
+		var node menuLayout
+		if err := dbus.Store([]any{child.Value()}, &node); err != nil {
+			t.Fatalf("decoding a tray menu item: %v", err)
+		}
+		if label, ok := node.Props["label"].Value().(string); ok && label != "" {
+			items[label] = node.ID
+		}
+	}
+	return items
+}
+
+// clickMenuItem sends the event a panel sends when the user picks an item.
+func clickMenuItem(t *testing.T, menu dbus.BusObject, id int32) {
+	t.Helper()
+	call := menu.Call("com.canonical.dbusmenu.Event", 0, id, "clicked", dbus.MakeVariant(""), uint32(time.Now().Unix()))
+	if call.Err != nil {
+		t.Fatalf("clicking tray menu item %d: %v", id, call.Err)
+	}
+}
+
+type xWindow struct {
+	id   string
+	rect image.Rectangle
+}
+
+// findWindow finds the app's visible top-level window by its title.
+func findWindow() (xWindow, error) {
+	out, err := exec.Command("xdotool", "search", "--onlyvisible", "--name", "^Suzuran$").Output()
+	ids := strings.Fields(string(out))
+	if err != nil || len(ids) == 0 {
+		return xWindow{}, fmt.Errorf("no visible window titled Suzuran (xdotool: %v)", err)
+	}
+	w := xWindow{id: ids[0]}
+	geometry, err := exec.Command("xdotool", "getwindowgeometry", "--shell", w.id).Output()
+	if err != nil {
+		return xWindow{}, fmt.Errorf("xdotool getwindowgeometry %s: %w", w.id, err)
+	}
+	values := map[string]int{}
+	for _, line := range strings.Fields(string(geometry)) {
+		key, value, _ := strings.Cut(line, "=")
+		n, err := strconv.Atoi(value)
+		if err == nil {
+			values[key] = n
+		}
+	}
+	w.rect = image.Rect(values["X"], values["Y"], values["X"]+values["WIDTH"], values["Y"]+values["HEIGHT"])
+	if w.rect.Empty() {
+		return xWindow{}, fmt.Errorf("window %s has no size: %s", w.id, geometry)
+	}
+	return w, nil
+}
+
+func waitForWindow(t *testing.T, exited <-chan error) xWindow {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		w, err := findWindow()
+		if err == nil {
+			return w
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the app exited before showing its window: %v", err)
+		case <-time.After(250 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no window within 60 s: %v", err)
+		}
+	}
+}
+
+// checkWindowPainted takes screenshots until the window shows the page
+// (WebKit paints a moment after the window maps) or the time runs out.
+func checkWindowPainted(t *testing.T, w xWindow, exited <-chan error) {
+	t.Helper()
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		shot, err := screenshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		colours, background := colourStats(shot, w.rect)
+		if colours >= minWindowColours && background <= maxBackgroundPercent {
+			t.Logf("window shows %d colours, background on %.1f %% of it", colours, background)
+			keepScreenshot(t, shot)
+			return
+		}
+		if time.Now().After(deadline) {
+			keepScreenshot(t, shot)
+			t.Fatalf("the window looks blank: %d colours (want ≥ %d), background on %.1f %% (want ≤ %.1f %%)",
+				colours, minWindowColours, background, maxBackgroundPercent)
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the app exited while its window was painting: %v", err)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// screenshot grabs the whole X screen with ImageMagick's import.
+func screenshot() (image.Image, error) {
+	out, err := exec.Command("import", "-window", "root", "png:-").Output()
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return nil, fmt.Errorf("import -window root: %v: %s", err, exit.Stderr)
+		}
+		return nil, fmt.Errorf("import -window root: %w", err)
+	}
+	img, err := png.Decode(bytes.NewReader(out))
+	if err != nil {
+		return nil, fmt.Errorf("decoding the screenshot: %w", err)
+	}
+	return img, nil
+}
+
+// colourStats counts the distinct colours inside r and the share of the
+// most common one, in percent.
+func colourStats(img image.Image, r image.Rectangle) (colours int, topPercent float64) {
+	r = r.Intersect(img.Bounds())
+	rgba := image.NewRGBA(r)
+	draw.Draw(rgba, r, img, r.Min, draw.Src)
+	counts := map[uint32]int{}
+	top := 0
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			i := rgba.PixOffset(x, y)
+			key := uint32(rgba.Pix[i])<<16 | uint32(rgba.Pix[i+1])<<8 | uint32(rgba.Pix[i+2])
+			counts[key]++
+			top = max(top, counts[key])
+		}
+	}
+	if r.Empty() {
+		return 0, 100
+	}
+	return len(counts), 100 * float64(top) / float64(r.Dx()*r.Dy())
+}
+
+func keepScreenshot(t *testing.T, img image.Image) {
+	if *smokeShot == "" {
+		return
+	}
+	f, err := os.Create(*smokeShot)
+	if err != nil {
+		t.Errorf("saving the screenshot: %v", err)
+		return
+	}
+	defer f.Close()
+	if err := png.Encode(f, img); err != nil {
+		t.Errorf("saving the screenshot: %v", err)
+	}
+	t.Logf("screenshot: %s", *smokeShot)
+}
