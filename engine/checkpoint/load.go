@@ -13,12 +13,13 @@ import (
 type Layout int
 
 const (
+	// MLX is the mlx-community layout: switch_mlp experts, norms stored as
+	// 1+w, usually affine-quantized. It is the zero value because it is the
+	// layout the app runs.
+	MLX Layout = iota
 	// Hub is the Hugging Face layout (Qwen/Qwen3.6-35B-A3B): norms stored
 	// zero-centred, experts fused or per-expert.
-	Hub Layout = iota
-	// MLX is the mlx-community layout: switch_mlp experts, norms stored as
-	// 1+w, usually affine-quantized.
-	MLX
+	Hub
 )
 
 func (l Layout) String() string {

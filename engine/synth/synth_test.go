@@ -1,0 +1,170 @@
+package synth
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/suzuran-app/suzuran/engine/checkpoint"
+	"github.com/suzuran-app/suzuran/engine/model"
+)
+
+func sharedDir(t testing.TB) string {
+	t.Helper()
+	dir, _ := os.Getwd()
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "..", "shared")
+		}
+		if p := filepath.Dir(dir); p != dir {
+			dir = p
+		} else {
+			t.Fatal("go.mod not found")
+		}
+	}
+}
+
+func readConfig(t *testing.T, parts ...string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(append([]string{sharedDir(t), "fixtures"}, parts...)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// stats returns the mean and standard deviation of a matrix's values.
+func stats(m model.Matrix) (mean, std float64) {
+	row := make([]float32, m.In)
+	var s, s2 float64
+	for i := 0; i < m.Out; i++ {
+		m.Row(i, row)
+		for _, v := range row {
+			s += float64(v)
+			s2 += float64(v) * float64(v)
+		}
+	}
+	n := float64(m.Out * m.In)
+	mean = s / n
+	return mean, math.Sqrt(s2/n - mean*mean)
+}
+
+func TestWriteLoadsInBothLayouts(t *testing.T) {
+	cfg := readConfig(t, "qwen35moe-tiny", "mlx-4bit", "config.json")
+	for _, layout := range []checkpoint.Layout{checkpoint.MLX, checkpoint.Hub} {
+		t.Run(layout.String(), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "model")
+			res, err := Write(dir, Options{Config: cfg, Layers: 2, Layout: layout, Seed: 1,
+				TokenizerDir: filepath.Join(sharedDir(t), "fixtures", "qwen35moe-tiny", "mlx-4bit")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := checkpoint.Load(dir)
+			if err != nil {
+				t.Fatalf("synthetic checkpoint does not load: %v", err)
+			}
+			defer m.Close()
+			if m.Layout != layout {
+				t.Errorf("layout %v, want %v", m.Layout, layout)
+			}
+			w := m.Weights
+			// 2 layers of a D D D A pattern become D A.
+			if want := []model.LayerType{model.LinearAttention, model.FullAttention}; !slices.Equal(w.Config.LayerTypes, want) {
+				t.Errorf("layer types %v, want %v", w.Config.LayerTypes, want)
+			}
+			if res.Layers != 2 || res.Shards != 1 || res.Bytes != m.Bytes {
+				t.Errorf("result %+v, loaded %d bytes", res, m.Bytes)
+			}
+			for _, f := range []string{"tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json"} {
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					t.Error(err)
+				}
+			}
+			// Linear weights: mean 0, std 0.02 (±20 % per group in the
+			// quantized form, so allow 10 % on the whole-matrix figure).
+			for _, mat := range []model.Matrix{w.Embed, w.Layers[0].DeltaNet.QKV, w.Layers[1].Attention.Q, w.Layers[1].MoE.Down[3], w.Layers[0].MoE.Router} {
+				mean, std := stats(mat)
+				if math.Abs(mean) > 0.002 || math.Abs(std-0.02) > 0.002 {
+					t.Errorf("%s (%v): mean %.4f std %.4f, want 0 and 0.02", mat.Name, mat.DType, mean, std)
+				}
+			}
+			if layout == checkpoint.MLX && (w.Layers[0].MoE.Router.Bits != 8 || w.Embed.Bits != 4) {
+				t.Errorf("bits: router %d embed %d", w.Layers[0].MoE.Router.Bits, w.Embed.Bits)
+			}
+			// Effective norm multipliers are near 1 in both layouts.
+			for _, v := range [][]float32{w.FinalNorm, w.Layers[0].InputNorm, w.Layers[0].DeltaNet.Norm, w.Layers[1].Attention.QNorm} {
+				for _, x := range v {
+					if x < 0.7 || x > 1.3 {
+						t.Fatalf("norm multiplier %v, want near 1", x)
+					}
+				}
+			}
+			for _, a := range w.Layers[0].DeltaNet.ALog {
+				if a < 0 || a > float32(math.Log(16)) {
+					t.Errorf("A_log %v outside [0, log 16]", a)
+				}
+			}
+		})
+	}
+}
+
+func TestDeterministicAndAtomic(t *testing.T) {
+	cfg := readConfig(t, "qwen35moe-tiny", "hf-bf16", "config.json")
+	root := t.TempDir()
+	write := func(name string, seed uint64) []byte {
+		t.Helper()
+		if _, err := Write(filepath.Join(root, name), Options{Config: cfg, Layers: 1, Seed: seed}); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(filepath.Join(root, name, "model.safetensors"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	a, b, c := write("a", 7), write("b", 7), write("c", 8)
+	if !bytes.Equal(a, b) {
+		t.Error("same seed gave different files")
+	}
+	if bytes.Equal(a, c) {
+		t.Error("different seeds gave the same file")
+	}
+	if _, err := Write(filepath.Join(root, "a"), Options{Config: cfg, Seed: 7}); err == nil {
+		t.Error("writing over an existing folder succeeded")
+	}
+	// A failure midway leaves nothing behind.
+	if _, err := Write(filepath.Join(root, "d"), Options{Config: cfg, Seed: 7, TokenizerDir: filepath.Join(root, "no-such-dir")}); err == nil {
+		t.Error("missing tokenizer folder accepted")
+	}
+	entries, _ := os.ReadDir(root)
+	if len(entries) != 3 {
+		t.Errorf("root holds %d entries after a failed write, want 3", len(entries))
+	}
+	if CacheKey(Options{Config: cfg, Seed: 7}) == CacheKey(Options{Config: cfg, Seed: 8}) {
+		t.Error("cache key ignores the seed")
+	}
+}
+
+// TestSharded forces several shards and checks the index loads.
+func TestSharded(t *testing.T) {
+	cfg := readConfig(t, "qwen35moe-tiny", "mlx-4bit", "config.json")
+	dir := filepath.Join(t.TempDir(), "m")
+	res, err := Write(dir, Options{Config: cfg, Seed: 3, ShardBytes: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Shards < 3 {
+		t.Fatalf("%d shards, want several", res.Shards)
+	}
+	m, err := checkpoint.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if len(m.Weights.Layers) != 4 {
+		t.Errorf("%d layers", len(m.Weights.Layers))
+	}
+}
