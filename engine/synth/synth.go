@@ -52,6 +52,14 @@ type Options struct {
 	ShardBytes int64
 }
 
+// Paths relative to the shared folder (../shared from the module root) of
+// the default inputs: the full-size mlx-community config and the tokenizer of
+// the Suzuran Tiny demo model (4,096 ids, all valid in the full vocabulary).
+const (
+	FullSizeConfig   = "fixtures/qwen3.6-35b-a3b/config.mlx-4bit.json"
+	TinyTokenizerDir = "demo/suzuran-tiny"
+)
+
 // Result describes a written folder.
 type Result struct {
 	Dir      string
@@ -378,6 +386,11 @@ func splitShards(plan []planned, max int64) [][]planned {
 }
 
 func writeShard(path string, plan []planned, seed uint64, meta map[string]string) (int64, error) {
+	// Widest element types first, as the reference implementation orders
+	// them: every tensor then starts aligned to its element size, so
+	// kernels may read U32 codes and F32 vectors as aligned words.
+	plan = slices.Clone(plan)
+	slices.SortStableFunc(plan, func(a, b planned) int { return b.spec.DType.Size() - a.spec.DType.Size() })
 	specs := make([]safetensors.TensorSpec, len(plan))
 	for i, p := range plan {
 		specs[i] = p.spec

@@ -2,11 +2,13 @@ package synth
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+	"unsafe"
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/model"
@@ -166,5 +168,61 @@ func TestSharded(t *testing.T) {
 	defer m.Close()
 	if len(m.Weights.Layers) != 4 {
 		t.Errorf("%d layers", len(m.Weights.Layers))
+	}
+	checkAligned(t, m)
+}
+
+// TestFullWidthHubLayer writes one full-width layer in the hub bf16 layout
+// (vocabulary cut to 8,192 to keep it near 1.6 GB) and loads it: the MLX
+// full-width case is covered by checkpoint's heap-growth test.
+func TestFullWidthHubLayer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes 1.6 GB")
+	}
+	var root map[string]any
+	if err := json.Unmarshal(readConfig(t, "qwen3.6-35b-a3b", "config.json"), &root); err != nil {
+		t.Fatal(err)
+	}
+	root["text_config"].(map[string]any)["vocab_size"] = 8192
+	root["text_config"].(map[string]any)["eos_token_id"] = 8000
+	cfg, _ := json.Marshal(root)
+	dir := filepath.Join(t.TempDir(), "m")
+	res, err := Write(dir, Options{Config: cfg, Layers: 1, Layout: checkpoint.Hub, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%.2f GB in %v", float64(res.Bytes)/1e9, res.Duration)
+	m, err := checkpoint.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	w := m.Weights
+	if w.Config.HiddenSize != 2048 || len(w.Layers) != 1 || w.Layers[0].DeltaNet == nil || len(w.Layers[0].MoE.Gate) != 256 {
+		t.Fatalf("config %+v", w.Config)
+	}
+	_, std := stats(w.Layers[0].MoE.Up[200])
+	if math.Abs(std-0.02) > 0.001 {
+		t.Errorf("expert std %.4f, want 0.02", std)
+	}
+	checkAligned(t, m)
+}
+
+// checkAligned asserts every tensor starts at a multiple of its element size.
+func checkAligned(t *testing.T, m *checkpoint.Model) {
+	t.Helper()
+	for _, mat := range []model.Matrix{m.Weights.Embed, m.Weights.LMHead, m.Weights.Layers[0].MoE.Gate[1], m.Weights.Layers[0].MoE.Router} {
+		for _, b := range [][]byte{mat.Data, mat.Scales, mat.Biases} {
+			if len(b) == 0 {
+				continue
+			}
+			align := uintptr(2)
+			if &b[0] == &mat.Data[0] && mat.DType != model.BF16 {
+				align = 4
+			}
+			if uintptr(unsafe.Pointer(&b[0]))%align != 0 {
+				t.Errorf("%s: data not %d-byte aligned", mat.Name, align)
+			}
+		}
 	}
 }
