@@ -1,0 +1,447 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/spf13/cobra"
+
+	"github.com/suzuran-app/suzuran/assets/models"
+	"github.com/suzuran-app/suzuran/engine"
+	"github.com/suzuran-app/suzuran/engine/chat"
+	"github.com/suzuran-app/suzuran/engine/model"
+)
+
+func init() { register(newChatCmd()) }
+
+// chatOptions are the flags of `suzuran chat`.
+type chatOptions struct {
+	model, backend, think, system string
+	temperature                   float64
+	temperatureSet                bool
+	maxTokens, threads            int
+}
+
+func newChatCmd() *cobra.Command {
+	var o chatOptions
+	cmd := &cobra.Command{
+		Use:   "chat [--model DIR] [--backend cpu] [--think on|off] [--temperature T] [--max-tokens N] [--system TEXT]",
+		Short: "Chat with the model in the terminal",
+		Long: `chat is a terminal chat on the engine. Answers stream as they are generated,
+thinking shown dimmed; after each answer the prefill and decode speeds are
+shown, and how many prompt tokens were computed (a conversation's next turn
+reuses the cached prefix and computes only its new tokens).
+
+At the prompt: /reset starts a new conversation, /think on|off switches
+thinking. Ctrl-C stops an answer; a second Ctrl-C (at the prompt, or within
+a second of the first) quits, as does Ctrl-D.
+
+When standard input is not a terminal, every line is one message and each
+answer is printed followed by an empty line; statistics go to stderr.
+
+Sampling follows the model card: with thinking, temperature 1.0, top-p 0.95,
+top-k 20, presence penalty 1.5; without, temperature 0.7, top-p 0.8, top-k 20,
+presence penalty 1.5. --temperature replaces the temperature; --temperature 0
+is plain greedy decoding (no penalties), reproducible token for token.
+
+--think defaults to on, except for the demo model Suzuran Tiny, which was
+trained without thinking.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.temperatureSet = cmd.Flags().Changed("temperature")
+			return runChat(cmd, o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.model, "model", "", "model folder (default: the configured model, else the demo model)")
+	f.StringVar(&o.backend, "backend", "cpu", "backend to run on: "+strings.Join(engine.Backends(), ", "))
+	f.StringVar(&o.think, "think", "", "thinking: on or off (default on; off for the demo model)")
+	f.Float64Var(&o.temperature, "temperature", 0, "sampling temperature; 0 is greedy (default: the model card's)")
+	f.IntVar(&o.maxTokens, "max-tokens", 0, "most tokens per answer (default: as many as the context holds)")
+	f.StringVar(&o.system, "system", "", "system message")
+	f.IntVar(&o.threads, "threads", 0, "CPU threads (0: all cores)")
+	return cmd
+}
+
+func runChat(cmd *cobra.Command, o chatOptions) error {
+	stdin, stdout, stderr := cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if o.temperatureSet && o.temperature < 0 {
+		return fmt.Errorf("--temperature %v: must be 0 (greedy) or positive", o.temperature)
+	}
+	if o.maxTokens < 0 {
+		return fmt.Errorf("--max-tokens %d: must be positive", o.maxTokens)
+	}
+	switch o.think {
+	case "", "on", "off":
+	default:
+		return fmt.Errorf("--think %q: use on or off", o.think)
+	}
+	if !slices.Contains(engine.Backends(), o.backend) {
+		return fmt.Errorf("unknown backend %q: this build has %s", o.backend, strings.Join(engine.Backends(), ", "))
+	}
+	dir, note, err := resolveModel(o.model)
+	if err != nil {
+		return err
+	}
+	if note != "" {
+		fmt.Fprintln(stderr, note)
+	}
+	// Thinking is on by default, as the model card has it, but not for the
+	// demo model, which was trained without it.
+	think := o.think == "on" || (o.think == "" && note == "")
+
+	e, err := engine.Load(dir, engine.LoadOptions{Backend: o.backend, Threads: o.threads})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	if _, err := e.Template(); err != nil {
+		return fmt.Errorf("%s cannot chat: %w", dir, err)
+	}
+
+	s := &chatSession{
+		engine:    e,
+		opts:      o,
+		think:     think,
+		out:       stdout,
+		errOut:    stderr,
+		color:     isTerminal(stdout),
+		statColor: isTerminal(stderr),
+	}
+	if isTerminal(stdin) {
+		return s.interactive(stdin)
+	}
+	return s.script(stdin)
+}
+
+// isTerminal reports whether w (or r) is a terminal.
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
+}
+
+// ANSI styles for a terminal.
+const (
+	ansiDim   = "\x1b[2m"
+	ansiReset = "\x1b[0m"
+)
+
+// chatSession is one conversation in the terminal.
+type chatSession struct {
+	engine    *engine.Engine
+	opts      chatOptions
+	think     bool
+	history   []chat.Message
+	out       io.Writer // answers
+	errOut    io.Writer // prompts, notes, statistics
+	color     bool      // out is a terminal: dim the thinking
+	statColor bool      // errOut is a terminal
+	// lastFinish is the finish reason of the last answer.
+	lastFinish string
+}
+
+// sampling is the model card's defaults for the current thinking mode,
+// with --temperature applied; temperature 0 is plain greedy.
+func (s *chatSession) sampling() model.Sampling {
+	p := model.Sampling{Temperature: 0.7, TopP: 0.8, TopK: 20, PresencePenalty: 1.5}
+	if s.think {
+		p = model.Sampling{Temperature: 1.0, TopP: 0.95, TopK: 20, PresencePenalty: 1.5}
+	}
+	if s.opts.temperatureSet {
+		p.Temperature = float32(s.opts.temperature)
+		if p.Temperature == 0 {
+			return model.Sampling{}
+		}
+	}
+	var seed [8]byte
+	rand.Read(seed[:])
+	p.Seed = binary.LittleEndian.Uint64(seed[:])
+	return p
+}
+
+// request renders the conversation so far for the next answer.
+func (s *chatSession) request() engine.ChatRequest {
+	var msgs []chat.Message
+	if s.opts.system != "" {
+		msgs = append(msgs, chat.Message{Role: "system", Content: s.opts.system})
+	}
+	msgs = append(msgs, s.history...)
+	think := s.think
+	return engine.ChatRequest{
+		Render: chat.RenderRequest{
+			Messages:            msgs,
+			AddGenerationPrompt: true,
+			EnableThinking:      &think,
+		},
+		Sampling:  s.sampling(),
+		MaxTokens: s.opts.maxTokens,
+	}
+}
+
+// reply is one answer as it was shown.
+type reply struct {
+	reasoning, content strings.Builder
+	stats              engine.Stats
+}
+
+// ask sends message and streams the answer. interrupt, when it delivers,
+// stops the answer; ask returns whether a second interrupt asked to quit.
+func (s *chatSession) ask(message string, interrupt <-chan os.Signal) (quit bool, err error) {
+	s.history = append(s.history, chat.Message{Role: "user", Content: message})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := s.request()
+	stream, prompt, err := s.engine.SubmitChat(ctx, req)
+	if err != nil {
+		s.history = s.history[:len(s.history)-1]
+		return false, err
+	}
+	parser := chat.NewParser(chat.ParserOptions{InReasoning: chat.PromptOpensThinking(prompt.Text)})
+	var r reply
+	w := &replyWriter{s: s, r: &r}
+	var stoppedAt time.Time
+	events := stream.Events
+	for events != nil {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			w.show(parser.Feed(ev.Text))
+		case <-interrupt:
+			if !stoppedAt.IsZero() && time.Since(stoppedAt) < time.Second {
+				quit = true
+			}
+			stoppedAt = time.Now()
+			cancel()
+		}
+	}
+	w.show(parser.Finish())
+	w.end()
+	r.stats, err = stream.Result()
+	if err != nil {
+		return quit, err
+	}
+	reasoning := strings.TrimSpace(r.reasoning.String())
+	answer := chat.Message{Role: "assistant", Content: strings.TrimSpace(r.content.String())}
+	if reasoning != "" {
+		answer.ReasoningContent = &reasoning
+	}
+	s.history = append(s.history, answer)
+	s.lastFinish = r.stats.FinishReason
+	if r.stats.FinishReason == engine.FinishCancelled {
+		s.note("[stopped]")
+	}
+	s.note(statsLine(&r.stats))
+	return quit, nil
+}
+
+// replyWriter prints parser events: reasoning dimmed on a terminal (to
+// stderr when stdout is not one, so that stdout holds only answers), the
+// answer plainly.
+type replyWriter struct {
+	s            *chatSession
+	r            *reply
+	inReasoning  bool
+	wroteContent bool
+	lastByte     byte
+}
+
+func (w *replyWriter) show(events []chat.Event) {
+	for _, ev := range events {
+		switch ev.Kind {
+		case chat.ReasoningDelta:
+			w.r.reasoning.WriteString(ev.Text)
+			if w.s.color {
+				if !w.inReasoning {
+					io.WriteString(w.s.out, ansiDim)
+					w.inReasoning = true
+				}
+				w.write(w.s.out, ev.Text)
+			} else {
+				io.WriteString(w.s.errOut, ev.Text)
+			}
+		case chat.ContentDelta, chat.ToolCallArguments:
+			w.leaveReasoning()
+			w.r.content.WriteString(ev.Text)
+			w.write(w.s.out, ev.Text)
+			w.wroteContent = true
+		case chat.ToolCallStart:
+			w.leaveReasoning()
+			w.write(w.s.out, fmt.Sprintf("[tool call %s] ", ev.Name))
+		}
+	}
+}
+
+func (w *replyWriter) write(out io.Writer, text string) {
+	if text != "" {
+		io.WriteString(out, text)
+		w.lastByte = text[len(text)-1]
+	}
+}
+
+// leaveReasoning closes the dimmed block and separates it from the answer.
+func (w *replyWriter) leaveReasoning() {
+	if !w.inReasoning {
+		return
+	}
+	w.inReasoning = false
+	io.WriteString(w.s.out, ansiReset)
+	if w.lastByte != '\n' {
+		io.WriteString(w.s.out, "\n")
+	}
+	io.WriteString(w.s.out, "\n")
+	w.lastByte = '\n'
+}
+
+// end finishes the answer: a newline, then the empty line that separates
+// answers.
+func (w *replyWriter) end() {
+	if w.inReasoning {
+		io.WriteString(w.s.out, ansiReset)
+		w.inReasoning = false
+	}
+	if w.lastByte != '\n' && (w.wroteContent || w.s.color) {
+		io.WriteString(w.s.out, "\n")
+	}
+	io.WriteString(w.s.out, "\n")
+}
+
+// note prints a line to stderr, dimmed on a terminal.
+func (s *chatSession) note(line string) {
+	if s.statColor {
+		fmt.Fprintf(s.errOut, "%s%s%s\n", ansiDim, line, ansiReset)
+		return
+	}
+	fmt.Fprintln(s.errOut, line)
+}
+
+// statsLine is the line shown after each answer.
+func statsLine(st *engine.Stats) string {
+	prefill := fmt.Sprintf("prefill %d tokens", st.PrefilledTokens)
+	if st.CachedTokens > 0 {
+		prefill += fmt.Sprintf(" (%d more from the cache)", st.CachedTokens)
+	}
+	prefill += fmt.Sprintf(" at %.1f tok/s", st.PrefillTokensPerSecond())
+	decode := fmt.Sprintf("decode %d tokens", st.GeneratedTokens)
+	if st.GeneratedTokens > 1 {
+		decode += fmt.Sprintf(" at %.1f tok/s", st.DecodeTokensPerSecond())
+	}
+	return fmt.Sprintf("[%s · %s · %s]", prefill, decode, st.FinishReason)
+}
+
+// command handles a line starting with "/"; it reports whether the line was
+// one.
+func (s *chatSession) command(line string) bool {
+	fields := strings.Fields(line)
+	if len(fields) == 0 || !strings.HasPrefix(fields[0], "/") {
+		return false
+	}
+	switch {
+	case fields[0] == "/reset" && len(fields) == 1:
+		s.history = nil
+		s.note("[new conversation]")
+	case fields[0] == "/think" && len(fields) == 2 && (fields[1] == "on" || fields[1] == "off"):
+		s.think = fields[1] == "on"
+		s.note("[thinking " + fields[1] + "]")
+	default:
+		s.note("commands: /reset, /think on|off; Ctrl-C stops an answer, twice quits")
+	}
+	return true
+}
+
+// script answers one message per line of r until it ends.
+func (s *chatSession) script(r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || s.command(line) {
+			continue
+		}
+		if _, err := s.ask(line, nil); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
+// interactive runs the terminal chat with prompts and Ctrl-C handling.
+func (s *chatSession) interactive(r io.Reader) error {
+	interrupt := make(chan os.Signal, 1)
+	signal.Notify(interrupt, os.Interrupt)
+	defer signal.Stop(interrupt)
+
+	lines := make(chan string)
+	readErr := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64*1024), 16<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		readErr <- sc.Err()
+		close(lines)
+	}()
+
+	mode := "off"
+	if s.think {
+		mode = "on"
+	}
+	s.note(fmt.Sprintf("%s on %s, thinking %s. /reset, /think on|off; Ctrl-C stops an answer, twice quits.",
+		modelLabel(s.engine.Dir()), s.engine.BackendName(), mode))
+	armed := false // a Ctrl-C was just pressed: the next one quits
+	for {
+		fmt.Fprint(s.errOut, "> ")
+		var line string
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				fmt.Fprintln(s.errOut)
+				return <-readErr
+			}
+			line = strings.TrimSpace(l)
+		case <-interrupt:
+			fmt.Fprintln(s.errOut)
+			if armed {
+				return nil
+			}
+			armed = true
+			s.note("(Ctrl-C again or Ctrl-D to quit)")
+			continue
+		}
+		if line == "" || s.command(line) {
+			continue
+		}
+		armed = false
+		quit, err := s.ask(line, interrupt)
+		if err != nil {
+			s.note("error: " + err.Error())
+			continue
+		}
+		if quit {
+			return nil
+		}
+		// A Ctrl-C that stopped the answer arms the next one, at the prompt.
+		armed = s.lastFinish == engine.FinishCancelled
+	}
+}
+
+// modelLabel names the model folder for the banner.
+func modelLabel(dir string) string {
+	if strings.Contains(dir, "suzuran-tiny-"+models.Version()) {
+		return models.DemoName + " (demo)"
+	}
+	return dir
+}

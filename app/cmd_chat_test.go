@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/suzuran-app/suzuran/engine"
+	"github.com/suzuran-app/suzuran/engine/chat"
+)
+
+// chatReference is greedy.json's answer to question, what transformers
+// generates from the demo model's weights.
+func chatReference(t *testing.T, question string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "shared", "demo", "greedy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Cases []struct {
+			Question   string `json:"question"`
+			GreedyText string `json:"greedy_text"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range f.Cases {
+		if c.Question == question {
+			return c.GreedyText
+		}
+	}
+	t.Fatalf("greedy.json has no case %q", question)
+	return ""
+}
+
+// runChat runs `suzuran chat args...` in a fresh process (see TestMain)
+// with stdin, in private config and cache folders, so the demo model is
+// installed from the binary as on a new machine.
+func runChatProcess(t *testing.T, stdin string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	home := t.TempDir()
+	cmd := exec.Command(os.Args[0], append([]string{"chat"}, args...)...)
+	cmd.Env = append(os.Environ(), suzuranMainEnv+"=1",
+		"HOME="+home,
+		"XDG_CONFIG_HOME="+filepath.Join(home, "config"),
+		"XDG_CACHE_HOME="+filepath.Join(home, "cache"),
+		"XDG_STATE_HOME="+filepath.Join(home, "state"))
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("suzuran chat %v: %v\nstderr:\n%s", args, err, errOut.String())
+	}
+	return out.String(), errOut.String()
+}
+
+// TestChatPipedAnswersTheReference is
+// `printf 'What does json.dumps do?\n' | suzuran chat --temperature 0 --think off`.
+func TestChatPipedAnswersTheReference(t *testing.T) {
+	const question = "What does json.dumps do?"
+	want := chatReference(t, question)
+	stdout, stderr := runChatProcess(t, question+"\n", "--temperature", "0", "--think", "off")
+	if stdout != want+"\n\n" {
+		t.Fatalf("stdout:\n%q\nwant the reference answer and an empty line:\n%q", stdout, want+"\n\n")
+	}
+	if !strings.Contains(stderr, "using the demo model Suzuran Tiny") {
+		t.Errorf("stderr does not say the demo model is used:\n%s", stderr)
+	}
+	if !strings.Contains(stderr, "prefill 18 tokens at") || !strings.Contains(stderr, "decode 19 tokens at") {
+		t.Errorf("stderr lacks the statistics line (18 prompt tokens, 19 generated):\n%s", stderr)
+	}
+	if strings.Contains(stdout+stderr, "\x1b[") {
+		t.Errorf("ANSI escapes in output that is not a terminal")
+	}
+}
+
+// TestChatPipedConversation sends three lines: two turns of one
+// conversation, /reset, and the first question again. The second answer must
+// be the greedy answer to the whole conversation, computed with only the new
+// tokens prefilled, and the repeated question after /reset must give the
+// first answer again from the cache.
+func TestChatPipedConversation(t *testing.T) {
+	const q1, q2 = "What does json.dumps do?", "What is os.path.join?"
+	a1 := chatReference(t, q1)
+	stdout, stderr := runChatProcess(t, q1+"\n"+q2+"\n/reset\n"+q1+"\n", "--temperature", "0", "--think", "off")
+
+	// The expected second answer: a fresh engine, no cache, given the
+	// whole conversation.
+	dir, _, err := resolveModelIsolated(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Load(dir, engine.LoadOptions{CacheBytes: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	off := false
+	stream, _, err := e.SubmitChat(context.Background(), engine.ChatRequest{Render: chat.RenderRequest{
+		Messages: []chat.Message{
+			{Role: "user", Content: q1},
+			{Role: "assistant", Content: a1},
+			{Role: "user", Content: q2},
+		},
+		AddGenerationPrompt: true,
+		EnableThinking:      &off,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a2 strings.Builder
+	for ev := range stream.Events {
+		a2.WriteString(ev.Text)
+	}
+	if a2.Len() == 0 {
+		t.Fatal("the reference engine answered nothing to the second turn")
+	}
+
+	want := a1 + "\n\n" + a2.String() + "\n\n" + a1 + "\n\n"
+	if stdout != want {
+		t.Fatalf("stdout:\n%q\nwant:\n%q", stdout, want)
+	}
+	stats := statsLines(stderr)
+	if len(stats) != 3 {
+		t.Fatalf("want 3 statistics lines on stderr, got:\n%s", stderr)
+	}
+	// Turn 2 restores the 14 tokens up to the first turn's assistant
+	// header (see engine.TestMultiTurnReusesThePrefix); the repeated first
+	// question restores all of its 18 prompt tokens but the last.
+	if !strings.Contains(stats[1], "(14 more from the cache)") {
+		t.Errorf("second turn did not reuse the cached prefix: %s", stats[1])
+	}
+	if !strings.Contains(stats[2], "prefill 1 tokens (17 more from the cache)") {
+		t.Errorf("the repeated question did not reuse its cached prompt: %s", stats[2])
+	}
+}
+
+func statsLines(stderr string) []string {
+	var out []string
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(l, "[prefill ") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// resolveModelIsolated resolves the default model with private folders.
+func resolveModelIsolated(t *testing.T) (string, string, error) {
+	isolate(t)
+	return resolveModel("")
+}
+
+func TestChatFlagErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"chat", "--think", "maybe"}, "--think"},
+		{[]string{"chat", "--temperature", "-1"}, "--temperature"},
+		{[]string{"chat", "--backend", "abacus"}, "unknown backend"},
+		{[]string{"chat", "--model", "/nonexistent"}, "/nonexistent"},
+	} {
+		_, stderr, err := execute(t, c.args...)
+		if err == nil || !strings.Contains(stderr, c.want) {
+			t.Errorf("suzuran %v: err %v, stderr %q; want an error about %s", c.args, err, stderr, c.want)
+		}
+	}
+}
