@@ -8,7 +8,7 @@ import "golang.org/x/sys/cpu"
 // attention. Elsewhere, and when disabled, the Go loops in matmul.go run.
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		simd = simdKernels{q4Row: q4RowAVX2, dot4: dot4AVX2, dot: dotAVX2}
+		simd = simdKernels{q4Row: q4RowAVX2, q4Dequant: q4DequantAVX2, dot4: dot4AVX2, dot4x2: dot4x2AVX2, dot: dotAVX2}
 	}
 }
 
@@ -20,3 +20,9 @@ func dot4AVX2(w0, w1, w2, w3, x *float32, n int, out *[4]float32)
 
 //go:noescape
 func dotAVX2(a, b *float32, n int) float32
+
+//go:noescape
+func q4DequantAVX2(words *uint32, scales, biases *uint16, groups int, dst *float32)
+
+//go:noescape
+func dot4x2AVX2(w0, w1, w2, w3, x0, x1 *float32, n int, out *[8]float32)

@@ -174,3 +174,139 @@ dotdone:
 	VZEROUPPER
 	MOVSS X0, ret+24(FP)
 	RET
+
+// func q4DequantAVX2(words *uint32, scales, biases *uint16, groups int, dst *float32)
+//
+// Dequantizes one row of a 4-bit affine matrix with 64-wide groups into dst
+// in the order deinterleave64 gives x: per group the even elements, then
+// the odd ones. A dot product of two rows in that same order is unchanged.
+TEXT ·q4DequantAVX2(SB), NOSPLIT, $0-40
+	MOVQ words+0(FP), SI
+	MOVQ scales+8(FP), DX
+	MOVQ biases+16(FP), R8
+	MOVQ groups+24(FP), CX
+	MOVQ dst+32(FP), DI
+	MOVL $0x0F, AX
+	MOVQ AX, X15
+	VPBROADCASTD X15, Y15
+	TESTQ CX, CX
+	JZ dqdone
+
+dqloop:
+	MOVWLZX (DX), AX
+	SHLL $16, AX
+	MOVQ AX, X13
+	VBROADCASTSS X13, Y13 // scale
+	MOVWLZX (R8), AX
+	SHLL $16, AX
+	MOVQ AX, X14
+	VBROADCASTSS X14, Y14 // bias
+
+	VPMOVZXBD 0(SI), Y0
+	VPMOVZXBD 8(SI), Y2
+	VPMOVZXBD 16(SI), Y4
+	VPMOVZXBD 24(SI), Y6
+	VPSRLD $4, Y0, Y1
+	VPSRLD $4, Y2, Y3
+	VPSRLD $4, Y4, Y5
+	VPSRLD $4, Y6, Y7
+	VPAND Y15, Y0, Y0
+	VPAND Y15, Y2, Y2
+	VPAND Y15, Y4, Y4
+	VPAND Y15, Y6, Y6
+	VCVTDQ2PS Y0, Y0
+	VCVTDQ2PS Y1, Y1
+	VCVTDQ2PS Y2, Y2
+	VCVTDQ2PS Y3, Y3
+	VCVTDQ2PS Y4, Y4
+	VCVTDQ2PS Y5, Y5
+	VCVTDQ2PS Y6, Y6
+	VCVTDQ2PS Y7, Y7
+	VFMADD213PS Y14, Y13, Y0 // Y0 = Y13·Y0 + Y14
+	VFMADD213PS Y14, Y13, Y1
+	VFMADD213PS Y14, Y13, Y2
+	VFMADD213PS Y14, Y13, Y3
+	VFMADD213PS Y14, Y13, Y4
+	VFMADD213PS Y14, Y13, Y5
+	VFMADD213PS Y14, Y13, Y6
+	VFMADD213PS Y14, Y13, Y7
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y2, 32(DI)
+	VMOVUPS Y4, 64(DI)
+	VMOVUPS Y6, 96(DI)
+	VMOVUPS Y1, 128(DI)
+	VMOVUPS Y3, 160(DI)
+	VMOVUPS Y5, 192(DI)
+	VMOVUPS Y7, 224(DI)
+
+	ADDQ $32, SI
+	ADDQ $256, DI
+	ADDQ $2, DX
+	ADDQ $2, R8
+	DECQ CX
+	JNZ dqloop
+
+dqdone:
+	VZEROUPPER
+	RET
+
+// func dot4x2AVX2(w0, w1, w2, w3, x0, x1 *float32, n int, out *[8]float32)
+//
+// Eight dot products: rows w0..w3 with x0 (out[0:4]) and with x1
+// (out[4:8]), n a multiple of 8. Each weight load serves two token rows and
+// each x load four weight rows.
+TEXT ·dot4x2AVX2(SB), NOSPLIT, $0-64
+	MOVQ w0+0(FP), R8
+	MOVQ w1+8(FP), R9
+	MOVQ w2+16(FP), R10
+	MOVQ w3+24(FP), R11
+	MOVQ x0+32(FP), SI
+	MOVQ x1+40(FP), BX
+	MOVQ n+48(FP), CX
+	MOVQ out+56(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ AX, AX
+	SHRQ $3, CX
+	JZ d42reduce
+
+d42loop:
+	VMOVUPS 0(SI)(AX*4), Y8
+	VMOVUPS 0(BX)(AX*4), Y9
+	VMOVUPS 0(R8)(AX*4), Y10
+	VMOVUPS 0(R9)(AX*4), Y11
+	VMOVUPS 0(R10)(AX*4), Y12
+	VMOVUPS 0(R11)(AX*4), Y13
+	VFMADD231PS Y10, Y8, Y0
+	VFMADD231PS Y11, Y8, Y1
+	VFMADD231PS Y12, Y8, Y2
+	VFMADD231PS Y13, Y8, Y3
+	VFMADD231PS Y10, Y9, Y4
+	VFMADD231PS Y11, Y9, Y5
+	VFMADD231PS Y12, Y9, Y6
+	VFMADD231PS Y13, Y9, Y7
+	ADDQ $8, AX
+	DECQ CX
+	JNZ d42loop
+
+d42reduce:
+	VHADDPS Y1, Y0, Y0
+	VHADDPS Y3, Y2, Y2
+	VHADDPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VMOVUPS X0, (DI)
+	VHADDPS Y5, Y4, Y4
+	VHADDPS Y7, Y6, Y6
+	VHADDPS Y6, Y4, Y4
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS X5, X4, X4
+	VMOVUPS X4, 16(DI)
+	VZEROUPPER
+	RET
