@@ -436,3 +436,42 @@ func TestUnfusedExperts(t *testing.T) {
 		t.Error("fused up_proj view does not start at row I of gate_up_proj")
 	}
 }
+
+// TestCorruptHeadersNeverPanic flips bytes across the safetensors header of
+// a real checkpoint: every variant must load or fail with an error.
+func TestCorruptHeadersNeverPanic(t *testing.T) {
+	src := fixture(t, "qwen35moe-tiny", "mlx-4bit")
+	d := copyFolder(t, src)
+	p := filepath.Join(d, "model.safetensors")
+	orig, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hlen := int(orig[0]) | int(orig[1])<<8 | int(orig[2])<<16
+	failures := 0
+	for i := 0; i < 120; i++ {
+		b := slices.Clone(orig)
+		// A deterministic spread of positions and replacement digits,
+		// biased to the offsets and shapes that the JSON is made of.
+		pos := 8 + (i*7919)%hlen
+		b[pos] = "0123456789[],:\"x"[i%16]
+		if i%10 == 0 {
+			b[i%8] ^= 0x40 // the length field itself
+		}
+		os.WriteFile(p, b, 0o644)
+		m, err := Load(d)
+		if err != nil {
+			failures++
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Errorf("variant %d: error %v is not *Error", i, err)
+			}
+			continue
+		}
+		m.Close()
+	}
+	if failures == 0 {
+		t.Error("no corrupted variant was rejected")
+	}
+	t.Logf("%d of 120 corrupted headers rejected, the rest still valid", failures)
+}
