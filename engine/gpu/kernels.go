@@ -1,0 +1,418 @@
+package gpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/suzuran-app/suzuran/engine/gpu/device"
+)
+
+// Launch geometry shared with the .metal sources (the #defines there).
+const (
+	simdWidth      = 32
+	gemvRows       = 4 // GEMV_ROWS
+	gemvSimdgroups = 2 // GEMV_SIMDGROUPS
+	moeRows        = 4 // MOE_ROWS
+	moeSimdgroups  = 2 // MOE_SIMDGROUPS
+	dnSimdgroups   = 4 // DN_SIMDGROUPS
+	dnMaxKeyDim    = 256
+	attnMaxDim     = 512 // ATTN_MAX_DIM
+	convMaxKernel  = 8   // CONV_MAX_KERNEL
+	moeMaxExperts  = 512 // 32·MOE_MAX_PER_LANE
+	moeMaxTopK     = 16
+	attnSplitLen   = 256 // keys per attention chunk
+	argmaxChunk    = 4096
+)
+
+// params packs a kernel's constant parameter struct: every field of the MSL
+// structs is a 4-byte uint or float, in declaration order.
+func params(fields ...any) []byte {
+	b := make([]byte, 0, 4*len(fields))
+	for _, f := range fields {
+		switch v := f.(type) {
+		case int:
+			if v < 0 || v > math.MaxUint32 {
+				panic(fmt.Sprintf("kernel parameter %d does not fit a uint", v))
+			}
+			b = binary.LittleEndian.AppendUint32(b, uint32(v))
+		case float32:
+			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
+		default:
+			panic(fmt.Sprintf("kernel parameter of type %T", f))
+		}
+	}
+	return b
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// encoder records dispatches into one command buffer, resolving pipelines
+// through the backend's cache and summing the declared traffic.
+type encoder struct {
+	b     *Backend
+	cb    device.CommandBuffer
+	stats *Counters
+	err   error
+}
+
+// dispatch records one kernel launch followed by a barrier: every kernel of a
+// pass reads what the one before it wrote, and the scratch memory of a block
+// is reused by the next, so the order must hold.
+func (e *encoder) dispatch(name string, groups, threads device.Size3, read, write int64, args ...device.Arg) {
+	if e.err != nil {
+		return
+	}
+	p, err := e.b.pipeline(name)
+	if err != nil {
+		e.err = err
+		return
+	}
+	if groups.Y == 0 {
+		groups.Y = 1
+	}
+	if groups.Z == 0 {
+		groups.Z = 1
+	}
+	if threads.Y == 0 {
+		threads.Y = 1
+	}
+	if threads.Z == 0 {
+		threads.Z = 1
+	}
+	if groups.X == 0 {
+		return
+	}
+	e.cb.Dispatch(device.Dispatch{Pipeline: p, Threadgroups: groups, Threads: threads, Args: args,
+		ReadBytes: read, WriteBytes: write})
+	e.cb.Barrier()
+	e.stats.Dispatches++
+	e.stats.ReadBytes += read
+	e.stats.WriteBytes += write
+}
+
+func bytesArg(index int, b []byte) device.Arg { return device.Arg{Index: index, Bytes: b} }
+
+// act is an activation: rows × width f32 values in device memory, row i at
+// byte offset off + 4·i·stride.
+type act struct {
+	loc
+	rows, width, stride int
+}
+
+func (a *act) Rows() int  { return a.rows }
+func (a *act) Width() int { return a.width }
+
+// row returns the activation's row i as a one-row view.
+func (a *act) row(i int) *act {
+	return &act{loc: loc{a.buf, a.off + 4*i*a.stride}, rows: 1, width: a.width, stride: a.stride}
+}
+
+func (a *act) bytes() int64 { return int64(4 * a.rows * a.width) }
+
+// gemv records y[t] = W·x[t] for every row of x.
+func (e *encoder) gemv(w *devMatrix, x, y *act) {
+	m := w.m
+	if x.width != m.In || y.width != m.Out || x.rows != y.rows {
+		e.fail(fmt.Errorf("gemv %s: x [%d,%d] → y [%d,%d] does not fit [%d,%d]", m.Name, x.rows, x.width, y.rows, y.width, m.Out, m.In))
+		return
+	}
+	perGroup := gemvRows * gemvSimdgroups
+	e.dispatch("gemv_"+w.format+"_f32",
+		device.Size3{X: ceilDiv(m.Out, perGroup), Y: x.rows}, device.Size3{X: simdWidth * gemvSimdgroups},
+		int64(x.rows)*w.bytes+x.bytes(), y.bytes(),
+		bytesArg(0, params(m.In, m.Out, x.stride, y.stride, m.GroupSize)),
+		w.data.arg(1), w.scales.arg(2), w.biases.arg(3), x.arg(4), y.arg(5))
+}
+
+func (e *encoder) fail(err error) {
+	if e.err == nil {
+		e.err = err
+	}
+}
+
+// embed gathers rows of table for the token ids at ids (int32, one per row of out).
+func (e *encoder) embed(table *devMatrix, ids loc, out *act) {
+	m := table.m
+	const threads = 256
+	e.dispatch("embed_"+table.format+"_f32",
+		device.Size3{X: ceilDiv(m.In, threads), Y: out.rows}, device.Size3{X: threads},
+		int64(out.rows)*(table.bytes/int64(m.Out)+4), out.bytes(),
+		bytesArg(0, params(m.In, m.Out, m.GroupSize)),
+		table.data.arg(1), table.scales.arg(2), table.biases.arg(3), ids.arg(4), out.arg(5))
+}
+
+func normParams(width, xStride, yStride int, eps float32) []byte {
+	return params(width, xStride, yStride, eps)
+}
+
+// rmsnorm records y = RMSNorm(x)·w per row.
+func (e *encoder) rmsnorm(x *act, w loc, eps float32, y *act) {
+	e.dispatch("rmsnorm_f32", device.Size3{X: x.rows}, device.Size3{X: simdWidth},
+		x.bytes()+int64(4*x.width), y.bytes(),
+		bytesArg(0, normParams(x.width, x.stride, y.stride, eps)), x.arg(1), w.arg(2), y.arg(3))
+}
+
+// addRMSNorm records residual += delta; y = RMSNorm(residual)·w.
+func (e *encoder) addRMSNorm(residual, delta *act, w loc, eps float32, y *act) {
+	if residual.stride != delta.stride {
+		e.fail(fmt.Errorf("add_rmsnorm: residual and delta strides differ (%d, %d)", residual.stride, delta.stride))
+		return
+	}
+	e.dispatch("add_rmsnorm_f32", device.Size3{X: residual.rows}, device.Size3{X: simdWidth},
+		residual.bytes()+delta.bytes()+int64(4*residual.width), residual.bytes()+y.bytes(),
+		bytesArg(0, normParams(residual.width, residual.stride, y.stride, eps)),
+		residual.arg(1), delta.arg(2), w.arg(3), y.arg(4))
+}
+
+// gatedNorm records y = RMSNorm(o)·w·silu(z) over rows of width, o and z
+// contiguous.
+func (e *encoder) gatedNorm(o, z loc, rows, width int, w loc, eps float32, y loc) {
+	n := int64(4 * rows * width)
+	e.dispatch("gated_rmsnorm_silu_f32", device.Size3{X: rows}, device.Size3{X: simdWidth},
+		2*n+int64(4*width), n,
+		bytesArg(0, normParams(width, width, width, eps)), o.arg(1), z.arg(2), w.arg(3), y.arg(4))
+}
+
+// conv records the causal depthwise conv + SiLU over rows tokens of x,
+// advancing state.
+func (e *encoder) conv(x *act, w, state loc, kernel int, out *act) {
+	c := x.width
+	const threads = 256
+	stateBytes := int64(4 * (kernel - 1) * c)
+	e.dispatch("conv1d_causal_silu_f32", device.Size3{X: ceilDiv(c, threads)}, device.Size3{X: threads},
+		x.bytes()+int64(4*c*kernel)+stateBytes, out.bytes()+stateBytes,
+		bytesArg(0, params(c, kernel, x.rows)), x.arg(1), w.arg(2), state.arg(3), out.arg(4))
+}
+
+// deltaNetShape is the DeltaNet's head layout.
+type deltaNetShape struct {
+	keyHeads, valueHeads, keyDim, valueDim int
+}
+
+// deltaNetScan records the recurrence over rows tokens.
+func (e *encoder) deltaNetScan(s deltaNetShape, rows int, conv, a, b, aLog, dtBias, state, o loc) {
+	stateBytes := int64(4 * s.valueHeads * s.valueDim * s.keyDim)
+	width := 2*s.keyHeads*s.keyDim + s.valueHeads*s.valueDim
+	e.dispatch("deltanet_scan_f32",
+		device.Size3{X: ceilDiv(s.valueDim, dnSimdgroups), Y: s.valueHeads}, device.Size3{X: simdWidth * dnSimdgroups},
+		int64(4*rows*(width+2*s.valueHeads))+int64(8*s.valueHeads)+stateBytes,
+		int64(4*rows*s.valueHeads*s.valueDim)+stateBytes,
+		bytesArg(0, params(rows, s.keyHeads, s.valueHeads, s.keyDim, s.valueDim)),
+		conv.arg(1), a.arg(2), b.arg(3), aLog.arg(4), dtBias.arg(5), state.arg(6), o.arg(7))
+}
+
+// attnShape is the attention layer's geometry for one pass.
+type attnShape struct {
+	headDim, rotaryDim, qHeads, kvHeads int
+	pos0, maxSeq, rows                  int
+	eps                                 float32
+}
+
+func (s attnShape) splits() int { return ceilDiv(s.pos0+s.rows, attnSplitLen) }
+
+func (s attnShape) params() []byte {
+	return params(s.headDim, s.rotaryDim, s.qHeads, s.kvHeads, s.pos0, s.maxSeq, attnSplitLen, s.splits(),
+		s.eps, float32(1/math.Sqrt(float64(s.headDim))))
+}
+
+func (e *encoder) attnQNormRope(s attnShape, qg, qNorm, invFreq, q loc) {
+	n := int64(4 * s.rows * s.qHeads * s.headDim)
+	e.dispatch("attn_q_norm_rope_f32", device.Size3{X: s.qHeads, Y: s.rows}, device.Size3{X: simdWidth},
+		n+int64(4*s.headDim+2*s.rotaryDim), n,
+		bytesArg(0, s.params()), qg.arg(1), qNorm.arg(2), invFreq.arg(3), q.arg(4))
+}
+
+func (e *encoder) attnKVWrite(s attnShape, k, v, kNorm, invFreq, kCache, vCache loc) {
+	n := int64(s.rows * s.kvHeads * s.headDim)
+	e.dispatch("attn_kv_write_bf16", device.Size3{X: s.kvHeads, Y: s.rows}, device.Size3{X: simdWidth},
+		8*n+int64(4*s.headDim+2*s.rotaryDim), 4*n,
+		bytesArg(0, s.params()), k.arg(1), v.arg(2), kNorm.arg(3), invFreq.arg(4), kCache.arg(5), vCache.arg(6))
+}
+
+// attnSplit records the chunked attention; it reads each query's causal
+// prefix of the cache once per query head (the GQA heads of one kv head
+// share it through the cache, but are counted as separate reads).
+func (e *encoder) attnSplit(s attnShape, q, kCache, vCache, partO, partM, partL loc) {
+	keys := int64(0)
+	for t := 0; t < s.rows; t++ {
+		keys += int64(s.pos0 + t + 1)
+	}
+	// Each kv head's keys are read by its group of query heads together;
+	// the declaration counts one read per kv head, the floor an attention
+	// kernel can reach.
+	kvRead := keys * int64(s.kvHeads*s.headDim*2*2)
+	parts := int64(s.rows * s.qHeads * s.splits())
+	e.dispatch("attn_split_f32", device.Size3{X: s.qHeads, Y: s.splits(), Z: s.rows}, device.Size3{X: simdWidth},
+		int64(4*s.rows*s.qHeads*s.headDim)+kvRead, parts*int64(4*(s.headDim+2)),
+		bytesArg(0, s.params()), q.arg(1), kCache.arg(2), vCache.arg(3), partO.arg(4), partM.arg(5), partL.arg(6))
+}
+
+func (e *encoder) attnReduceGate(s attnShape, partO, partM, partL, qg, o loc) {
+	parts := int64(s.rows * s.qHeads * s.splits())
+	n := int64(4 * s.rows * s.qHeads * s.headDim)
+	e.dispatch("attn_reduce_gate_f32", device.Size3{X: s.qHeads, Y: s.rows}, device.Size3{X: simdWidth},
+		parts*int64(4*(s.headDim+2))+n, n,
+		bytesArg(0, s.params()), partO.arg(1), partM.arg(2), partL.arg(3), qg.arg(4), o.arg(5))
+}
+
+// routerTopK records softmax/top-k/renormalise over logits [rows, stride]
+// (router logits then the shared gate's), writing ids and weights [rows, k+1].
+func (e *encoder) routerTopK(experts, topK, rows int, logits loc, stride int, ids, weights loc) {
+	e.dispatch("moe_router_topk_f32", device.Size3{X: rows}, device.Size3{X: simdWidth},
+		int64(4*rows*(experts+1)), int64(8*rows*(topK+1)),
+		bytesArg(0, params(experts, topK, stride)), logits.arg(1), ids.arg(2), weights.arg(3))
+}
+
+// moeShape is what the expert kernels need to know.
+type moeShape struct {
+	hidden, inter, sharedInter, experts, slots, hStride, groupSize, sharedGroupSize int
+}
+
+func (s moeShape) params() []byte {
+	return params(s.hidden, s.inter, s.sharedInter, s.experts, s.slots, s.hStride, s.groupSize, s.sharedGroupSize)
+}
+
+// moeGateUp records h = silu(gate_e·x)⊙up_e·x for every (token, slot).
+func (e *encoder) moeGateUp(s moeShape, rows int, x, ids, h loc, gate, up *devExperts, sGate, sUp *devMatrix) {
+	perGroup := moeRows * moeSimdgroups
+	read := int64(rows) * (int64(s.slots-1)*(gate.expertBytes+up.expertBytes) + sGate.bytes + sUp.bytes)
+	read += int64(4*rows*s.hidden + 4*rows*s.slots)
+	e.dispatch("moe_gate_up_"+gate.format+"_f32",
+		device.Size3{X: ceilDiv(max(s.inter, s.sharedInter), perGroup), Y: s.slots, Z: rows},
+		device.Size3{X: simdWidth * moeSimdgroups},
+		read, int64(4*rows*(s.slots-1)*s.inter+4*rows*s.sharedInter),
+		bytesArg(0, s.params()), x.arg(1), ids.arg(2), h.arg(3),
+		device.Arg{Index: 4, Buffer: gate.data}, device.Arg{Index: 5, Buffer: gate.scales},
+		device.Arg{Index: 6, Buffer: gate.biases}, device.Arg{Index: 7, Buffer: gate.table},
+		device.Arg{Index: 8, Buffer: up.data}, device.Arg{Index: 9, Buffer: up.scales},
+		device.Arg{Index: 10, Buffer: up.biases}, device.Arg{Index: 11, Buffer: up.table},
+		sGate.data.arg(12), sGate.scales.arg(13), sGate.biases.arg(14),
+		sUp.data.arg(15), sUp.scales.arg(16), sUp.biases.arg(17))
+}
+
+// moeDownCombine records y = Σ_slot weight·down_e·h_slot.
+func (e *encoder) moeDownCombine(s moeShape, rows int, h, ids, weights, y loc, down *devExperts, sDown *devMatrix) {
+	perGroup := moeRows * moeSimdgroups
+	read := int64(rows) * (int64(s.slots-1)*down.expertBytes + sDown.bytes)
+	read += int64(4*rows*(s.slots-1)*s.inter+4*rows*s.sharedInter) + int64(8*rows*s.slots)
+	e.dispatch("moe_down_combine_"+down.format+"_f32",
+		device.Size3{X: ceilDiv(s.hidden, perGroup), Y: rows}, device.Size3{X: simdWidth * moeSimdgroups},
+		read, int64(4*rows*s.hidden),
+		bytesArg(0, s.params()), h.arg(1), ids.arg(2), weights.arg(3), y.arg(4),
+		device.Arg{Index: 5, Buffer: down.data}, device.Arg{Index: 6, Buffer: down.scales},
+		device.Arg{Index: 7, Buffer: down.biases}, device.Arg{Index: 8, Buffer: down.table},
+		sDown.data.arg(9), sDown.scales.arg(10), sDown.biases.arg(11))
+}
+
+// argmax records the greedy choice over one row of vocab logits into out
+// (one int32), through per-chunk partials in scratch.
+func (e *encoder) argmax(logits loc, vocab int, partVal, partID, out loc) {
+	chunks := ceilDiv(vocab, argmaxChunk)
+	p := params(vocab, argmaxChunk, chunks)
+	e.dispatch("argmax_partial_f32", device.Size3{X: chunks}, device.Size3{X: simdWidth},
+		int64(4*vocab), int64(8*chunks), bytesArg(0, p), logits.arg(1), partVal.arg(2), partID.arg(3))
+	e.dispatch("argmax_final_i32", device.Size3{X: 1}, device.Size3{X: simdWidth},
+		int64(8*chunks), 4, bytesArg(0, p), partVal.arg(1), partID.arg(2), out.arg(3))
+}
+
+// copyF32 records dst = src for n floats (the Hidden debug hook).
+func (e *encoder) copyF32(src, dst loc, n int) {
+	const threads = 256
+	e.dispatch("copy_f32", device.Size3{X: ceilDiv(n, threads)}, device.Size3{X: threads},
+		int64(4*n), int64(4*n), bytesArg(0, params(n)), src.arg(1), dst.arg(2))
+}
+
+// Prefill tiles (gemm_tile.h).
+const (
+	gemmBM      = 32
+	gemmBN      = 32
+	gemmThreads = 128
+	// gemvMaxRows is the most token rows a projection runs as a GEMV; past
+	// it a GEMM tile reads each weight once per 32 rows instead of per row.
+	gemvMaxRows = 8
+	planThreads = 256 // MOE_PLAN_THREADS
+	planMax     = 513 // MOE_PLAN_MAX
+)
+
+// gemm records y = x·Wᵀ with the tiled kernel.
+func (e *encoder) gemm(w *devMatrix, x, y *act) {
+	m := w.m
+	if x.width != m.In || y.width != m.Out || x.rows != y.rows {
+		e.fail(fmt.Errorf("gemm %s: x [%d,%d] → y [%d,%d] does not fit [%d,%d]", m.Name, x.rows, x.width, y.rows, y.width, m.Out, m.In))
+		return
+	}
+	tilesM := ceilDiv(x.rows, gemmBM)
+	e.dispatch("gemm_"+w.format+"_f32",
+		device.Size3{X: ceilDiv(m.Out, gemmBN), Y: tilesM}, device.Size3{X: gemmThreads},
+		int64(tilesM)*w.bytes+x.bytes()*int64(ceilDiv(m.Out, gemmBN)), y.bytes(),
+		bytesArg(0, params(m.In, m.Out, x.rows, x.stride, y.stride, m.GroupSize)),
+		w.data.arg(1), w.scales.arg(2), w.biases.arg(3), x.arg(4), y.arg(5))
+}
+
+// planBound is the block map length for n routed rows over groups experts:
+// every expert's rows fill whole tiles except its last.
+func planBound(n, groups int) int { return ceilDiv(n, gemmBM) + min(groups, n) }
+
+// moePlan records the histogram, scan and block map.
+func (e *encoder) moePlan(n, groups int, ids, offsets, cursor, tiles loc) {
+	bound := planBound(n, groups)
+	e.dispatch("moe_plan_u32", device.Size3{X: 1}, device.Size3{X: planThreads},
+		int64(4*n), int64(4*(groups+1)+4*groups+16*bound),
+		bytesArg(0, params(n, groups, bound)), ids.arg(1), offsets.arg(2), cursor.arg(3), tiles.arg(4))
+}
+
+// moeScatter records the copy of each (token, slot)'s activations into its
+// expert's next row.
+func (e *encoder) moeScatter(n, slots, hidden int, ids, cursor loc, x *act, rowOf, xs loc) {
+	e.dispatch("moe_scatter_rows_f32", device.Size3{X: n}, device.Size3{X: 64},
+		int64(4*n)+int64(4*n*hidden), int64(4*n)+int64(4*n*hidden),
+		bytesArg(0, params(hidden, slots, x.stride)), ids.arg(1), cursor.arg(2), x.arg(3), rowOf.arg(4), xs.arg(5))
+}
+
+func (s moeShape) groupedParams() []byte {
+	return params(s.hidden, s.inter, s.sharedInter, s.experts, s.hStride, s.groupSize, s.sharedGroupSize)
+}
+
+// groupedWeightBytes bounds what the tiles read of one projection: each
+// tile reads its expert's whole matrix slice for its column block.
+func groupedWeightBytes(tiles int, expertBytes, sharedBytes int64) int64 {
+	return int64(tiles) * max(expertBytes, sharedBytes)
+}
+
+// moeGemmGateUp records h = silu(X·gateᵀ)⊙(X·upᵀ) per block-map tile.
+func (e *encoder) moeGemmGateUp(s moeShape, n int, tiles, xs, h loc, gate, up *devExperts, sGate, sUp *devMatrix) {
+	bound := planBound(n, s.experts+1)
+	e.dispatch("moe_gemm_gate_up_"+gate.format+"_f32",
+		device.Size3{X: ceilDiv(max(s.inter, s.sharedInter), gemmBN), Y: bound}, device.Size3{X: gemmThreads},
+		groupedWeightBytes(bound, gate.expertBytes+up.expertBytes, sGate.bytes+sUp.bytes)+int64(4*n*s.hidden)+int64(16*bound),
+		int64(4*n*s.hStride),
+		bytesArg(0, s.groupedParams()), tiles.arg(1), xs.arg(2), h.arg(3),
+		device.Arg{Index: 4, Buffer: gate.data}, device.Arg{Index: 5, Buffer: gate.scales},
+		device.Arg{Index: 6, Buffer: gate.biases}, device.Arg{Index: 7, Buffer: gate.table},
+		device.Arg{Index: 8, Buffer: up.data}, device.Arg{Index: 9, Buffer: up.scales},
+		device.Arg{Index: 10, Buffer: up.biases}, device.Arg{Index: 11, Buffer: up.table},
+		sGate.data.arg(12), sGate.scales.arg(13), sGate.biases.arg(14),
+		sUp.data.arg(15), sUp.scales.arg(16), sUp.biases.arg(17))
+}
+
+// moeGemmDown records ye = H·downᵀ per block-map tile.
+func (e *encoder) moeGemmDown(s moeShape, n int, tiles, h, ye loc, down *devExperts, sDown *devMatrix) {
+	bound := planBound(n, s.experts+1)
+	e.dispatch("moe_gemm_down_"+down.format+"_f32",
+		device.Size3{X: ceilDiv(s.hidden, gemmBN), Y: bound}, device.Size3{X: gemmThreads},
+		groupedWeightBytes(bound, down.expertBytes, sDown.bytes)+int64(4*n*s.hStride)+int64(16*bound),
+		int64(4*n*s.hidden),
+		bytesArg(0, s.groupedParams()), tiles.arg(1), h.arg(2), ye.arg(3),
+		device.Arg{Index: 4, Buffer: down.data}, device.Arg{Index: 5, Buffer: down.scales},
+		device.Arg{Index: 6, Buffer: down.biases}, device.Arg{Index: 7, Buffer: down.table},
+		sDown.data.arg(8), sDown.scales.arg(9), sDown.biases.arg(10))
+}
+
+// moeCombine records y[t] = Σ_slot weight·ye[row_of[t, slot]].
+func (e *encoder) moeCombine(rows, slots, hidden int, ye, rowOf, weights, y loc) {
+	const threads = 256
+	e.dispatch("moe_combine_f32", device.Size3{X: ceilDiv(hidden, threads), Y: rows}, device.Size3{X: threads},
+		int64(4*rows*slots*hidden+8*rows*slots), int64(4*rows*hidden),
+		bytesArg(0, params(hidden, slots)), ye.arg(1), rowOf.arg(2), weights.arg(3), y.arg(4))
+}

@@ -1,0 +1,926 @@
+package gpu
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/suzuran-app/suzuran/engine/gpu/device"
+	"github.com/suzuran-app/suzuran/engine/model"
+	"github.com/suzuran-app/suzuran/engine/safetensors"
+)
+
+// Each kernel test builds fresh random inputs (the seed is logged so a
+// failure can be replayed with SUZURAN_KERNEL_SEED), runs the kernel under
+// the emulator twice with different fiber orders, demands identical bits,
+// and compares with a plain float64 Go reference within a stated tolerance.
+
+// kernelRig runs recorded dispatches on a test device with one fiber order.
+type kernelRig struct {
+	t   *testing.T
+	dev device.Device
+	b   *Backend
+}
+
+func newRig(t *testing.T, seed uint64) *kernelRig {
+	dev := openTestDevice(t, seed)
+	return &kernelRig{t: t, dev: dev, b: &Backend{dev: dev, pipes: map[string]device.Pipeline{}}}
+}
+
+// run records with fn into one command buffer, commits and waits.
+func (r *kernelRig) run(fn func(e *encoder)) {
+	r.t.Helper()
+	cb, err := r.dev.NewCommandBuffer()
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var c Counters
+	e := &encoder{b: r.b, cb: cb, stats: &c}
+	fn(e)
+	if e.err != nil {
+		r.t.Fatal(e.err)
+	}
+	cb.Commit()
+	if err := cb.Wait(); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// buf uploads b into a new device buffer.
+func (r *kernelRig) buf(b []byte) loc {
+	r.t.Helper()
+	buf, err := upload(r.dev, b)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return loc{buf: buf}
+}
+
+func (r *kernelRig) zeros(n int) loc { return r.buf(make([]byte, n)) }
+
+func (r *kernelRig) floatsAt(l loc, n int) []float32 {
+	return floats(l.buf.Bytes()[l.off : l.off+4*n])
+}
+
+func (r *kernelRig) ints(l loc, n int) []int32 {
+	out := make([]int32, n)
+	for i := range out {
+		out[i] = int32(binary.LittleEndian.Uint32(l.buf.Bytes()[l.off+4*i:]))
+	}
+	return out
+}
+
+// twice runs body under two fiber orders and checks that the byte slices it
+// returns are identical; it returns the first run's.
+func twice(t *testing.T, body func(r *kernelRig) [][]byte) [][]byte {
+	t.Helper()
+	a := body(newRig(t, 1))
+	b := body(newRig(t, 0x9e3779b97f4a7c15))
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			t.Fatalf("output %d differs between two fiber orders: a race or a read of uninitialised memory", i)
+		}
+	}
+	return a
+}
+
+func testRand(t *testing.T) *rand.Rand {
+	seed := uint64(time.Now().UnixNano())
+	if s := envSeed(); s != 0 {
+		seed = s
+	}
+	t.Logf("random inputs from seed %d", seed)
+	return rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))
+}
+
+func randFloats(rng *rand.Rand, n int, scale float64) []float32 {
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = float32((rng.Float64()*2 - 1) * scale)
+	}
+	return out
+}
+
+func bf16s(v []float32) []byte {
+	b := make([]byte, 2*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint16(b[2*i:], safetensors.Float32ToBF16(x))
+	}
+	return b
+}
+
+// randMatrix makes a random [out, in] matrix in the given kernel format.
+func randMatrix(rng *rand.Rand, format string, out, in, group int) *model.Matrix {
+	m := &model.Matrix{Name: "test." + format, Out: out, In: in}
+	vals := randFloats(rng, out*in, 0.5)
+	switch format {
+	case "f32":
+		m.DType, m.Data = model.F32, f32Bytes(vals)
+	case "f16":
+		m.DType = model.F16
+		m.Data = make([]byte, 2*len(vals))
+		for i, x := range vals {
+			binary.LittleEndian.PutUint16(m.Data[2*i:], safetensors.Float32ToF16(x))
+		}
+	case "bf16":
+		m.DType, m.Data = model.BF16, bf16s(vals)
+	case "q4", "q8":
+		bits := 4
+		if format == "q8" {
+			bits = 8
+		}
+		m.DType, m.Bits, m.GroupSize = model.Affine, bits, group
+		m.Data = make([]byte, out*in*bits/8)
+		for i := 0; i < len(m.Data); i += 4 {
+			binary.LittleEndian.PutUint32(m.Data[i:], rng.Uint32())
+		}
+		groups := out * in / group
+		// Scales keep dequantized weights O(1) whatever the bit width.
+		m.Scales = bf16s(randFloats(rng, groups, 1/float64(int(1)<<bits)))
+		m.Biases = bf16s(randFloats(rng, groups, 0.3))
+	default:
+		panic(format)
+	}
+	return m
+}
+
+// devMatrixOf uploads m for a kernel test.
+func (r *kernelRig) devMatrixOf(m *model.Matrix) *devMatrix {
+	r.t.Helper()
+	format, err := matrixFormat(m)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	d := &devMatrix{m: m, format: format, data: r.buf(m.Data), bytes: int64(len(m.Data))}
+	d.scales, d.biases = d.data, d.data
+	if m.DType == model.Affine {
+		d.scales, d.biases = r.buf(m.Scales), r.buf(m.Biases)
+	}
+	return d
+}
+
+func actAt(l loc, rows, width int) *act {
+	return &act{loc: l, rows: rows, width: width, stride: width}
+}
+
+// refGEMV is Σ_j W[row,j]·x[j] in float64, with Σ|W||x| for the error bound.
+func refGEMV(m *model.Matrix, x []float32, row int) (float64, float64) {
+	var s, mag float64
+	for j := 0; j < m.In; j++ {
+		p := float64(m.At(row, j)) * float64(x[j])
+		s += p
+		mag += math.Abs(p)
+	}
+	return s, mag
+}
+
+// f32Tol is the error bound of an f32 sum of n terms of total magnitude mag:
+// about n·ε·mag in the worst case; the kernels sum in a tree (lanes, then
+// simd_sum), so log-depth rounding keeps them far inside 1e-5·mag for the
+// sizes here. 1e-5 relative to the magnitude is the tolerance of every
+// f32 accumulation below.
+const f32Tol = 1e-5
+
+func TestGEMV(t *testing.T) {
+	rng := testRand(t)
+	cases := []struct {
+		format          string
+		out, in, groups int
+		rows            int
+	}{
+		{"f32", 37, 203, 0, 3},
+		{"f16", 29, 96, 0, 2},
+		{"bf16", 45, 204, 0, 3}, // multiple of 4: the vector path
+		{"bf16", 13, 201, 0, 1}, // the scalar path
+		{"q4", 37, 320, 64, 3},
+		{"q4", 9, 96, 32, 1},
+		{"q8", 21, 192, 64, 2},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s_%dx%d_rows%d", c.format, c.out, c.in, c.rows), func(t *testing.T) {
+			m := randMatrix(rng, c.format, c.out, c.in, c.groups)
+			x := randFloats(rng, c.rows*c.in, 1)
+			got := twice(t, func(r *kernelRig) [][]byte {
+				dm := r.devMatrixOf(m)
+				xa := actAt(r.buf(f32Bytes(x)), c.rows, c.in)
+				y := actAt(r.zeros(4*c.rows*c.out), c.rows, c.out)
+				r.run(func(e *encoder) { e.gemv(dm, xa, y) })
+				return [][]byte{f32Bytes(r.floatsAt(y.loc, c.rows*c.out))}
+			})
+			y := floats(got[0])
+			worst := 0.0
+			for t0 := 0; t0 < c.rows; t0++ {
+				for row := 0; row < c.out; row++ {
+					want, mag := refGEMV(m, x[t0*c.in:(t0+1)*c.in], row)
+					err := math.Abs(float64(y[t0*c.out+row]) - want)
+					if err > f32Tol*mag {
+						t.Fatalf("row %d token %d: got %v, want %v (tolerance %g)", row, t0, y[t0*c.out+row], want, f32Tol*mag)
+					}
+					worst = max(worst, err/mag)
+				}
+			}
+			t.Logf("max error relative to Σ|w·x|: %.3g", worst)
+		})
+	}
+}
+
+func TestEmbed(t *testing.T) {
+	rng := testRand(t)
+	for _, format := range []string{"f32", "bf16", "q4", "q8"} {
+		t.Run(format, func(t *testing.T) {
+			vocab, hidden := 50, 320
+			m := randMatrix(rng, format, vocab, hidden, 64)
+			ids := []int32{3, 49, 0, 17, 3}
+			idb := make([]byte, 4*len(ids))
+			for i, id := range ids {
+				binary.LittleEndian.PutUint32(idb[4*i:], uint32(id))
+			}
+			got := twice(t, func(r *kernelRig) [][]byte {
+				dm := r.devMatrixOf(m)
+				out := actAt(r.zeros(4*len(ids)*hidden), len(ids), hidden)
+				r.run(func(e *encoder) { e.embed(dm, r.buf(idb), out) })
+				return [][]byte{f32Bytes(r.floatsAt(out.loc, len(ids)*hidden))}
+			})
+			out := floats(got[0])
+			// Dequantization is one multiply-add in f32 on both sides: exact.
+			for i, id := range ids {
+				for j := 0; j < hidden; j++ {
+					if want := m.At(int(id), j); out[i*hidden+j] != want {
+						t.Fatalf("token %d (id %d) element %d: got %v, want %v", i, id, j, out[i*hidden+j], want)
+					}
+				}
+			}
+		})
+	}
+}
+
+func refRMS(x []float32, eps float32) float64 {
+	ss := 0.0
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	return 1 / math.Sqrt(ss/float64(len(x))+float64(eps))
+}
+
+// checkClose compares got with want elementwise: |got−want| ≤ tol·(|want|+floor).
+func checkClose(t *testing.T, what string, got []float32, want []float64, tol, floor float64) float64 {
+	t.Helper()
+	worst := 0.0
+	for i := range want {
+		err := math.Abs(float64(got[i]) - want[i])
+		lim := tol * (math.Abs(want[i]) + floor)
+		if !(err <= lim) {
+			t.Fatalf("%s[%d]: got %v, want %v (tolerance %g)", what, i, got[i], want[i], lim)
+		}
+		worst = max(worst, err/(math.Abs(want[i])+floor))
+	}
+	t.Logf("%s: max error %.3g (relative, floor %g)", what, worst, floor)
+	return worst
+}
+
+func maxAbs(v []float64) float64 {
+	m := 0.0
+	for _, x := range v {
+		m = max(m, math.Abs(x))
+	}
+	return m
+}
+
+func TestNorms(t *testing.T) {
+	rng := testRand(t)
+	const rows, width = 5, 333
+	const eps = 1e-6
+	x := randFloats(rng, rows*width, 3)
+	d := randFloats(rng, rows*width, 1)
+	z := randFloats(rng, rows*width, 4)
+	w := randFloats(rng, width, 2)
+	got := twice(t, func(r *kernelRig) [][]byte {
+		xa := actAt(r.buf(f32Bytes(x)), rows, width)
+		res := actAt(r.buf(f32Bytes(x)), rows, width)
+		da := actAt(r.buf(f32Bytes(d)), rows, width)
+		wl := r.buf(f32Bytes(w))
+		y1 := actAt(r.zeros(4*rows*width), rows, width)
+		y2 := actAt(r.zeros(4*rows*width), rows, width)
+		y3 := r.zeros(4 * rows * width)
+		zl := r.buf(f32Bytes(z))
+		r.run(func(e *encoder) {
+			e.rmsnorm(xa, wl, eps, y1)
+			e.addRMSNorm(res, da, wl, eps, y2)
+			e.gatedNorm(xa.loc, zl, rows, width, wl, eps, y3)
+		})
+		return [][]byte{f32Bytes(r.floatsAt(y1.loc, rows*width)), f32Bytes(r.floatsAt(y2.loc, rows*width)),
+			f32Bytes(r.floatsAt(res.loc, rows*width)), f32Bytes(r.floatsAt(y3, rows*width))}
+	})
+	want1 := make([]float64, rows*width)
+	want2 := make([]float64, rows*width)
+	wantRes := make([]float64, rows*width)
+	want3 := make([]float64, rows*width)
+	for i := 0; i < rows; i++ {
+		xr := x[i*width : (i+1)*width]
+		inv := refRMS(xr, eps)
+		sum := make([]float32, width)
+		for j := range sum {
+			sum[j] = xr[j] + d[i*width+j]
+		}
+		inv2 := refRMS(sum, eps)
+		for j := 0; j < width; j++ {
+			k := i*width + j
+			want1[k] = float64(xr[j]) * inv * float64(w[j])
+			wantRes[k] = float64(sum[j])
+			want2[k] = float64(sum[j]) * inv2 * float64(w[j])
+			zz := float64(z[k])
+			want3[k] = want1[k] * zz / (1 + math.Exp(-zz))
+		}
+	}
+	// Elementwise results of an f32 sum of squares, a rsqrt and two or three
+	// products: a few ulps, within 1e-5 relative (floor 1e-3 for values near 0).
+	checkClose(t, "rmsnorm", floats(got[0]), want1, 1e-5, 1e-3)
+	checkClose(t, "add_rmsnorm", floats(got[1]), want2, 1e-5, 1e-3)
+	checkClose(t, "add_rmsnorm residual", floats(got[2]), wantRes, 0, 0)
+	checkClose(t, "gated_rmsnorm_silu", floats(got[3]), want3, 1e-5, 1e-3)
+}
+
+func TestConv(t *testing.T) {
+	rng := testRand(t)
+	const channels, taps = 301, 4
+	for _, rows := range []int{1, 2, 7} {
+		t.Run(fmt.Sprint("rows", rows), func(t *testing.T) {
+			x := randFloats(rng, rows*channels, 2)
+			w := randFloats(rng, channels*taps, 1)
+			st := randFloats(rng, (taps-1)*channels, 2)
+			got := twice(t, func(r *kernelRig) [][]byte {
+				xa := actAt(r.buf(f32Bytes(x)), rows, channels)
+				stl := r.buf(f32Bytes(st))
+				out := actAt(r.zeros(4*rows*channels), rows, channels)
+				r.run(func(e *encoder) { e.conv(xa, r.buf(f32Bytes(w)), stl, taps, out) })
+				return [][]byte{f32Bytes(r.floatsAt(out.loc, rows*channels)), f32Bytes(r.floatsAt(stl, (taps-1)*channels))}
+			})
+			want := make([]float64, rows*channels)
+			wantState := make([]float64, (taps-1)*channels)
+			for ch := 0; ch < channels; ch++ {
+				seq := make([]float32, 0, taps-1+rows)
+				for j := 0; j < taps-1; j++ {
+					seq = append(seq, st[j*channels+ch])
+				}
+				for tt := 0; tt < rows; tt++ {
+					seq = append(seq, x[tt*channels+ch])
+				}
+				for tt := 0; tt < rows; tt++ {
+					acc := 0.0
+					for j := 0; j < taps; j++ {
+						acc += float64(w[ch*taps+j]) * float64(seq[tt+j])
+					}
+					want[tt*channels+ch] = acc / (1 + math.Exp(-acc))
+				}
+				for j := 0; j < taps-1; j++ {
+					wantState[j*channels+ch] = float64(seq[len(seq)-(taps-1)+j])
+				}
+			}
+			// Four f32 products of O(1) terms and a SiLU; the sum may cancel
+			// to near zero, so the bound is 1e-5 relative with a floor of 1.
+			checkClose(t, "conv", floats(got[0]), want, 1e-5, 1)
+			checkClose(t, "conv state", floats(got[1]), wantState, 0, 0)
+		})
+	}
+}
+
+// refDeltaNet runs the recurrence of shared MODEL.md in float64.
+func refDeltaNet(s deltaNetShape, rows int, conv, a, b, aLog, dtBias, state []float32) ([]float64, []float64) {
+	width := 2*s.keyHeads*s.keyDim + s.valueHeads*s.valueDim
+	st := make([]float64, len(state)) // [Hv, Dv, Dk]
+	for i, v := range state {
+		st[i] = float64(v)
+	}
+	o := make([]float64, rows*s.valueHeads*s.valueDim)
+	for t := 0; t < rows; t++ {
+		row := conv[t*width:]
+		for j := 0; j < s.valueHeads; j++ {
+			kh := j / (s.valueHeads / s.keyHeads)
+			q := make([]float64, s.keyDim)
+			k := make([]float64, s.keyDim)
+			var qq, kk float64
+			for d := 0; d < s.keyDim; d++ {
+				q[d] = float64(row[kh*s.keyDim+d])
+				k[d] = float64(row[s.keyHeads*s.keyDim+kh*s.keyDim+d])
+				qq += q[d] * q[d]
+				kk += k[d] * k[d]
+			}
+			qn := 1 / math.Sqrt(qq+1e-6) / math.Sqrt(float64(s.keyDim))
+			kn := 1 / math.Sqrt(kk+1e-6)
+			for d := range q {
+				q[d] *= qn
+				k[d] *= kn
+			}
+			beta := 1 / (1 + math.Exp(-float64(b[t*s.valueHeads+j])))
+			sp := float64(a[t*s.valueHeads+j] + dtBias[j])
+			sp = math.Log1p(math.Exp(sp))
+			decay := math.Exp(-math.Exp(float64(aLog[j])) * sp)
+			for col := 0; col < s.valueDim; col++ {
+				sc := st[(j*s.valueDim+col)*s.keyDim:][:s.keyDim]
+				v := float64(row[2*s.keyHeads*s.keyDim+j*s.valueDim+col])
+				sk := 0.0
+				for d := range sc {
+					sc[d] *= decay
+					sk += sc[d] * k[d]
+				}
+				delta := beta * (v - sk)
+				out := 0.0
+				for d := range sc {
+					sc[d] += k[d] * delta
+					out += sc[d] * q[d]
+				}
+				o[t*s.valueHeads*s.valueDim+j*s.valueDim+col] = out
+			}
+		}
+	}
+	return o, st
+}
+
+func TestDeltaNetScan(t *testing.T) {
+	rng := testRand(t)
+	cases := []struct {
+		s    deltaNetShape
+		rows int
+	}{
+		{deltaNetShape{keyHeads: 2, valueHeads: 4, keyDim: 32, valueDim: 32}, 1},
+		{deltaNetShape{keyHeads: 2, valueHeads: 4, keyDim: 40, valueDim: 23}, 9},  // dims not multiples of 32 or 4
+		{deltaNetShape{keyHeads: 1, valueHeads: 2, keyDim: 128, valueDim: 70}, 3}, // 4 state rows per lane
+	}
+	for _, c := range cases {
+		s := c.s
+		t.Run(fmt.Sprintf("k%d_v%d_rows%d", s.keyDim, s.valueDim, c.rows), func(t *testing.T) {
+			width := 2*s.keyHeads*s.keyDim + s.valueHeads*s.valueDim
+			conv := randFloats(rng, c.rows*width, 1)
+			a := randFloats(rng, c.rows*s.valueHeads, 2)
+			b := randFloats(rng, c.rows*s.valueHeads, 2)
+			aLog := randFloats(rng, s.valueHeads, 1)
+			dt := randFloats(rng, s.valueHeads, 1)
+			state := randFloats(rng, s.valueHeads*s.valueDim*s.keyDim, 0.5)
+			got := twice(t, func(r *kernelRig) [][]byte {
+				stl := r.buf(f32Bytes(state))
+				o := r.zeros(4 * c.rows * s.valueHeads * s.valueDim)
+				r.run(func(e *encoder) {
+					e.deltaNetScan(s, c.rows, r.buf(f32Bytes(conv)), r.buf(f32Bytes(a)), r.buf(f32Bytes(b)),
+						r.buf(f32Bytes(aLog)), r.buf(f32Bytes(dt)), stl, o)
+				})
+				return [][]byte{f32Bytes(r.floatsAt(o, c.rows*s.valueHeads*s.valueDim)), f32Bytes(r.floatsAt(stl, len(state)))}
+			})
+			wantO, wantS := refDeltaNet(s, c.rows, conv, a, b, aLog, dt, state)
+			// f32 state updated over a few tokens, values O(1): 1e-4 absolute
+			// (floor 1) leaves room for the accumulated rounding, and a wrong
+			// index or gate is off by O(0.1) or more.
+			checkClose(t, "deltanet o", floats(got[0]), wantO, 1e-4, 1)
+			checkClose(t, "deltanet state", floats(got[1]), wantS, 1e-4, 1)
+		})
+	}
+}
+
+func bf16Round(v float64) float64 {
+	return float64(safetensors.BF16ToFloat32(safetensors.Float32ToBF16(float32(v))))
+}
+
+// refNormRope normalises a head vector, scales by w and rotates its leading
+// rot dims at position pos (NeoX pairing), in float64.
+func refNormRope(x []float32, w []float32, invFreq []float32, rot, pos int, eps float32) []float64 {
+	inv := refRMS(x, eps)
+	out := make([]float64, len(x))
+	for j := range x {
+		out[j] = float64(x[j]) * inv * float64(w[j])
+	}
+	half := rot / 2
+	for i := 0; i < half; i++ {
+		ang := float64(float32(pos) * invFreq[i])
+		c, s := math.Cos(ang), math.Sin(ang)
+		x1, x2 := out[i], out[i+half]
+		out[i] = x1*c - x2*s
+		out[i+half] = x2*c + x1*s
+	}
+	return out
+}
+
+func TestAttention(t *testing.T) {
+	rng := testRand(t)
+	cases := []attnShape{
+		{headDim: 64, rotaryDim: 16, qHeads: 4, kvHeads: 2, pos0: 0, maxSeq: 300, rows: 5, eps: 1e-6},
+		{headDim: 96, rotaryDim: 24, qHeads: 6, kvHeads: 2, pos0: 270, maxSeq: 300, rows: 1, eps: 1e-6},  // two key chunks
+		{headDim: 256, rotaryDim: 64, qHeads: 2, kvHeads: 1, pos0: 250, maxSeq: 270, rows: 9, eps: 1e-6}, // chunk edge inside the pass
+	}
+	for _, s := range cases {
+		t.Run(fmt.Sprintf("d%d_pos%d_rows%d", s.headDim, s.pos0, s.rows), func(t *testing.T) {
+			d := s.headDim
+			qg := randFloats(rng, s.rows*s.qHeads*2*d, 2)
+			k := randFloats(rng, s.rows*s.kvHeads*d, 2)
+			v := randFloats(rng, s.rows*s.kvHeads*d, 2)
+			qn := randFloats(rng, d, 1)
+			kn := randFloats(rng, d, 1)
+			inv := make([]float32, s.rotaryDim/2)
+			for i := range inv {
+				inv[i] = float32(math.Pow(1e7, -float64(2*i)/float64(s.rotaryDim)))
+			}
+			// The cache before the pass: random bf16 rows.
+			cacheLen := s.kvHeads * s.maxSeq * d
+			k0 := bf16s(randFloats(rng, cacheLen, 1))
+			v0 := bf16s(randFloats(rng, cacheLen, 1))
+			got := twice(t, func(r *kernelRig) [][]byte {
+				kc, vc := r.buf(k0), r.buf(v0)
+				q := r.zeros(4 * s.rows * s.qHeads * d)
+				parts := s.rows * s.qHeads * s.splits()
+				pO, pM, pL := r.zeros(4*parts*d), r.zeros(4*parts), r.zeros(4*parts)
+				o := r.zeros(4 * s.rows * s.qHeads * d)
+				qgl, invl := r.buf(f32Bytes(qg)), r.buf(f32Bytes(inv))
+				r.run(func(e *encoder) {
+					e.attnQNormRope(s, qgl, r.buf(f32Bytes(qn)), invl, q)
+					e.attnKVWrite(s, r.buf(f32Bytes(k)), r.buf(f32Bytes(v)), r.buf(f32Bytes(kn)), invl, kc, vc)
+					e.attnSplit(s, q, kc, vc, pO, pM, pL)
+					e.attnReduceGate(s, pO, pM, pL, qgl, o)
+				})
+				return [][]byte{f32Bytes(r.floatsAt(q, s.rows*s.qHeads*d)), append([]byte(nil), kc.buf.Bytes()...),
+					append([]byte(nil), vc.buf.Bytes()...), f32Bytes(r.floatsAt(o, s.rows*s.qHeads*d))}
+			})
+			// Reference: q and the new keys, the cache after the pass, attention.
+			wantQ := make([]float64, s.rows*s.qHeads*d)
+			kcache := make([]float64, cacheLen)
+			vcache := make([]float64, cacheLen)
+			for i := range kcache {
+				kcache[i] = float64(safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(k0[2*i:])))
+				vcache[i] = float64(safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(v0[2*i:])))
+			}
+			for tt := 0; tt < s.rows; tt++ {
+				pos := s.pos0 + tt
+				for h := 0; h < s.qHeads; h++ {
+					src := qg[(tt*s.qHeads+h)*2*d:][:d]
+					copy(wantQ[(tt*s.qHeads+h)*d:], refNormRope(src, qn, inv, s.rotaryDim, pos, s.eps))
+				}
+				for h := 0; h < s.kvHeads; h++ {
+					kr := refNormRope(k[(tt*s.kvHeads+h)*d:][:d], kn, inv, s.rotaryDim, pos, s.eps)
+					for j := 0; j < d; j++ {
+						kcache[(h*s.maxSeq+pos)*d+j] = bf16Round(kr[j])
+						vcache[(h*s.maxSeq+pos)*d+j] = bf16Round(float64(v[(tt*s.kvHeads+h)*d+j]))
+					}
+				}
+			}
+			// q: normalise and rotate in f32: 1e-5 relative, floor 1e-2.
+			checkClose(t, "q", floats(got[0]), wantQ, 1e-5, 1e-2)
+			// Cache: the kernel rounds its f32 result to bf16; a value near a
+			// rounding boundary may land one bf16 step (2^-8 relative) away.
+			gotK, gotV := got[1], got[2]
+			for i := range kcache {
+				gk := float64(safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(gotK[2*i:])))
+				gv := float64(safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(gotV[2*i:])))
+				if math.Abs(gk-kcache[i]) > math.Abs(kcache[i])/128+1e-6 || gv != vcache[i] {
+					t.Fatalf("cache element %d: k %v v %v, want %v %v", i, gk, gv, kcache[i], vcache[i])
+				}
+				kcache[i] = gk // attend over what the kernel stored
+			}
+			gotQ := floats(got[0])
+			wantO := make([]float64, s.rows*s.qHeads*d)
+			scale := 1 / math.Sqrt(float64(d))
+			for tt := 0; tt < s.rows; tt++ {
+				last := s.pos0 + tt
+				for h := 0; h < s.qHeads; h++ {
+					kvh := h / (s.qHeads / s.kvHeads)
+					q := gotQ[(tt*s.qHeads+h)*d:][:d]
+					scores := make([]float64, last+1)
+					m := math.Inf(-1)
+					for key := 0; key <= last; key++ {
+						dot := 0.0
+						for j := 0; j < d; j++ {
+							dot += float64(q[j]) * kcache[(kvh*s.maxSeq+key)*d+j]
+						}
+						scores[key] = dot * scale
+						m = max(m, scores[key])
+					}
+					sum := 0.0
+					for key := range scores {
+						scores[key] = math.Exp(scores[key] - m)
+						sum += scores[key]
+					}
+					gate := qg[(tt*s.qHeads+h)*2*d+d:][:d]
+					for j := 0; j < d; j++ {
+						acc := 0.0
+						for key := range scores {
+							acc += scores[key] * vcache[(kvh*s.maxSeq+key)*d+j]
+						}
+						g := 1 / (1 + math.Exp(-float64(gate[j])))
+						wantO[(tt*s.qHeads+h)*d+j] = acc / sum * g
+					}
+				}
+			}
+			// Softmax-weighted means of O(1) values over up to 280 keys in
+			// f32: 1e-4 absolute (floor 1) covers the exp and sum rounding.
+			checkClose(t, "attention o", floats(got[3]), wantO, 1e-4, 1)
+		})
+	}
+}
+
+func TestRouterTopK(t *testing.T) {
+	rng := testRand(t)
+	cases := []struct{ experts, k, rows int }{{16, 4, 3}, {256, 8, 2}, {45, 3, 1}, {500, 16, 2}}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("e%d_k%d", c.experts, c.k), func(t *testing.T) {
+			stride := c.experts + 3
+			logits := randFloats(rng, c.rows*stride, 4)
+			if c.experts == 16 {
+				// A tie: the lower id must win.
+				logits[5], logits[9] = 10, 10
+			}
+			slots := c.k + 1
+			got := twice(t, func(r *kernelRig) [][]byte {
+				ids, w := r.zeros(4*c.rows*slots), r.zeros(4*c.rows*slots)
+				r.run(func(e *encoder) { e.routerTopK(c.experts, c.k, c.rows, r.buf(f32Bytes(logits)), stride, ids, w) })
+				return [][]byte{ids.buf.Bytes()[:4*c.rows*slots], w.buf.Bytes()[:4*c.rows*slots]}
+			})
+			for tt := 0; tt < c.rows; tt++ {
+				row := logits[tt*stride:][:c.experts]
+				m := math.Inf(-1)
+				for _, v := range row {
+					m = max(m, float64(v))
+				}
+				p := make([]float64, c.experts)
+				sum := 0.0
+				for e, v := range row {
+					p[e] = math.Exp(float64(v) - m)
+					sum += p[e]
+				}
+				chosen := make([]bool, c.experts)
+				var ids []int
+				tot := 0.0
+				for s := 0; s < c.k; s++ {
+					best := -1
+					for e := range p {
+						if !chosen[e] && (best < 0 || p[e] > p[best]) {
+							best = e
+						}
+					}
+					chosen[best] = true
+					ids = append(ids, best)
+					tot += p[best] / sum
+				}
+				for s := 0; s <= c.k; s++ {
+					gid := int32(binary.LittleEndian.Uint32(got[0][4*(tt*slots+s):]))
+					gw := math.Float32frombits(binary.LittleEndian.Uint32(got[1][4*(tt*slots+s):]))
+					wantID, wantW := c.experts, 1/(1+math.Exp(-float64(logits[tt*stride+c.experts])))
+					if s < c.k {
+						wantID, wantW = ids[s], p[ids[s]]/sum/tot
+					}
+					// Softmax and renormalisation in f32: 1e-5 relative.
+					if int(gid) != wantID || math.Abs(float64(gw)-wantW) > 1e-5*wantW {
+						t.Fatalf("token %d slot %d: got expert %d weight %v, want %d weight %v", tt, s, gid, gw, wantID, wantW)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestMoEExperts(t *testing.T) {
+	rng := testRand(t)
+	type mcase struct {
+		format  string
+		grouped bool
+		rows    int
+	}
+	var cases []mcase
+	for _, f := range []string{"bf16", "q4", "q8", "f32"} {
+		cases = append(cases, mcase{f, false, 3}, mcase{f, true, 37})
+	}
+	for _, c := range cases {
+		name := fmt.Sprintf("%s_gather_rows%d", c.format, c.rows)
+		if c.grouped {
+			name = fmt.Sprintf("%s_grouped_rows%d", c.format, c.rows)
+		}
+		t.Run(name, func(t *testing.T) {
+			format, rows := c.format, c.rows
+			const experts, k = 5, 2
+			hidden, inter, sharedInter := 192, 40, 24
+			gs := 64
+			if format == "q4" || format == "q8" {
+				// Quantized rows need the input width to be a multiple of
+				// the group size, which the down projection's is not at 40.
+				inter, sharedInter, gs = 64, 32, 32
+			}
+			mk := func(out, in int) []*model.Matrix {
+				ms := make([]*model.Matrix, experts)
+				for e := range ms {
+					ms[e] = randMatrix(rng, format, out, in, gs)
+				}
+				return ms
+			}
+			gate, up, down := mk(inter, hidden), mk(inter, hidden), mk(hidden, inter)
+			sGate, sUp := randMatrix(rng, format, sharedInter, hidden, gs), randMatrix(rng, format, sharedInter, hidden, gs)
+			sDown := randMatrix(rng, format, hidden, sharedInter, gs)
+			x := randFloats(rng, rows*hidden, 1)
+			slots := k + 1
+			// Each token: k distinct routed experts, then the shared one.
+			ids := make([]int32, 0, rows*slots)
+			wts := make([]float32, 0, rows*slots)
+			for tt := 0; tt < rows; tt++ {
+				perm := rng.Perm(experts)
+				for s := 0; s < k; s++ {
+					ids = append(ids, int32(perm[s]))
+				}
+				ids = append(ids, experts)
+				wts = append(wts, randFloats(rng, slots, 1)...)
+			}
+			idb := make([]byte, 4*len(ids))
+			for i, id := range ids {
+				binary.LittleEndian.PutUint32(idb[4*i:], uint32(id))
+			}
+			s := moeShape{hidden: hidden, inter: inter, sharedInter: sharedInter, experts: experts, slots: slots,
+				hStride: max(inter, sharedInter), groupSize: gs, sharedGroupSize: gs}
+			n := rows * slots
+			got := twice(t, func(r *kernelRig) [][]byte {
+				stack := func(ms []*model.Matrix) *devExperts {
+					d := &devExperts{out: ms[0].Out, in: ms[0].In, groupSize: gs}
+					d.format, _ = matrixFormat(ms[0])
+					var data, sc, bi []byte
+					table := make([]byte, 24*len(ms))
+					for e, m := range ms {
+						binary.LittleEndian.PutUint64(table[24*e:], uint64(len(data)))
+						binary.LittleEndian.PutUint64(table[24*e+8:], uint64(len(sc)))
+						binary.LittleEndian.PutUint64(table[24*e+16:], uint64(len(bi)))
+						data = append(data, m.Data...)
+						sc = append(sc, m.Scales...)
+						bi = append(bi, m.Biases...)
+					}
+					d.data = r.buf(data).buf
+					d.scales, d.biases = d.data, d.data
+					if len(sc) > 0 {
+						d.scales, d.biases = r.buf(sc).buf, r.buf(bi).buf
+					}
+					d.table = r.buf(table).buf
+					d.expertBytes = int64(len(ms[0].Data) + len(ms[0].Scales) + len(ms[0].Biases))
+					return d
+				}
+				g, u, dn := stack(gate), stack(up), stack(down)
+				h := r.zeros(4 * n * s.hStride)
+				y := r.zeros(4 * rows * hidden)
+				idl := r.buf(idb)
+				xl := r.buf(f32Bytes(x))
+				wl := r.buf(f32Bytes(wts))
+				var offsets, tiles loc
+				r.run(func(e *encoder) {
+					if !c.grouped {
+						e.moeGateUp(s, rows, xl, idl, h, g, u, r.devMatrixOf(sGate), r.devMatrixOf(sUp))
+						e.moeDownCombine(s, rows, h, idl, wl, y, dn, r.devMatrixOf(sDown))
+						return
+					}
+					groups := experts + 1
+					cursor := r.zeros(4 * groups)
+					offsets, tiles = r.zeros(4*(groups+1)), r.zeros(16*planBound(n, groups))
+					rowOf, xs, ye := r.zeros(4*n), r.zeros(4*n*hidden), r.zeros(4*n*hidden)
+					e.moePlan(n, groups, idl, offsets, cursor, tiles)
+					e.moeScatter(n, slots, hidden, idl, cursor, actAt(xl, rows, hidden), rowOf, xs)
+					e.moeGemmGateUp(s, n, tiles, xs, h, g, u, r.devMatrixOf(sGate), r.devMatrixOf(sUp))
+					e.moeGemmDown(s, n, tiles, h, ye, dn, r.devMatrixOf(sDown))
+					e.moeCombine(rows, slots, hidden, ye, rowOf, wl, y)
+				})
+				var plan []byte
+				if c.grouped {
+					plan = append(append(plan, offsets.buf.Bytes()...), tiles.buf.Bytes()...)
+				}
+				return [][]byte{f32Bytes(r.floatsAt(y, rows*hidden)), plan}
+			})
+			if c.grouped {
+				checkPlan(t, got[1], ids, experts+1, n)
+			}
+			want := make([]float64, rows*hidden)
+			for tt := 0; tt < rows; tt++ {
+				xt := x[tt*hidden:][:hidden]
+				for sl := 0; sl < slots; sl++ {
+					e := int(ids[tt*slots+sl])
+					gm, um, dm := sGate, sUp, sDown
+					if e < experts {
+						gm, um, dm = gate[e], up[e], down[e]
+					}
+					hv := make([]float32, gm.Out)
+					for i := range hv {
+						g, _ := refGEMV(gm, xt, i)
+						u, _ := refGEMV(um, xt, i)
+						hv[i] = float32(g / (1 + math.Exp(-g)) * u)
+					}
+					for row := 0; row < hidden; row++ {
+						dv, _ := refGEMV(dm, hv, row)
+						want[tt*hidden+row] += float64(wts[tt*slots+sl]) * dv
+					}
+				}
+			}
+			// Two chained f32 products and a weighted sum of three; outputs
+			// cancel, so the bound is relative to the largest output:
+			// 1e-5·(|y| + max|y|).
+			checkClose(t, "moe y", floats(got[0]), want, 1e-5, maxAbs(want))
+		})
+	}
+}
+
+// checkPlan checks the routing plan against a count of ids: row offsets are
+// the exclusive prefix sum of the histogram, and the block map lists each
+// expert's rows in tiles of gemmBM, then "no tile" up to the bound.
+func checkPlan(t *testing.T, plan []byte, ids []int32, groups, n int) {
+	t.Helper()
+	u32 := func(i int) uint32 { return binary.LittleEndian.Uint32(plan[4*i:]) }
+	hist := make([]int, groups)
+	for _, id := range ids {
+		hist[id]++
+	}
+	row, tile := 0, 0
+	tiles := groups + 1 // the block map starts after the offsets
+	for e := 0; e < groups; e++ {
+		if int(u32(e)) != row {
+			t.Fatalf("offset of expert %d: %d, want %d", e, u32(e), row)
+		}
+		for j := 0; j*gemmBM < hist[e]; j++ {
+			got := [3]uint32{u32(tiles + 4*tile), u32(tiles + 4*tile + 1), u32(tiles + 4*tile + 2)}
+			want := [3]uint32{uint32(e), uint32(row + j*gemmBM), uint32(min(gemmBM, hist[e]-j*gemmBM))}
+			if got != want {
+				t.Fatalf("tile %d: %v, want %v", tile, got, want)
+			}
+			tile++
+		}
+		row += hist[e]
+	}
+	if int(u32(groups)) != n {
+		t.Fatalf("total rows %d, want %d", u32(groups), n)
+	}
+	for ; tile < planBound(n, groups); tile++ {
+		if u32(tiles+4*tile) != 0xffffffff {
+			t.Fatalf("tile %d past the used ones is not marked empty", tile)
+		}
+	}
+}
+
+func TestGEMM(t *testing.T) {
+	rng := testRand(t)
+	cases := []struct {
+		format          string
+		out, in, groups int
+		rows            int
+	}{
+		{"f32", 37, 203, 0, 45},
+		{"f16", 5, 40, 0, 70},
+		{"bf16", 70, 96, 0, 33},
+		{"q4", 33, 320, 64, 40},
+		{"q8", 21, 192, 64, 9},
+		{"q4", 64, 128, 64, 64}, // whole tiles
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s_%dx%d_rows%d", c.format, c.out, c.in, c.rows), func(t *testing.T) {
+			m := randMatrix(rng, c.format, c.out, c.in, c.groups)
+			x := randFloats(rng, c.rows*c.in, 1)
+			got := twice(t, func(r *kernelRig) [][]byte {
+				dm := r.devMatrixOf(m)
+				xa := actAt(r.buf(f32Bytes(x)), c.rows, c.in)
+				y := actAt(r.zeros(4*c.rows*c.out), c.rows, c.out)
+				r.run(func(e *encoder) { e.gemm(dm, xa, y) })
+				return [][]byte{f32Bytes(r.floatsAt(y.loc, c.rows*c.out))}
+			})
+			y := floats(got[0])
+			worst := 0.0
+			for t0 := 0; t0 < c.rows; t0++ {
+				for row := 0; row < c.out; row++ {
+					want, mag := refGEMV(m, x[t0*c.in:(t0+1)*c.in], row)
+					err := math.Abs(float64(y[t0*c.out+row]) - want)
+					if err > f32Tol*mag {
+						t.Fatalf("row %d token %d: got %v, want %v (tolerance %g)", row, t0, y[t0*c.out+row], want, f32Tol*mag)
+					}
+					worst = max(worst, err/mag)
+				}
+			}
+			t.Logf("max error relative to Σ|w·x|: %.3g", worst)
+		})
+	}
+}
+
+func TestArgmax(t *testing.T) {
+	rng := testRand(t)
+	for _, vocab := range []int{1, 33, 4096, 10007} {
+		t.Run(fmt.Sprint("vocab", vocab), func(t *testing.T) {
+			logits := randFloats(rng, vocab, 10)
+			if vocab > 100 {
+				// The largest value twice, in two chunks: the lower id wins.
+				logits[vocab-1], logits[vocab/3] = 20, 20
+			}
+			chunks := ceilDiv(vocab, argmaxChunk)
+			got := twice(t, func(r *kernelRig) [][]byte {
+				out := r.zeros(4)
+				r.run(func(e *encoder) {
+					e.argmax(r.buf(f32Bytes(logits)), vocab, r.zeros(4*chunks), r.zeros(4*chunks), out)
+				})
+				return [][]byte{out.buf.Bytes()[:4]}
+			})
+			want := 0
+			for i, v := range logits {
+				if v > logits[want] {
+					want = i
+				}
+			}
+			if g := int(int32(binary.LittleEndian.Uint32(got[0]))); g != want {
+				t.Fatalf("argmax %d, want %d", g, want)
+			}
+		})
+	}
+}

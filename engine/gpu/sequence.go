@@ -1,0 +1,172 @@
+package gpu
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/suzuran-app/suzuran/engine/gpu/device"
+	"github.com/suzuran-app/suzuran/engine/model"
+)
+
+// tokenSlots is the length of a sequence's ring of sampled ids. A step
+// writes its token to the next slot and the step after reads it there; four
+// slots let the host keep reading token N while steps N+1 and N+2 run.
+const tokenSlots = 4
+
+// sequence is one sequence's state in device memory.
+type sequence struct {
+	b        *Backend
+	maxToks  int
+	pos      int
+	kCache   map[int]device.Buffer // per full-attention layer, [kv_heads, max, head_dim] bf16
+	vCache   map[int]device.Buffer
+	conv     map[int]device.Buffer // per DeltaNet layer, [kernel−1, channels] f32
+	state    map[int]device.Buffer // per DeltaNet layer, [Hv, Dv, Dk] f32
+	tokens   device.Buffer         // [tokenSlots] int32 ring of sampled ids
+	ring     int                   // slot the next sampler writes
+	lastSlot int                   // slot of the latest sampled id, -1 when none
+	// ids are the consumed tokens; a token sampled on the device and
+	// consumed before the host read it is -1 until that pass's Wait.
+	ids      []int
+	inFlight int
+	closed   bool
+}
+
+var _ model.Sequence = (*sequence)(nil)
+
+// NewSequence implements model.Backend.
+func (b *Backend) NewSequence(maxTokens int) (model.Sequence, error) {
+	c := &b.cfg
+	if maxTokens <= 0 {
+		return nil, fmt.Errorf("sequence capacity %d: must be positive", maxTokens)
+	}
+	s := &sequence{b: b, maxToks: maxTokens, lastSlot: -1,
+		kCache: map[int]device.Buffer{}, vCache: map[int]device.Buffer{},
+		conv: map[int]device.Buffer{}, state: map[int]device.Buffer{}}
+	alloc := func(n int) (device.Buffer, error) {
+		buf, err := b.dev.NewBuffer(n)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("sequence of %d tokens: %w", maxTokens, err)
+		}
+		return buf, nil
+	}
+	var err error
+	for i := range b.w.Layers {
+		l := &b.w.Layers[i]
+		if l.Attention != nil {
+			n := 2 * c.NumKVHeads * maxTokens * c.HeadDim
+			if s.kCache[i], err = alloc(n); err != nil {
+				return nil, err
+			}
+			if s.vCache[i], err = alloc(n); err != nil {
+				return nil, err
+			}
+		}
+		if l.DeltaNet != nil {
+			channels := 2*c.LinearKeyHeads*c.LinearKeyHeadDim + c.LinearValueHeads*c.LinearValueHeadDim
+			if s.conv[i], err = alloc(4 * max(c.ConvKernel-1, 1) * channels); err != nil {
+				return nil, err
+			}
+			if s.state[i], err = alloc(4 * c.LinearValueHeads * c.LinearValueHeadDim * c.LinearKeyHeadDim); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if s.tokens, err = alloc(4 * tokenSlots); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *sequence) Pos() int       { return s.pos }
+func (s *sequence) MaxTokens() int { return s.maxToks }
+
+func (s *sequence) buffers() []device.Buffer {
+	var out []device.Buffer
+	for i := range s.b.w.Layers {
+		for _, m := range []map[int]device.Buffer{s.kCache, s.vCache, s.conv, s.state} {
+			if buf, ok := m[i]; ok {
+				out = append(out, buf)
+			}
+		}
+	}
+	return append(out, s.tokens)
+}
+
+// snapshot is a host copy of a sequence's device state.
+type snapshot struct {
+	b        *Backend
+	maxToks  int
+	pos      int
+	ids      []int
+	data     [][]byte // in the order of sequence.buffers
+	lastSlot int
+	ring     int
+}
+
+func (sn *snapshot) Pos() int      { return sn.pos }
+func (sn *snapshot) Tokens() []int { return sn.ids }
+func (sn *snapshot) Bytes() int64 {
+	var n int64
+	for _, d := range sn.data {
+		n += int64(len(d))
+	}
+	return n
+}
+
+// Snapshot implements model.Sequence. It reads device memory, so no pass
+// may be in flight.
+func (s *sequence) Snapshot() (model.Snapshot, error) {
+	if s.inFlight > 0 {
+		return nil, errors.New("snapshot while a pass is in flight: wait for it first")
+	}
+	sn := &snapshot{b: s.b, maxToks: s.maxToks, pos: s.pos, ids: append([]int(nil), s.ids...),
+		lastSlot: s.lastSlot, ring: s.ring}
+	for _, buf := range s.buffers() {
+		sn.data = append(sn.data, append([]byte(nil), buf.Bytes()...))
+	}
+	return sn, nil
+}
+
+// Restore implements model.Sequence.
+func (s *sequence) Restore(m model.Snapshot) error {
+	sn, ok := m.(*snapshot)
+	if !ok || sn.b != s.b {
+		return errors.New("snapshot comes from another backend")
+	}
+	if sn.maxToks != s.maxToks {
+		return fmt.Errorf("snapshot of a %d-token sequence cannot restore one of %d tokens", sn.maxToks, s.maxToks)
+	}
+	if s.inFlight > 0 {
+		return errors.New("restore while a pass is in flight: wait for it first")
+	}
+	for i, buf := range s.buffers() {
+		copy(buf.Bytes(), sn.data[i])
+	}
+	s.pos, s.ids, s.lastSlot, s.ring = sn.pos, append([]int(nil), sn.ids...), sn.lastSlot, sn.ring
+	return nil
+}
+
+// Close implements model.Sequence.
+func (s *sequence) Close() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	for _, buf := range s.buffers() {
+		if buf != nil {
+			buf.Release()
+		}
+	}
+	return nil
+}
+
+// tokenLoc is where ring slot i lives.
+func (s *sequence) tokenLoc(i int) loc { return loc{buf: s.tokens, off: 4 * i} }
+
+// readToken reads ring slot i; the caller has waited for the pass.
+func (s *sequence) readToken(i int) int {
+	return int(int32(binary.LittleEndian.Uint32(s.tokens.Bytes()[4*i:])))
+}

@@ -1,0 +1,286 @@
+package gpu
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"slices"
+	"unsafe"
+
+	"github.com/suzuran-app/suzuran/engine/gpu/device"
+	"github.com/suzuran-app/suzuran/engine/model"
+)
+
+// pageSize is the alignment Metal's newBufferWithBytesNoCopy needs (16 KiB
+// pages on Apple Silicon; wrapping 16 KiB-aligned regions also satisfies 4
+// KiB pages).
+const pageSize = 16 << 10
+
+// loc is a place in device memory: a buffer and a byte offset into it.
+type loc struct {
+	buf device.Buffer
+	off int
+}
+
+func (l loc) arg(index int) device.Arg {
+	return device.Arg{Index: index, Buffer: l.buf, Offset: l.off}
+}
+
+// devMatrix is a model.Matrix as the kernels see it.
+type devMatrix struct {
+	m                    *model.Matrix
+	format               string // kernel name part: f32, f16, bf16, q4, q8
+	data, scales, biases loc
+	bytes                int64 // data + scales + biases: what one full read costs
+}
+
+// devExperts is one projection of the routed experts, read by expert id:
+// three buffers (codes, scales, biases) and a table of each expert's offsets
+// into them.
+type devExperts struct {
+	format               string
+	out, in, groupSize   int
+	data, scales, biases device.Buffer
+	table                device.Buffer // [E][3]uint64 byte offsets
+	expertBytes          int64         // one expert's data + scales + biases
+}
+
+// matrixFormat names the kernel variant that reads m.
+func matrixFormat(m *model.Matrix) (string, error) {
+	switch m.DType {
+	case model.F32:
+		return "f32", nil
+	case model.F16:
+		return "f16", nil
+	case model.BF16:
+		return "bf16", nil
+	case model.Affine:
+		switch m.Bits {
+		case 4:
+			return "q4", nil
+		case 8:
+			return "q8", nil
+		}
+		return "", fmt.Errorf("matrix %s: %d-bit affine quantization has no kernel (4 or 8)", m.Name, m.Bits)
+	}
+	return "", fmt.Errorf("matrix %s: dtype %v has no kernel", m.Name, m.DType)
+}
+
+// span is one host byte range that must end up inside a single device buffer.
+// p keeps the real pointer so that the wrapped region can be derived from
+// it with unsafe.Add rather than rebuilt from an integer.
+type span struct {
+	p          unsafe.Pointer
+	start, end uintptr
+}
+
+func sliceSpan(b []byte) span {
+	p := unsafe.Pointer(unsafe.SliceData(b))
+	return span{p, uintptr(p), uintptr(p) + uintptr(len(b))}
+}
+
+// wrapped is one device buffer made over host memory [start, end).
+type wrapped struct {
+	base       unsafe.Pointer // == start
+	start, end uintptr
+	buf        device.Buffer
+}
+
+// weightMap wraps the checkpoint's mapped memory in as few device buffers as
+// the device's maximum length allows and finds each tensor in them.
+type weightMap struct {
+	regions []wrapped
+}
+
+// wrapWeights wraps the memory behind every span. Spans that overlap or
+// touch (after rounding to pages) are merged, since they lie in one mapping;
+// a merged range longer than the device's maximum buffer is cut between
+// spans, never through one, so every tensor (and every expert stack, which
+// the caller passes as one span) lands whole in one buffer.
+func wrapWeights(dev device.Device, spans []span) (*weightMap, error) {
+	slices.SortFunc(spans, func(a, b span) int {
+		switch {
+		case a.start < b.start:
+			return -1
+		case a.start > b.start:
+			return 1
+		}
+		return 0
+	})
+	down := func(p uintptr) uintptr { return p &^ (pageSize - 1) }
+	up := func(p uintptr) uintptr { return (p + pageSize - 1) &^ (pageSize - 1) }
+	maxLen := uintptr(dev.MaxBufferLength()) &^ (pageSize - 1)
+	wm := &weightMap{}
+	var cur *wrapped
+	flush := func() error {
+		if cur == nil {
+			return nil
+		}
+		mem := unsafe.Slice((*byte)(cur.base), int(cur.end-cur.start))
+		buf, err := dev.WrapBytes(mem)
+		if err != nil {
+			return fmt.Errorf("wrapping %d bytes of weights for the device: %w", len(mem), err)
+		}
+		cur.buf = buf
+		wm.regions = append(wm.regions, *cur)
+		cur = nil
+		return nil
+	}
+	for _, s := range spans {
+		if s.end == s.start {
+			continue
+		}
+		a, b := down(s.start), up(s.end)
+		if b-a > maxLen {
+			return nil, fmt.Errorf("a weight tensor of %d bytes is longer than the device's largest buffer (%d bytes)",
+				s.end-s.start, maxLen)
+		}
+		if cur != nil && a <= cur.end && b-cur.start <= maxLen {
+			cur.end = max(cur.end, b)
+			continue
+		}
+		// A new buffer. When the span shares its first page with the
+		// previous buffer, the two buffers overlap by that page, which
+		// wrapping allows.
+		if err := flush(); err != nil {
+			return nil, err
+		}
+		cur = &wrapped{base: unsafe.Add(s.p, -int(s.start-a)), start: a, end: b}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return wm, nil
+}
+
+// find returns where b lies in the wrapped buffers. Regions may overlap by a
+// page (see wrapWeights); the first that holds all of b wins.
+func (wm *weightMap) find(b []byte) (loc, error) {
+	s := sliceSpan(b)
+	for _, r := range wm.regions {
+		if s.start >= r.start && s.end <= r.end {
+			return loc{buf: r.buf, off: int(s.start - r.start)}, nil
+		}
+	}
+	return loc{}, fmt.Errorf("a %d-byte weight slice was not wrapped for the device", len(b))
+}
+
+// matrixSpans lists the byte ranges of m.
+func matrixSpans(m *model.Matrix) []span {
+	out := []span{sliceSpan(m.Data)}
+	if m.DType == model.Affine {
+		out = append(out, sliceSpan(m.Scales), sliceSpan(m.Biases))
+	}
+	return out
+}
+
+// stackSpans returns, for a stack of experts, one span per component
+// covering all experts, so the whole stack lands in one buffer.
+func stackSpans(es model.Experts) []span {
+	var out []span
+	get := []func(m *model.Matrix) []byte{
+		func(m *model.Matrix) []byte { return m.Data },
+		func(m *model.Matrix) []byte { return m.Scales },
+		func(m *model.Matrix) []byte { return m.Biases },
+	}
+	n := 1
+	if len(es) > 0 && es[0].DType == model.Affine {
+		n = 3
+	}
+	for _, g := range get[:n] {
+		s := sliceSpan(g(&es[0]))
+		for i := range es {
+			t := sliceSpan(g(&es[i]))
+			if t.start < s.start {
+				s.p, s.start = t.p, t.start
+			}
+			s.end = max(s.end, t.end)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func (wm *weightMap) matrix(m *model.Matrix) (*devMatrix, error) {
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	format, err := matrixFormat(m)
+	if err != nil {
+		return nil, err
+	}
+	d := &devMatrix{m: m, format: format, bytes: int64(len(m.Data))}
+	if d.data, err = wm.find(m.Data); err != nil {
+		return nil, fmt.Errorf("matrix %s: %w", m.Name, err)
+	}
+	d.scales, d.biases = d.data, d.data
+	if m.DType == model.Affine {
+		if m.GroupSize%(32/m.Bits) != 0 {
+			return nil, fmt.Errorf("matrix %s: group size %d is not a multiple of the %d codes in a word", m.Name, m.GroupSize, 32/m.Bits)
+		}
+		if d.scales, err = wm.find(m.Scales); err != nil {
+			return nil, fmt.Errorf("matrix %s scales: %w", m.Name, err)
+		}
+		if d.biases, err = wm.find(m.Biases); err != nil {
+			return nil, fmt.Errorf("matrix %s biases: %w", m.Name, err)
+		}
+		d.bytes += int64(len(m.Scales) + len(m.Biases))
+	}
+	return d, nil
+}
+
+func (wm *weightMap) experts(dev device.Device, es model.Experts) (*devExperts, error) {
+	if len(es) == 0 {
+		return nil, fmt.Errorf("no experts")
+	}
+	first := &es[0]
+	format, err := matrixFormat(first)
+	if err != nil {
+		return nil, err
+	}
+	d := &devExperts{format: format, out: first.Out, in: first.In, groupSize: first.GroupSize}
+	table := make([]byte, 24*len(es))
+	for e := range es {
+		m, err := wm.matrix(&es[e])
+		if err != nil {
+			return nil, err
+		}
+		if m.format != format || m.m.Out != d.out || m.m.In != d.in || m.m.GroupSize != d.groupSize {
+			return nil, fmt.Errorf("expert %s is %s [%d,%d] group %d, expert %s is %s [%d,%d] group %d: experts must share one format",
+				m.m.Name, m.format, m.m.Out, m.m.In, m.m.GroupSize, first.Name, format, d.out, d.in, d.groupSize)
+		}
+		if e == 0 {
+			d.data, d.scales, d.biases = m.data.buf, m.scales.buf, m.biases.buf
+			d.expertBytes = m.bytes
+		}
+		if m.data.buf != d.data || m.scales.buf != d.scales || m.biases.buf != d.biases {
+			return nil, fmt.Errorf("expert %s lies in another device buffer than %s: the experts of one projection must be in one file", m.m.Name, first.Name)
+		}
+		binary.LittleEndian.PutUint64(table[24*e:], uint64(m.data.off))
+		binary.LittleEndian.PutUint64(table[24*e+8:], uint64(m.scales.off))
+		binary.LittleEndian.PutUint64(table[24*e+16:], uint64(m.biases.off))
+	}
+	if d.table, err = upload(dev, table); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// upload copies small host data (norm vectors, offset tables) into a new
+// device buffer.
+func upload(dev device.Device, b []byte) (device.Buffer, error) {
+	buf, err := dev.NewBuffer(max(len(b), 4))
+	if err != nil {
+		return nil, err
+	}
+	copy(buf.Bytes(), b)
+	return buf, nil
+}
+
+func f32Bytes(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}

@@ -1,0 +1,219 @@
+// attention.metal: the gated full-attention mixer between its projections.
+//
+//   attn_q_norm_rope_f32   q = RoPE(RMSNorm(query part of Wq·x)) per head
+//   attn_kv_write_bf16     k = RoPE(RMSNorm(Wk·x)), v → the bf16 KV cache
+//   attn_split_f32         one (query, head, key chunk): online softmax over
+//                          the chunk, partial output with its max and sum
+//   attn_reduce_gate_f32   merges the chunks, applies sigmoid(gate)
+//
+// Splitting over the key length keeps every GPU core busy when a single
+// decode query faces a long context; the same pair serves prefill (grid z =
+// query rows, each attending causally to its own prefix). One SIMD group per
+// threadgroup: lanes split the head dimension, so a lane holds at most
+// ATTN_MAX_DIM/32 elements of q and of the running output, and a dot product
+// is one simd_sum — no threadgroup memory or barriers.
+//
+// Layouts: qg [T, q_heads, 2·head_dim] (query ‖ gate per head, as Wq writes
+// it); k, v [T, kv_heads·head_dim]; cache [kv_heads, max_seq, head_dim] bf16;
+// q [T, q_heads, head_dim]; partials [T, q_heads, splits, head_dim] with
+// max and sum [T, q_heads, splits]; o [T, q_heads·head_dim].
+#include "common.h"
+
+#define ATTN_MAX_DIM 512
+#define ATTN_PER_LANE (ATTN_MAX_DIM / 32)
+
+struct AttnParams {
+    uint head_dim;
+    uint rotary_dim; // leading dims that RoPE rotates (NeoX pairing i, i+rotary_dim/2)
+    uint q_heads;
+    uint kv_heads;
+    uint pos0;      // position of the pass's first token
+    uint max_seq;   // cache capacity in tokens
+    uint split_len; // keys per chunk
+    uint splits;    // chunks in the grid
+    float eps;      // RMSNorm epsilon
+    float scale;    // 1/sqrt(head_dim)
+};
+
+// Normalise one head vector src with weight w, rotate its leading rotary_dim
+// dims by angle pos·inv_freq[i], and hand each finished element to put.
+// Every lane reads the raw inputs of both elements of its rotation pairs, so
+// no lane needs another lane's result.
+template <typename Put>
+inline void norm_rope_head(const device float* src, const device float* w,
+                           const device float* inv_freq, constant AttnParams& p,
+                           uint pos, uint lane, Put put) {
+    float ss = 0.0f;
+    for (uint j = lane; j < p.head_dim; j += 32) {
+        ss += src[j] * src[j];
+    }
+    float inv = rsqrt(simd_sum(ss) / float(p.head_dim) + p.eps);
+    uint half_rot = p.rotary_dim / 2;
+    for (uint i = lane; i < half_rot; i += 32) {
+        float x1 = src[i] * inv * w[i];
+        float x2 = src[i + half_rot] * inv * w[i + half_rot];
+        float angle = float(pos) * inv_freq[i];
+        float c = precise::cos(angle);
+        float s = precise::sin(angle);
+        put(i, x1 * c - x2 * s);
+        put(i + half_rot, x2 * c + x1 * s);
+    }
+    for (uint j = p.rotary_dim + lane; j < p.head_dim; j += 32) {
+        put(j, src[j] * inv * w[j]);
+    }
+}
+
+struct PutF32 {
+    device float* dst;
+    void operator()(uint j, float v) const { dst[j] = v; }
+};
+
+struct PutBF16 {
+    device ushort* dst;
+    void operator()(uint j, float v) const { dst[j] = float_to_bf16(v); }
+};
+
+// Grid: (q_heads, T), 32 threads.
+kernel void attn_q_norm_rope_f32(constant AttnParams& p [[buffer(0)]],
+                                 const device float* qg [[buffer(1)]],
+                                 const device float* q_norm [[buffer(2)]],
+                                 const device float* inv_freq [[buffer(3)]],
+                                 device float* q [[buffer(4)]],
+                                 uint2 tg [[threadgroup_position_in_grid]],
+                                 uint lane [[thread_index_in_simdgroup]]) {
+    uint h = tg.x;
+    uint t = tg.y;
+    const device float* src = qg + (ulong(t) * p.q_heads + h) * 2 * p.head_dim;
+    PutF32 put;
+    put.dst = q + (ulong(t) * p.q_heads + h) * p.head_dim;
+    norm_rope_head(src, q_norm, inv_freq, p, p.pos0 + t, lane, put);
+}
+
+// Grid: (kv_heads, T), 32 threads. The cache keeps keys after norm and RoPE.
+kernel void attn_kv_write_bf16(constant AttnParams& p [[buffer(0)]],
+                               const device float* k [[buffer(1)]],
+                               const device float* v [[buffer(2)]],
+                               const device float* k_norm [[buffer(3)]],
+                               const device float* inv_freq [[buffer(4)]],
+                               device ushort* k_cache [[buffer(5)]],
+                               device ushort* v_cache [[buffer(6)]],
+                               uint2 tg [[threadgroup_position_in_grid]],
+                               uint lane [[thread_index_in_simdgroup]]) {
+    uint h = tg.x;
+    uint t = tg.y;
+    uint pos = p.pos0 + t;
+    ulong src = (ulong(t) * p.kv_heads + h) * p.head_dim;
+    ulong dst = (ulong(h) * p.max_seq + pos) * p.head_dim;
+    PutBF16 put;
+    put.dst = k_cache + dst;
+    norm_rope_head(k + src, k_norm, inv_freq, p, pos, lane, put);
+    for (uint j = lane; j < p.head_dim; j += 32) {
+        v_cache[dst + j] = float_to_bf16(v[src + j]);
+    }
+}
+
+// Grid: (q_heads, splits, T), 32 threads. Query t sees keys [0, pos0+t];
+// chunk c covers keys [c·split_len, (c+1)·split_len). A chunk wholly past the
+// query's last key writes max -inf and sum 0, which the reduce ignores.
+kernel void attn_split_f32(constant AttnParams& p [[buffer(0)]],
+                           const device float* q [[buffer(1)]],
+                           const device ushort* k_cache [[buffer(2)]],
+                           const device ushort* v_cache [[buffer(3)]],
+                           device float* part_o [[buffer(4)]],
+                           device float* part_m [[buffer(5)]],
+                           device float* part_l [[buffer(6)]],
+                           uint3 tg [[threadgroup_position_in_grid]],
+                           uint lane [[thread_index_in_simdgroup]]) {
+    uint h = tg.x;
+    uint c = tg.y;
+    uint t = tg.z;
+    uint kvh = h / (p.q_heads / p.kv_heads);
+    uint n = p.head_dim;
+    uint last = p.pos0 + t; // inclusive
+    uint k0 = c * p.split_len;
+    uint k1 = min(k0 + p.split_len, last + 1);
+
+    float qr[ATTN_PER_LANE];
+    float acc[ATTN_PER_LANE];
+    const device float* qh = q + (ulong(t) * p.q_heads + h) * n;
+    for (uint i = 0; i < ATTN_PER_LANE; i++) {
+        uint j = lane + 32 * i;
+        qr[i] = j < n ? qh[j] * p.scale : 0.0f;
+        acc[i] = 0.0f;
+    }
+    float m = -INFINITY;
+    float l = 0.0f;
+    const device ushort* kb = k_cache + ulong(kvh) * p.max_seq * n;
+    const device ushort* vb = v_cache + ulong(kvh) * p.max_seq * n;
+    for (uint key = k0; key < k1; key++) {
+        const device ushort* kr = kb + ulong(key) * n;
+        float s = 0.0f;
+        for (uint i = 0; i < ATTN_PER_LANE; i++) {
+            uint j = lane + 32 * i;
+            if (j < n) {
+                s += qr[i] * bf16_to_float(kr[j]);
+            }
+        }
+        s = simd_sum(s);
+        float m_new = max(m, s);
+        float correction = exp(m - m_new);
+        float e = exp(s - m_new);
+        l = l * correction + e;
+        const device ushort* vr = vb + ulong(key) * n;
+        for (uint i = 0; i < ATTN_PER_LANE; i++) {
+            uint j = lane + 32 * i;
+            if (j < n) {
+                acc[i] = acc[i] * correction + e * bf16_to_float(vr[j]);
+            }
+        }
+        m = m_new;
+    }
+    ulong slot = (ulong(t) * p.q_heads + h) * p.splits + c;
+    for (uint i = 0; i < ATTN_PER_LANE; i++) {
+        uint j = lane + 32 * i;
+        if (j < n) {
+            part_o[slot * n + j] = acc[i];
+        }
+    }
+    if (lane == 0) {
+        part_m[slot] = m;
+        part_l[slot] = l;
+    }
+}
+
+// Grid: (q_heads, T), 32 threads. o = Σ_c e^{m_c−M}·o_c / Σ_c e^{m_c−M}·l_c,
+// times sigmoid(gate).
+kernel void attn_reduce_gate_f32(constant AttnParams& p [[buffer(0)]],
+                                 const device float* part_o [[buffer(1)]],
+                                 const device float* part_m [[buffer(2)]],
+                                 const device float* part_l [[buffer(3)]],
+                                 const device float* qg [[buffer(4)]],
+                                 device float* o [[buffer(5)]],
+                                 uint2 tg [[threadgroup_position_in_grid]],
+                                 uint lane [[thread_index_in_simdgroup]]) {
+    uint h = tg.x;
+    uint t = tg.y;
+    uint n = p.head_dim;
+    ulong base = (ulong(t) * p.q_heads + h) * p.splits;
+    float big = -INFINITY;
+    for (uint c = 0; c < p.splits; c++) {
+        big = max(big, part_m[base + c]);
+    }
+    float denom = 0.0f;
+    for (uint c = 0; c < p.splits; c++) {
+        if (part_l[base + c] > 0.0f) {
+            denom += exp(part_m[base + c] - big) * part_l[base + c];
+        }
+    }
+    const device float* gate = qg + (ulong(t) * p.q_heads + h) * 2 * n + n;
+    device float* out = o + (ulong(t) * p.q_heads + h) * n;
+    for (uint j = lane; j < n; j += 32) {
+        float num = 0.0f;
+        for (uint c = 0; c < p.splits; c++) {
+            if (part_l[base + c] > 0.0f) {
+                num += exp(part_m[base + c] - big) * part_o[(base + c) * n + j];
+            }
+        }
+        out[j] = num / denom * sigmoid(gate[j]);
+    }
+}

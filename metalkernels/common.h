@@ -1,0 +1,176 @@
+// common.h: what every kernel family shares — bf16/f16 widening, the weight
+// formats the checkpoints store (f32, f16, bf16, MLX affine 4- and 8-bit) read
+// row by row with dequantization in registers, and small activation functions.
+//
+// Kernels include this header with #include "common.h"; it relies only on
+// <metal_stdlib> so that Apple's compiler (MSL 3.1) and the host emulator
+// both accept it.
+#pragma once
+#include <metal_stdlib>
+using namespace metal;
+
+// bf16 is stored as its 16 raw bits (ushort) so that the kernels run on every
+// Apple GPU, including those without a native bfloat type.
+inline float bf16_to_float(ushort b) { return as_type<float>(uint(b) << 16); }
+
+// Round to nearest even, as torch and the host side do; NaN stays NaN.
+inline ushort float_to_bf16(float f) {
+    uint u = as_type<uint>(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) {
+        return ushort((u >> 16) | 0x40u);
+    }
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return ushort(u >> 16);
+}
+
+inline float silu(float x) { return x / (1.0f + exp(-x)); }
+inline float sigmoid(float x) { return 1.0f / (1.0f + exp(-x)); }
+inline float softplus(float x) { return x > 20.0f ? x : log(1.0f + exp(x)); }
+
+// WeightRef points at one [out, in] matrix: data holds the rows (elements or
+// packed codes), scales and biases the affine groups (bf16, [out, in/group]).
+// Expert kernels build one per expert from an offset table.
+struct WeightRef {
+    const device uchar* data;
+    const device ushort* scales;
+    const device ushort* biases;
+    uint in;
+    uint group_size;
+};
+
+// Each format supplies:
+//   dot(w, row, x, lane): this lane's share of Σ_j W[row,j]·x[j]; the 32 lanes
+//       of a SIMD group together cover the row, the caller sums with simd_sum.
+//   at(w, row, j): one element, dequantized.
+// Reading x and the codes in runs of four or eight keeps the loads wide; rows
+// whose length does not allow it fall back to single elements.
+
+struct FmtF32 {
+    static float at(WeightRef w, uint row, uint j) {
+        return ((const device float*)w.data)[ulong(row) * w.in + j];
+    }
+    static void load8(WeightRef w, uint row, uint j, threadgroup float* dst) {
+        for (uint e = 0; e < 8; e++) {
+            dst[e] = at(w, row, j + e);
+        }
+    }
+    static float dot(WeightRef w, uint row, const device float* x, uint lane) {
+        const device float* r = (const device float*)w.data + ulong(row) * w.in;
+        float acc = 0.0f;
+        for (uint j = lane; j < w.in; j += 32) {
+            acc += r[j] * x[j];
+        }
+        return acc;
+    }
+};
+
+struct FmtF16 {
+    static float at(WeightRef w, uint row, uint j) {
+        return float(((const device half*)w.data)[ulong(row) * w.in + j]);
+    }
+    static void load8(WeightRef w, uint row, uint j, threadgroup float* dst) {
+        for (uint e = 0; e < 8; e++) {
+            dst[e] = at(w, row, j + e);
+        }
+    }
+    static float dot(WeightRef w, uint row, const device float* x, uint lane) {
+        const device half* r = (const device half*)w.data + ulong(row) * w.in;
+        float acc = 0.0f;
+        for (uint j = lane; j < w.in; j += 32) {
+            acc += float(r[j]) * x[j];
+        }
+        return acc;
+    }
+};
+
+struct FmtBF16 {
+    static float at(WeightRef w, uint row, uint j) {
+        return bf16_to_float(((const device ushort*)w.data)[ulong(row) * w.in + j]);
+    }
+    static void load8(WeightRef w, uint row, uint j, threadgroup float* dst) {
+        for (uint e = 0; e < 8; e++) {
+            dst[e] = at(w, row, j + e);
+        }
+    }
+    static float dot(WeightRef w, uint row, const device float* x, uint lane) {
+        const device ushort* r = (const device ushort*)w.data + ulong(row) * w.in;
+        float acc = 0.0f;
+        uint j0 = 0;
+        if ((w.in & 3u) == 0) {
+            // Four elements per lane per step: 8-byte loads of the row.
+            const device ushort4* r4 = (const device ushort4*)r;
+            const device float4* x4 = (const device float4*)x;
+            uint n4 = w.in / 4;
+            for (uint i = lane; i < n4; i += 32) {
+                ushort4 q = r4[i];
+                float4 xv = x4[i];
+                acc += bf16_to_float(q.x) * xv.x + bf16_to_float(q.y) * xv.y +
+                       bf16_to_float(q.z) * xv.z + bf16_to_float(q.w) * xv.w;
+            }
+            j0 = w.in;
+        }
+        for (uint j = j0 + lane; j < w.in; j += 32) {
+            acc += bf16_to_float(r[j]) * x[j];
+        }
+        return acc;
+    }
+};
+
+// MLX affine: element j of a row is bits [B·(j%per), B·(j%per)+B) of word
+// j/per, per = 32/B, low bits first; w = scale·q + bias per group. The group
+// size is a multiple of per, so one word never straddles two groups, and
+// scale·Σq·x + bias·Σx needs one multiply pair per word instead of per element.
+template <uint B>
+struct FmtAffine {
+    static float at(WeightRef w, uint row, uint j) {
+        const uint per = 32 / B;
+        const uint mask = (1u << B) - 1u;
+        const device uint* words = (const device uint*)w.data + ulong(row) * (w.in / per);
+        uint q = (words[j / per] >> (B * (j % per))) & mask;
+        ulong g = ulong(row) * (w.in / w.group_size) + j / w.group_size;
+        return bf16_to_float(w.scales[g]) * float(q) + bf16_to_float(w.biases[g]);
+    }
+    // Eight consecutive elements from j (a multiple of 8): whole words, and
+    // one scale/bias pair per word (a group never splits a word).
+    static void load8(WeightRef w, uint row, uint j, threadgroup float* dst) {
+        const uint per = 32 / B;
+        const uint mask = (1u << B) - 1u;
+        const device uint* words = (const device uint*)w.data + ulong(row) * (w.in / per);
+        ulong gbase = ulong(row) * (w.in / w.group_size);
+        for (uint e0 = 0; e0 < 8; e0 += per) {
+            uint word = words[(j + e0) / per];
+            ulong g = gbase + (j + e0) / w.group_size;
+            float scale = bf16_to_float(w.scales[g]);
+            float bias = bf16_to_float(w.biases[g]);
+            for (uint e = 0; e < per; e++) {
+                dst[e0 + e] = scale * float((word >> (B * e)) & mask) + bias;
+            }
+        }
+    }
+    static float dot(WeightRef w, uint row, const device float* x, uint lane) {
+        const uint per = 32 / B;
+        const uint mask = (1u << B) - 1u;
+        uint nwords = w.in / per;
+        const device uint* words = (const device uint*)w.data + ulong(row) * nwords;
+        const device ushort* sc = w.scales + ulong(row) * (w.in / w.group_size);
+        const device ushort* bi = w.biases + ulong(row) * (w.in / w.group_size);
+        float acc = 0.0f;
+        for (uint i = lane; i < nwords; i += 32) {
+            uint word = words[i];
+            uint j = i * per;
+            float sq = 0.0f;
+            float sx = 0.0f;
+            for (uint e = 0; e < per; e++) {
+                float xv = x[j + e];
+                sq += float((word >> (B * e)) & mask) * xv;
+                sx += xv;
+            }
+            uint g = j / w.group_size;
+            acc += bf16_to_float(sc[g]) * sq + bf16_to_float(bi[g]) * sx;
+        }
+        return acc;
+    }
+};
+
+typedef FmtAffine<4> FmtQ4;
+typedef FmtAffine<8> FmtQ8;

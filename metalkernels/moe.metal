@@ -1,0 +1,232 @@
+// moe.metal: routing and the expert projections read by expert id.
+//
+//   moe_router_topk_f32        softmax over the router logits, top-k,
+//                              renormalise; appends the shared expert as slot
+//                              k with weight sigmoid(shared-gate logit)
+//   moe_gate_up_<w>_f32        per (token, slot): h = silu(gate_e·x) ⊙ up_e·x,
+//                              the expert's rows found through an offset table
+//   moe_down_combine_<w>_f32   y = Σ_slot weight·down_e·h_slot, the weighted
+//                              combine fused into the down projection
+//
+// The expert ids never leave the GPU: the gather kernels read them from the
+// buffer the router wrote. The shared expert travels as one more slot (id =
+// experts), so it costs no extra dispatches; its matrices come from their own
+// buffers because a checkpoint may store them apart from the stacked experts.
+//
+// Offset tables hold, per expert, the byte offsets of its codes, scales and
+// biases inside the bound buffers (three ulongs), so fused [E, out, in]
+// tensors and per-expert tensors are read the same way.
+#include "common.h"
+
+#define MOE_MAX_PER_LANE 16 // experts ≤ 512
+#define MOE_ROWS 4
+#define MOE_SIMDGROUPS 2
+
+struct RouterParams {
+    uint experts;       // E
+    uint top_k;         // k
+    uint logits_stride; // floats between token rows of the logits (≥ E+1)
+};
+
+// One SIMD group per token. logits[t, 0:E] are the router's, logits[t, E] the
+// shared expert gate's. ids and weights: [T, k+1]. Ties go to the lower
+// expert id, so the choice does not depend on lane timing.
+kernel void moe_router_topk_f32(constant RouterParams& p [[buffer(0)]],
+                                const device float* logits [[buffer(1)]],
+                                device int* ids [[buffer(2)]],
+                                device float* weights [[buffer(3)]],
+                                uint t [[threadgroup_position_in_grid]],
+                                uint lane [[thread_index_in_simdgroup]]) {
+    const device float* lr = logits + ulong(t) * p.logits_stride;
+    float v[MOE_MAX_PER_LANE];
+    float m = -INFINITY;
+    for (uint i = 0; i < MOE_MAX_PER_LANE; i++) {
+        uint e = lane + 32 * i;
+        v[i] = e < p.experts ? lr[e] : -INFINITY;
+        m = max(m, v[i]);
+    }
+    m = simd_max(m);
+    float sum = 0.0f;
+    for (uint i = 0; i < MOE_MAX_PER_LANE; i++) {
+        uint e = lane + 32 * i;
+        v[i] = e < p.experts ? exp(v[i] - m) : -1.0f;
+        sum += e < p.experts ? v[i] : 0.0f;
+    }
+    sum = simd_sum(sum);
+    uint slots = p.top_k + 1;
+    float chosen = 0.0f;
+    float picked[MOE_MAX_PER_LANE]; // per slot, only lane 0's copy is used
+    uint picked_id[MOE_MAX_PER_LANE];
+    for (uint s = 0; s < p.top_k; s++) {
+        float best = -1.0f;
+        uint best_e = 0xffffffffu;
+        for (uint i = 0; i < MOE_MAX_PER_LANE; i++) {
+            uint e = lane + 32 * i;
+            if (v[i] > best) {
+                best = v[i];
+                best_e = e;
+            }
+        }
+        float top = simd_max(best);
+        uint id = simd_min(best == top ? best_e : 0xffffffffu);
+        for (uint i = 0; i < MOE_MAX_PER_LANE; i++) {
+            if (lane + 32 * i == id) {
+                v[i] = -1.0f;
+            }
+        }
+        picked[s % MOE_MAX_PER_LANE] = top / sum;
+        picked_id[s % MOE_MAX_PER_LANE] = id;
+        chosen += top / sum;
+    }
+    if (lane == 0) {
+        for (uint s = 0; s < p.top_k; s++) {
+            ids[ulong(t) * slots + s] = int(picked_id[s]);
+            weights[ulong(t) * slots + s] = picked[s] / chosen;
+        }
+        ids[ulong(t) * slots + p.top_k] = int(p.experts);
+        weights[ulong(t) * slots + p.top_k] = sigmoid(lr[p.experts]);
+    }
+}
+
+struct ExpertParams {
+    uint hidden;        // H
+    uint inter;         // I: routed expert width
+    uint shared_inter;  // width of the shared expert
+    uint experts;       // E: the id of the shared-expert slot
+    uint slots;         // k+1
+    uint h_stride;      // floats per (token, slot) row of h: max(I, shared)
+    uint group_size;    // affine group size (routed experts)
+    uint shared_group_size;
+};
+
+inline WeightRef expert_ref(const device uchar* data, const device uchar* scales,
+                            const device uchar* biases, const device ulong* table,
+                            uint e, uint in, uint group_size) {
+    WeightRef w;
+    w.data = data + table[3 * e + 0];
+    w.scales = (const device ushort*)(scales + table[3 * e + 1]);
+    w.biases = (const device ushort*)(biases + table[3 * e + 2]);
+    w.in = in;
+    w.group_size = group_size;
+    return w;
+}
+
+inline WeightRef plain_ref(const device uchar* data, const device uchar* scales,
+                           const device uchar* biases, uint in, uint group_size) {
+    WeightRef w;
+    w.data = data;
+    w.scales = (const device ushort*)scales;
+    w.biases = (const device ushort*)biases;
+    w.in = in;
+    w.group_size = group_size;
+    return w;
+}
+
+// Grid: (ceil(max(I, shared) / (MOE_ROWS·MOE_SIMDGROUPS)), slots, T);
+// threads 32·MOE_SIMDGROUPS. x: [T, H]; h: [T, slots, h_stride].
+template <typename F>
+kernel void moe_gate_up(constant ExpertParams& p [[buffer(0)]],
+                        const device float* x [[buffer(1)]],
+                        const device int* ids [[buffer(2)]],
+                        device float* h [[buffer(3)]],
+                        const device uchar* gate [[buffer(4)]],
+                        const device uchar* gate_scales [[buffer(5)]],
+                        const device uchar* gate_biases [[buffer(6)]],
+                        const device ulong* gate_table [[buffer(7)]],
+                        const device uchar* up [[buffer(8)]],
+                        const device uchar* up_scales [[buffer(9)]],
+                        const device uchar* up_biases [[buffer(10)]],
+                        const device ulong* up_table [[buffer(11)]],
+                        const device uchar* sgate [[buffer(12)]],
+                        const device uchar* sgate_scales [[buffer(13)]],
+                        const device uchar* sgate_biases [[buffer(14)]],
+                        const device uchar* sup [[buffer(15)]],
+                        const device uchar* sup_scales [[buffer(16)]],
+                        const device uchar* sup_biases [[buffer(17)]],
+                        uint3 tg [[threadgroup_position_in_grid]],
+                        uint sg [[simdgroup_index_in_threadgroup]],
+                        uint lane [[thread_index_in_simdgroup]]) {
+    uint slot = tg.y;
+    uint t = tg.z;
+    uint e = uint(ids[ulong(t) * p.slots + slot]);
+    bool shared = e >= p.experts;
+    WeightRef wg = shared ? plain_ref(sgate, sgate_scales, sgate_biases, p.hidden, p.shared_group_size)
+                          : expert_ref(gate, gate_scales, gate_biases, gate_table, e, p.hidden, p.group_size);
+    WeightRef wu = shared ? plain_ref(sup, sup_scales, sup_biases, p.hidden, p.shared_group_size)
+                          : expert_ref(up, up_scales, up_biases, up_table, e, p.hidden, p.group_size);
+    uint rows = shared ? p.shared_inter : p.inter;
+    const device float* xt = x + ulong(t) * p.hidden;
+    device float* ht = h + (ulong(t) * p.slots + slot) * p.h_stride;
+    uint row0 = (tg.x * MOE_SIMDGROUPS + sg) * MOE_ROWS;
+    for (uint r = 0; r < MOE_ROWS; r++) {
+        uint row = row0 + r;
+        if (row >= rows) {
+            break;
+        }
+        float g = simd_sum(F::dot(wg, row, xt, lane));
+        float u = simd_sum(F::dot(wu, row, xt, lane));
+        if (lane == 0) {
+            ht[row] = silu(g) * u;
+        }
+    }
+}
+
+// Grid: (ceil(H / (MOE_ROWS·MOE_SIMDGROUPS)), T); threads 32·MOE_SIMDGROUPS.
+// y: [T, H]. Slots are summed in order 0..k, so the result does not depend
+// on scheduling.
+template <typename F>
+kernel void moe_down_combine(constant ExpertParams& p [[buffer(0)]],
+                             const device float* h [[buffer(1)]],
+                             const device int* ids [[buffer(2)]],
+                             const device float* weights [[buffer(3)]],
+                             device float* y [[buffer(4)]],
+                             const device uchar* down [[buffer(5)]],
+                             const device uchar* down_scales [[buffer(6)]],
+                             const device uchar* down_biases [[buffer(7)]],
+                             const device ulong* down_table [[buffer(8)]],
+                             const device uchar* sdown [[buffer(9)]],
+                             const device uchar* sdown_scales [[buffer(10)]],
+                             const device uchar* sdown_biases [[buffer(11)]],
+                             uint2 tg [[threadgroup_position_in_grid]],
+                             uint sg [[simdgroup_index_in_threadgroup]],
+                             uint lane [[thread_index_in_simdgroup]]) {
+    uint t = tg.y;
+    uint row0 = (tg.x * MOE_SIMDGROUPS + sg) * MOE_ROWS;
+    float acc[MOE_ROWS];
+    for (uint r = 0; r < MOE_ROWS; r++) {
+        acc[r] = 0.0f;
+    }
+    for (uint slot = 0; slot < p.slots; slot++) {
+        uint e = uint(ids[ulong(t) * p.slots + slot]);
+        float wt = weights[ulong(t) * p.slots + slot];
+        bool shared = e >= p.experts;
+        WeightRef wd = shared ? plain_ref(sdown, sdown_scales, sdown_biases, p.shared_inter, p.shared_group_size)
+                              : expert_ref(down, down_scales, down_biases, down_table, e, p.inter, p.group_size);
+        const device float* ht = h + (ulong(t) * p.slots + slot) * p.h_stride;
+        for (uint r = 0; r < MOE_ROWS; r++) {
+            uint row = row0 + r;
+            if (row < p.hidden) {
+                acc[r] += wt * simd_sum(F::dot(wd, row, ht, lane));
+            }
+        }
+    }
+    if (lane == 0) {
+        for (uint r = 0; r < MOE_ROWS; r++) {
+            uint row = row0 + r;
+            if (row < p.hidden) {
+                y[ulong(t) * p.hidden + row] = acc[r];
+            }
+        }
+    }
+}
+
+template [[host_name("moe_gate_up_f32_f32")]] [[kernel]] decltype(moe_gate_up<FmtF32>) moe_gate_up<FmtF32>;
+template [[host_name("moe_gate_up_f16_f32")]] [[kernel]] decltype(moe_gate_up<FmtF16>) moe_gate_up<FmtF16>;
+template [[host_name("moe_gate_up_bf16_f32")]] [[kernel]] decltype(moe_gate_up<FmtBF16>) moe_gate_up<FmtBF16>;
+template [[host_name("moe_gate_up_q4_f32")]] [[kernel]] decltype(moe_gate_up<FmtQ4>) moe_gate_up<FmtQ4>;
+template [[host_name("moe_gate_up_q8_f32")]] [[kernel]] decltype(moe_gate_up<FmtQ8>) moe_gate_up<FmtQ8>;
+template [[host_name("moe_down_combine_f32_f32")]] [[kernel]] decltype(moe_down_combine<FmtF32>) moe_down_combine<FmtF32>;
+template [[host_name("moe_down_combine_f16_f32")]] [[kernel]] decltype(moe_down_combine<FmtF16>) moe_down_combine<FmtF16>;
+template [[host_name("moe_down_combine_bf16_f32")]] [[kernel]] decltype(moe_down_combine<FmtBF16>) moe_down_combine<FmtBF16>;
+template [[host_name("moe_down_combine_q4_f32")]] [[kernel]] decltype(moe_down_combine<FmtQ4>) moe_down_combine<FmtQ4>;
+template [[host_name("moe_down_combine_q8_f32")]] [[kernel]] decltype(moe_down_combine<FmtQ8>) moe_down_combine<FmtQ8>;
