@@ -146,8 +146,10 @@ type chatSession struct {
 	errOut    io.Writer // prompts, notes, statistics
 	color     bool      // out is a terminal: dim the thinking
 	statColor bool      // errOut is a terminal
-	// lastFinish is the finish reason of the last answer.
-	lastFinish string
+	// lastFinish is the finish reason of the last answer; interrupted is
+	// set when Ctrl-C was pressed during it.
+	lastFinish  string
+	interrupted bool
 }
 
 // sampling is the model card's defaults for the current thinking mode,
@@ -227,6 +229,17 @@ func (s *chatSession) ask(message string, interrupt <-chan os.Signal) (quit bool
 			cancel()
 		}
 	}
+	// A Ctrl-C that came as the stream was closing still counts: a second
+	// one quits, a first one arms the next (see interactive).
+	select {
+	case <-interrupt:
+		if !stoppedAt.IsZero() {
+			quit = true
+		}
+		stoppedAt = time.Now()
+	default:
+	}
+	s.interrupted = !stoppedAt.IsZero()
 	w.show(parser.Finish())
 	w.end()
 	r.stats, err = stream.Result()
@@ -433,8 +446,8 @@ func (s *chatSession) interactive(r io.Reader) error {
 		if quit {
 			return nil
 		}
-		// A Ctrl-C that stopped the answer arms the next one, at the prompt.
-		armed = s.lastFinish == engine.FinishCancelled
+		// A Ctrl-C during the answer arms the next one, at the prompt.
+		armed = s.interrupted
 	}
 }
 

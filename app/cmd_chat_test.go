@@ -174,3 +174,47 @@ func TestChatFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestChatInterruptStopsTheAnswer drives a session directly with an
+// interrupt already pending: the answer must stop early (select picks the
+// pending interrupt at the first or a following token: the chance it never
+// does within the 48-token answer is 2^-48), the conversation keeps the
+// partial answer, and two interrupts within a second ask to quit.
+func TestChatInterruptStopsTheAnswer(t *testing.T) {
+	const question = "Explain itertools.chain."
+	full := chatReference(t, question)
+	dir, _, err := resolveModelIsolated(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.Load(dir, engine.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	var out, errOut bytes.Buffer
+	s := &chatSession{engine: e, opts: chatOptions{temperatureSet: true}, out: &out, errOut: &errOut}
+
+	interrupt := make(chan os.Signal, 2)
+	interrupt <- os.Interrupt
+	quit, err := s.ask(question, interrupt)
+	if err != nil || quit {
+		t.Fatalf("ask: quit %v, err %v", quit, err)
+	}
+	partial := strings.TrimRight(out.String(), "\n")
+	if s.lastFinish != engine.FinishCancelled || !strings.HasPrefix(full, partial) || len(partial) >= len(full) {
+		t.Fatalf("finish %q, answer %q: want a stopped prefix of %q", s.lastFinish, partial, full)
+	}
+	if !strings.Contains(errOut.String(), "[stopped]") {
+		t.Errorf("no [stopped] note:\n%s", errOut.String())
+	}
+	if len(s.history) != 2 || s.history[1].Role != "assistant" || s.history[1].Content != strings.TrimSpace(partial) {
+		t.Fatalf("history after a stopped answer: %+v", s.history)
+	}
+
+	interrupt <- os.Interrupt
+	interrupt <- os.Interrupt
+	if quit, err := s.ask(question, interrupt); err != nil || !quit {
+		t.Fatalf("two interrupts within a second: quit %v, err %v; want quit", quit, err)
+	}
+}
