@@ -136,7 +136,11 @@ func (b *binder) checkDType(t safetensors.Tensor, kinds string, ok ...safetensor
 		return false
 	}
 	if !slices.Contains(ok, t.DType) {
-		b.fail(ErrWeights, t, "tensor %s has dtype %s, expected %s", t.Name, t.DType, kinds)
+		note := ""
+		if !t.DType.Supported() {
+			note = " (the engine does not read " + t.DType.String() + " tensors at all)"
+		}
+		b.fail(ErrWeights, t, "tensor %s has dtype %s, expected %s%s", t.Name, t.DType, kinds, note)
 		return false
 	}
 	return true

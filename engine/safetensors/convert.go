@@ -110,7 +110,10 @@ func DecodeFloat32(dst []float32, dtype DType, src []byte) error {
 			dst[i] = math.Float32frombits(binary.LittleEndian.Uint32(src[4*i:]))
 		}
 	default:
-		return fmt.Errorf("dtype %s is not a floating-point type the engine reads (BF16, F16, F32)", dtype)
+		if !dtype.Supported() {
+			return fmt.Errorf("%w %s: the engine reads BF16, F16, F32, U32, I32 and U8", ErrUnsupportedDType, dtype)
+		}
+		return fmt.Errorf("dtype %s is not a floating-point type (BF16, F16, F32)", dtype)
 	}
 	return nil
 }

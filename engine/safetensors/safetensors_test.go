@@ -254,3 +254,20 @@ func TestOverlapAcrossEmptyTensor(t *testing.T) {
 		t.Errorf("overlap hidden behind an empty tensor: err = %v", err)
 	}
 }
+
+func TestUnsupportedDType(t *testing.T) {
+	file := rawFile(`{"d":{"dtype":"F64","shape":[1],"data_offsets":[0,8]},"e":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[8,10]}}`, make([]byte, 10))
+	h, err := ParseHeader(file, int64(len(file)))
+	if err != nil {
+		t.Fatalf("a header with F64 and F8_E4M3 must parse (the dtypes are known): %v", err)
+	}
+	for _, ti := range h.Tensors {
+		if ti.DType.Supported() {
+			t.Errorf("%s: %v reported as supported", ti.Name, ti.DType)
+		}
+		tn := Tensor{Name: ti.Name, File: "x.safetensors", DType: ti.DType, Shape: ti.Shape, Data: file[h.DataOffset+ti.Begin : h.DataOffset+ti.End]}
+		if _, err := ToFloat32(tn); !errors.Is(err, ErrUnsupportedDType) || !strings.Contains(err.Error(), ti.DType.String()) {
+			t.Errorf("%s: error %v, want ErrUnsupportedDType naming %v", ti.Name, err, ti.DType)
+		}
+	}
+}
