@@ -1,0 +1,363 @@
+package emu
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+)
+
+//go:embed shim
+var shimFS embed.FS
+
+// Options configure Compile. The zero value works.
+type Options struct {
+	// CacheDir holds compiled objects and libraries, keyed by content hash.
+	// Default: $SUZURAN_EMU_CACHE, else the user cache dir + suzuran/emu.
+	CacheDir string
+	// CXX is the C++ compiler. Default: $CXX, else g++, else c++.
+	CXX string
+	// Threads is how many OS threads a dispatch uses (0: runtime.NumCPU()).
+	Threads int
+	// PathPrefix is put before file names in compiler messages, so that
+	// they name the file from the repository root ("metalkernels/").
+	PathPrefix string
+}
+
+// Kernel TUs: MSL reads the same bytes as several types freely
+// (-fno-strict-aliasing); unsuffixed float literals are float in MSL
+// (-fsingle-precision-constant); Metal's attributes are blanked by the pass,
+// but a few reach the compiler through macros (-Wno-attributes).
+var kernelFlags = []string{
+	"-std=c++17", "-O2", "-fPIC", "-fno-strict-aliasing", "-fsingle-precision-constant",
+	"-fno-exceptions", "-fno-rtti", "-fvisibility=hidden", "-Wno-attributes",
+}
+
+var runtimeFlags = []string{"-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden"}
+
+func cacheDir(o Options) (string, error) {
+	if o.CacheDir != "" {
+		return o.CacheDir, nil
+	}
+	if d := os.Getenv("SUZURAN_EMU_CACHE"); d != "" {
+		return d, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("emu: no cache directory (set SUZURAN_EMU_CACHE): %w", err)
+	}
+	return filepath.Join(d, "suzuran", "emu"), nil
+}
+
+var compilerIDs sync.Map // compiler path → version text
+
+func findCXX(o Options) (string, string, error) {
+	var cands []string
+	if o.CXX != "" {
+		cands = []string{o.CXX}
+	} else if c := os.Getenv("CXX"); c != "" {
+		cands = []string{c}
+	} else {
+		cands = []string{"g++", "c++", "clang++"}
+	}
+	for _, c := range cands {
+		path, err := exec.LookPath(c)
+		if err != nil {
+			continue
+		}
+		if id, ok := compilerIDs.Load(path); ok {
+			return path, id.(string), nil
+		}
+		out, err := exec.Command(path, "--version").Output()
+		if err != nil {
+			continue
+		}
+		compilerIDs.Store(path, string(out))
+		return path, string(out), nil
+	}
+	return "", "", fmt.Errorf("emu: no C++ compiler found (tried %s); install g++ or set CXX", strings.Join(cands, ", "))
+}
+
+func hashOf(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:", len(p))
+		h.Write([]byte(p))
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// writeAtomic writes data to path through a temporary file and a rename,
+// so that concurrent builds (parallel test binaries) never see half a file.
+func writeAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// shimFiles returns the shim headers and runtime source with their hash.
+func shimFiles() (map[string]string, string, error) {
+	files := map[string]string{}
+	var names []string
+	err := fs.WalkDir(shimFS, "shim", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := shimFS.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		name := strings.TrimPrefix(p, "shim/")
+		files[name] = string(b)
+		names = append(names, name)
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, n, files[n])
+	}
+	return files, hashOf(parts...), nil
+}
+
+// build is one Compile's plan: processed sources and the kernels found.
+type build struct {
+	opts     Options
+	cxx, id  string
+	dir      string
+	shim     map[string]string
+	shimHash string
+	headers  map[string]string // processed header text by name
+	units    map[string]string // processed .metal text (with entries) by name
+	entries  []entry
+}
+
+func (b *build) prepare(sources map[string]string) error {
+	b.headers = map[string]string{}
+	b.units = map[string]string{}
+	var names []string
+	for n := range sources {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	defines := map[string]string{}
+	templates := map[string]*kernelDef{}
+	results := map[string]*passResult{}
+	var errs []error
+	// Headers first: their #defines may name buffer indices and they may
+	// hold kernel templates.
+	for _, n := range names {
+		if strings.HasSuffix(n, ".metal") {
+			continue
+		}
+		res, err := runPass(b.opts.PathPrefix+n, sources[n], nil)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for k, v := range res.defines {
+			defines[k] = v
+		}
+		for i := range res.kernels {
+			if res.kernels[i].template {
+				templates[res.kernels[i].name] = &res.kernels[i]
+			}
+		}
+		b.headers[n] = fmt.Sprintf("#line 1 \"%s%s\"\n%s", b.opts.PathPrefix, n, res.out)
+	}
+	for _, n := range names {
+		if !strings.HasSuffix(n, ".metal") {
+			continue
+		}
+		res, err := runPass(b.opts.PathPrefix+n, sources[n], defines)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		results[n] = res
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	hosts := map[string]string{}
+	for _, n := range names {
+		res, ok := results[n]
+		if !ok {
+			continue
+		}
+		local := map[string]*kernelDef{}
+		for k, v := range templates {
+			local[k] = v
+		}
+		for i := range res.kernels {
+			if res.kernels[i].template {
+				local[res.kernels[i].name] = &res.kernels[i]
+			}
+		}
+		ents, err := collectEntries(b.opts.PathPrefix+n, res, local)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, e := range ents {
+			if prev, dup := hosts[e.host]; dup {
+				errs = append(errs, &SourceError{e.file, e.line, fmt.Sprintf("kernel name %q is also defined at %s", e.host, prev)})
+				continue
+			}
+			hosts[e.host] = fmt.Sprintf("%s:%d", e.file, e.line)
+		}
+		b.entries = append(b.entries, ents...)
+		b.units[n] = fmt.Sprintf("#include \"emu_metal.h\"\n#line 1 \"%s%s\"\n%s\n%s", b.opts.PathPrefix, n, res.out, genEntries(ents))
+	}
+	return errors.Join(errs...)
+}
+
+// compile runs the compiler; its messages go into the error as they are,
+// since the #line directives make them name the .metal file and line.
+func (b *build) compile(args []string, out string) error {
+	tmp := out + fmt.Sprintf(".tmp%d", os.Getpid())
+	cmd := exec.Command(b.cxx, append(args, "-o", tmp)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		os.Remove(tmp)
+		msg := stderr.String()
+		if len(msg) > 16000 {
+			msg = msg[:16000] + "\n…"
+		}
+		return fmt.Errorf("%s\n%s", err, msg)
+	}
+	return os.Rename(tmp, out)
+}
+
+func (b *build) run() (string, error) {
+	shimDir := filepath.Join(b.dir, "shim-"+b.shimHash)
+	if !exists(filepath.Join(shimDir, "emu_metal.h")) || !exists(filepath.Join(shimDir, "emu_runtime.cc")) {
+		for n, t := range b.shim {
+			if err := writeAtomic(filepath.Join(shimDir, n), []byte(t)); err != nil {
+				return "", err
+			}
+		}
+	}
+	var hparts []string
+	var hnames []string
+	for n := range b.headers {
+		hnames = append(hnames, n)
+	}
+	sort.Strings(hnames)
+	for _, n := range hnames {
+		hparts = append(hparts, n, b.headers[n])
+	}
+	srcHash := hashOf(append([]string{b.shimHash}, hparts...)...)
+	srcDir := filepath.Join(b.dir, "src-"+srcHash)
+	for n, t := range b.headers {
+		p := filepath.Join(srcDir, n)
+		if !exists(p) {
+			if err := writeAtomic(p, []byte(t)); err != nil {
+				return "", err
+			}
+		}
+	}
+	objDir := filepath.Join(b.dir, "obj")
+	if err := os.MkdirAll(objDir, 0o755); err != nil {
+		return "", err
+	}
+	type job struct{ name, key, src string }
+	var jobs []job
+	var unames []string
+	for n := range b.units {
+		unames = append(unames, n)
+	}
+	sort.Strings(unames)
+	rtKey := hashOf(append([]string{"runtime", b.id, b.shimHash}, runtimeFlags...)...)
+	jobs = append(jobs, job{"emu_runtime.cc", rtKey, ""})
+	for _, n := range unames {
+		key := hashOf(append(append([]string{"unit", b.id, b.shimHash, srcHash, n, b.units[n]}, kernelFlags...), hparts...)...)
+		jobs = append(jobs, job{n, key, b.units[n]})
+	}
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.NumCPU())
+	for i, j := range jobs {
+		obj := filepath.Join(objDir, j.key+".o")
+		if exists(obj) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			if j.src == "" {
+				errs[i] = b.compile(append(append([]string{}, runtimeFlags...), "-c", filepath.Join(shimDir, "emu_runtime.cc")), obj)
+				if errs[i] != nil {
+					errs[i] = fmt.Errorf("emu: compiling the runner: %w", errs[i])
+				}
+				return
+			}
+			src := filepath.Join(srcDir, j.name+"."+j.key[:8]+".cc")
+			if err := writeAtomic(src, []byte(j.src)); err != nil {
+				errs[i] = err
+				return
+			}
+			args := append(append([]string{}, kernelFlags...), "-I", shimDir, "-I", srcDir, "-c", src)
+			if err := b.compile(args, obj); err != nil {
+				errs[i] = fmt.Errorf("emu: compiling %s%s: %w", b.opts.PathPrefix, j.name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return "", err
+	}
+	var keys, objs []string
+	for _, j := range jobs {
+		keys = append(keys, j.key)
+		objs = append(objs, filepath.Join(objDir, j.key+".o"))
+	}
+	lib := filepath.Join(b.dir, "lib", hashOf(keys...)+".so")
+	if exists(lib) {
+		return lib, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(lib), 0o755); err != nil {
+		return "", err
+	}
+	args := append([]string{"-shared", "-fPIC"}, objs...)
+	args = append(args, "-lpthread")
+	if err := b.compile(args, lib); err != nil {
+		return "", fmt.Errorf("emu: linking the kernel library: %w", err)
+	}
+	return lib, nil
+}

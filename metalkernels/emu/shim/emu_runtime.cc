@@ -1,0 +1,621 @@
+// emu_runtime.cc: the fiber runner.
+//
+// emu_dispatch runs a dispatch's threadgroups on the calling thread and a
+// pool of worker threads, which take threadgroups from a shared counter.
+// One worker runs one threadgroup at a time: its threads are fibers, started
+// in thread order (or a seed's shuffled order) and each run until it waits
+// in a barrier or a SIMD-group collective; when the last live thread a
+// barrier waits for arrives, the waiting fibers become ready again. The
+// scheduler runs on the worker's own stack and picks the next ready fiber —
+// the first one in thread order, or a seeded random one, so that code which
+// is only correct in one order (a missing barrier) gives different bits under
+// different seeds. When nothing is ready but threads are still waiting, the
+// threadgroup has deadlocked (a barrier not every thread reaches), which is
+// reported as a fault.
+//
+// Context switches are a few instructions of assembly on x86-64 (saving the
+// callee-saved registers and the FP control words); other platforms use
+// ucontext. Signals are blocked on every thread while it runs fibers, so no
+// signal handler (the Go runtime's included) ever runs on a fiber stack.
+#include "emu_runtime.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#if !(defined(__x86_64__) && defined(__ELF__))
+#define EMU_UCONTEXT 1
+#define _XOPEN_SOURCE 700
+#include <ucontext.h>
+#endif
+
+namespace emu {
+thread_local Fiber* cur = nullptr;
+}
+
+using emu::Desc;
+using emu::Fiber;
+using emu::Group;
+using emu::Simd;
+
+namespace {
+
+enum State { kReady = 0, kWaitGroup, kWaitSimd, kDone };
+
+// Fiber stacks: kernels keep a few KB of locals (a lane's share of a tile,
+// simdgroup matrices at 256 B each); 64 KiB leaves room for deep inlining,
+// and a guard page below each stack turns an overflow into a crash.
+constexpr size_t kStackSize = 64 * 1024;
+constexpr size_t kGuard = 4096;
+
+struct Worker {
+#ifdef EMU_UCONTEXT
+    ucontext_t sched_ctx;
+    std::vector<ucontext_t> ctx;
+#endif
+    void* sched_sp = nullptr;
+    unsigned char* stacks = nullptr;
+    int nstacks = 0;
+    std::vector<Fiber> fibers;
+    std::vector<Simd> simd;
+    unsigned char* shared = nullptr;
+    std::vector<int> ready;
+    size_t head = 0;
+    uint64_t rng = 0;
+    bool shuffle = false;
+    int live = 0;
+    int arrived = 0;
+    int done = 0;
+    bool faulted = false;
+    char msg[768];
+    Group g;
+
+    Worker() {
+        fibers.resize(emu::kMaxThreads);
+        simd.resize(emu::kMaxThreads / emu::kSimdWidth);
+        ready.reserve(emu::kMaxThreads);
+        // Room past the 32 KiB limit so that a kernel over it is reported
+        // cleanly by emu_tg_alloc instead of overrunning.
+        shared = static_cast<unsigned char*>(mmap(nullptr, 2 * emu::kThreadgroupMemory, PROT_READ | PROT_WRITE,
+                                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+    }
+
+    bool ensure_stacks(int n) {
+        if (n <= nstacks) return true;
+        // Reserve the full set once: address space is cheap, and only pages
+        // a fiber touches are ever committed.
+        size_t per = kStackSize + kGuard;
+        void* p = mmap(nullptr, per * emu::kMaxThreads, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) return false;
+        stacks = static_cast<unsigned char*>(p);
+        for (int i = 0; i < emu::kMaxThreads; i++) mprotect(stacks + i * per, kGuard, PROT_NONE);
+        nstacks = emu::kMaxThreads;
+#ifdef EMU_UCONTEXT
+        ctx.resize(emu::kMaxThreads);
+#endif
+        return true;
+    }
+
+    uint64_t next_rand() {
+        // splitmix64
+        uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+};
+
+thread_local Worker* tw = nullptr;
+
+}  // namespace
+
+// ---------------------------------------------------------------- context switch
+
+extern "C" __attribute__((visibility("hidden"))) void emu_fiber_main(Fiber* f);
+
+#ifndef EMU_UCONTEXT
+extern "C" void emu_switch_ctx(void** save, void* to);
+extern "C" void emu_fiber_tramp();
+asm(R"(
+    .text
+    .p2align 4
+    .globl emu_switch_ctx
+    .hidden emu_switch_ctx
+    .type emu_switch_ctx, @function
+emu_switch_ctx:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size emu_switch_ctx, .-emu_switch_ctx
+
+    .p2align 4
+    .globl emu_fiber_tramp
+    .hidden emu_fiber_tramp
+    .type emu_fiber_tramp, @function
+emu_fiber_tramp:
+    movq %rbx, %rdi
+    call emu_fiber_main
+    ud2
+    .size emu_fiber_tramp, .-emu_fiber_tramp
+)");
+#endif
+
+namespace {
+
+void init_fiber(Worker* w, int i, Fiber* f) {
+    unsigned char* base = w->stacks + size_t(i) * (kStackSize + kGuard) + kGuard;
+#ifdef EMU_UCONTEXT
+    ucontext_t* c = &w->ctx[i];
+    getcontext(c);
+    c->uc_stack.ss_sp = base;
+    c->uc_stack.ss_size = kStackSize;
+    c->uc_link = nullptr;
+    makecontext(c, (void (*)())emu_fiber_main, 1, f);
+    f->sp = c;
+#else
+    uintptr_t top = (reinterpret_cast<uintptr_t>(base) + kStackSize) & ~uintptr_t(15);
+    // After emu_switch_ctx's ret the stack pointer is top-16, 16-byte
+    // aligned, so the trampoline's call sees the ABI's alignment.
+    uint64_t* sp = reinterpret_cast<uint64_t*>(top - 16);
+    *--sp = reinterpret_cast<uint64_t>(&emu_fiber_tramp);
+    *--sp = 0;                                  // rbp
+    *--sp = reinterpret_cast<uint64_t>(f);      // rbx: the trampoline's argument
+    *--sp = 0;                                  // r12
+    *--sp = 0;                                  // r13
+    *--sp = 0;                                  // r14
+    *--sp = 0;                                  // r15
+    uint32_t mxcsr;
+    uint16_t fpucw;
+    __asm__ volatile("stmxcsr %0" : "=m"(mxcsr));
+    __asm__ volatile("fnstcw %0" : "=m"(fpucw));
+    *--sp = uint64_t(mxcsr) | (uint64_t(fpucw) << 32);
+    f->sp = sp;
+#endif
+}
+
+inline void switch_in(Worker* w, Fiber* f) {
+    emu::cur = f;
+#ifdef EMU_UCONTEXT
+    swapcontext(&w->sched_ctx, static_cast<ucontext_t*>(f->sp));
+#else
+    emu_switch_ctx(&w->sched_sp, f->sp);
+#endif
+}
+
+inline void switch_out(Worker* w, Fiber* f) {
+#ifdef EMU_UCONTEXT
+    swapcontext(static_cast<ucontext_t*>(f->sp), &w->sched_ctx);
+#else
+    emu_switch_ctx(&f->sp, w->sched_sp);
+#endif
+}
+
+const char* op_name(int op) {
+    switch (op) {
+        case emu::kOpBarrier: return "simdgroup_barrier";
+        case emu::kOpReduce: return "a SIMD-group reduction (simd_sum/max/min/…)";
+        case emu::kOpScan: return "a SIMD-group prefix scan";
+        case emu::kOpShuffle: return "a SIMD-group shuffle or broadcast";
+        case emu::kOpVote: return "a SIMD-group vote (simd_ballot/any/all)";
+        case emu::kOpMatrix: return "a simdgroup_matrix operation";
+        case emu::kOpQuad: return "a quad-group function";
+    }
+    return "a SIMD-group function";
+}
+
+void set_fault(Worker* w, const char* fmt, ...) {
+    if (w->faulted) return;
+    w->faulted = true;
+    const Group& g = w->g;
+    int k = snprintf(w->msg, sizeof w->msg, "threadgroup (%u,%u,%u): ", g.pos[0], g.pos[1], g.pos[2]);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->msg + k, sizeof w->msg - k, fmt, ap);
+    va_end(ap);
+}
+
+void make_ready(Worker* w, Fiber* f) {
+    f->state = kReady;
+    w->ready.push_back(int(f - w->fibers.data()));
+}
+
+void release_group(Worker* w) {
+    w->arrived = 0;
+    for (int i = 0; i < w->g.n; i++)
+        if (w->fibers[i].state == kWaitGroup) make_ready(w, &w->fibers[i]);
+}
+
+void release_simd(Worker* w, int sg) {
+    Simd& s = w->simd[sg];
+    uint32_t mask = 0;
+    int first = sg * emu::kSimdWidth;
+    int last = first + emu::kSimdWidth < w->g.n ? first + emu::kSimdWidth : w->g.n;
+    for (int i = first; i < last; i++) {
+        if (w->fibers[i].state == kWaitSimd) {
+            mask |= 1u << (i - first);
+            make_ready(w, &w->fibers[i]);
+        }
+    }
+    s.mask = mask;
+    s.arrived = 0;
+    s.op = 0;
+}
+
+int pick(Worker* w) {
+    if (w->head >= w->ready.size()) {
+        w->ready.clear();
+        w->head = 0;
+        return -1;
+    }
+    if (w->shuffle) {
+        size_t span = w->ready.size() - w->head;
+        size_t j = w->head + size_t(w->next_rand() % span);
+        int t = w->ready[j];
+        w->ready[j] = w->ready[w->head];
+        w->ready[w->head] = t;
+    }
+    return w->ready[w->head++];
+}
+
+void describe_deadlock(Worker* w) {
+    // Name up to a few waiting threads and what they wait in.
+    char buf[512];
+    int k = 0;
+    int shown = 0, waiting = 0;
+    for (int i = 0; i < w->g.n; i++) {
+        Fiber& f = w->fibers[i];
+        if (f.state == kDone) continue;
+        waiting++;
+        if (shown < 4) {
+            const char* what = f.state == kWaitGroup ? "threadgroup_barrier" : op_name(f.op);
+            k += snprintf(buf + k, sizeof buf - k, "%sthread %d (SIMD group %u lane %u) in %s", shown ? "; " : "", i,
+                          f.sg, f.lane, what);
+            if (k >= int(sizeof buf)) k = int(sizeof buf) - 1;
+            shown++;
+        }
+    }
+    set_fault(w,
+              "deadlock: %d of %d threads wait forever (%s%s) and %d have returned; every thread must reach "
+              "each threadgroup_barrier (none may return before it), and every live lane of a SIMD group the "
+              "same SIMD-group functions in the same order",
+              waiting, w->g.n, buf, waiting > shown ? "; …" : "", w->g.n - waiting);
+}
+
+// run_group runs one threadgroup to completion (or a fault).
+void run_group(Worker* w, const Desc* d, uint32_t x, uint32_t y, uint32_t z, uint64_t linear) {
+    Group& g = w->g;
+    g.d = d;
+    g.pos[0] = x;
+    g.pos[1] = y;
+    g.pos[2] = z;
+    int n = g.n;
+    w->shuffle = d->seed != 0;
+    if (w->shuffle) {
+        w->rng = d->seed ^ (linear * 0xd1342543de82ef95ull);
+        w->next_rand();
+        g.fill = uint8_t(w->next_rand() | 1);
+    } else {
+        g.fill = 0;
+    }
+    // Pattern-fill the [[threadgroup(n)]] arguments; body declarations are
+    // filled as they are first allocated.
+    memset(g.shared, g.fill, g.params_end);
+    g.filled = g.params_end;
+
+    w->live = n;
+    w->arrived = 0;
+    w->done = 0;
+    w->faulted = false;
+    w->ready.clear();
+    w->head = 0;
+    for (int s = 0; s < g.nsimd; s++) {
+        Simd& sm = w->simd[s];
+        int lanes = n - s * emu::kSimdWidth;
+        sm.live = lanes < emu::kSimdWidth ? lanes : emu::kSimdWidth;
+        sm.arrived = 0;
+        sm.op = 0;
+        sm.mask = 0;
+        sm.phase = 0;
+    }
+    for (int i = 0; i < n; i++) {
+        Fiber* f = &w->fibers[i];
+        f->g = &g;
+        f->tid = uint32_t(i);
+        f->local[0] = uint32_t(i) % g.size[0];
+        f->local[1] = (uint32_t(i) / g.size[0]) % g.size[1];
+        f->local[2] = uint32_t(i) / (g.size[0] * g.size[1]);
+        f->lane = uint32_t(i) % emu::kSimdWidth;
+        f->sg = uint32_t(i) / emu::kSimdWidth;
+        f->tg_off = g.params_end;
+        f->state = kReady;
+        f->op = 0;
+        init_fiber(w, i, f);
+        w->ready.push_back(i);
+    }
+    for (;;) {
+        if (w->faulted) break;
+        int i = pick(w);
+        if (i < 0) break;
+        switch_in(w, &w->fibers[i]);
+    }
+    emu::cur = nullptr;
+    if (!w->faulted && w->done < n) describe_deadlock(w);
+}
+
+// ---------------------------------------------------------------- the pool
+
+struct Job {
+    const Desc* d;
+    uint64_t total;
+    std::atomic<uint64_t> next{0};
+    std::atomic<bool> faulted{false};
+    std::mutex err_mu;
+};
+
+void prepare(Worker* w, const Desc* d) {
+    Group& g = w->g;
+    g.size[0] = d->threads[0];
+    g.size[1] = d->threads[1];
+    g.size[2] = d->threads[2];
+    g.n = int(d->threads[0] * d->threads[1] * d->threads[2]);
+    g.nsimd = (g.n + emu::kSimdWidth - 1) / emu::kSimdWidth;
+    g.fibers = w->fibers.data();
+    g.simd = w->simd.data();
+    g.shared = w->shared;
+    uint32_t off = 0;
+    for (int i = 0; i < emu::kMaxBuffers; i++) {
+        g.tgoff[i] = off;
+        off += (d->tglen[i] + 15u) & ~15u;
+    }
+    g.params_end = off;
+}
+
+void run_share(Worker* w, Job* job) {
+    tw = w;
+    const Desc* d = job->d;
+    prepare(w, d);
+    uint64_t gx = d->groups[0], gy = d->groups[1];
+    for (;;) {
+        if (job->faulted.load(std::memory_order_relaxed)) break;
+        uint64_t idx = job->next.fetch_add(1, std::memory_order_relaxed);
+        if (idx >= job->total) break;
+        uint32_t x = uint32_t(idx % gx), y = uint32_t((idx / gx) % gy), z = uint32_t(idx / (gx * gy));
+        run_group(w, d, x, y, z, idx);
+        if (w->faulted) {
+            std::lock_guard<std::mutex> lk(job->err_mu);
+            if (!job->faulted.load()) {
+                snprintf(const_cast<Desc*>(d)->err, sizeof d->err, "%s", w->msg);
+                job->faulted.store(true);
+            }
+            break;
+        }
+    }
+    tw = nullptr;
+}
+
+struct Pool {
+    std::mutex mu;
+    std::condition_variable wake, idle;
+    std::vector<std::thread> threads;
+    std::vector<Worker*> workers;
+    Job* job = nullptr;
+    uint64_t gen = 0;
+    int want = 0;     // workers asked to take part in this generation
+    int running = 0;  // of those, still working
+
+    void grow(int n) {
+        while (int(threads.size()) < n) {
+            int id = int(threads.size());
+            workers.push_back(new Worker());
+            threads.emplace_back([this, id] { loop(id); });
+            threads.back().detach();
+        }
+    }
+
+    void loop(int id) {
+        Worker* w = workers[id];
+        uint64_t seen = 0;
+        std::unique_lock<std::mutex> lk(mu);
+        for (;;) {
+            wake.wait(lk, [&] { return gen != seen && id < want; });
+            seen = gen;
+            Job* j = job;
+            lk.unlock();
+            run_share(w, j);
+            lk.lock();
+            if (--running == 0) idle.notify_one();
+        }
+    }
+};
+
+std::mutex dispatch_mu;
+Pool* pool = nullptr;
+Worker* caller = nullptr;
+
+}  // namespace
+
+extern "C" {
+
+void emu_fiber_main(Fiber* f) {
+    f->g->d->fn();
+    Worker* w = tw;
+    f->state = kDone;
+    w->done++;
+    w->live--;
+    Simd& s = w->simd[f->sg];
+    s.live--;
+    // Lanes that returned no longer take part in SIMD-group functions (they
+    // are inactive, as on Apple GPUs). A threadgroup barrier, though, must
+    // be reached by every thread of the group (MSL's rule), so a returned
+    // thread leaves the others waiting: the scheduler reports the deadlock.
+    if (s.arrived > 0 && s.arrived == s.live) release_simd(w, int(f->sg));
+    switch_out(w, f);
+    __builtin_trap();
+}
+
+void emu_tg_barrier() {
+    Fiber* f = emu::cur;
+    Worker* w = tw;
+    f->state = kWaitGroup;
+    w->arrived++;
+    if (w->arrived == w->g.n) release_group(w);
+    switch_out(w, f);
+}
+
+const unsigned char (*emu_simd_xchg(int op, const void* v, size_t n, uint32_t* mask))[16] {
+    Fiber* f = emu::cur;
+    Worker* w = tw;
+    Simd& s = w->simd[f->sg];
+    if (s.arrived > 0 && s.op != op) {
+        set_fault(w, "lanes of SIMD group %u reached different SIMD-group functions (%s and %s): SIMD-group "
+                     "functions need uniform control flow within the SIMD group",
+                  f->sg, op_name(s.op), op_name(op));
+        f->state = kDone;
+        switch_out(w, f);
+    }
+    s.op = op;
+    uint32_t ph = s.phase;
+    if (n) memcpy(s.slots[ph][f->lane], v, n);
+    f->state = kWaitSimd;
+    f->op = op;
+    s.arrived++;
+    if (s.arrived == s.live) {
+        release_simd(w, int(f->sg));
+        s.phase ^= 1u;
+    }
+    switch_out(w, f);
+    // The mask is read before this lane's next collective, which cannot
+    // complete (and overwrite it) without this lane.
+    *mask = s.mask;
+    return s.slots[ph];
+}
+
+void* emu_tg_alloc(size_t size, size_t align) {
+    Fiber* f = emu::cur;
+    Group* g = f->g;
+    uint64_t off = (uint64_t(f->tg_off) + align - 1) & ~uint64_t(align - 1);
+    if (off + size > emu::kThreadgroupMemory) {
+        set_fault(tw, "threadgroup memory of %llu bytes exceeds Apple GPUs' 32 KiB (declared variables plus "
+                      "[[threadgroup(n)]] arguments)",
+                  (unsigned long long)(off + size));
+        f->state = kDone;
+        switch_out(tw, f);
+    }
+    f->tg_off = uint32_t(off + size);
+    if (f->tg_off > g->filled) {
+        memset(g->shared + g->filled, g->fill, f->tg_off - g->filled);
+        g->filled = f->tg_off;
+    }
+    return g->shared + off;
+}
+
+void emu_fault(const char* msg) {
+    Fiber* f = emu::cur;
+    set_fault(tw, "%s", msg);
+    f->state = kDone;
+    switch_out(tw, f);
+    __builtin_trap();
+}
+
+// emu_dispatch runs one dispatch to completion; 0 on success, 1 with d->err
+// set on a fault or invalid sizes.
+__attribute__((visibility("default"))) int emu_dispatch(Desc* d) {
+    d->err[0] = 0;
+    uint64_t nthr = uint64_t(d->threads[0]) * d->threads[1] * d->threads[2];
+    if (nthr == 0 || nthr > uint64_t(emu::kMaxThreads)) {
+        snprintf(d->err, sizeof d->err, "%llu threads per threadgroup: must be 1 to %d",
+                 (unsigned long long)nthr, emu::kMaxThreads);
+        return 1;
+    }
+    uint64_t total = uint64_t(d->groups[0]) * d->groups[1] * d->groups[2];
+    if (total == 0) return 0;
+    uint64_t tgmem = 0;
+    for (int i = 0; i < emu::kMaxBuffers; i++) tgmem += (d->tglen[i] + 15u) & ~15u;
+    if (tgmem > emu::kThreadgroupMemory) {
+        snprintf(d->err, sizeof d->err,
+                 "[[threadgroup(n)]] arguments total %llu bytes, over Apple GPUs' 32 KiB",
+                 (unsigned long long)tgmem);
+        return 1;
+    }
+    std::lock_guard<std::mutex> lk(dispatch_mu);
+    // Block signals while fibers run on this thread; the pool's threads
+    // inherit the full mask when they are created here.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+
+    if (!caller) caller = new Worker();
+    bool ok = caller->ensure_stacks(int(nthr));
+    int want = int(d->nthreads ? d->nthreads : std::thread::hardware_concurrency());
+    if (want < 1) want = 1;
+    if (uint64_t(want) > total) want = int(total);
+    Job job;
+    job.d = d;
+    job.total = total;
+    if (!ok) {
+        snprintf(d->err, sizeof d->err, "cannot map fiber stacks");
+    } else if (want == 1) {
+        run_share(caller, &job);
+    } else {
+        if (!pool) pool = new Pool();
+        pool->grow(want - 1);
+        for (int i = 0; i < want - 1 && ok; i++) ok = pool->workers[i]->ensure_stacks(int(nthr));
+        if (ok) {
+            {
+                std::lock_guard<std::mutex> plk(pool->mu);
+                pool->job = &job;
+                pool->want = want - 1;
+                pool->running = want - 1;
+                pool->gen++;
+            }
+            pool->wake.notify_all();
+            run_share(caller, &job);
+            std::unique_lock<std::mutex> plk(pool->mu);
+            pool->idle.wait(plk, [] { return pool->running == 0; });
+            pool->job = nullptr;
+        } else {
+            snprintf(d->err, sizeof d->err, "cannot map fiber stacks");
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    return d->err[0] ? 1 : 0;
+}
+
+}  // extern "C"
+
+static_assert(offsetof(Desc, groups) == 8, "Desc layout: keep desc.go in step");
+static_assert(offsetof(Desc, threads) == 20, "Desc layout: keep desc.go in step");
+static_assert(offsetof(Desc, seed) == 32, "Desc layout: keep desc.go in step");
+static_assert(offsetof(Desc, buf) == 40, "Desc layout: keep desc.go in step");
+static_assert(offsetof(Desc, tglen) == 288, "Desc layout: keep desc.go in step");
+static_assert(offsetof(Desc, nthreads) == 412, "Desc layout: keep desc.go in step");
+static_assert(offsetof(Desc, err) == 416, "Desc layout: keep desc.go in step");
