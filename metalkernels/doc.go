@@ -1,0 +1,7 @@
+// Package metalkernels holds the model's Metal Shading Language kernels —
+// one .metal file per kernel family and the headers they share — embedded
+// into the binary. The metal device compiles them at run time
+// (newLibraryWithSource); the emu device compiles the very same text as
+// C++ through the host emulator in metalkernels/emu. KERNELS.md (in the
+// design documents) and emu/README.md give the rules kernel code follows.
+package metalkernels
