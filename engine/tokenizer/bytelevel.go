@@ -5,9 +5,15 @@ package tokenizer
 // themselves; the other 68 bytes are shifted to U+0100 and up, in byte order.
 var byteToRune, runeToByte = buildByteAlphabet()
 
-func buildByteAlphabet() ([256]rune, map[rune]byte) {
+// alphabetEnd bounds the alphabet's runes (256 + 68 shifted bytes).
+const alphabetEnd = 0x144
+
+func buildByteAlphabet() ([256]rune, [alphabetEnd]int16) {
 	var b2r [256]rune
-	r2b := make(map[rune]byte, 256)
+	var r2b [alphabetEnd]int16
+	for i := range r2b {
+		r2b[i] = -1
+	}
 	printable := func(b int) bool {
 		return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)
 	}
@@ -19,7 +25,7 @@ func buildByteAlphabet() ([256]rune, map[rune]byte) {
 			next++
 		}
 		b2r[b] = r
-		r2b[r] = byte(b)
+		r2b[r] = int16(b)
 	}
 	return b2r, r2b
 }
@@ -31,11 +37,10 @@ func buildByteAlphabet() ([256]rune, map[rune]byte) {
 func byteLevelToBytes(s string) (out []byte, ok bool) {
 	out = make([]byte, 0, len(s))
 	for _, r := range s {
-		b, found := runeToByte[r]
-		if !found {
+		if r >= alphabetEnd || runeToByte[r] < 0 {
 			return []byte(s), false
 		}
-		out = append(out, b)
+		out = append(out, byte(runeToByte[r]))
 	}
 	return out, true
 }

@@ -34,15 +34,16 @@ type addedTokenJSON struct {
 }
 
 type modelJSON struct {
-	Type                    string          `json:"type"`
-	Dropout                 *float64        `json:"dropout"`
-	UnkToken                *string         `json:"unk_token"`
-	ContinuingSubwordPrefix *string         `json:"continuing_subword_prefix"`
-	EndOfWordSuffix         *string         `json:"end_of_word_suffix"`
-	ByteFallback            bool            `json:"byte_fallback"`
-	IgnoreMerges            bool            `json:"ignore_merges"`
-	Vocab                   map[string]int  `json:"vocab"`
-	Merges                  json.RawMessage `json:"merges"`
+	Type                    string   `json:"type"`
+	Dropout                 *float64 `json:"dropout"`
+	UnkToken                *string  `json:"unk_token"`
+	ContinuingSubwordPrefix *string  `json:"continuing_subword_prefix"`
+	EndOfWordSuffix         *string  `json:"end_of_word_suffix"`
+	ByteFallback            bool     `json:"byte_fallback"`
+	IgnoreMerges            bool     `json:"ignore_merges"`
+	// Vocab and Merges are read by jsonscan.go.
+	Vocab  json.RawMessage `json:"vocab"`
+	Merges json.RawMessage `json:"merges"`
 }
 
 type componentJSON struct {
@@ -233,25 +234,29 @@ func (t *Tokenizer) setModel(m *modelJSON) error {
 	if m.EndOfWordSuffix != nil && *m.EndOfWordSuffix != "" {
 		return errors.New("model.end_of_word_suffix is not supported")
 	}
-	if len(m.Vocab) == 0 {
+	vocab, err := parseVocab(m.Vocab)
+	if err != nil {
+		return fmt.Errorf("model.vocab: %w", err)
+	}
+	if len(vocab) == 0 {
 		return errors.New("model.vocab is empty")
 	}
 
 	maxID := 0
-	for _, id := range m.Vocab {
+	for _, id := range vocab {
 		if id < 0 {
 			return fmt.Errorf("model.vocab has negative id %d", id)
 		}
 		maxID = max(maxID, id)
 	}
 	t.pieces = make([][]byte, maxID+1)
-	t.vocab = m.Vocab
-	for s, id := range m.Vocab {
+	t.vocab = vocab
+	for s, id := range vocab {
 		b, _ := byteLevelToBytes(s)
 		t.pieces[id] = b
 	}
 	for b := 0; b < 256; b++ {
-		id, ok := m.Vocab[string(byteToRune[b])]
+		id, ok := vocab[string(byteToRune[b])]
 		if !ok {
 			return fmt.Errorf("model.vocab has no token for byte 0x%02X (%q); a byte-level vocabulary must cover all 256 bytes", b, string(byteToRune[b]))
 		}
@@ -261,14 +266,16 @@ func (t *Tokenizer) setModel(m *modelJSON) error {
 
 	pairs, err := parseMerges(m.Merges)
 	if err != nil {
-		return err
+		return fmt.Errorf("model.merges: %w", err)
 	}
 	t.bpe.merges = make(map[uint64]uint64, len(pairs))
 	t.bpe.cache = make(map[string][]int32)
+	var joined []byte
 	for rank, p := range pairs {
-		a, okA := m.Vocab[p[0]]
-		b, okB := m.Vocab[p[1]]
-		c, okC := m.Vocab[p[0]+p[1]]
+		a, okA := vocab[p[0]]
+		b, okB := vocab[p[1]]
+		joined = append(append(joined[:0], p[0]...), p[1]...)
+		c, okC := vocab[string(joined)]
 		if !okA || !okB || !okC {
 			return fmt.Errorf("model.merges[%d] (%q %q) uses a token missing from model.vocab", rank, p[0], p[1])
 		}
@@ -282,34 +289,18 @@ func (t *Tokenizer) setModel(m *modelJSON) error {
 	return nil
 }
 
-// parseMerges accepts both forms tokenizer.json uses: ["a b", …] (older)
-// and [["a", "b"], …] (newer, which allows spaces inside tokens).
-func parseMerges(raw json.RawMessage) ([][2]string, error) {
-	if isNull(raw) {
-		return nil, nil
-	}
-	var pairs [][2]string
-	if err := json.Unmarshal(raw, &pairs); err == nil {
-		return pairs, nil
-	}
-	var lines []string
-	if err := json.Unmarshal(raw, &lines); err != nil {
-		return nil, fmt.Errorf("model.merges is neither a list of pairs nor a list of strings: %w", err)
-	}
-	pairs = make([][2]string, len(lines))
-	for i, l := range lines {
-		a, b, ok := strings.Cut(l, " ")
-		if !ok {
-			return nil, fmt.Errorf("model.merges[%d] %q is not two tokens separated by a space", i, l)
-		}
-		pairs[i] = [2]string{a, b}
-	}
-	return pairs, nil
-}
-
 func (t *Tokenizer) setAddedTokens(list []addedTokenJSON) error {
 	t.added = make(map[string]addedToken, len(list))
 	t.special = make(map[int]bool)
+	maxID := len(t.pieces) - 1
+	for _, a := range list {
+		maxID = max(maxID, a.ID)
+	}
+	if maxID >= len(t.pieces) {
+		grown := make([][]byte, maxID+1)
+		copy(grown, t.pieces)
+		t.pieces = grown
+	}
 	for _, a := range list {
 		if a.Content == "" {
 			return fmt.Errorf("added_tokens: token %d has empty content", a.ID)
@@ -319,11 +310,6 @@ func (t *Tokenizer) setAddedTokens(list []addedTokenJSON) error {
 		}
 		if a.ID < 0 {
 			return fmt.Errorf("added_tokens: %q has negative id %d", a.Content, a.ID)
-		}
-		if a.ID >= len(t.pieces) {
-			grown := make([][]byte, a.ID+1)
-			copy(grown, t.pieces)
-			t.pieces = grown
 		}
 		// Added tokens decode to their own text, not through the byte
 		// alphabet.
