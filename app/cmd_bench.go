@@ -1,0 +1,151 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/suzuran-app/suzuran/engine/bench"
+	"github.com/suzuran-app/suzuran/engine/checkpoint"
+)
+
+func init() { register(newBenchCmd()) }
+
+func newBenchCmd() *cobra.Command {
+	var (
+		s                         bench.Settings
+		syn                       bench.Synthetic
+		dir, backend, layout, out string
+		synthetic, asJSON, table  bool
+		threads, copyMiB          int
+	)
+	cmd := &cobra.Command{
+		Use:   "bench (--model DIR | --synthetic) [--backend cpu|emu|metal] [--prompt 512,4096] [--gen 128] [--runs N] [--json]",
+		Short: "Measure prefill and decode speed, memory and bandwidth use on a model folder or a synthetic full-width checkpoint",
+		Long: `bench measures, after a warm-up, the time to first token and prefill tokens/s
+for each prompt length, decode tokens/s after each prompt, each as the median
+(min–max) of --runs runs; the peak resident memory; the memory bandwidth of a
+large copy and the fraction of it decode achieves; per-layer costs with the
+figures projected to the full model's 40 layers; and, for GPU backends, the
+per-step counters.
+
+--synthetic builds (once, cached by config, layers, layout and seed under the
+user cache folder) a checkpoint with the full model's width and vocabulary,
+random weights and --layers layers, and measures that.
+
+--table FILE... prints saved --out reports side by side without running.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if table {
+				if len(args) == 0 {
+					return errors.New("--table needs the report files (written with --out) to show")
+				}
+				return nil
+			}
+			return cobra.NoArgs(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if table {
+				return printSavedReports(cmd, args)
+			}
+			if (dir == "") == !synthetic {
+				return errors.New("give either --model DIR or --synthetic")
+			}
+			log := cmd.ErrOrStderr()
+			if synthetic {
+				switch layout {
+				case "mlx":
+					syn.Layout = checkpoint.MLX
+				case "hub":
+					syn.Layout = checkpoint.Hub
+				default:
+					return fmt.Errorf("--layout %q: choose mlx or hub", layout)
+				}
+				var err error
+				if dir, _, err = bench.EnsureSynthetic(syn, log); err != nil {
+					return err
+				}
+			}
+			m, err := checkpoint.Load(dir)
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			t, closeBackend, err := bench.Open(backend, m, threads)
+			if err != nil {
+				return err
+			}
+			defer closeBackend()
+			t.Model.Synthetic = synthetic
+			s.CopyBytes = int64(copyMiB) << 20
+			s.Threads = threads
+			rep, err := bench.Run(t, s, log)
+			if err != nil {
+				return err
+			}
+			if out != "" {
+				if err := writeReport(out, rep); err != nil {
+					return err
+				}
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			return bench.Table(cmd.OutOrStdout(), []*bench.Report{rep})
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dir, "model", "", "model folder to measure")
+	f.BoolVar(&synthetic, "synthetic", false, "measure a synthetic full-width checkpoint, built once and cached")
+	f.StringVar(&syn.ConfigPath, "config", "", "config.json the synthetic checkpoint imitates (default: ../shared/"+"fixtures/qwen3.6-35b-a3b/config.mlx-4bit.json beside the checkout)")
+	f.IntVar(&syn.Layers, "layers", 4, "layers of the synthetic checkpoint (4: three DeltaNet, one attention)")
+	f.StringVar(&layout, "layout", "mlx", "layout of the synthetic checkpoint: mlx (4-bit affine) or hub (bf16)")
+	f.Uint64Var(&syn.Seed, "seed", 1, "seed of the synthetic weights")
+	f.StringVar(&syn.CacheDir, "cache", "", "folder for synthetic checkpoints (default: the user cache folder's suzuran/synthetic)")
+	f.StringVar(&backend, "backend", "cpu", "backend to measure: "+strings.Join(bench.Kinds(), ", "))
+	f.IntSliceVar(&s.Prompts, "prompt", []int{512, 4096}, "prompt lengths to prefill, comma-separated")
+	f.IntVar(&s.Gen, "gen", 128, "decode steps after each prompt")
+	f.IntVar(&s.Runs, "runs", 3, "runs per prompt length (median, min and max are reported)")
+	f.IntVar(&s.LongRuns, "long-runs", 0, "runs for prompts over --long-prompt tokens (0: --runs)")
+	f.IntVar(&s.LongPrompt, "long-prompt", 1024, "prompt length above which --long-runs applies")
+	f.IntVar(&s.Chunk, "chunk", 0, "prefill chunk length (0: the whole prompt in one pass)")
+	f.IntVar(&s.Warmup, "warmup", 32, "prompt length of the untimed warm-up")
+	f.StringVar(&s.LayerCosts, "layer-costs", "", "per-layer method: blocks, prefixes or off (default: blocks for cpu, prefixes for GPU backends)")
+	f.IntVar(&s.PrefixPrompt, "prefix-prompt", 512, "prompt length of the per-layer prefix runs (prefixes method)")
+	f.IntVar(&s.PrefixGen, "prefix-gen", 16, "decode steps of the per-layer prefix runs (prefixes method)")
+	f.IntVar(&threads, "threads", 0, "CPU threads for the cpu backend and the copy probe (0: all cores)")
+	f.IntVar(&copyMiB, "copy-mib", 1024, "size of the bandwidth probe's buffer, MiB")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON instead of a table")
+	f.StringVar(&out, "out", "", "also write the JSON report to this file")
+	f.BoolVar(&table, "table", false, "print saved reports (the arguments) side by side and exit")
+	return cmd
+}
+
+func writeReport(path string, r *bench.Report) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func printSavedReports(cmd *cobra.Command, files []string) error {
+	var reports []*bench.Report
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		var r bench.Report
+		if err := json.Unmarshal(b, &r); err != nil {
+			return fmt.Errorf("%s: not a bench report: %w", f, err)
+		}
+		reports = append(reports, &r)
+	}
+	return bench.Table(cmd.OutOrStdout(), reports)
+}

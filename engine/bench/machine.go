@@ -1,0 +1,65 @@
+package bench
+
+import (
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"strings"
+)
+
+// Machine describes where a benchmark ran.
+type Machine struct {
+	CPU      string `json:"cpu"`
+	Cores    int    `json:"cores"`
+	MemBytes int64  `json:"mem_bytes"`
+	OS       string `json:"os"`
+	Arch     string `json:"arch"`
+	Go       string `json:"go"`
+}
+
+// Commit identifies the code that ran.
+type Commit struct {
+	Revision string `json:"revision"`
+	// Dirty says the working tree had uncommitted changes.
+	Dirty bool `json:"dirty"`
+}
+
+// DescribeMachine gathers the machine's CPU, core count, memory and OS.
+func DescribeMachine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), Arch: runtime.GOARCH, Go: runtime.Version()}
+	m.CPU, m.MemBytes, m.OS = platformInfo()
+	if m.CPU == "" {
+		m.CPU = "unknown"
+	}
+	return m
+}
+
+// CurrentCommit reads the revision the binary was built from (Go stamps it
+// into `go build` binaries), or asks git in the working directory (go run,
+// go test).
+func CurrentCommit() Commit {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		var c Commit
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				c.Revision = s.Value
+			case "vcs.modified":
+				c.Dirty = s.Value == "true"
+			}
+		}
+		if c.Revision != "" {
+			return c
+		}
+	}
+	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		return Commit{Revision: "unknown"}
+	}
+	c := Commit{Revision: strings.TrimSpace(string(out))}
+	// Untracked files do not change what was built; modified tracked files do.
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
+		c.Dirty = len(strings.TrimSpace(string(st))) > 0
+	}
+	return c
+}

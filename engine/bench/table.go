@@ -1,0 +1,251 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+)
+
+// Table writes reports side by side, one column per report: the numbers
+// `make bench` prints. Spreads are written "median (min–max)".
+func Table(out io.Writer, reports []*Report) error {
+	if len(reports) == 0 {
+		return nil
+	}
+	var rows [][]string
+	add := func(label string, cell func(r *Report) string) {
+		row := []string{label}
+		filled := false
+		for _, r := range reports {
+			c := cell(r)
+			if c != "" {
+				filled = true
+			} else {
+				c = "–"
+			}
+			row = append(row, c)
+		}
+		if filled {
+			rows = append(rows, row)
+		}
+	}
+	section := func(title string) { rows = append(rows, []string{title}) }
+
+	add("backend", func(r *Report) string { return r.Backend })
+	add("model", func(r *Report) string {
+		return fmt.Sprintf("%d layers (%d DeltaNet, %d attention), hidden %d, %d experts, %s",
+			r.Model.Layers, r.Model.DeltaNetLayers, r.Model.AttentionLayers, r.Model.Hidden, r.Model.Experts, bitsLabel(r.Model.Bits))
+	})
+	add("runs", func(r *Report) string {
+		s := r.Settings
+		if s.LongRuns > 0 && s.LongRuns != s.Runs {
+			return fmt.Sprintf("%d (%d for prompts over %d)", s.Runs, s.LongRuns, s.LongPrompt)
+		}
+		return fmt.Sprint(s.Runs)
+	})
+	add("wall time of the benchmark", func(r *Report) string { return fmt.Sprintf("%.0f s", r.Seconds) })
+
+	prompts := map[int]bool{}
+	var order []int
+	for _, r := range reports {
+		for _, p := range r.Prefill {
+			if !prompts[p.Tokens] {
+				prompts[p.Tokens] = true
+				order = append(order, p.Tokens)
+			}
+		}
+	}
+	section("measured")
+	for _, n := range order {
+		add(fmt.Sprintf("prefill %d: time to first token, s", n), func(r *Report) string {
+			if p := r.prefill(n); p != nil {
+				return spread(p.TTFT, 2)
+			}
+			return ""
+		})
+		add(fmt.Sprintf("prefill %d: tok/s", n), func(r *Report) string {
+			if p := r.prefill(n); p != nil {
+				return spread(p.TokPerSec, 1)
+			}
+			return ""
+		})
+	}
+	for _, n := range order {
+		add(fmt.Sprintf("decode after %d: tok/s", n), func(r *Report) string {
+			if d := r.decode(n); d != nil {
+				return spread(d.TokPerSec, 2) + fmt.Sprintf(" over %d tokens", d.Tokens)
+			}
+			return ""
+		})
+	}
+	add("peak resident memory", func(r *Report) string { return gib(r.PeakRSS) })
+
+	section("per layer (median; each layer includes its MoE)")
+	for _, n := range order {
+		add(fmt.Sprintf("prefill %d: DeltaNet / attention layer, fixed, ms", n), func(r *Report) string {
+			if p := r.prefill(n); p != nil && p.Layers != nil {
+				return layerCells(p.Layers)
+			}
+			return ""
+		})
+	}
+	for _, n := range order {
+		add(fmt.Sprintf("decode after %d: DeltaNet / attention layer, fixed, ms/token", n), func(r *Report) string {
+			if d := r.decode(n); d != nil && d.Layers != nil {
+				return layerCells(d.Layers)
+			}
+			return ""
+		})
+	}
+
+	section(fmt.Sprintf("projected to 40 layers (%d DeltaNet + %d attention)", TargetDeltaNetLayers, TargetAttentionLayers))
+	for _, n := range order {
+		add(fmt.Sprintf("prefill %d: time to first token, s", n), func(r *Report) string {
+			if p := r.prefill(n); p != nil && p.Layers != nil {
+				return fmt.Sprintf("%.1f", p.Layers.Projected40Ms/1e3)
+			}
+			return ""
+		})
+		add(fmt.Sprintf("prefill %d: tok/s", n), func(r *Report) string {
+			if p := r.prefill(n); p != nil && p.Layers != nil {
+				return fmt.Sprintf("%.2f", p.Layers.ProjectedTokPerSec)
+			}
+			return ""
+		})
+	}
+	for _, n := range order {
+		add(fmt.Sprintf("decode after %d: tok/s", n), func(r *Report) string {
+			if d := r.decode(n); d != nil && d.Layers != nil {
+				return fmt.Sprintf("%.3f", d.Layers.ProjectedTokPerSec)
+			}
+			return ""
+		})
+	}
+
+	section("memory bandwidth")
+	add("copy probe, GB/s (read+write)", func(r *Report) string {
+		if r.Bandwidth.Copies == 0 {
+			return ""
+		}
+		return fmt.Sprintf("%.1f best, %s (%s, %d MiB)", r.Bandwidth.GBps, spread(r.Bandwidth.Copy, 1), r.Bandwidth.Method, r.Bandwidth.Bytes>>20)
+	})
+	for _, n := range order {
+		add(fmt.Sprintf("decode after %d: bytes/token, GB/s, fraction of copy", n), func(r *Report) string {
+			if d := r.decode(n); d != nil {
+				return fmt.Sprintf("%s, %.2f GB/s, %.1f%%", mib(d.Traffic.TotalBytes), d.AchievedGBps, 100*d.BandwidthFraction)
+			}
+			return ""
+		})
+	}
+
+	var counterNames []string
+	seen := map[string]bool{}
+	for _, r := range reports {
+		for _, c := range r.Counters {
+			k := c.Phase + ": " + c.Name
+			if !seen[k] {
+				seen[k] = true
+				counterNames = append(counterNames, k)
+			}
+		}
+	}
+	if len(counterNames) > 0 {
+		section("GPU counters (per decode token, per prefill chunk)")
+		for _, k := range counterNames {
+			add(k, func(r *Report) string {
+				for _, c := range r.Counters {
+					if c.Phase+": "+c.Name == k {
+						return trimFloat(c.Value)
+					}
+				}
+				return ""
+			})
+		}
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	for _, row := range rows {
+		if len(row) == 1 {
+			fmt.Fprintf(tw, "%s\n", strings.ToUpper(row[0][:1])+row[0][1:])
+			continue
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", row[0], strings.Join(row[1:], "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range reports {
+		for _, n := range r.Notes {
+			fmt.Fprintf(out, "note (%s): %s\n", r.Kind, n)
+		}
+	}
+	return nil
+}
+
+func (r *Report) prefill(n int) *PrefillResult {
+	for i := range r.Prefill {
+		if r.Prefill[i].Tokens == n {
+			return &r.Prefill[i]
+		}
+	}
+	return nil
+}
+
+func (r *Report) decode(n int) *DecodeResult {
+	for i := range r.Decode {
+		if r.Decode[i].Context == n {
+			return &r.Decode[i]
+		}
+	}
+	return nil
+}
+
+func layerCells(c *LayerCosts) string {
+	return fmt.Sprintf("%s / %s, %s (%s)", ms(c.DeltaNetLayerMs), ms(c.AttentionLayerMs), ms(c.FixedMs), c.Method)
+}
+
+// spread writes a Stat as "median (min–max)", or the value alone for one run.
+func spread(s Stat, digits int) string {
+	if s.N == 0 || math.IsNaN(s.Median) {
+		return ""
+	}
+	f := "%." + fmt.Sprint(digits) + "f"
+	if s.N == 1 {
+		return fmt.Sprintf(f+" (1 run)", s.Median)
+	}
+	return fmt.Sprintf(f+" ("+f+"–"+f+")", s.Median, s.Min, s.Max)
+}
+
+func ms(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 1:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+func gib(b int64) string {
+	if b <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30))
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+func bitsLabel(bits int) string {
+	if bits == 0 {
+		return "float weights"
+	}
+	return fmt.Sprintf("%d-bit affine", bits)
+}
+
+func trimFloat(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
