@@ -117,7 +117,7 @@ func TestChatInATerminal(t *testing.T) {
 	at = out.waitFor(t, at, "> ")
 
 	master.WriteString("\x03")
-	at = out.waitFor(t, at, "(Ctrl-C again or Ctrl-D to quit)")
+	out.waitFor(t, at, "(Ctrl-C again or Ctrl-D to quit)")
 	master.WriteString("\x03")
 	select {
 	case err := <-exited:

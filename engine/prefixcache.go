@@ -108,8 +108,3 @@ func (c *prefixCache) evictOldest() {
 	c.used -= c.entries[oldest].bytes
 	c.entries = slices.Delete(c.entries, oldest, oldest+1)
 }
-
-// clear drops every entry.
-func (c *prefixCache) clear() {
-	c.entries, c.used = nil, 0
-}
