@@ -74,10 +74,7 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 			}
 			oh := o[(t*H+h)*D : (t*H+h+1)*D]
 			for j, e := range scores {
-				vj := st.v[j*kvWidth+kvh*D : j*kvWidth+kvh*D+D]
-				for d, vv := range vj {
-					oh[d] += e * vv
-				}
+				axpy(oh, st.v[j*kvWidth+kvh*D:j*kvWidth+kvh*D+D], e)
 			}
 			inv := float32(1 / sum)
 			for d := range oh {

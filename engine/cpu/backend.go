@@ -118,7 +118,7 @@ type layerState struct {
 	k, v []float32
 	// conv is the last ConvKernel-1 pre-conv rows, [K-1, channels].
 	conv []float32
-	// recurrent is S per value head, [Hv, Dk, Dv].
+	// recurrent is S per value head, stored transposed: [Hv, Dv, Dk].
 	recurrent []float32
 }
 

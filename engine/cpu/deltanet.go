@@ -78,41 +78,17 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 	o := make([]float32, T*Hv*Dv)
 	ratio := Hv / Hk
 	p.b.pool.parallelFor(Hv, 1, func(lo, hi int) {
-		bufp := getScratch(2 * Dv)
-		defer scratch.Put(bufp)
-		kv, delta := (*bufp)[:Dv], (*bufp)[Dv:]
 		for j := lo; j < hi; j++ {
 			S := st.recurrent[j*Dk*Dv : (j+1)*Dk*Dv]
 			kh := j / ratio
 			for t := range T {
 				row := mixed[t*C : (t+1)*C]
-				q := row[kh*Dk : (kh+1)*Dk]
-				k := row[Hk*Dk+kh*Dk : Hk*Dk+(kh+1)*Dk]
-				v := row[2*Hk*Dk+j*Dv : 2*Hk*Dk+(j+1)*Dv]
-				dec, bt := decay[t*Hv+j], beta[t*Hv+j]
-				// S = decay·S, and kv = Sᵀk with the decayed S.
-				clear(kv)
-				for i := range Dk {
-					si := S[i*Dv : (i+1)*Dv]
-					ki := k[i]
-					for d := range si {
-						si[d] *= dec
-						kv[d] += si[d] * ki
-					}
-				}
-				for d := range delta {
-					delta[d] = bt * (v[d] - kv[d])
-				}
-				// S += k ⊗ delta, and o = Sᵀq with the updated S.
-				od := o[(t*Hv+j)*Dv : (t*Hv+j+1)*Dv]
-				for i := range Dk {
-					si := S[i*Dv : (i+1)*Dv]
-					ki, qi := k[i], q[i]
-					for d := range si {
-						si[d] += ki * delta[d]
-						od[d] += si[d] * qi
-					}
-				}
+				deltaStep(S,
+					row[Hk*Dk+kh*Dk:Hk*Dk+(kh+1)*Dk],   // k
+					row[kh*Dk:(kh+1)*Dk],               // q
+					row[2*Hk*Dk+j*Dv:2*Hk*Dk+(j+1)*Dv], // v
+					o[(t*Hv+j)*Dv:(t*Hv+j+1)*Dv],
+					decay[t*Hv+j], beta[t*Hv+j])
 			}
 		}
 	})
@@ -127,4 +103,31 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 	}
 	p.matMul(out.data, &tensor{rows: T, width: Hv * Dv, data: o}, &w.Out)
 	return out
+}
+
+// deltaStep advances one value head's state by one token and writes its
+// output: S = decay·S; S += k ⊗ beta·(v − Sᵀk); o = Sᵀq. The state is kept
+// transposed, [Dv, Dk] (row d is column d of S), so that both Sᵀk and Sᵀq
+// are dot products along contiguous rows.
+func deltaStep(S, k, q, v, o []float32, decay, beta float32) {
+	dk, dv := len(k), len(v)
+	if simd.deltaStep != nil && dk%8 == 0 {
+		simd.deltaStep(&S[0], &k[0], &q[0], &v[0], &o[0], dk, dv, decay, beta)
+		return
+	}
+	for d := range dv {
+		row := S[d*dk : (d+1)*dk]
+		var kv float32
+		for i := range row {
+			row[i] *= decay
+			kv += row[i] * k[i]
+		}
+		delta := beta * (v[d] - kv)
+		var out float32
+		for i := range row {
+			row[i] += delta * k[i]
+			out += row[i] * q[i]
+		}
+		o[d] = out
+	}
 }

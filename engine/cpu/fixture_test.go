@@ -148,55 +148,70 @@ func relError(got, want []float32) float64 {
 // generated ids and the logits that chose them.
 func TestFixtures(t *testing.T) {
 	for _, ref := range fixtureModels(t) {
-		t.Run(ref.name, func(t *testing.T) {
-			b, w := openModel(t, ref.dir)
-			T := len(ref.prompt)
-			seq, err := b.NewSequence(T + len(ref.genIDs))
-			if err != nil {
-				t.Fatal(err)
-			}
-			greedy := &model.Sampling{}
-			res, err := model.Run(b, w, seq, model.Input{IDs: ref.prompt, Logits: model.LogitsAll, Sample: greedy, Hidden: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Per layer first, so a regression names the first layer that drifts.
-			H := ref.size
-			for l := range res.Hidden {
-				want := ref.hidden[l*T*H : (l+1)*T*H]
-				if e := relError(res.Hidden[l], want); e > fixtureTolerance || math.IsNaN(e) {
-					t.Fatalf("residual stream after layer %d (0: embedding) drifts: relative error %.3g > %g", l, e, fixtureTolerance)
-				} else {
-					t.Logf("hidden %d: relative error %.2e", l, e)
-				}
-			}
-			e := relError(res.Logits, ref.logits)
-			t.Logf("prompt logits [%d, %d]: relative error %.2e", T, ref.vocab, e)
-			if e > fixtureTolerance || math.IsNaN(e) {
-				t.Fatalf("prompt logits: relative error %.3g > %g", e, fixtureTolerance)
-			}
+		t.Run(ref.name, func(t *testing.T) { checkReference(t, ref) })
+	}
+}
 
-			// Greedy decode through the cache: the first token comes from the
-			// prompt pass, each later one from a one-token pass fed the
-			// previous choice.
-			ids := []int{res.Token}
-			genLogits := append([]float32(nil), res.Logits[(T-1)*ref.vocab:]...)
-			for len(ids) < len(ref.genIDs) {
-				r, err := model.Run(b, w, seq, model.Input{Logits: model.LogitsLast, Sample: greedy})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ids = append(ids, r.Token)
-				genLogits = append(genLogits, r.Logits...)
-			}
-			if fmt.Sprint(ids) != fmt.Sprint(ref.genIDs) {
-				t.Fatalf("greedy continuation\n got %v\nwant %v", ids, ref.genIDs)
-			}
-			e = relError(genLogits, ref.genLogits)
-			t.Logf("generated logits [%d, %d]: relative error %.2e", len(ids), ref.vocab, e)
-			if e > fixtureTolerance || math.IsNaN(e) {
-				t.Fatalf("generated logits: relative error %.3g > %g", e, fixtureTolerance)
-			}
-		})
+// TestFixturesGoKernels runs the same comparison with the assembly kernels
+// switched off, so that the Go loops (what arm64 runs) stay verified on
+// amd64 too.
+func TestFixturesGoKernels(t *testing.T) {
+	saved := simd
+	simd = simdKernels{}
+	defer func() { simd = saved }()
+	refs := fixtureModels(t)
+	for _, ref := range []*reference{refs[0], refs[3]} {
+		t.Run(ref.name, func(t *testing.T) { checkReference(t, ref) })
+	}
+}
+
+func checkReference(t *testing.T, ref *reference) {
+	b, w := openModel(t, ref.dir)
+	T := len(ref.prompt)
+	seq, err := b.NewSequence(T + len(ref.genIDs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	greedy := &model.Sampling{}
+	res, err := model.Run(b, w, seq, model.Input{IDs: ref.prompt, Logits: model.LogitsAll, Sample: greedy, Hidden: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per layer first, so a regression names the first layer that drifts.
+	H := ref.size
+	for l := range res.Hidden {
+		want := ref.hidden[l*T*H : (l+1)*T*H]
+		if e := relError(res.Hidden[l], want); e > fixtureTolerance || math.IsNaN(e) {
+			t.Fatalf("residual stream after layer %d (0: embedding) drifts: relative error %.3g > %g", l, e, fixtureTolerance)
+		} else {
+			t.Logf("hidden %d: relative error %.2e", l, e)
+		}
+	}
+	e := relError(res.Logits, ref.logits)
+	t.Logf("prompt logits [%d, %d]: relative error %.2e", T, ref.vocab, e)
+	if e > fixtureTolerance || math.IsNaN(e) {
+		t.Fatalf("prompt logits: relative error %.3g > %g", e, fixtureTolerance)
+	}
+
+	// Greedy decode through the cache: the first token comes from the
+	// prompt pass, each later one from a one-token pass fed the
+	// previous choice.
+	ids := []int{res.Token}
+	genLogits := append([]float32(nil), res.Logits[(T-1)*ref.vocab:]...)
+	for len(ids) < len(ref.genIDs) {
+		r, err := model.Run(b, w, seq, model.Input{Logits: model.LogitsLast, Sample: greedy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.Token)
+		genLogits = append(genLogits, r.Logits...)
+	}
+	if fmt.Sprint(ids) != fmt.Sprint(ref.genIDs) {
+		t.Fatalf("greedy continuation\n got %v\nwant %v", ids, ref.genIDs)
+	}
+	e = relError(genLogits, ref.genLogits)
+	t.Logf("generated logits [%d, %d]: relative error %.2e", len(ids), ref.vocab, e)
+	if e > fixtureTolerance || math.IsNaN(e) {
+		t.Fatalf("generated logits: relative error %.3g > %g", e, fixtureTolerance)
 	}
 }

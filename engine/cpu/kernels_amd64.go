@@ -8,7 +8,8 @@ import "golang.org/x/sys/cpu"
 // attention. Elsewhere, and when disabled, the Go loops in matmul.go run.
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		simd = simdKernels{q4Row: q4RowAVX2, q4Dequant: q4DequantAVX2, dot4: dot4AVX2, dot4x2: dot4x2AVX2, dot: dotAVX2}
+		simd = simdKernels{q4Row: q4RowAVX2, q4Dequant: q4DequantAVX2, dot4: dot4AVX2, dot4x2: dot4x2AVX2, dot: dotAVX2,
+			deltaStep: deltaStepAVX2, axpy: axpyAVX2}
 	}
 }
 
@@ -26,3 +27,9 @@ func q4DequantAVX2(words *uint32, scales, biases *uint16, groups int, dst *float
 
 //go:noescape
 func dot4x2AVX2(w0, w1, w2, w3, x0, x1 *float32, n int, out *[8]float32)
+
+//go:noescape
+func deltaStepAVX2(s, k, q, v, o *float32, dk, dv int, decay, beta float32)
+
+//go:noescape
+func axpyAVX2(y, x *float32, n int, a float32)

@@ -310,3 +310,95 @@ d42reduce:
 	VMOVUPS X4, 16(DI)
 	VZEROUPPER
 	RET
+
+// func deltaStepAVX2(s, k, q, v, o *float32, dk, dv int, decay, beta float32)
+//
+// One token of the Gated DeltaNet scan for one value head, with the state
+// stored transposed (s is [dv, dk]: row d holds column d of S). For each d:
+//   row *= decay;  delta = beta·(v[d] − row·k);  row += delta·k;  o[d] = row·q
+// dk is a multiple of 8.
+TEXT ·deltaStepAVX2(SB), NOSPLIT, $0-64
+	MOVQ s+0(FP), DI
+	MOVQ k+8(FP), R8
+	MOVQ q+16(FP), R9
+	MOVQ v+24(FP), R10
+	MOVQ o+32(FP), R11
+	MOVQ dk+40(FP), R12
+	MOVQ dv+48(FP), R13
+	VBROADCASTSS decay+56(FP), Y15
+	VMOVSS beta+60(FP), X14
+	MOVQ R12, R14
+	SHLQ $2, R14 // row stride in bytes
+	TESTQ R13, R13
+	JZ dsdone
+
+dsrow:
+	VXORPS Y0, Y0, Y0
+	XORQ AX, AX
+dspass1:
+	VMULPS (DI)(AX*4), Y15, Y2
+	VMOVUPS Y2, (DI)(AX*4)
+	VFMADD231PS (R8)(AX*4), Y2, Y0
+	ADDQ $8, AX
+	CMPQ AX, R12
+	JLT dspass1
+
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VMOVSS (R10), X3
+	VSUBSS X0, X3, X3
+	VMULSS X14, X3, X3
+	VBROADCASTSS X3, Y3 // delta
+
+	VXORPS Y4, Y4, Y4
+	XORQ AX, AX
+dspass2:
+	VMOVUPS (DI)(AX*4), Y2
+	VFMADD231PS (R8)(AX*4), Y3, Y2
+	VMOVUPS Y2, (DI)(AX*4)
+	VFMADD231PS (R9)(AX*4), Y2, Y4
+	ADDQ $8, AX
+	CMPQ AX, R12
+	JLT dspass2
+
+	VEXTRACTF128 $1, Y4, X5
+	VADDPS X5, X4, X4
+	VHADDPS X4, X4, X4
+	VHADDPS X4, X4, X4
+	VMOVSS X4, (R11)
+
+	ADDQ R14, DI
+	ADDQ $4, R10
+	ADDQ $4, R11
+	DECQ R13
+	JNZ dsrow
+
+dsdone:
+	VZEROUPPER
+	RET
+
+// func axpyAVX2(y, x *float32, n int, a float32)
+//
+// y[i] += a·x[i] over n elements, n a multiple of 8.
+TEXT ·axpyAVX2(SB), NOSPLIT, $0-28
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS a+24(FP), Y15
+	XORQ AX, AX
+	SHRQ $3, CX
+	JZ axdone
+
+axloop:
+	VMOVUPS (DI)(AX*4), Y0
+	VFMADD231PS (SI)(AX*4), Y15, Y0
+	VMOVUPS Y0, (DI)(AX*4)
+	ADDQ $8, AX
+	DECQ CX
+	JNZ axloop
+
+axdone:
+	VZEROUPPER
+	RET

@@ -156,6 +156,10 @@ type simdKernels struct {
 	dot4   func(w0, w1, w2, w3, x *float32, n int, out *[4]float32)
 	dot4x2 func(w0, w1, w2, w3, x0, x1 *float32, n int, out *[8]float32)
 	dot    func(a, b *float32, n int) float32
+	// deltaStep is one token of the DeltaNet scan for one head (dk a
+	// multiple of 8); axpy is y += a·x (n a multiple of 8).
+	deltaStep func(s, k, q, v, o *float32, dk, dv int, decay, beta float32)
+	axpy      func(y, x *float32, n int, a float32)
 }
 
 var simd simdKernels
@@ -477,4 +481,17 @@ func dot4x2(w0, w1, w2, w3, x0, x1, y0, y1 []float32) {
 	}
 	y0[0], y0[1], y0[2], y0[3] = dot4(w0, w1, w2, w3, x0)
 	y1[0], y1[1], y1[2], y1[3] = dot4(w0, w1, w2, w3, x1)
+}
+
+// axpy adds a·x to y.
+func axpy(y, x []float32, a float32) {
+	x = x[:len(y)]
+	i := 0
+	if n := len(y) &^ 7; n > 0 && simd.axpy != nil {
+		simd.axpy(&y[0], &x[0], n, a)
+		i = n
+	}
+	for ; i < len(y); i++ {
+		y[i] += a * x[i]
+	}
 }
