@@ -1,0 +1,303 @@
+// Package emu is the emulator device: engine/gpu/device.Device over the host
+// emulator in metalkernels/emu, which runs the project's MSL kernels,
+// compiled as C++, on CPU threads. The GPU backend above the device
+// interface runs unchanged on it, so CI exercises the whole GPU pipeline —
+// kernels, grid sizes, buffer layouts, command-buffer structure — without a
+// Mac.
+//
+// Buffers are page-backed memory outside Go's heap (so their addresses never
+// move), each ending at a guard page. Command buffers record dispatches and
+// run, in commit order, on one queue goroutine per device, like a Metal
+// command queue; a dispatch runs to completion before the next starts, so
+// every Barrier is already honoured (they are recorded, and counted, but
+// need no work). A kernel fault — a deadlocked barrier, threadgroup memory
+// over 32 KiB, a bad argument binding — stops its command buffer and comes
+// back from Wait.
+package emu
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/suzuran-app/suzuran/engine/gpu/device"
+	"github.com/suzuran-app/suzuran/metalkernels"
+	kemu "github.com/suzuran-app/suzuran/metalkernels/emu"
+)
+
+// Options configure New. The zero value compiles the embedded kernels and
+// runs fibers in thread order.
+type Options struct {
+	// Sources are the kernel sources by file name; nil means
+	// metalkernels.Sources().
+	Sources map[string]string
+	// Seed shuffles the fiber order inside every threadgroup (0: thread
+	// order). Running a test under two seeds and comparing bits finds
+	// missing barriers.
+	Seed uint64
+	// Threads is the number of OS threads a dispatch uses (0: all CPUs).
+	Threads int
+	// MaxBufferLength caps buffers (0: 4 GiB), so that the backend's
+	// splitting of large weights can be exercised with small limits.
+	MaxBufferLength int
+	// CacheDir overrides the emulator's build cache.
+	CacheDir string
+}
+
+// Device is the emulator device.
+type Device struct {
+	lib     *kemu.Library
+	seed    uint64
+	threads int
+	maxLen  int
+
+	mu        sync.Mutex
+	pipelines map[string]*pipeline
+	queue     chan *commandBuffer
+	closed    bool
+	done      chan struct{}
+}
+
+var _ device.Device = (*Device)(nil)
+
+// New compiles the kernels (or loads them from the build cache) and opens
+// the device.
+func New(opts Options) (*Device, error) {
+	src := opts.Sources
+	prefix := ""
+	if src == nil {
+		src = metalkernels.Sources()
+		prefix = "metalkernels/"
+	}
+	lib, err := kemu.Compile(src, kemu.Options{CacheDir: opts.CacheDir, Threads: opts.Threads, PathPrefix: prefix})
+	if err != nil {
+		return nil, err
+	}
+	threads := opts.Threads
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	maxLen := opts.MaxBufferLength
+	if maxLen <= 0 {
+		maxLen = 4 << 30
+	}
+	d := &Device{lib: lib, seed: opts.Seed, threads: threads, maxLen: maxLen,
+		pipelines: map[string]*pipeline{}, queue: make(chan *commandBuffer, 64), done: make(chan struct{})}
+	go d.run()
+	return d, nil
+}
+
+// Name says "emu: N threads".
+func (d *Device) Name() string { return fmt.Sprintf("emu: %d threads", d.threads) }
+
+// MaxBufferLength is Options.MaxBufferLength (4 GiB by default).
+func (d *Device) MaxBufferLength() int { return d.maxLen }
+
+// NewBuffer allocates zeroed, guard-paged memory.
+func (d *Device) NewBuffer(length int) (device.Buffer, error) {
+	if length < 0 || length > d.maxLen {
+		return nil, fmt.Errorf("emu: buffer of %d bytes: must be 0 to %d (MaxBufferLength)", length, d.maxLen)
+	}
+	m, err := kemu.Alloc(length)
+	if err != nil {
+		return nil, err
+	}
+	return &buffer{mem: m, data: m.Bytes()}, nil
+}
+
+// WrapBytes makes a buffer over b without copying. b must stay alive and
+// unmoved while the device uses it (a mapped file region, or memory from
+// NewBuffer); unlike Metal, emu does not require page alignment.
+func (d *Device) WrapBytes(b []byte) (device.Buffer, error) {
+	if len(b) > d.maxLen {
+		return nil, fmt.Errorf("emu: wrapping %d bytes: over MaxBufferLength %d; split the region", len(b), d.maxLen)
+	}
+	return &buffer{data: b}, nil
+}
+
+// Pipeline returns the kernel with this host name.
+func (d *Device) Pipeline(name string) (device.Pipeline, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if p, ok := d.pipelines[name]; ok {
+		return p, nil
+	}
+	k, err := d.lib.Kernel(name)
+	if err != nil {
+		return nil, err
+	}
+	p := &pipeline{k: k}
+	d.pipelines[name] = p
+	return p, nil
+}
+
+// NewCommandBuffer starts recording.
+func (d *Device) NewCommandBuffer() (device.CommandBuffer, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, errors.New("emu: device is closed")
+	}
+	return &commandBuffer{dev: d, done: make(chan struct{})}, nil
+}
+
+// Close stops the queue after the committed work has run. Buffers stay
+// valid until released.
+func (d *Device) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	close(d.queue)
+	d.mu.Unlock()
+	<-d.done
+	return nil
+}
+
+// run is the device's queue: command buffers execute one after another in
+// commit order.
+func (d *Device) run() {
+	defer close(d.done)
+	for cb := range d.queue {
+		cb.err = cb.execute()
+		close(cb.done)
+	}
+}
+
+type buffer struct {
+	mem      *kemu.Memory // nil for wrapped memory
+	data     []byte
+	released bool
+}
+
+func (b *buffer) Bytes() []byte { return b.data }
+func (b *buffer) Len() int      { return len(b.data) }
+
+// Release frees memory the device allocated; wrapped memory belongs to the
+// caller and is left alone.
+func (b *buffer) Release() {
+	if b.released {
+		return
+	}
+	b.released = true
+	if b.mem != nil {
+		b.mem.Free()
+	}
+	b.data = nil
+}
+
+type pipeline struct{ k *kemu.Kernel }
+
+func (p *pipeline) Name() string { return p.k.Name() }
+
+// MaxThreadsPerThreadgroup is Metal's upper bound; real pipelines may be
+// lower on a Mac (a register-heavy kernel), which only a Mac can tell.
+func (p *pipeline) MaxThreadsPerThreadgroup() int { return 1024 }
+func (p *pipeline) ThreadExecutionWidth() int     { return 32 }
+
+type commandBuffer struct {
+	dev        *Device
+	dispatches []device.Dispatch
+	barriers   int
+	committed  bool
+	recordErr  error
+	done       chan struct{}
+	err        error
+}
+
+// Dispatch records a launch. Constant data (Arg.Bytes) is copied now, as
+// Metal's setBytes does, so the caller may reuse its slice.
+func (c *commandBuffer) Dispatch(d device.Dispatch) {
+	if c.committed {
+		c.recordErr = errors.Join(c.recordErr, errors.New("emu: Dispatch after Commit"))
+		return
+	}
+	args := make([]device.Arg, len(d.Args))
+	copy(args, d.Args)
+	for i := range args {
+		if args[i].Bytes != nil {
+			args[i].Bytes = append([]byte(nil), args[i].Bytes...)
+		}
+	}
+	d.Args = args
+	c.dispatches = append(c.dispatches, d)
+}
+
+// Barrier is recorded; dispatches already run one at a time in order.
+func (c *commandBuffer) Barrier() { c.barriers++ }
+
+// Commit queues the command buffer; it runs after every command buffer
+// committed before it.
+func (c *commandBuffer) Commit() {
+	c.dev.mu.Lock()
+	defer c.dev.mu.Unlock()
+	if c.committed {
+		return
+	}
+	c.committed = true
+	if c.dev.closed {
+		c.err = errors.New("emu: Commit on a closed device")
+		close(c.done)
+		return
+	}
+	c.dev.queue <- c
+}
+
+// Wait returns the first fault of the command buffer's dispatches.
+func (c *commandBuffer) Wait() error {
+	if !c.committed {
+		return errors.New("emu: Wait before Commit")
+	}
+	<-c.done
+	return c.err
+}
+
+func (c *commandBuffer) execute() error {
+	if c.recordErr != nil {
+		return c.recordErr
+	}
+	for i, d := range c.dispatches {
+		if err := c.dev.dispatch(d); err != nil {
+			name := "<nil pipeline>"
+			if d.Pipeline != nil {
+				name = d.Pipeline.Name()
+			}
+			return fmt.Errorf("dispatch %d of %d (%s): %w", i+1, len(c.dispatches), name, err)
+		}
+	}
+	return nil
+}
+
+func (d *Device) dispatch(ds device.Dispatch) error {
+	p, ok := ds.Pipeline.(*pipeline)
+	if !ok {
+		return fmt.Errorf("emu: pipeline %T is not from the emu device", ds.Pipeline)
+	}
+	args := make([]kemu.Arg, 0, len(ds.Args))
+	for _, a := range ds.Args {
+		switch {
+		case a.Buffer != nil:
+			b, ok := a.Buffer.(*buffer)
+			if !ok {
+				return fmt.Errorf("emu: argument %d: buffer %T is not from the emu device", a.Index, a.Buffer)
+			}
+			if b.released {
+				return fmt.Errorf("emu: argument %d: buffer was released", a.Index)
+			}
+			if a.Offset < 0 || a.Offset > len(b.data) {
+				return fmt.Errorf("emu: argument %d: offset %d outside the %d-byte buffer", a.Index, a.Offset, len(b.data))
+			}
+			args = append(args, kemu.Arg{Index: a.Index, Buffer: b.data[a.Offset:]})
+		case a.Bytes != nil:
+			args = append(args, kemu.Arg{Index: a.Index, Bytes: a.Bytes})
+		case a.Threadgroup > 0:
+			args = append(args, kemu.Arg{Index: a.Index, Threadgroup: a.Threadgroup})
+		default:
+			return fmt.Errorf("emu: argument %d sets none of Buffer, Bytes, Threadgroup", a.Index)
+		}
+	}
+	return p.k.Dispatch(kemu.Size3(ds.Threadgroups), kemu.Size3(ds.Threads), args, d.seed)
+}
