@@ -111,3 +111,27 @@ func TestRenderFixtureConversations(t *testing.T) {
 		}
 	}
 }
+
+// Content given as a list of parts renders as the template lays it out,
+// and the checkpoint logic reads the text parts too.
+func TestContentParts(t *testing.T) {
+	tmpl, tok := tinyModel(t)
+	req, err := DecodeRenderRequest([]byte(`{"messages": [
+		{"role": "user", "content": [{"type": "text", "text": "Look: "}, {"type": "image_url", "image_url": {"url": "data:,"}}, {"type": "text", "text": "what is it?"}]}
+	], "add_generation_prompt": true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := tmpl.Encode(tok, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "<|im_start|>user\nLook: <|vision_start|><|image_pad|><|vision_end|>what is it?<|im_end|>\n<|im_start|>assistant\n<think>\n"
+	if p.Text != want {
+		t.Errorf("got %q, want %q", p.Text, want)
+	}
+	header := tok.EncodeWithSpecials("<|im_start|>assistant\n")
+	if len(p.Checkpoints) != 1 || p.Checkpoints[0] != len(p.IDs)-2 || !slices.Equal(p.IDs[p.Checkpoints[0]-len(header):p.Checkpoints[0]], header) {
+		t.Errorf("checkpoints %v for %d ids, want just past the generation prompt's header", p.Checkpoints, len(p.IDs))
+	}
+}

@@ -2,9 +2,11 @@ package tokenizer
 
 import (
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"unicode/utf8"
 )
@@ -169,5 +171,65 @@ func TestStreamDecoder(t *testing.T) {
 			}
 		}
 		check(ids, false)
+	}
+}
+
+// A pattern that is not one of the known Qwen ones runs through regexp2.
+// Wrapping the Qwen3.5 pattern in a group changes its text but not its
+// meaning, so both paths must encode the corpus identically.
+func TestRegexFallbackMatchesScanner(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(fixturesDir(t), "qwen35moe-tiny", "hf-bf16", "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scanned, err := parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaRegex, err := parse(withPattern(t, data, qwen35Pattern, "(?:"+qwen35Pattern+")"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := viaRegex.splitter.(*regexSplitter); !ok {
+		t.Fatalf("splitter is %T, want the regexp2 fallback", viaRegex.splitter)
+	}
+	for _, text := range wideCorpus() {
+		if a, b := scanned.Encode(text), viaRegex.Encode(text); !slices.Equal(a, b) {
+			t.Fatalf("%q:\n scanner %v\n regexp2 %v", text, a, b)
+		}
+	}
+}
+
+// Encoding from several goroutines (the server's requests) gives the same
+// ids as encoding alone; run with -race to check the shared word cache.
+func TestConcurrentEncode(t *testing.T) {
+	tok := qwen3(t)
+	corpus := wideCorpus()
+	want := make([][]int, len(corpus))
+	for i, text := range corpus {
+		want[i] = tok.Encode(text)
+	}
+	tok.bpe.cacheMu.Lock()
+	clear(tok.bpe.cache)
+	tok.bpe.cacheMu.Unlock()
+	var wg sync.WaitGroup
+	errs := make(chan string, 4)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := range corpus {
+				j := (i + g*len(corpus)/4) % len(corpus)
+				if !slices.Equal(tok.Encode(corpus[j]), want[j]) {
+					errs <- corpus[j]
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for text := range errs {
+		t.Errorf("concurrent encode of %q differs", text)
 	}
 }
