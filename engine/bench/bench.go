@@ -278,6 +278,7 @@ func Run(t Target, s Settings, log io.Writer) (*Report, error) {
 			d.BandwidthFraction = d.AchievedGBps / r.Bandwidth.GBps
 		}
 	}
+	r.Machine.LoadEnd = LoadAverage()
 	r.Seconds = time.Since(started).Seconds()
 	return r, nil
 }

@@ -15,6 +15,11 @@ type Machine struct {
 	OS       string `json:"os"`
 	Arch     string `json:"arch"`
 	Go       string `json:"go"`
+	// LoadStart and LoadEnd are the 1-, 5- and 15-minute load averages
+	// when the benchmark started and ended: on a shared machine, a load
+	// above the core count means the timings include waiting for a core.
+	LoadStart [3]float64 `json:"load_start"`
+	LoadEnd   [3]float64 `json:"load_end"`
 }
 
 // Commit identifies the code that ran.
@@ -28,6 +33,7 @@ type Commit struct {
 func DescribeMachine() Machine {
 	m := Machine{Cores: runtime.NumCPU(), Arch: runtime.GOARCH, Go: runtime.Version()}
 	m.CPU, m.MemBytes, m.OS = platformInfo()
+	m.LoadStart = LoadAverage()
 	if m.CPU == "" {
 		m.CPU = "unknown"
 	}

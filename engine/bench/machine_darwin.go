@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"encoding/binary"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -16,6 +17,24 @@ func platformInfo() (cpu string, mem int64, osName string) {
 		osName += " " + v
 	}
 	return cpu, mem, osName
+}
+
+// LoadAverage reads vm.loadavg: struct loadavg { fixpt_t ldavg[3]; long
+// fscale; }, three uint32 fixed-point values scaled by fscale.
+func LoadAverage() [3]float64 {
+	var l [3]float64
+	b, err := unix.SysctlRaw("vm.loadavg")
+	if err != nil || len(b) < 24 {
+		return l
+	}
+	scale := float64(binary.LittleEndian.Uint64(b[16:24]))
+	if scale == 0 {
+		return l
+	}
+	for i := range l {
+		l[i] = float64(binary.LittleEndian.Uint32(b[4*i:])) / scale
+	}
+	return l
 }
 
 // PeakRSS is the process's peak resident set, in bytes (getrusage's

@@ -42,6 +42,20 @@ func platformInfo() (cpu string, mem int64, osName string) {
 	return cpu, mem, osName
 }
 
+// LoadAverage reads /proc/loadavg.
+func LoadAverage() [3]float64 {
+	var l [3]float64
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return l
+	}
+	f := strings.Fields(string(b))
+	for i := 0; i < 3 && i < len(f); i++ {
+		l[i], _ = strconv.ParseFloat(f[i], 64)
+	}
+	return l
+}
+
 // PeakRSS is the process's peak resident set (VmHWM), in bytes. Mapped
 // checkpoint pages that were touched count, as they do for the user.
 func PeakRSS() int64 { return procKB("/proc/self/status", "VmHWM") * 1024 }

@@ -8,3 +8,6 @@ func platformInfo() (cpu string, mem int64, osName string) { return "", 0, runti
 
 // PeakRSS is not measured on this system.
 func PeakRSS() int64 { return 0 }
+
+// LoadAverage is not measured on this system.
+func LoadAverage() [3]float64 { return [3]float64{} }
