@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -227,5 +228,39 @@ func TestClose(t *testing.T) {
 	}
 	if _, err := e.Submit(context.Background(), Request{Prompt: []int{1}}); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Submit after Close: %v, want ErrClosed", err)
+	}
+}
+
+// TestConcurrentRequests submits every greedy.json question at once from
+// separate goroutines: the engine serves them one at a time from its queue,
+// and each stream must carry exactly its own reference answer.
+func TestConcurrentRequests(t *testing.T) {
+	e := loadDemo(t, "cpu", LoadOptions{QueueSize: 16})
+	cases := greedyCases(t)
+	texts := make([]string, len(cases))
+	errs := make([]error, len(cases))
+	var wg sync.WaitGroup
+	for i, c := range cases {
+		wg.Go(func() {
+			s, err := e.Submit(context.Background(), Request{Prompt: c.PromptIDs, MaxTokens: 48})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			var b strings.Builder
+			for ev := range s.Events {
+				b.WriteString(ev.Text)
+			}
+			texts[i] = b.String()
+		})
+	}
+	wg.Wait()
+	for i, c := range cases {
+		if errs[i] != nil {
+			t.Fatalf("%q: %v", c.Question, errs[i])
+		}
+		if texts[i] != c.GreedyText {
+			t.Errorf("%q: %q, want %q", c.Question, texts[i], c.GreedyText)
+		}
 	}
 }
