@@ -46,15 +46,19 @@ func (m *bpeModel) encodeWord(word string, out []int) []int {
 	if len(word) == 1 {
 		return append(out, int(m.byteIDs[word[0]]))
 	}
+	if len(word) > bpeLinearLimit {
+		// Long pieces (runs without a break) rarely repeat; caching them
+		// would only hold on to their memory.
+		for _, id := range m.mergeHeap(word) {
+			out = append(out, int(id))
+		}
+		return out
+	}
 	m.cacheMu.Lock()
 	ids, hit := m.cache[word]
 	m.cacheMu.Unlock()
 	if !hit {
-		if len(word) <= bpeLinearLimit {
-			ids = m.mergeLinear(word)
-		} else {
-			ids = m.mergeHeap(word)
-		}
+		ids = m.mergeLinear(word)
 		m.cacheMu.Lock()
 		if len(m.cache) >= bpeCacheLimit {
 			clear(m.cache)
