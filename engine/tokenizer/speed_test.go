@@ -35,7 +35,8 @@ func benchDocument(n int) string {
 		return w.String()
 	}
 	var b strings.Builder
-	for utf8.RuneCountInString(b.String()) < n {
+	for count := 0; count < n; {
+		before := b.Len()
 		switch r.IntN(10) {
 		case 0, 1:
 			fmt.Fprintf(&b, "func %s%s(ctx context.Context, n int) (*%sResult, error) {\n\tif n > %d {\n\t\treturn nil, fmt.Errorf(\"%s: %%d\", n)\n\t}\n\tfor i := 0; i < n; i++ {\n\t\tsum += values[i] * 0x%X\n\t}\n\treturn &%sResult{Total: sum}, nil\n}\n\n",
@@ -66,6 +67,7 @@ func benchDocument(n int) string {
 				b.WriteString("\r\n\r\n")
 			}
 		}
+		count += utf8.RuneCountInString(b.String()[before:])
 	}
 	s := b.String()
 	// Cut to exactly n characters.
