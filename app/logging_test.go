@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/rs/zerolog/log"
@@ -125,9 +127,23 @@ func TestLogFileIsCapped(t *testing.T) {
 		t.Fatal(err)
 	}
 	log.Info().Msg("after rotation")
-	entries, _ := os.ReadDir(dir)
-	if len(entries) < 2 {
-		t.Fatalf("after Rotate the folder has %d files, want the current log and a backup", len(entries))
+	// lumberjack compresses the backup on a goroutine of its own; wait for
+	// it, which also shows that backups are compressed.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		entries, _ := os.ReadDir(dir)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		if len(names) == 2 && slices.Contains(names, logFileName) &&
+			slices.ContainsFunc(names, func(n string) bool { return strings.HasSuffix(n, ".log.gz") }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after Rotate the log folder holds %v, want %s and one compressed backup", names, logFileName)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	if logFileMaxMB*(logFileBackups+1) > 50 {
 		t.Errorf("logs may take %d MB; keep them small", logFileMaxMB*(logFileBackups+1))
