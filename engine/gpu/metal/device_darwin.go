@@ -15,6 +15,7 @@ import (
 	"github.com/ebitengine/purego/objc"
 
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
+	"github.com/suzuran-app/suzuran/metalkernels"
 )
 
 // Device is one Metal GPU with its command queue, compiled library and
@@ -26,6 +27,7 @@ type Device struct {
 	maxBuf   int
 	pageSize int
 	sources  map[string]string
+	prefix   string // before file names in compiler messages
 
 	mu        sync.Mutex
 	libraries []library
@@ -44,11 +46,18 @@ type library struct {
 	id   objc.ID
 }
 
+// NewDefault opens the system's default Metal device with the kernels
+// embedded in the binary (metalkernels).
+func NewDefault() (*Device, error) {
+	return newDevice(metalkernels.Sources(), "metalkernels/")
+}
+
 // New opens the system's default Metal device. sources maps file names to
-// MSL text — the .metal files and the headers they include, the embedded
-// metalkernels sources in normal use; they are compiled on the first
-// Pipeline call.
-func New(sources map[string]string) (*Device, error) {
+// MSL text — the .metal files and the headers they include; they are
+// compiled on the first Pipeline call.
+func New(sources map[string]string) (*Device, error) { return newDevice(sources, "") }
+
+func newDevice(sources map[string]string, pathPrefix string) (*Device, error) {
 	if err := loadSymbols(); err != nil {
 		return nil, err
 	}
@@ -80,6 +89,7 @@ func New(sources map[string]string) (*Device, error) {
 		maxBuf:    int(send(dev, selMaxBufferLength)),
 		pageSize:  os.Getpagesize(),
 		sources:   sources,
+		prefix:    pathPrefix,
 		pipelines: map[string]*pipeline{},
 	}
 	d.queue = sendID(dev, selNewCommandQueue)
@@ -242,7 +252,7 @@ func (d *Device) compileLocked() error {
 		return d.libErr
 	}
 	d.compiled = true
-	units, err := TranslationUnits(d.sources)
+	units, err := TranslationUnits(d.sources, d.prefix)
 	if err != nil {
 		d.libErr = err
 		return err
@@ -259,7 +269,7 @@ func (d *Device) compileLocked() error {
 			// The NSError is autoreleased: it is read inside the caller's
 			// pool. Its description is the compiler's log, with file and
 			// line numbers kept by TranslationUnits' #line directives.
-			d.libErr = fmt.Errorf("metal: compiling %s (MSL 3.1) on %s: %w", u.Name, d.name, nsError(errObj))
+			d.libErr = fmt.Errorf("metal: compiling %s%s (MSL 3.1) on %s: %w", d.prefix, u.Name, d.name, nsError(errObj))
 			d.releaseLibrariesLocked()
 			return d.libErr
 		}

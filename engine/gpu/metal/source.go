@@ -21,7 +21,9 @@ var (
 
 // TranslationUnits turns the kernel sources (file name → text, the .metal
 // files and the headers they include) into one unit per .metal file, sorted
-// by name.
+// by name. pathPrefix is put before the file names in #line directives, so
+// that the compiler's messages name the files as the repository does
+// ("metalkernels/gemv.metal:12:3: error: ...").
 //
 // newLibraryWithSource compiles a single string and has no include path, so
 // `#include "common.h"` is resolved here: each project header is written in
@@ -30,7 +32,7 @@ var (
 // pointing at the original file and line. Each .metal file is its own unit,
 // as it is in the emulator, so files may reuse names for their own helper
 // structs and macros.
-func TranslationUnits(sources map[string]string) ([]Unit, error) {
+func TranslationUnits(sources map[string]string, pathPrefix string) ([]Unit, error) {
 	var names []string
 	for name := range sources {
 		if strings.HasSuffix(name, ".metal") {
@@ -45,7 +47,7 @@ func TranslationUnits(sources map[string]string) ([]Unit, error) {
 	for _, name := range names {
 		var b strings.Builder
 		included := map[string]bool{}
-		if err := expand(&b, sources, name, included); err != nil {
+		if err := expand(&b, sources, pathPrefix, name, included); err != nil {
 			return nil, err
 		}
 		units = append(units, Unit{Name: name, Text: b.String()})
@@ -56,9 +58,9 @@ func TranslationUnits(sources map[string]string) ([]Unit, error) {
 // expand writes file into b with its project includes expanded. A header
 // is marked included before it is expanded, so headers that include each
 // other end as they would with #pragma once instead of recursing.
-func expand(b *strings.Builder, sources map[string]string, file string, included map[string]bool) error {
+func expand(b *strings.Builder, sources map[string]string, prefix, file string, included map[string]bool) error {
 	text := sources[file]
-	fmt.Fprintf(b, "#line 1 %q\n", file)
+	fmt.Fprintf(b, "#line 1 %q\n", prefix+file)
 	lines := strings.Split(text, "\n")
 	for i, line := range lines {
 		if pragmaOnce.MatchString(line) {
@@ -79,13 +81,13 @@ func expand(b *strings.Builder, sources map[string]string, file string, included
 		}
 		if !included[header] {
 			included[header] = true
-			if err := expand(b, sources, header, included); err != nil {
+			if err := expand(b, sources, prefix, header, included); err != nil {
 				return err
 			}
 			b.WriteString("\n")
 		}
 		// Back in this file: the next line is line i+2.
-		fmt.Fprintf(b, "#line %d %q\n", i+2, file)
+		fmt.Fprintf(b, "#line %d %q\n", i+2, prefix+file)
 	}
 	return nil
 }

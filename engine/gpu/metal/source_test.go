@@ -1,12 +1,12 @@
 package metal
 
 import (
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/suzuran-app/suzuran/metalkernels"
 )
 
 var lineDirective = regexp.MustCompile(`^#line (\d+) "([^"]+)"$`)
@@ -14,7 +14,7 @@ var lineDirective = regexp.MustCompile(`^#line (\d+) "([^"]+)"$`)
 // checkLineMap replays the #line directives of a unit the way the compiler
 // does and checks that every other line is the line of the original file it
 // claims to be, so compiler messages point at the right place.
-func checkLineMap(t *testing.T, sources map[string]string, u Unit) {
+func checkLineMap(t *testing.T, sources map[string]string, prefix string, u Unit) {
 	t.Helper()
 	file, line := "", 0
 	for _, text := range strings.Split(u.Text, "\n") {
@@ -26,7 +26,11 @@ func checkLineMap(t *testing.T, sources map[string]string, u Unit) {
 		if file == "" {
 			t.Fatalf("%s: text before the first #line directive: %q", u.Name, text)
 		}
-		orig := strings.Split(sources[file], "\n")
+		name, ok := strings.CutPrefix(file, prefix)
+		if !ok {
+			t.Fatalf("%s: #line names %q, without the prefix %q", u.Name, file, prefix)
+		}
+		orig := strings.Split(sources[name], "\n")
 		if line < 1 || line > len(orig) {
 			t.Fatalf("%s: claims %s:%d, which has %d lines", u.Name, file, line, len(orig))
 		}
@@ -49,7 +53,7 @@ func TestTranslationUnitsExpandsHeadersOncePerUnit(t *testing.T) {
 		"b.metal":    "// b\n#include <metal_stdlib>\n#include \"types.h\"\nkernel void b_k() {}",
 		"README.txt": "not a kernel",
 	}
-	units, err := TranslationUnits(sources)
+	units, err := TranslationUnits(sources, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +66,7 @@ func TestTranslationUnitsExpandsHeadersOncePerUnit(t *testing.T) {
 				t.Errorf("%s still has a project include: %s", u.Name, line)
 			}
 		}
-		checkLineMap(t, sources, u)
+		checkLineMap(t, sources, "", u)
 	}
 	// Each header appears exactly once in a.metal despite three inclusions.
 	if n := strings.Count(units[0].Text, "struct P {"); n != 1 {
@@ -87,7 +91,7 @@ func TestTranslationUnitsErrors(t *testing.T) {
 		{"no kernels", map[string]string{"common.h": "x"}, "no .metal files"},
 	}
 	for _, c := range cases {
-		_, err := TranslationUnits(c.sources)
+		_, err := TranslationUnits(c.sources, "")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
@@ -101,7 +105,7 @@ func TestTranslationUnitsMutualIncludes(t *testing.T) {
 		"a.h":     "#pragma once\n#include \"b.h\"\nstruct A {};",
 		"b.h":     "#pragma once\n#include \"a.h\"\nstruct B {};",
 	}
-	units, err := TranslationUnits(sources)
+	units, err := TranslationUnits(sources, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,29 +113,19 @@ func TestTranslationUnitsMutualIncludes(t *testing.T) {
 	if strings.Count(u.Text, "struct A {};") != 1 || strings.Count(u.Text, "struct B {};") != 1 {
 		t.Fatalf("want each header once:\n%s", u.Text)
 	}
-	checkLineMap(t, sources, u)
+	checkLineMap(t, sources, "", u)
 }
 
-// The project's own kernels expand cleanly and keep their line numbers.
+// The project's own kernels, as embedded in the binary, expand cleanly and
+// keep their line numbers under the repository path.
 func TestTranslationUnitsOfProjectKernels(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "metalkernels")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatalf("reading the kernel sources: %v", err)
-	}
-	sources := map[string]string{}
-	for _, e := range entries {
-		if n := e.Name(); strings.HasSuffix(n, ".metal") || strings.HasSuffix(n, ".h") {
-			b, err := os.ReadFile(filepath.Join(dir, n))
-			if err != nil {
-				t.Fatal(err)
-			}
-			sources[n] = string(b)
-		}
-	}
-	units, err := TranslationUnits(sources)
+	sources := metalkernels.Sources()
+	units, err := TranslationUnits(sources, "metalkernels/")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(units) == 0 {
+		t.Fatal("no units from the embedded kernels")
 	}
 	for _, u := range units {
 		for _, line := range strings.Split(u.Text, "\n") {
@@ -139,6 +133,6 @@ func TestTranslationUnitsOfProjectKernels(t *testing.T) {
 				t.Errorf("%s still has a project include: %s", u.Name, line)
 			}
 		}
-		checkLineMap(t, sources, u)
+		checkLineMap(t, sources, "metalkernels/", u)
 	}
 }
