@@ -135,3 +135,29 @@ func TestContentParts(t *testing.T) {
 		t.Errorf("checkpoints %v for %d ids, want just past the generation prompt's header", p.Checkpoints, len(p.IDs))
 	}
 }
+
+// Keyword arguments reach the template only when given, as in
+// transformers, so that `is defined` tests behave the same.
+func TestTemplateVariables(t *testing.T) {
+	tmpl, err := ParseTemplate("{{ enable_thinking is defined }}/{{ preserve_thinking is defined }}/{{ tools is none }}/{{ add_generation_prompt }}/{{ extra }}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := false
+	for _, tc := range []struct {
+		req  RenderRequest
+		want string
+	}{
+		{RenderRequest{}, "False/False/True/False/"},
+		{RenderRequest{EnableThinking: &off, PreserveThinking: true, AddGenerationPrompt: true, Extra: map[string]any{"extra": "x"}}, "True/True/True/True/x"},
+		{RenderRequest{Tools: []any{NewObject()}}, "False/False/False/False/"},
+	} {
+		got, err := tmpl.Render(tc.req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("got %q, want %q", got, tc.want)
+		}
+	}
+}
