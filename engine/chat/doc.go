@@ -8,6 +8,15 @@
 // reaches the template: the template prints tools and tool-call arguments
 // with tojson, and transformers keeps keys in the order the client sent them.
 //
+// Where the Go Jinja engine still prints differently from Python's (its
+// filters cannot be replaced from outside the package): a float with an
+// integral value prints as "1" where Python prints "1.0", floats of a
+// million and more switch to exponent form earlier ("1.234567e+06" for
+// 1234567.0), null prints as "" where Python prints "None", and tojson
+// escapes U+2028/U+2029. These only arise when tool-call arguments or tool
+// schemas hold such values; integers, strings, booleans, nested objects
+// and ordinary fractions render exactly.
+//
 // The template drops the reasoning of assistant turns that precede the last
 // user message, so a conversation's next prompt stops matching the previous
 // one right after the header of the last assistant turn. PromptCheckpoints

@@ -190,6 +190,17 @@ func (p *Parser) step(ev []Event, final bool) ([]Event, bool) {
 		return ev, true
 
 	case stateReasoning:
+		if !p.started {
+			// A model may repeat the <think> its prompt already opened.
+			s := strings.TrimLeft(p.buf, " \t\r\n")
+			if strings.HasPrefix(s, thinkOpen) {
+				p.buf = s[len(thinkOpen):]
+				return ev, true
+			}
+			if !final && s != "" && strings.HasPrefix(thinkOpen, s) {
+				return ev, false
+			}
+		}
 		if i := strings.Index(p.buf, thinkClose); i >= 0 {
 			ev = p.emitText(ev, ReasoningDelta, strings.TrimRight(p.buf[:i], " \t\r\n"))
 			p.buf = p.buf[i+len(thinkClose):]
@@ -266,7 +277,7 @@ func (p *Parser) stepTool(ev []Event, final bool) ([]Event, bool) {
 			if end < 0 {
 				return ev, false
 			}
-			p.callName = s[len(functionOpen):end]
+			p.callName = strings.TrimSpace(s[len(functionOpen):end])
 			p.consume(ws + end + 1)
 			p.tool = toolBody
 			ev = append(ev,
@@ -290,7 +301,7 @@ func (p *Parser) stepTool(ev []Event, final bool) ([]Event, bool) {
 			if end < 0 {
 				return ev, false
 			}
-			p.param = s[len(parameterOpen):end]
+			p.param = strings.TrimSpace(s[len(parameterOpen):end])
 			p.consume(ws + end + 1)
 			p.tool = toolValue
 			return ev, true
