@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // scannerAlphabet mixes every class the Qwen regexes distinguish, with the
@@ -33,9 +34,9 @@ func randomText(r *rand.Rand, alphabet []string, maxParts int) string {
 // The hand-written scanner must cut exactly where regexp2 running the
 // original pattern does.
 func TestScannerMatchesRegexp2(t *testing.T) {
-	iterations := 30000
+	iterations := 60000
 	if testing.Short() {
-		iterations = 3000
+		iterations = 6000
 	}
 	for _, p := range []struct {
 		name      string
@@ -54,6 +55,9 @@ func TestScannerMatchesRegexp2(t *testing.T) {
 		fails := 0
 		for i := 0; i < iterations && fails < 10; i++ {
 			s := randomText(r, scannerAlphabet, 24)
+			if i%2 == 1 {
+				s = randomRunes(r, 12)
+			}
 			want := re.split(s, nil)
 			got := sc.split(s, nil)
 			if !slices.Equal(got, want) {
@@ -72,4 +76,27 @@ func pieces(s string, ends []int) []string {
 		start = e
 	}
 	return out
+}
+
+// randomRunes draws characters from anywhere in Unicode (ASCII, the BMP and
+// the astral planes), so that the class tables meet every category.
+func randomRunes(r *rand.Rand, maxLen int) string {
+	var b strings.Builder
+	for n := r.IntN(maxLen + 1); n > 0; n-- {
+		var c rune
+		switch r.IntN(4) {
+		case 0:
+			c = rune(r.IntN(0x80))
+		case 1:
+			c = rune(r.IntN(0x10000))
+		case 2:
+			c = rune(r.IntN(0x110000))
+		default:
+			c = []rune{' ', '\n', '\r', '\'', 's', 'A', '\u0301', '1'}[r.IntN(8)]
+		}
+		if utf8.ValidRune(c) {
+			b.WriteRune(c)
+		}
+	}
+	return b.String()
 }
