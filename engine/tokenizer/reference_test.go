@@ -225,6 +225,14 @@ func TestWideCorpusAgainstNode(t *testing.T) {
 	}
 	t.Logf("%d of %d corpus texts encode differently with the Qwen3.5 regex", changed, len(corpus))
 
+	// The GPT-2 split (ByteLevel with use_regex) on the tiny vocabulary
+	// exercises the regexp2 path against the reference.
+	gpt2Dir := t.TempDir()
+	gpt2, err := gpt2Variant(t, tinyDir, gpt2Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	for _, tc := range []struct {
 		name    string
 		tok     *Tokenizer
@@ -232,6 +240,7 @@ func TestWideCorpusAgainstNode(t *testing.T) {
 		pattern string
 	}{
 		{"qwen3", qwen3(t), qwen3Dir, ""},
+		{"tiny-vocab-with-gpt2-split", gpt2, gpt2Dir, ""},
 		{"qwen3-vocab-with-qwen3.5-regex", qwen35On3, qwen3Dir, qwen35Pattern},
 		{"tiny", tiny, tinyDir, ""},
 		{"demo", demo, demoDir, ""},
@@ -260,4 +269,34 @@ func TestWideCorpusAgainstNode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// gpt2Variant writes a copy of the tokenizer in dir to out with its
+// pre-tokenizer replaced by GPT-2's ByteLevel split, and loads it.
+func gpt2Variant(t *testing.T, dir, out string) (*Tokenizer, error) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+	if err != nil {
+		return nil, err
+	}
+	var f map[string]json.RawMessage
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, err
+	}
+	f["pre_tokenizer"] = json.RawMessage(`{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true}`)
+	data, err = json.Marshal(f)
+	if err != nil {
+		return nil, err
+	}
+	config, err := os.ReadFile(filepath.Join(dir, "tokenizer_config.json"))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(out, "tokenizer.json"), data, 0o644); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(out, "tokenizer_config.json"), config, 0o644); err != nil {
+		return nil, err
+	}
+	return Load(out)
 }
