@@ -21,9 +21,7 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 	qg := make([]float32, T*H*2*D)
 	k := make([]float32, T*KV*D)
 	v := make([]float32, T*KV*D)
-	p.matMul(qg, x, &w.Q)
-	p.matMul(k, x, &w.K)
-	p.matMul(v, x, &w.V)
+	p.project(x, projection{qg, &w.Q}, projection{k, &w.K}, projection{v, &w.V})
 	if p.err != nil {
 		return out
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 
 	"github.com/suzuran-app/suzuran/engine/model"
 )
@@ -71,6 +72,87 @@ func checkWeights(w *model.Weights) error {
 		if err := checkMatrix(m); err != nil {
 			return err
 		}
+	}
+	return checkShapes(w)
+}
+
+// checkShapes verifies that every matrix and vector has the shape the
+// config implies. The loader checks this against the checkpoint; the
+// backend checks it again because its assembly kernels index without
+// bounds checks, so weights built any other way must not reach them wrong.
+func checkShapes(w *model.Weights) error {
+	c := &w.Config
+	H := c.HiddenSize
+	if c.NumKVHeads <= 0 || c.NumHeads%c.NumKVHeads != 0 || c.LinearKeyHeads <= 0 ||
+		c.LinearValueHeads%c.LinearKeyHeads != 0 || c.RotaryDim%2 != 0 || c.RotaryDim > c.HeadDim ||
+		c.ConvKernel < 1 || c.ExpertsPerToken < 1 || c.ExpertsPerToken > c.NumExperts {
+		return fmt.Errorf("config: inconsistent head counts, rotary dims, conv kernel or experts per token: %+v", *c)
+	}
+	var errs []string
+	mat := func(m *model.Matrix, out, in int) {
+		if m.Out != out || m.In != in {
+			errs = append(errs, fmt.Sprintf("%s is [%d, %d], the config implies [%d, %d]", m.Name, m.Out, m.In, out, in))
+		}
+	}
+	vec := func(name string, v []float32, n int) {
+		if len(v) != n {
+			errs = append(errs, fmt.Sprintf("%s has %d elements, the config implies %d", name, len(v), n))
+		}
+	}
+	mat(&w.Embed, w.Embed.Out, H)
+	mat(&w.LMHead, w.LMHead.Out, H)
+	vec("final norm", w.FinalNorm, H)
+	for i := range w.Layers {
+		l := &w.Layers[i]
+		name := fmt.Sprintf("layer %d ", i)
+		vec(name+"input norm", l.InputNorm, H)
+		vec(name+"post-attention norm", l.PostNorm, H)
+		if d := l.DeltaNet; d != nil {
+			C, Hv, Dv := deltaNetChannels(c), c.LinearValueHeads, c.LinearValueHeadDim
+			mat(&d.QKV, C, H)
+			mat(&d.Z, Hv*Dv, H)
+			mat(&d.B, Hv, H)
+			mat(&d.A, Hv, H)
+			mat(&d.Out, H, Hv*Dv)
+			vec(name+"A_log", d.ALog, Hv)
+			vec(name+"dt_bias", d.DtBias, Hv)
+			vec(name+"DeltaNet norm", d.Norm, Dv)
+			if len(d.Conv) != C {
+				errs = append(errs, fmt.Sprintf("%sconv1d has %d channels, the config implies %d", name, len(d.Conv), C))
+			}
+			for ch, taps := range d.Conv {
+				if len(taps) != c.ConvKernel {
+					errs = append(errs, fmt.Sprintf("%sconv1d channel %d has %d taps, the config implies %d", name, ch, len(taps), c.ConvKernel))
+					break
+				}
+			}
+		}
+		if a := l.Attention; a != nil {
+			D := c.HeadDim
+			mat(&a.Q, 2*c.NumHeads*D, H)
+			mat(&a.K, c.NumKVHeads*D, H)
+			mat(&a.V, c.NumKVHeads*D, H)
+			mat(&a.O, H, c.NumHeads*D)
+			vec(name+"q_norm", a.QNorm, D)
+			vec(name+"k_norm", a.KNorm, D)
+		}
+		m := &l.MoE
+		mat(&m.Router, c.NumExperts, H)
+		mat(&m.SharedGate, c.SharedIntermediate, H)
+		mat(&m.SharedUp, c.SharedIntermediate, H)
+		mat(&m.SharedDown, H, c.SharedIntermediate)
+		mat(&m.SharedExpert, 1, H)
+		for e := range m.Gate {
+			mat(&m.Gate[e], c.MoEIntermediate, H)
+			mat(&m.Up[e], c.MoEIntermediate, H)
+			mat(&m.Down[e], H, c.MoEIntermediate)
+		}
+	}
+	if len(errs) > 0 {
+		if len(errs) > 5 {
+			errs = append(errs[:5], fmt.Sprintf("and %d more", len(errs)-5))
+		}
+		return fmt.Errorf("weights do not match the config: %s", strings.Join(errs, "; "))
 	}
 	return nil
 }

@@ -1,118 +1,15 @@
 package cpu
 
 import (
-	"fmt"
-	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/model"
+	"github.com/suzuran-app/suzuran/engine/synth"
 )
-
-// fullConfig is Qwen3.6-35B-A3B's text config (shared
-// fixtures/qwen3.6-35b-a3b/config.json) cut to the given layers.
-func fullConfig(types []model.LayerType) model.Config {
-	return model.Config{
-		HiddenSize: 2048, NumLayers: len(types), LayerTypes: types,
-		NumHeads: 16, NumKVHeads: 2, HeadDim: 256,
-		LinearKeyHeads: 16, LinearValueHeads: 32, LinearKeyHeadDim: 128, LinearValueHeadDim: 128,
-		ConvKernel: 4, NumExperts: 256, ExpertsPerToken: 8, MoEIntermediate: 512, SharedIntermediate: 512,
-		VocabSize: 248320, RMSNormEps: 1e-6, RopeTheta: 1e7, RotaryDim: 64, MaxPositions: 262144,
-	}
-}
-
-// synthWeights builds random weights of cfg's shapes in the MLX layout
-// (affine 4-bit, group 64; router and shared-expert gate 8-bit). Expert
-// weights are shared between layers to halve the memory the benchmark
-// needs; every layer still reads them from memory, since 256 experts
-// (453 MB) are far larger than any cache.
-func synthWeights(cfg model.Config, seed uint64) *model.Weights {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	fill := func(b []byte) {
-		for i := 0; i+8 <= len(b); i += 8 {
-			v := rng.Uint64()
-			for j := range 8 {
-				b[i+j] = byte(v >> (8 * j))
-			}
-		}
-	}
-	bf16s := func(n int, mean, spread float64) []byte {
-		b := make([]byte, 2*n)
-		for i := range n {
-			putU16(b, i, toBF16(float32(mean+spread*rng.NormFloat64())))
-		}
-		return b
-	}
-	affine := func(name string, out, in, bits int) model.Matrix {
-		groups := out * in / 64
-		m := model.Matrix{Name: name, Out: out, In: in, DType: model.Affine, Bits: bits, GroupSize: 64,
-			Data: make([]byte, out*in*bits/8)}
-		fill(m.Data)
-		// w = s·q + b centred on zero: b = -s·(2^bits-1)/2.
-		s := 0.02 / float64(int(1)<<bits)
-		m.Scales = bf16s(groups, s, s/10)
-		m.Biases = bf16s(groups, -s*float64((int(1)<<bits)-1)/2, s/10)
-		return m
-	}
-	ones := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = 1
-		}
-		return v
-	}
-	c := &cfg
-	H, I := c.HiddenSize, c.MoEIntermediate
-	moe := model.MoE{
-		Router:       affine("router", c.NumExperts, H, 8),
-		SharedGate:   affine("shared.gate", c.SharedIntermediate, H, 4),
-		SharedUp:     affine("shared.up", c.SharedIntermediate, H, 4),
-		SharedDown:   affine("shared.down", H, c.SharedIntermediate, 4),
-		SharedExpert: affine("shared_expert_gate", 1, H, 8),
-	}
-	for e := range c.NumExperts {
-		moe.Gate = append(moe.Gate, affine(fmt.Sprintf("experts.%d.gate", e), I, H, 4))
-		moe.Up = append(moe.Up, affine(fmt.Sprintf("experts.%d.up", e), I, H, 4))
-		moe.Down = append(moe.Down, affine(fmt.Sprintf("experts.%d.down", e), H, I, 4))
-	}
-	head := affine("lm_head", c.VocabSize, H, 4)
-	w := &model.Weights{Config: cfg, Embed: head, LMHead: head, FinalNorm: ones(H)}
-	for i, t := range c.LayerTypes {
-		l := model.Layer{InputNorm: ones(H), PostNorm: ones(H), MoE: moe}
-		if t == model.LinearAttention {
-			ch := deltaNetChannels(c)
-			d := &model.DeltaNet{
-				QKV:    affine(fmt.Sprintf("layers.%d.in_proj_qkv", i), ch, H, 4),
-				Z:      affine(fmt.Sprintf("layers.%d.in_proj_z", i), c.LinearValueHeads*c.LinearValueHeadDim, H, 4),
-				B:      affine(fmt.Sprintf("layers.%d.in_proj_b", i), c.LinearValueHeads, H, 4),
-				A:      affine(fmt.Sprintf("layers.%d.in_proj_a", i), c.LinearValueHeads, H, 4),
-				Out:    affine(fmt.Sprintf("layers.%d.out_proj", i), H, c.LinearValueHeads*c.LinearValueHeadDim, 4),
-				ALog:   make([]float32, c.LinearValueHeads),
-				DtBias: make([]float32, c.LinearValueHeads),
-				Norm:   ones(c.LinearValueHeadDim),
-			}
-			for range ch {
-				taps := make([]float32, c.ConvKernel)
-				for j := range taps {
-					taps[j] = float32(rng.NormFloat64() * 0.3)
-				}
-				d.Conv = append(d.Conv, taps)
-			}
-			l.DeltaNet = d
-		} else {
-			D := c.HeadDim
-			l.Attention = &model.Attention{
-				Q:     affine(fmt.Sprintf("layers.%d.q_proj", i), c.NumHeads*D*2, H, 4),
-				K:     affine(fmt.Sprintf("layers.%d.k_proj", i), c.NumKVHeads*D, H, 4),
-				V:     affine(fmt.Sprintf("layers.%d.v_proj", i), c.NumKVHeads*D, H, 4),
-				O:     affine(fmt.Sprintf("layers.%d.o_proj", i), H, c.NumHeads*D, 4),
-				QNorm: ones(D), KNorm: ones(D),
-			}
-		}
-		w.Layers = append(w.Layers, l)
-	}
-	return w
-}
 
 // blockTimes wraps a CPU pass and adds up the wall time of each kind of
 // block; the CPU runs a block when it is called, so this is its cost.
@@ -189,11 +86,31 @@ func report(b *testing.B, bt *blockTimes, w *model.Weights, n, tokens int) {
 	b.ReportMetric(float64(tokens)/full, "tok/s-40-layers")
 }
 
+// benchWeights is the synthetic benchmark checkpoint: full-size shapes from
+// the shared mlx-community config, two layers (one DeltaNet, one attention),
+// MLX 4-bit, written once by engine/synth and cached in the temp folder
+// under its key (about 1.5 GB), then mapped like a real download.
 var benchWeights *model.Weights
 
 func benchSetup(b *testing.B) (*Backend, *model.Weights) {
 	if benchWeights == nil {
-		benchWeights = synthWeights(fullConfig([]model.LayerType{model.LinearAttention, model.FullAttention}), 7)
+		shared := filepath.Join(moduleRoot(b), "..", "shared")
+		cfg, err := os.ReadFile(filepath.Join(shared, synth.FullSizeConfig))
+		if err != nil {
+			b.Fatal(err)
+		}
+		opt := synth.Options{Config: cfg, Layers: 2, Seed: 7, Layout: checkpoint.MLX}
+		dir := filepath.Join(os.TempDir(), "suzuran-synth-"+synth.CacheKey(opt))
+		if _, err := os.Stat(dir); err != nil {
+			if _, err := synth.Write(dir, opt); err != nil {
+				b.Fatal(err)
+			}
+		}
+		m, err := checkpoint.Load(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchWeights = m.Weights // kept mapped for the whole test binary
 	}
 	be, err := New(benchWeights, Options{})
 	if err != nil {

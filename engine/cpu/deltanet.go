@@ -27,10 +27,7 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 	z := make([]float32, T*Hv*Dv)
 	b := make([]float32, T*Hv)
 	a := make([]float32, T*Hv)
-	p.matMul(window[(K-1)*C:], x, &w.QKV)
-	p.matMul(z, x, &w.Z)
-	p.matMul(b, x, &w.B)
-	p.matMul(a, x, &w.A)
+	p.project(x, projection{window[(K-1)*C:], &w.QKV}, projection{z, &w.Z}, projection{b, &w.B}, projection{a, &w.A})
 	if p.err != nil {
 		return out
 	}

@@ -16,9 +16,8 @@ TEXT ·q4RowAVX2(SB), NOSPLIT, $0-52
 	MOVQ groups+40(FP), CX
 	VXORPS Y0, Y0, Y0 // Σ scale·(Σq·x), 8 lanes
 	VXORPS X8, X8, X8 // Σ bias·xsum
-	MOVL $0x0F, AX
-	MOVQ AX, X15
-	VPBROADCASTD X15, Y15
+	VPCMPEQD Y15, Y15, Y15
+	VPSRLD $28, Y15, Y15 // 0x0F in every lane
 
 	TESTQ CX, CX
 	JZ done
@@ -58,16 +57,17 @@ loop:
 
 	VADDPS Y2, Y1, Y1
 
-	// scale and bias are BF16: the upper half of a float32.
-	MOVWLZX (DX), AX
-	SHLL $16, AX
-	MOVQ AX, X7
-	VBROADCASTSS X7, Y7
+	// scale and bias are BF16, the upper half of a float32: broadcast
+	// the 16 bits to every half-lane and shift them up. (Everything here is
+	// VEX-encoded: a legacy SSE move into an XMM register with the upper
+	// YMM halves dirty costs a state transition on Intel cores, measured
+	// at 100x slower on a Xeon.)
+	VPBROADCASTW (DX), Y7
+	VPSLLD $16, Y7, Y7
 	VFMADD231PS Y1, Y7, Y0
 
-	MOVWLZX (R8), AX
-	SHLL $16, AX
-	MOVQ AX, X9
+	VPBROADCASTW (R8), X9
+	VPSLLD $16, X9, X9
 	VFMADD231SS (R9), X9, X8
 
 	ADDQ $32, SI
@@ -186,21 +186,16 @@ TEXT ·q4DequantAVX2(SB), NOSPLIT, $0-40
 	MOVQ biases+16(FP), R8
 	MOVQ groups+24(FP), CX
 	MOVQ dst+32(FP), DI
-	MOVL $0x0F, AX
-	MOVQ AX, X15
-	VPBROADCASTD X15, Y15
+	VPCMPEQD Y15, Y15, Y15
+	VPSRLD $28, Y15, Y15 // 0x0F in every lane
 	TESTQ CX, CX
 	JZ dqdone
 
 dqloop:
-	MOVWLZX (DX), AX
-	SHLL $16, AX
-	MOVQ AX, X13
-	VBROADCASTSS X13, Y13 // scale
-	MOVWLZX (R8), AX
-	SHLL $16, AX
-	MOVQ AX, X14
-	VBROADCASTSS X14, Y14 // bias
+	VPBROADCASTW (DX), Y13
+	VPSLLD $16, Y13, Y13 // scale
+	VPBROADCASTW (R8), Y14
+	VPSLLD $16, Y14, Y14 // bias
 
 	VPMOVZXBD 0(SI), Y0
 	VPMOVZXBD 8(SI), Y2

@@ -262,76 +262,130 @@ func gemmChunk(y, x []float32, rows, in, out, o0, n int, buf []float32) {
 	}
 }
 
+// vecJob is one matrix-vector product y = x·wᵀ over a few token rows.
+type vecJob struct {
+	y, x []float32
+	rows int
+	w    *model.Matrix
+	// Prepared by matVecs: Σx per group (affine) and x in q4Row's order.
+	xsum, xd []float32
+}
+
 // matVec is matMul for a few token rows: one fused pass per packed row and
 // token, nothing dequantized into memory.
 func (b *Backend) matVec(y, x []float32, rows int, w *model.Matrix) {
-	in, out := w.In, w.Out
-	var xsum []float32
-	if w.DType == model.Affine {
-		// Σx per group and token row, shared by every output row.
-		groups := in / w.GroupSize
-		xsum = make([]float32, rows*groups)
-		for t := range rows {
-			for g := range groups {
-				var s float32
-				for _, v := range x[t*in+g*w.GroupSize : t*in+(g+1)*w.GroupSize] {
-					s += v
-				}
-				xsum[t*groups+g] = s
-			}
-		}
+	b.matVecs([]vecJob{{y: y, x: x, rows: rows, w: w}})
+}
+
+// matVecs runs several matrix-vector products in one parallel region over
+// all their output rows. Decode calls it with every projection that reads
+// the same input (q, k and v; the chosen experts' gate and up): one
+// region instead of one per matrix saves the start and the ragged end of
+// each, which matter at a few milliseconds per layer.
+func (b *Backend) matVecs(jobs []vecJob) {
+	total := 0
+	for i := range jobs {
+		prepareVecJob(&jobs[i], jobs[:i])
+		total += jobs[i].w.Out
 	}
-	var xd []float32
-	if w.DType == model.Affine && w.Bits == 4 && w.GroupSize == 64 && simd.q4Row != nil {
-		xd = make([]float32, rows*in)
-		deinterleave64(xd, x[:rows*in])
-	}
-	b.pool.parallelFor(out, 16, func(lo, hi int) {
-		if xd != nil {
-			groups := in / 64
-			words, scales, biases := u32s(w.Data), u16s(w.Scales), u16s(w.Biases)
-			for t := range rows {
-				yt, xt, xs := y[t*out:(t+1)*out], xd[t*in:(t+1)*in], xsum[t*groups:(t+1)*groups]
-				for o := lo; o < hi; o++ {
-					yt[o] = simd.q4Row(&words[o*in/8], &xt[0], &scales[o*groups], &biases[o*groups], &xs[0], groups)
-				}
+	b.pool.parallelFor(total, 16, func(lo, hi int) {
+		base := 0
+		for i := range jobs {
+			j := &jobs[i]
+			a, z := max(lo-base, 0), min(hi-base, j.w.Out)
+			if a < z {
+				j.rowsRange(a, z)
 			}
-			return
-		}
-		for t := range rows {
-			xt := x[t*in : (t+1)*in]
-			yt := y[t*out : (t+1)*out]
-			switch w.DType {
-			case model.Affine:
-				groups := in / w.GroupSize
-				xs := xsum[t*groups : (t+1)*groups]
-				if w.Bits == 4 {
-					affine4Rows(yt, xt, xs, w, lo, hi)
-				} else {
-					affine8Rows(yt, xt, xs, w, lo, hi)
-				}
-			case model.BF16:
-				data := u16s(w.Data)
-				for o := lo; o < hi; o++ {
-					yt[o] = dotBF16(data[o*in:(o+1)*in], xt)
-				}
-			case model.F16:
-				data := u16s(w.Data)
-				for o := lo; o < hi; o++ {
-					var s float32
-					for i, u := range data[o*in : (o+1)*in] {
-						s += f16(u) * xt[i]
-					}
-					yt[o] = s
-				}
-			case model.F32:
-				data := f32s(w.Data)
-				for o := lo; o < hi; o++ {
-					yt[o] = dot(data[o*in:(o+1)*in], xt)
-				}
-			}
+			base += j.w.Out
 		}
 	})
+}
+
+// prepareVecJob computes what the job's loop needs from x once, or takes it
+// from an earlier job over the same input.
+func prepareVecJob(j *vecJob, earlier []vecJob) {
+	w := j.w
+	if w.DType != model.Affine {
+		return
+	}
+	fast := w.Bits == 4 && w.GroupSize == 64 && simd.q4Row != nil
+	for _, e := range earlier {
+		if len(e.x) > 0 && &e.x[0] == &j.x[0] && e.rows == j.rows && e.xsum != nil && e.w.GroupSize == w.GroupSize {
+			j.xsum = e.xsum
+			if fast && e.xd != nil {
+				j.xd = e.xd
+				return
+			}
+		}
+	}
+	in, gs := w.In, w.GroupSize
+	if j.xsum == nil {
+		groups := in / gs
+		j.xsum = make([]float32, j.rows*groups)
+		for t := range j.rows {
+			for g := range groups {
+				var s float32
+				for _, v := range j.x[t*in+g*gs : t*in+(g+1)*gs] {
+					s += v
+				}
+				j.xsum[t*groups+g] = s
+			}
+		}
+	}
+	if fast {
+		j.xd = make([]float32, j.rows*in)
+		deinterleave64(j.xd, j.x[:j.rows*in])
+	}
+}
+
+// rowsRange computes the job's outputs o in [lo, hi) for every token row.
+func (j *vecJob) rowsRange(lo, hi int) {
+	w := j.w
+	in, out := w.In, w.Out
+	if j.xd != nil {
+		groups := in / 64
+		words, scales, biases := u32s(w.Data), u16s(w.Scales), u16s(w.Biases)
+		for t := range j.rows {
+			yt, xt, xs := j.y[t*out:(t+1)*out], j.xd[t*in:(t+1)*in], j.xsum[t*groups:(t+1)*groups]
+			for o := lo; o < hi; o++ {
+				yt[o] = simd.q4Row(&words[o*in/8], &xt[0], &scales[o*groups], &biases[o*groups], &xs[0], groups)
+			}
+		}
+		return
+	}
+	for t := range j.rows {
+		xt := j.x[t*in : (t+1)*in]
+		yt := j.y[t*out : (t+1)*out]
+		switch w.DType {
+		case model.Affine:
+			groups := in / w.GroupSize
+			xs := j.xsum[t*groups : (t+1)*groups]
+			if w.Bits == 4 {
+				affine4Rows(yt, xt, xs, w, lo, hi)
+			} else {
+				affine8Rows(yt, xt, xs, w, lo, hi)
+			}
+		case model.BF16:
+			data := u16s(w.Data)
+			for o := lo; o < hi; o++ {
+				yt[o] = dotBF16(data[o*in:(o+1)*in], xt)
+			}
+		case model.F16:
+			data := u16s(w.Data)
+			for o := lo; o < hi; o++ {
+				var s float32
+				for i, u := range data[o*in : (o+1)*in] {
+					s += f16(u) * xt[i]
+				}
+				yt[o] = s
+			}
+		case model.F32:
+			data := f32s(w.Data)
+			for o := lo; o < hi; o++ {
+				yt[o] = dot(data[o*in:(o+1)*in], xt)
+			}
+		}
+	}
 }
 
 // affine4Rows computes y[o] for o in [lo, hi) of a 4-bit affine matrix.

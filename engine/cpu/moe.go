@@ -42,32 +42,87 @@ func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activatio
 		}
 	}
 
-	// Shared expert, weighted by sigmoid(x·w_shared_gate).
+	// The active experts with the rows routed to each. A single-token pass
+	// routes its one row everywhere, so the experts read x itself (and
+	// matVecs prepares it once for all of them).
+	type expertWork struct {
+		e      int
+		rows   []int
+		x      *tensor
+		hidden *tensor // silu(gate·x) ⊙ up·x
+		up     []float32
+		y      *tensor
+	}
+	var active []*expertWork
+	for e := range E {
+		if len(tokens[e]) == 0 {
+			continue
+		}
+		ex := &expertWork{e: e, rows: tokens[e], x: x}
+		if len(ex.rows) != T {
+			ex.x = newTensor(len(ex.rows), H)
+			for i, t := range ex.rows {
+				copy(ex.x.row(i), x.row(t))
+			}
+		}
+		active = append(active, ex)
+	}
+
 	gate := make([]float32, T)
-	p.matMul(gate, x, &w.SharedExpert)
-	shared := p.swiGLU(x, &w.SharedGate, &w.SharedUp, &w.SharedDown)
+	shared := &expertWork{rows: nil, x: x}
+	if T < gemmMinTokens {
+		// Decode: every gate and up projection in one parallel region,
+		// then every down projection in another.
+		jobs := []vecJob{{y: gate, x: x.data, rows: T, w: &w.SharedExpert}}
+		addGateUp := func(ex *expertWork, g, u *model.Matrix) {
+			ex.hidden = newTensor(ex.x.rows, g.Out)
+			ex.up = make([]float32, ex.x.rows*u.Out)
+			jobs = append(jobs, vecJob{y: ex.hidden.data, x: ex.x.data, rows: ex.x.rows, w: g},
+				vecJob{y: ex.up, x: ex.x.data, rows: ex.x.rows, w: u})
+		}
+		addGateUp(shared, &w.SharedGate, &w.SharedUp)
+		for _, ex := range active {
+			addGateUp(ex, &w.Gate[ex.e], &w.Up[ex.e])
+		}
+		p.b.matVecs(jobs)
+		jobs = jobs[:0]
+		addDown := func(ex *expertWork, d *model.Matrix) {
+			for i, u := range ex.up {
+				ex.hidden.data[i] = silu(ex.hidden.data[i]) * u
+			}
+			ex.y = newTensor(ex.x.rows, d.Out)
+			jobs = append(jobs, vecJob{y: ex.y.data, x: ex.hidden.data, rows: ex.x.rows, w: d})
+		}
+		addDown(shared, &w.SharedDown)
+		for _, ex := range active {
+			addDown(ex, &w.Down[ex.e])
+		}
+		p.b.matVecs(jobs)
+	} else {
+		p.matMul(gate, x, &w.SharedExpert)
+		shared.y = p.swiGLU(x, &w.SharedGate, &w.SharedUp, &w.SharedDown)
+		for _, ex := range active {
+			ex.y = p.swiGLU(ex.x, &w.Gate[ex.e], &w.Up[ex.e], &w.Down[ex.e])
+		}
+	}
+	if p.err != nil {
+		return out
+	}
+
+	// Shared expert weighted by sigmoid(x·w_shared_gate), then the routed
+	// experts in index order.
 	for t := range T {
 		g := sigmoid(gate[t])
-		row, sh := out.row(t), shared.row(t)
+		row, sh := out.row(t), shared.y.row(t)
 		for i := range row {
 			row[i] = g * sh[i]
 		}
 	}
-
-	for e := range E {
-		rows := tokens[e]
-		if len(rows) == 0 {
-			continue
-		}
-		xe := newTensor(len(rows), H)
-		for i, t := range rows {
-			copy(xe.row(i), x.row(t))
-		}
-		ye := p.swiGLU(xe, &w.Gate[e], &w.Up[e], &w.Down[e])
-		for i, t := range rows {
-			wt := weights[e][i]
+	for _, ex := range active {
+		for i, t := range ex.rows {
+			wt := weights[ex.e][i]
 			row := out.row(t)
-			for d, v := range ye.row(i) {
+			for d, v := range ex.y.row(i) {
 				row[d] += wt * v
 			}
 		}

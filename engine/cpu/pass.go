@@ -148,6 +148,34 @@ func (p *pass) matMul(y []float32, x *tensor, w *model.Matrix) {
 	p.b.matMul(y, x.data, x.rows, w)
 }
 
+// projection is one matrix applied to a shared input by project.
+type projection struct {
+	y []float32
+	w *model.Matrix
+}
+
+// project computes y = x·wᵀ for each projection of the same input x: in one
+// parallel region for a few token rows, one matrix product each otherwise.
+func (p *pass) project(x *tensor, outs ...projection) {
+	for _, o := range outs {
+		if x.width != o.w.In {
+			p.fail(fmt.Errorf("%s: input width %d, the matrix takes %d", o.w.Name, x.width, o.w.In))
+			return
+		}
+	}
+	if x.rows >= gemmMinTokens {
+		for _, o := range outs {
+			p.b.matMul(o.y, x.data, x.rows, o.w)
+		}
+		return
+	}
+	jobs := make([]vecJob, len(outs))
+	for i, o := range outs {
+		jobs[i] = vecJob{y: o.y, x: x.data, rows: x.rows, w: o.w}
+	}
+	p.b.matVecs(jobs)
+}
+
 // Sample implements model.Pass.
 func (p *pass) Sample(la model.Activation, s *model.Sampling) {
 	l := p.tensor(la)

@@ -122,3 +122,26 @@ func TestSequenceErrors(t *testing.T) {
 		t.Error("a snapshot of another backend was restored")
 	}
 }
+
+// TestNewRejectsBadShapes checks that weights whose shapes disagree with
+// their config never reach the kernels.
+func TestNewRejectsBadShapes(t *testing.T) {
+	ref := fixtureModels(t)[1]
+	_, w := openModel(t, ref.dir)
+	bad := *w
+	bad.Layers = append([]model.Layer(nil), w.Layers...)
+	moe := bad.Layers[0].MoE
+	moe.Down = append(model.Experts(nil), moe.Down...)
+	moe.Down[3] = moe.Gate[3] // a valid matrix of the transposed shape
+	bad.Layers[0].MoE = moe
+	if _, err := New(&bad, Options{}); err == nil {
+		t.Fatal("an expert down projection of the wrong shape was accepted")
+	} else {
+		t.Log(err)
+	}
+	bad = *w
+	bad.FinalNorm = w.FinalNorm[:3]
+	if _, err := New(&bad, Options{}); err == nil {
+		t.Fatal("a final norm of the wrong length was accepted")
+	}
+}
