@@ -69,13 +69,15 @@ test: deps vet go-test frontend-test smoke darwin-check
 vet:
 	$(GO) vet ./...
 
-# The whole tree runs once without -race. -race runs again on app/ only:
-# the engine's numeric tests are CPU-bound and take several times longer
-# under the race detector than CI's time allows on two cores; the app is
-# where goroutines meet (tray, window, logging).
+# The whole tree runs once without -race. -race runs again on ./app only
+# (package main): that is where goroutines meet (tray, window, logging,
+# the subcommands' streams), while the engine's numeric tests are CPU-bound
+# and take several times longer under the race detector than CI's two cores
+# allow. Engine packages with concurrency of their own run -race in their
+# own tests' targets where they fit.
 go-test:
 	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -race ./app/...
+	$(GO) test -count=1 -race ./app
 
 frontend-test: frontend/node_modules/.package-lock.json
 	cd frontend && $(NPM) test

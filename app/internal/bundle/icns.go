@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"image"
-	"image/color"
+	"image/draw"
 	"image/png"
 )
 
@@ -25,9 +25,8 @@ var icnsSizes = []struct {
 }
 
 // ICNS turns the 1024×1024 app icon into an .icns file with every size
-// from 16 to 1024, each a PNG. Smaller sizes are box-filtered from the
-// original (exact, since each edge divides 1024), so iconutil, which only
-// exists on macOS, is not needed.
+// from 16 to 1024, each a PNG. Each size is the one above it halved with a
+// 2×2 box filter, so iconutil, which only exists on macOS, is not needed.
 func ICNS(png1024 []byte) ([]byte, error) {
 	src, err := png.Decode(bytes.NewReader(png1024))
 	if err != nil {
@@ -36,10 +35,20 @@ func ICNS(png1024 []byte) ([]byte, error) {
 	if b := src.Bounds(); b.Dx() != 1024 || b.Dy() != 1024 {
 		return nil, fmt.Errorf("app icon is %dx%d, want 1024x1024", b.Dx(), b.Dy())
 	}
+	// Premultiplied RGBA, so that averaging keeps the transparent edges of
+	// the icon from turning dark.
+	level := image.NewRGBA(image.Rect(0, 0, 1024, 1024))
+	draw.Draw(level, level.Rect, src, src.Bounds().Min, draw.Src)
+	images := map[int]*image.RGBA{1024: level}
+	for edge := 512; edge >= 16; edge /= 2 {
+		level = halve(level)
+		images[edge] = level
+	}
+
 	var body bytes.Buffer
 	for _, s := range icnsSizes {
 		var img bytes.Buffer
-		if err := png.Encode(&img, shrink(src, 1024/s.edge)); err != nil {
+		if err := png.Encode(&img, images[s.edge]); err != nil {
 			return nil, err
 		}
 		body.WriteString(s.kind)
@@ -53,22 +62,20 @@ func ICNS(png1024 []byte) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
-// shrink averages factor×factor blocks of premultiplied colour, which keeps
-// the transparent edges of the icon from turning dark.
-func shrink(src image.Image, factor int) image.Image {
-	b := src.Bounds()
-	dst := image.NewRGBA(image.Rect(0, 0, b.Dx()/factor, b.Dy()/factor))
-	n := uint32(factor * factor)
-	for y := 0; y < dst.Rect.Dy(); y++ {
-		for x := 0; x < dst.Rect.Dx(); x++ {
-			var r, g, bl, a uint32
-			for dy := 0; dy < factor; dy++ {
-				for dx := 0; dx < factor; dx++ {
-					pr, pg, pb, pa := src.At(b.Min.X+x*factor+dx, b.Min.Y+y*factor+dy).RGBA()
-					r, g, bl, a = r+pr, g+pg, bl+pb, a+pa
-				}
+// halve averages each 2×2 block of src, rounding to nearest.
+func halve(src *image.RGBA) *image.RGBA {
+	w, h := src.Rect.Dx()/2, src.Rect.Dy()/2
+	dst := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := 0; y < h; y++ {
+		top := src.Pix[(2*y)*src.Stride:]
+		bottom := src.Pix[(2*y+1)*src.Stride:]
+		row := dst.Pix[y*dst.Stride:]
+		for x := 0; x < w; x++ {
+			for c := 0; c < 4; c++ {
+				i := 8*x + c
+				sum := uint32(top[i]) + uint32(top[i+4]) + uint32(bottom[i]) + uint32(bottom[i+4])
+				row[4*x+c] = uint8((sum + 2) / 4)
 			}
-			dst.SetRGBA(x, y, color.RGBA{uint8(r / n >> 8), uint8(g / n >> 8), uint8(bl / n >> 8), uint8(a / n >> 8)})
 		}
 	}
 	return dst
