@@ -21,6 +21,7 @@ func newBenchCmd() *cobra.Command {
 		syn                       bench.Synthetic
 		dir, backend, layout, out string
 		synthetic, asJSON, table  bool
+		listBackends              bool
 		threads, copyMiB          int
 	)
 	cmd := &cobra.Command{
@@ -50,6 +51,10 @@ random weights and --layers layers, and measures that.
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if table {
 				return printSavedReports(cmd, args)
+			}
+			if listBackends {
+				_, err := fmt.Fprintln(cmd.OutOrStdout(), strings.Join(bench.Kinds(), "\n"))
+				return err
 			}
 			if (dir == "") == !synthetic {
 				return errors.New("give either --model DIR or --synthetic")
@@ -123,6 +128,7 @@ random weights and --layers layers, and measures that.
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON instead of a table")
 	f.StringVar(&out, "out", "", "also write the JSON report to this file")
 	f.BoolVar(&table, "table", false, "print saved reports (the arguments) side by side and exit")
+	f.BoolVar(&listBackends, "list-backends", false, "print the backends this build can measure, one a line, and exit")
 	return cmd
 }
 

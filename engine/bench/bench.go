@@ -433,6 +433,16 @@ func (m *measurer) prefixes(r *Report) error {
 	if err != nil {
 		return err
 	}
+	for _, f := range []struct {
+		what string
+		c    LayerCosts
+	}{{"prefill", pc}, {"decode", dc}} {
+		if f.c.FixedMs < 0 || f.c.DeltaNetLayerMs < 0 || f.c.AttentionLayerMs < 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("the %s per-layer fit has a negative term (fixed %.3g, DeltaNet %.3g, attention %.3g ms): "+
+				"the timing noise is larger than a layer's cost, so its projection is unreliable; measure on a quiet machine or with more runs",
+				f.what, f.c.FixedMs, f.c.DeltaNetLayerMs, f.c.AttentionLayerMs))
+		}
+	}
 	for i := range r.Prefill {
 		if r.Prefill[i].Tokens == m.s.PrefixPrompt {
 			r.Prefill[i].Layers = &pc

@@ -287,3 +287,43 @@ func TestEnsureSynthetic(t *testing.T) {
 		t.Errorf("synthetic checkpoint has %d layers, want 2", n)
 	}
 }
+
+// TestEmuCounters measures the GPU backend on the emulator with a short
+// prompt and checks the per-step counters the report carries; the timings
+// of emu are not GPU speed and are not checked beyond being positive.
+func TestEmuCounters(t *testing.T) {
+	m := tinyModel(t)
+	tg, closeFn, err := Open("emu", m, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	r, err := Run(tg, Settings{Prompts: []int{5}, Gen: 3, Runs: 1, Warmup: 2, CopyBytes: 1 << 20, Copies: 1, LayerCosts: "off"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStat(t, "emu decode tok/s", r.Decode[0].TokPerSec, 1)
+	got := map[string]float64{}
+	for _, c := range r.Counters {
+		got[c.Phase+": "+c.Name] = c.Value
+	}
+	// The pipeline rules: one command buffer per decode token and per
+	// prefill chunk, at most one host wait, no readback inside a step.
+	for name, want := range map[string]float64{
+		"decode: command buffers per token":     1,
+		"decode: host waits per token":          1,
+		"decode: mid-step readbacks per token":  0,
+		"prefill: command buffers per chunk":    1,
+		"prefill: mid-step readbacks per chunk": 0,
+	} {
+		if v, ok := got[name]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", name, v, ok, want)
+		}
+	}
+	if got["decode: planned bytes per token"] <= 0 || got["decode: minimum bytes per token"] <= 0 {
+		t.Errorf("planned and minimum bytes per decode token missing: %v", got)
+	}
+	if len(r.Notes) == 0 || !strings.Contains(r.Notes[0], "not GPU speed") {
+		t.Errorf("notes %q: want the warning that emu timings are not GPU speed", r.Notes)
+	}
+}

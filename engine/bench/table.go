@@ -160,6 +160,9 @@ func Table(out io.Writer, reports []*Report) error {
 			add(k, func(r *Report) string {
 				for _, c := range r.Counters {
 					if c.Phase+": "+c.Name == k {
+						if strings.HasSuffix(c.Name, "bytes per token") {
+							return mib(int64(math.Round(c.Value)))
+						}
 						return trimFloat(c.Value)
 					}
 				}
