@@ -73,8 +73,7 @@ vet:
 # (package main): that is where goroutines meet (tray, window, logging,
 # the subcommands' streams), while the engine's numeric tests are CPU-bound
 # and take several times longer under the race detector than CI's two cores
-# allow. Engine packages with concurrency of their own run -race in their
-# own tests' targets where they fit.
+# allow.
 go-test:
 	$(GO) test -count=1 ./...
 	$(GO) test -count=1 -race ./app
