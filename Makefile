@@ -92,8 +92,35 @@ darwin-check:
 	$(GO) run ./build/darwincheck -out bin/darwin
 
 # ---- bench: begin ----
+# The reference benchmark of BENCHMARKS.md (the body of this target belongs to
+# the benchmark; engine/bench and app/cmd_bench.go say what it measures).
+# It builds, once and cached under the user cache folder, a synthetic
+# checkpoint with the full model's width and vocabulary and 4 layers (3
+# DeltaNet + 1 attention), then measures the cpu backend: prompts of 512 and
+# 4,096 tokens, each followed by 32 decode steps, 3 runs (1 for the 4,096-token
+# prompt, whose prefill takes minutes on 2 cores). On macOS it measures metal
+# the same way with 128 decode steps. Where the build has the kernel emulator
+# it measures emu with an 8-token prompt and 4 decode steps: emu runs the GPU
+# code path on the CPU, so its timings are not GPU speed; its counters are the
+# GPU pipeline's. Reports go to bin/bench/<backend>.json and the table puts
+# them side by side. BENCH_CONFIG=FILE imitates another config.json (on a Mac
+# without ../shared, the config.json of mlx-community/Qwen3.6-35B-A3B-4bit).
+BENCH_DIR := bin/bench
+BENCH_CONFIG ?=
+BENCH_FLAGS := --synthetic $(if $(BENCH_CONFIG),--config $(BENCH_CONFIG))
 bench:
-	$(GO) test -run '^$$' -bench . ./engine/...
+	@mkdir -p $(BENCH_DIR)
+	$(GO) build -o $(BENCH_DIR)/suzuran ./app
+	@kinds=$$($(BENCH_DIR)/suzuran bench --list-backends); reports=(); \
+	run() { \
+		echo "== suzuran bench --backend $$*"; \
+		$(BENCH_DIR)/suzuran bench $(BENCH_FLAGS) --backend "$$@" --out $(BENCH_DIR)/$$1.json >/dev/null; \
+		reports+=($(BENCH_DIR)/$$1.json); \
+	}; \
+	run cpu --prompt 512,4096 --gen 32 --runs 3 --long-runs 1; \
+	if grep -qx metal <<<"$$kinds"; then run metal --prompt 512,4096 --gen 128 --runs 3; fi; \
+	if grep -qx emu <<<"$$kinds"; then run emu --prompt 8 --gen 4 --runs 1 --warmup 1 --layer-costs off; fi; \
+	echo; $(BENCH_DIR)/suzuran bench --table "$${reports[@]}"
 # ---- bench: end ----
 
 lint: deps frontend/node_modules/.package-lock.json
