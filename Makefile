@@ -47,9 +47,10 @@ all: build
 ## run: build the desktop app and start it (under Xvfb and a private D-Bus
 ## session when there is no display or session bus, as on a server).
 run: build
-	@wrap=(); \
+	@if [ "$$(uname)" != Linux ]; then exec ./bin/suzuran; fi; \
+	wrap=(); \
 	if [ -z "$${DBUS_SESSION_BUS_ADDRESS:-}" ]; then wrap=(dbus-run-session --); fi; \
-	if [ "$$(uname)" = Linux ] && [ -z "$${DISPLAY:-}" ] && [ -z "$${WAYLAND_DISPLAY:-}" ]; then \
+	if [ -z "$${DISPLAY:-}" ] && [ -z "$${WAYLAND_DISPLAY:-}" ]; then \
 		echo "no display: running under Xvfb"; \
 		wrap=(xvfb-run -a -s "-screen 0 1280x800x24" "$${wrap[@]}"); \
 	fi; \
