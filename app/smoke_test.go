@@ -26,7 +26,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
+	"github.com/ebitengine/purego"
 	"github.com/godbus/dbus/v5"
 	"github.com/godbus/dbus/v5/prop"
 )
@@ -123,16 +125,20 @@ func TestDesktopSmoke(t *testing.T) {
 		t.Fatalf("the tray menu has no %q item: %v", trayQuitTitle, items)
 	}
 
-	// "Open Suzuran" keeps the app running with its window shown.
+	// Closing the window hides it and leaves the app running in the tray;
+	// "Open Suzuran" brings it back.
+	closeWindow(t, window.id)
+	waitFor(t, exited, "the window to hide after a close request", func() bool {
+		_, err := findWindow()
+		return err != nil
+	})
+	t.Log("the window hid on a close request; the app runs on")
 	clickMenuItem(t, menu, openID)
-	select {
-	case err := <-exited:
-		t.Fatalf("the app exited after %q was clicked: %v", trayOpenTitle, err)
-	case <-time.After(time.Second):
-	}
-	if _, err := findWindow(); err != nil {
-		t.Fatalf("after %q: %v", trayOpenTitle, err)
-	}
+	waitFor(t, exited, "the window to come back from the tray", func() bool {
+		_, err := findWindow()
+		return err == nil
+	})
+	t.Logf("%q showed the window again", trayOpenTitle)
 
 	// "Quit" ends the process with status 0.
 	clickMenuItem(t, menu, quitID)
@@ -272,6 +278,73 @@ func clickMenuItem(t *testing.T, menu dbus.BusObject, id int32) {
 	if call.Err != nil {
 		t.Fatalf("clicking tray menu item %d: %v", id, call.Err)
 	}
+}
+
+// waitFor polls done for up to 20 s while the app keeps running.
+func waitFor(t *testing.T, exited <-chan error, what string, done func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !done() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the app exited while waiting for %s: %v", what, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// closeWindow asks a window to close as a window manager's close button
+// does: an ICCCM WM_DELETE_WINDOW client message, sent through libX11
+// (there is no window manager under Xvfb, and xdotool's windowclose
+// destroys the window instead of asking).
+func closeWindow(t *testing.T, id string) {
+	t.Helper()
+	window, err := strconv.ParseUint(id, 10, 64)
+	if err != nil {
+		t.Fatalf("window id %q: %v", id, err)
+	}
+	x11, err := purego.Dlopen("libX11.so.6", purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		t.Fatalf("loading libX11: %v", err)
+	}
+	defer purego.Dlclose(x11)
+	var (
+		xOpenDisplay  func(name string) uintptr
+		xInternAtom   func(display uintptr, name string, onlyIfExists int32) uint64
+		xSendEvent    func(display uintptr, window uint64, propagate int32, mask int64, event unsafe.Pointer) int32
+		xFlush        func(display uintptr) int32
+		xCloseDisplay func(display uintptr) int32
+	)
+	purego.RegisterLibFunc(&xOpenDisplay, x11, "XOpenDisplay")
+	purego.RegisterLibFunc(&xInternAtom, x11, "XInternAtom")
+	purego.RegisterLibFunc(&xSendEvent, x11, "XSendEvent")
+	purego.RegisterLibFunc(&xFlush, x11, "XFlush")
+	purego.RegisterLibFunc(&xCloseDisplay, x11, "XCloseDisplay")
+
+	display := xOpenDisplay(os.Getenv("DISPLAY"))
+	if display == 0 {
+		t.Fatalf("XOpenDisplay(%q) failed", os.Getenv("DISPLAY"))
+	}
+	defer xCloseDisplay(display)
+	// XClientMessageEvent on LP64, as 8-byte words of the 192-byte XEvent:
+	// type, serial, send_event, display, window, message_type, format,
+	// then data.l[0..4].
+	const clientMessage = 33
+	var event [24]uint64
+	event[0] = clientMessage
+	event[2] = 1
+	event[3] = uint64(display)
+	event[4] = window
+	event[5] = xInternAtom(display, "WM_PROTOCOLS", 0)
+	event[6] = 32
+	event[7] = xInternAtom(display, "WM_DELETE_WINDOW", 0)
+	if xSendEvent(display, window, 0, 0, unsafe.Pointer(&event)) == 0 {
+		t.Fatal("XSendEvent of WM_DELETE_WINDOW failed")
+	}
+	xFlush(display)
 }
 
 type xWindow struct {
