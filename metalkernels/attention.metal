@@ -1,8 +1,8 @@
 // attention.metal: the gated full-attention mixer between its projections.
 //
 //   attn_q_norm_rope_f32   q = RoPE(RMSNorm(query part of Wq·x)) per head
-//   attn_kv_write_bf16     k = RoPE(RMSNorm(Wk·x)), v → the bf16 KV cache
-//   attn_split_f32         one (query, head, key chunk): online softmax over
+//   attn_kv_write_<kv>     k = RoPE(RMSNorm(Wk·x)), v → the KV cache (bf16 or f32)
+//   attn_split_<kv>_f32    one (query, head, key chunk): online softmax over
 //                          the chunk, partial output with its max and sum
 //   attn_reduce_gate_f32   merges the chunks, applies sigmoid(gate)
 //
@@ -14,7 +14,7 @@
 // is one simd_sum — no threadgroup memory or barriers.
 //
 // Layouts: qg [T, q_heads, 2·head_dim] (query ‖ gate per head, as Wq writes
-// it); k, v [T, kv_heads·head_dim]; cache [kv_heads, max_seq, head_dim] bf16;
+// it); k, v [T, kv_heads·head_dim]; cache [kv_heads, max_seq, head_dim];
 // q [T, q_heads, head_dim]; partials [T, q_heads, splits, head_dim] with
 // max and sum [T, q_heads, splits]; o [T, q_heads·head_dim].
 #include "common.h"
@@ -68,9 +68,25 @@ struct PutF32 {
     void operator()(uint j, float v) const { dst[j] = v; }
 };
 
-struct PutBF16 {
-    device ushort* dst;
-    void operator()(uint j, float v) const { dst[j] = float_to_bf16(v); }
+// The KV cache element: bf16 halves the cache (20 KiB per token on the
+// real model); f32 keeps keys and values exact, for checking against
+// references and for users who would rather spend the memory.
+struct CacheBF16 {
+    typedef ushort T;
+    static float load(ushort v) { return bf16_to_float(v); }
+    static ushort store(float v) { return float_to_bf16(v); }
+};
+
+struct CacheF32 {
+    typedef float T;
+    static float load(float v) { return v; }
+    static float store(float v) { return v; }
+};
+
+template <typename C>
+struct PutCache {
+    device typename C::T* dst;
+    void operator()(uint j, float v) const { dst[j] = C::store(v); }
 };
 
 // Grid: (q_heads, T), 32 threads.
@@ -90,35 +106,40 @@ kernel void attn_q_norm_rope_f32(constant AttnParams& p [[buffer(0)]],
 }
 
 // Grid: (kv_heads, T), 32 threads. The cache keeps keys after norm and RoPE.
-kernel void attn_kv_write_bf16(constant AttnParams& p [[buffer(0)]],
-                               const device float* k [[buffer(1)]],
-                               const device float* v [[buffer(2)]],
-                               const device float* k_norm [[buffer(3)]],
-                               const device float* inv_freq [[buffer(4)]],
-                               device ushort* k_cache [[buffer(5)]],
-                               device ushort* v_cache [[buffer(6)]],
-                               uint2 tg [[threadgroup_position_in_grid]],
-                               uint lane [[thread_index_in_simdgroup]]) {
+template <typename C>
+kernel void attn_kv_write(constant AttnParams& p [[buffer(0)]],
+                          const device float* k [[buffer(1)]],
+                          const device float* v [[buffer(2)]],
+                          const device float* k_norm [[buffer(3)]],
+                          const device float* inv_freq [[buffer(4)]],
+                          device typename C::T* k_cache [[buffer(5)]],
+                          device typename C::T* v_cache [[buffer(6)]],
+                          uint2 tg [[threadgroup_position_in_grid]],
+                          uint lane [[thread_index_in_simdgroup]]) {
     uint h = tg.x;
     uint t = tg.y;
     uint pos = p.pos0 + t;
     ulong src = (ulong(t) * p.kv_heads + h) * p.head_dim;
     ulong dst = (ulong(h) * p.max_seq + pos) * p.head_dim;
-    PutBF16 put;
+    PutCache<C> put;
     put.dst = k_cache + dst;
     norm_rope_head(k + src, k_norm, inv_freq, p, pos, lane, put);
     for (uint j = lane; j < p.head_dim; j += 32) {
-        v_cache[dst + j] = float_to_bf16(v[src + j]);
+        v_cache[dst + j] = C::store(v[src + j]);
     }
 }
+
+template [[host_name("attn_kv_write_bf16")]] [[kernel]] decltype(attn_kv_write<CacheBF16>) attn_kv_write<CacheBF16>;
+template [[host_name("attn_kv_write_f32")]] [[kernel]] decltype(attn_kv_write<CacheF32>) attn_kv_write<CacheF32>;
 
 // Grid: (q_heads, splits, T), 32 threads. Query t sees keys [0, pos0+t];
 // chunk c covers keys [c·split_len, (c+1)·split_len). A chunk wholly past the
 // query's last key writes max -inf and sum 0, which the reduce ignores.
-kernel void attn_split_f32(constant AttnParams& p [[buffer(0)]],
+template <typename C>
+kernel void attn_split(constant AttnParams& p [[buffer(0)]],
                            const device float* q [[buffer(1)]],
-                           const device ushort* k_cache [[buffer(2)]],
-                           const device ushort* v_cache [[buffer(3)]],
+                           const device typename C::T* k_cache [[buffer(2)]],
+                           const device typename C::T* v_cache [[buffer(3)]],
                            device float* part_o [[buffer(4)]],
                            device float* part_m [[buffer(5)]],
                            device float* part_l [[buffer(6)]],
@@ -143,15 +164,15 @@ kernel void attn_split_f32(constant AttnParams& p [[buffer(0)]],
     }
     float m = -INFINITY;
     float l = 0.0f;
-    const device ushort* kb = k_cache + ulong(kvh) * p.max_seq * n;
-    const device ushort* vb = v_cache + ulong(kvh) * p.max_seq * n;
+    const device typename C::T* kb = k_cache + ulong(kvh) * p.max_seq * n;
+    const device typename C::T* vb = v_cache + ulong(kvh) * p.max_seq * n;
     for (uint key = k0; key < k1; key++) {
-        const device ushort* kr = kb + ulong(key) * n;
+        const device typename C::T* kr = kb + ulong(key) * n;
         float s = 0.0f;
         for (uint i = 0; i < ATTN_PER_LANE; i++) {
             uint j = lane + 32 * i;
             if (j < n) {
-                s += qr[i] * bf16_to_float(kr[j]);
+                s += qr[i] * C::load(kr[j]);
             }
         }
         s = simd_sum(s);
@@ -159,11 +180,11 @@ kernel void attn_split_f32(constant AttnParams& p [[buffer(0)]],
         float correction = exp(m - m_new);
         float e = exp(s - m_new);
         l = l * correction + e;
-        const device ushort* vr = vb + ulong(key) * n;
+        const device typename C::T* vr = vb + ulong(key) * n;
         for (uint i = 0; i < ATTN_PER_LANE; i++) {
             uint j = lane + 32 * i;
             if (j < n) {
-                acc[i] = acc[i] * correction + e * bf16_to_float(vr[j]);
+                acc[i] = acc[i] * correction + e * C::load(vr[j]);
             }
         }
         m = m_new;
@@ -180,6 +201,9 @@ kernel void attn_split_f32(constant AttnParams& p [[buffer(0)]],
         part_l[slot] = l;
     }
 }
+
+template [[host_name("attn_split_bf16_f32")]] [[kernel]] decltype(attn_split<CacheBF16>) attn_split<CacheBF16>;
+template [[host_name("attn_split_f32_f32")]] [[kernel]] decltype(attn_split<CacheF32>) attn_split<CacheF32>;
 
 // Grid: (q_heads, T), 32 threads. o = Σ_c e^{m_c−M}·o_c / Σ_c e^{m_c−M}·l_c,
 // times sigmoid(gate).

@@ -11,11 +11,19 @@ import (
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
+// Options configure the backend. The zero value works.
+type Options struct {
+	// KVCacheF32 stores keys and values in f32 instead of bf16: twice the
+	// cache memory, no rounding of the cached keys and values.
+	KVCacheF32 bool
+}
+
 // Backend is the GPU implementation of model.Backend over one device.
 type Backend struct {
 	dev device.Device
 	w   *model.Weights
 	cfg model.Config
+	opt Options
 
 	mu    sync.Mutex
 	pipes map[string]device.Pipeline
@@ -50,8 +58,8 @@ var _ model.Backend = (*Backend)(nil)
 // New prepares w on dev: it wraps the checkpoint's mapped tensors in place,
 // uploads the small f32 vectors, builds the experts' offset tables, and
 // checks every shape a kernel depends on.
-func New(dev device.Device, w *model.Weights) (*Backend, error) {
-	b := &Backend{dev: dev, w: w, cfg: w.Config,
+func New(dev device.Device, w *model.Weights, opt Options) (*Backend, error) {
+	b := &Backend{dev: dev, w: w, cfg: w.Config, opt: opt,
 		pipes: map[string]device.Pipeline{}, mats: map[*model.Matrix]*devMatrix{},
 		experts: map[*model.MoE]*devMoE{}, vecs: map[*float32]device.Buffer{},
 		deltas: map[*model.DeltaNet]*devDeltaNet{}}

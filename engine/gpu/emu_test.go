@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
 	"github.com/suzuran-app/suzuran/metalkernels/emu"
@@ -136,13 +137,18 @@ func (c *tcb) Commit() {
 			}
 		}
 		k := d.Pipeline.(*tpipe).k
-		if err := k.Dispatch(emu.Size3(d.Threadgroups), emu.Size3(d.Threads), args, c.d.seed); err != nil {
+		start := time.Now()
+		err := k.Dispatch(emu.Size3(d.Threadgroups), emu.Size3(d.Threads), args, c.d.seed)
+		kernelTime[k.Name()] += time.Since(start)
+		if err != nil {
 			c.err = err
 			return
 		}
 	}
 }
 func (c *tcb) Wait() error { return c.err }
+
+var kernelTime = map[string]time.Duration{}
 
 // openTestDevice opens the emulator with the given fiber-order seed.
 func openTestDevice(t testing.TB, seed uint64) device.Device {

@@ -207,6 +207,23 @@ type attnShape struct {
 	headDim, rotaryDim, qHeads, kvHeads int
 	pos0, maxSeq, rows                  int
 	eps                                 float32
+	kvF32                               bool // the KV cache holds f32, else bf16
+}
+
+// kvName is the kernel name part of the cache element type.
+func (s attnShape) kvName() string {
+	if s.kvF32 {
+		return "f32"
+	}
+	return "bf16"
+}
+
+// kvElem is the size of one cache element.
+func (s attnShape) kvElem() int {
+	if s.kvF32 {
+		return 4
+	}
+	return 2
 }
 
 func (s attnShape) splits() int { return ceilDiv(s.pos0+s.rows, attnSplitLen) }
@@ -225,8 +242,8 @@ func (e *encoder) attnQNormRope(s attnShape, qg, qNorm, invFreq, q loc) {
 
 func (e *encoder) attnKVWrite(s attnShape, k, v, kNorm, invFreq, kCache, vCache loc) {
 	n := int64(s.rows * s.kvHeads * s.headDim)
-	e.dispatch("attn_kv_write_bf16", device.Size3{X: s.kvHeads, Y: s.rows}, device.Size3{X: simdWidth},
-		8*n+int64(4*s.headDim+2*s.rotaryDim), 4*n,
+	e.dispatch("attn_kv_write_"+s.kvName(), device.Size3{X: s.kvHeads, Y: s.rows}, device.Size3{X: simdWidth},
+		8*n+int64(4*s.headDim+2*s.rotaryDim), 2*int64(s.kvElem())*n,
 		bytesArg(0, s.params()), k.arg(1), v.arg(2), kNorm.arg(3), invFreq.arg(4), kCache.arg(5), vCache.arg(6))
 }
 
@@ -241,9 +258,9 @@ func (e *encoder) attnSplit(s attnShape, q, kCache, vCache, partO, partM, partL 
 	// Each kv head's keys are read by its group of query heads together;
 	// the declaration counts one read per kv head, the floor an attention
 	// kernel can reach.
-	kvRead := keys * int64(s.kvHeads*s.headDim*2*2)
+	kvRead := keys * int64(s.kvHeads*s.headDim*2*s.kvElem())
 	parts := int64(s.rows * s.qHeads * s.splits())
-	e.dispatch("attn_split_f32", device.Size3{X: s.qHeads, Y: s.splits(), Z: s.rows}, device.Size3{X: simdWidth},
+	e.dispatch("attn_split_"+s.kvName()+"_f32", device.Size3{X: s.qHeads, Y: s.splits(), Z: s.rows}, device.Size3{X: simdWidth},
 		int64(4*s.rows*s.qHeads*s.headDim)+kvRead, parts*int64(4*(s.headDim+2)),
 		bytesArg(0, s.params()), q.arg(1), kCache.arg(2), vCache.arg(3), partO.arg(4), partM.arg(5), partL.arg(6))
 }

@@ -509,8 +509,14 @@ func TestAttention(t *testing.T) {
 		{headDim: 96, rotaryDim: 24, qHeads: 6, kvHeads: 2, pos0: 270, maxSeq: 300, rows: 1, eps: 1e-6},  // two key chunks
 		{headDim: 256, rotaryDim: 64, qHeads: 2, kvHeads: 1, pos0: 250, maxSeq: 270, rows: 9, eps: 1e-6}, // chunk edge inside the pass
 	}
+	var all []attnShape
 	for _, s := range cases {
-		t.Run(fmt.Sprintf("d%d_pos%d_rows%d", s.headDim, s.pos0, s.rows), func(t *testing.T) {
+		all = append(all, s)
+		s.kvF32 = true
+		all = append(all, s)
+	}
+	for _, s := range all {
+		t.Run(fmt.Sprintf("d%d_pos%d_rows%d_kv%s", s.headDim, s.pos0, s.rows, s.kvName()), func(t *testing.T) {
 			d := s.headDim
 			qg := randFloats(rng, s.rows*s.qHeads*2*d, 2)
 			k := randFloats(rng, s.rows*s.kvHeads*d, 2)
@@ -521,10 +527,20 @@ func TestAttention(t *testing.T) {
 			for i := range inv {
 				inv[i] = float32(math.Pow(1e7, -float64(2*i)/float64(s.rotaryDim)))
 			}
-			// The cache before the pass: random bf16 rows.
+			// The cache before the pass: random rows.
 			cacheLen := s.kvHeads * s.maxSeq * d
-			k0 := bf16s(randFloats(rng, cacheLen, 1))
-			v0 := bf16s(randFloats(rng, cacheLen, 1))
+			encode, decode := bf16s, func(b []byte, i int) float64 {
+				return float64(safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(b[2*i:])))
+			}
+			round := bf16Round
+			if s.kvF32 {
+				encode, decode = f32Bytes, func(b []byte, i int) float64 {
+					return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+				}
+				round = func(v float64) float64 { return float64(float32(v)) }
+			}
+			k0 := encode(randFloats(rng, cacheLen, 1))
+			v0 := encode(randFloats(rng, cacheLen, 1))
 			got := twice(t, func(r *kernelRig) [][]byte {
 				kc, vc := r.buf(k0), r.buf(v0)
 				q := r.zeros(4 * s.rows * s.qHeads * d)
@@ -546,8 +562,8 @@ func TestAttention(t *testing.T) {
 			kcache := make([]float64, cacheLen)
 			vcache := make([]float64, cacheLen)
 			for i := range kcache {
-				kcache[i] = float64(safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(k0[2*i:])))
-				vcache[i] = float64(safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(v0[2*i:])))
+				kcache[i] = decode(k0, i)
+				vcache[i] = decode(v0, i)
 			}
 			for tt := 0; tt < s.rows; tt++ {
 				pos := s.pos0 + tt
@@ -558,20 +574,24 @@ func TestAttention(t *testing.T) {
 				for h := 0; h < s.kvHeads; h++ {
 					kr := refNormRope(k[(tt*s.kvHeads+h)*d:][:d], kn, inv, s.rotaryDim, pos, s.eps)
 					for j := 0; j < d; j++ {
-						kcache[(h*s.maxSeq+pos)*d+j] = bf16Round(kr[j])
-						vcache[(h*s.maxSeq+pos)*d+j] = bf16Round(float64(v[(tt*s.kvHeads+h)*d+j]))
+						kcache[(h*s.maxSeq+pos)*d+j] = round(kr[j])
+						vcache[(h*s.maxSeq+pos)*d+j] = round(float64(v[(tt*s.kvHeads+h)*d+j]))
 					}
 				}
 			}
 			// q: normalise and rotate in f32: 1e-5 relative, floor 1e-2.
 			checkClose(t, "q", floats(got[0]), wantQ, 1e-5, 1e-2)
-			// Cache: the kernel rounds its f32 result to bf16; a value near a
-			// rounding boundary may land one bf16 step (2^-8 relative) away.
+			// Cache: the kernel rounds its f32 result to the cache type; a
+			// value near a rounding boundary may land one bf16 step (2^-8
+			// relative) away, or differ by f32 rounding (1e-5 relative).
 			gotK, gotV := got[1], got[2]
+			ktol := 1.0 / 128
+			if s.kvF32 {
+				ktol = 1e-5
+			}
 			for i := range kcache {
-				gk := float64(safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(gotK[2*i:])))
-				gv := float64(safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(gotV[2*i:])))
-				if math.Abs(gk-kcache[i]) > math.Abs(kcache[i])/128+1e-6 || gv != vcache[i] {
+				gk, gv := decode(gotK, i), decode(gotV, i)
+				if math.Abs(gk-kcache[i]) > math.Abs(kcache[i])*ktol+1e-6 || gv != vcache[i] {
 					t.Fatalf("cache element %d: k %v v %v, want %v %v", i, gk, gv, kcache[i], vcache[i])
 				}
 				kcache[i] = gk // attend over what the kernel stored

@@ -320,7 +320,7 @@ func (p *pass) Attention(layer int, w *model.Attention, x model.Activation) mode
 	}
 	t := in.rows
 	s := attnShape{headDim: c.HeadDim, rotaryDim: c.RotaryDim, qHeads: c.NumHeads, kvHeads: c.NumKVHeads,
-		pos0: p.pos0, maxSeq: p.seq.maxToks, rows: t, eps: c.RMSNormEps}
+		pos0: p.pos0, maxSeq: p.seq.maxToks, rows: t, eps: c.RMSNormEps, kvF32: p.b.opt.KVCacheF32}
 	qg := p.newAct(t, w.Q.Out, false)
 	k := p.newAct(t, w.K.Out, false)
 	v := p.newAct(t, w.V.Out, false)

@@ -19,7 +19,7 @@ type sequence struct {
 	b        *Backend
 	maxToks  int
 	pos      int
-	kCache   map[int]device.Buffer // per full-attention layer, [kv_heads, max, head_dim] bf16
+	kCache   map[int]device.Buffer // per full-attention layer, [kv_heads, max, head_dim] bf16 or f32
 	vCache   map[int]device.Buffer
 	conv     map[int]device.Buffer // per DeltaNet layer, [kernel−1, channels] f32
 	state    map[int]device.Buffer // per DeltaNet layer, [Hv, Dv, Dk] f32
@@ -56,7 +56,11 @@ func (b *Backend) NewSequence(maxTokens int) (model.Sequence, error) {
 	for i := range b.w.Layers {
 		l := &b.w.Layers[i]
 		if l.Attention != nil {
-			n := 2 * c.NumKVHeads * maxTokens * c.HeadDim
+			elem := 2
+			if b.opt.KVCacheF32 {
+				elem = 4
+			}
+			n := elem * c.NumKVHeads * maxTokens * c.HeadDim
 			if s.kCache[i], err = alloc(n); err != nil {
 				return nil, err
 			}

@@ -111,7 +111,11 @@ func (b *Backend) MinimumDecodeBytes(pos int) int64 {
 		}
 		if a := l.Attention; a != nil {
 			n += mat(&a.Q) + mat(&a.K) + mat(&a.V) + mat(&a.O) + vec(a.QNorm) + vec(a.KNorm)
-			kv := int64(2 * c.NumKVHeads * c.HeadDim * 2) // k and v of one token, bf16
+			elem := int64(2)
+			if b.opt.KVCacheF32 {
+				elem = 4
+			}
+			kv := 2 * int64(c.NumKVHeads*c.HeadDim) * elem // k and v of one token
 			n += kv*int64(pos+1) + kv
 		}
 		m := &l.MoE
