@@ -41,6 +41,10 @@ type Options struct {
 var kernelFlags = []string{
 	"-std=c++17", "-O2", "-fPIC", "-fno-strict-aliasing", "-fsingle-precision-constant",
 	"-fno-exceptions", "-fno-rtti", "-fvisibility=hidden", "-Wno-attributes",
+	// Probe big stack frames page by page, so that a kernel whose locals
+	// outgrow its fiber stack hits the guard page instead of the next
+	// fiber's stack.
+	"-fstack-clash-protection",
 }
 
 var runtimeFlags = []string{"-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden"}

@@ -104,6 +104,7 @@ func TestDescLayout(t *testing.T) {
 		"tglen":    {unsafe.Offsetof(d.tglen), 288},
 		"nthreads": {unsafe.Offsetof(d.nthreads), 412},
 		"err":      {unsafe.Offsetof(d.err), 416},
+		"bufLen":   {unsafe.Offsetof(d.bufLen), 1440},
 	}
 	for f, o := range want {
 		if o[0] != o[1] {
@@ -586,6 +587,25 @@ func TestDeadlockReported(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "deadlock") || !strings.Contains(err.Error(), "1 have returned") {
 		t.Fatalf("got %v, want a deadlock naming the returned thread", err)
 	}
+}
+
+// Memory faults inside kernels become dispatch errors naming the buffer,
+// and the library keeps working afterwards.
+func TestMemoryFaults(t *testing.T) {
+	out := alloc(t, 4*64) // a multiple of 16 bytes: it ends flush at the guard page
+	for _, seed := range []uint64{0, 1} {
+		err := kernel(t, "write_past_end").Dispatch(Size3{X: 3}, Size3{X: 64}, []Arg{{Index: 0, Buffer: out}, {Index: 1, Bytes: params(uint32(64))}}, seed)
+		if err == nil || !strings.Contains(err.Error(), "0 bytes past the end of [[buffer(0)]] (256 bytes)") {
+			t.Fatalf("seed %d: got %v, want a fault just past buffer(0)", seed, err)
+		}
+	}
+	err := kernel(t, "stack_hog").Dispatch(Size3{X: 2}, Size3{X: 32}, []Arg{{Index: 0, Buffer: out}}, 0)
+	if err == nil || !strings.Contains(err.Error(), "overflowed its 64 KiB stack") {
+		t.Fatalf("got %v, want a stack overflow", err)
+	}
+	t.Log(err)
+	// The runner recovered: a correct kernel still runs.
+	TestBarrierAndRace(t)
 }
 
 func TestThreadgroupMemoryLimit(t *testing.T) {

@@ -68,6 +68,7 @@ type desc struct {
 	tglen    [maxBuffers]uint32
 	nthreads uint32
 	err      [1024]byte
+	bufLen   [maxBuffers]uint64
 }
 
 const (
@@ -257,11 +258,13 @@ func (k *Kernel) Dispatch(groups, threads Size3, args []Arg, seed uint64) error 
 			n := copy(dst, a.Bytes)
 			clear(dst[n:])
 			d.buf[a.Index] = uint64(uintptr(unsafe.Pointer(&dst[0])))
+			d.bufLen[a.Index] = uint64(len(a.Bytes))
 			bound[a.Index] = int64(len(a.Bytes))
 		default:
 			if len(a.Buffer) > 0 {
 				d.buf[a.Index] = uint64(uintptr(unsafe.Pointer(&a.Buffer[0])))
 			}
+			d.bufLen[a.Index] = uint64(len(a.Buffer))
 			bound[a.Index] = int64(len(a.Buffer))
 		}
 	}

@@ -16,10 +16,17 @@
 // Context switches are a few instructions of assembly on x86-64 (saving the
 // callee-saved registers and the FP control words); other platforms use
 // ucontext. Signals are blocked on every thread while it runs fibers, so no
-// signal handler (the Go runtime's included) ever runs on a fiber stack.
+// asynchronous signal handler (the Go runtime's included) ever runs on a
+// fiber stack; memory faults stay deliverable and become dispatch errors.
+#if defined(__APPLE__)
+#define _XOPEN_SOURCE 700  // ucontext on macOS
+#define _DARWIN_C_SOURCE 1
+#endif
 #include "emu_runtime.h"
 
 #include <pthread.h>
+#include <setjmp.h>
+#include <ucontext.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -35,8 +42,6 @@
 
 #if !(defined(__x86_64__) && defined(__ELF__))
 #define EMU_UCONTEXT 1
-#define _XOPEN_SOURCE 700
-#include <ucontext.h>
 #endif
 
 namespace emu {
@@ -57,6 +62,9 @@ enum State { kReady = 0, kWaitGroup, kWaitSimd, kDone };
 // and a guard page below each stack turns an overflow into a crash.
 constexpr size_t kStackSize = 64 * 1024;
 constexpr size_t kGuard = 4096;
+
+struct Worker;
+void register_worker(Worker* w);
 
 struct Worker {
 #ifdef EMU_UCONTEXT
@@ -79,6 +87,13 @@ struct Worker {
     bool faulted = false;
     char msg[768];
     Group g;
+    // Fault trapping: while running is set, a SIGSEGV/SIGBUS whose stack
+    // pointer lies in this worker's fiber stacks jumps back to run_group.
+    sigjmp_buf jb;
+    volatile bool running = false;
+    volatile int current = -1;
+    uintptr_t fault_addr = 0;
+    int fault_sig = 0;
 
     Worker() {
         fibers.resize(emu::kMaxThreads);
@@ -99,6 +114,7 @@ struct Worker {
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p == MAP_FAILED) return false;
         stacks = static_cast<unsigned char*>(p);
+        register_worker(this);
         for (int i = 0; i < emu::kMaxThreads; i++) mprotect(stacks + i * per, kGuard, PROT_NONE);
         nstacks = emu::kMaxThreads;
 #ifdef EMU_UCONTEXT
@@ -117,6 +133,96 @@ struct Worker {
 };
 
 thread_local Worker* tw = nullptr;
+
+// The signal handler finds the faulting worker by its stack pointer, so it
+// needs no thread-local storage (unsafe to touch in a handler).
+constexpr int kMaxWorkers = 512;
+Worker* registry[kMaxWorkers];
+std::atomic<int> nregistry{0};
+
+void register_worker(Worker* w) {
+    int i = nregistry.load();
+    if (i < kMaxWorkers) {
+        registry[i] = w;
+        nregistry.store(i + 1, std::memory_order_release);
+    }
+}
+
+struct sigaction old_segv, old_bus;
+
+uintptr_t fault_sp(void* ucv) {
+    ucontext_t* uc = static_cast<ucontext_t*>(ucv);
+#if defined(__linux__) && defined(__x86_64__)
+    return uintptr_t(uc->uc_mcontext.gregs[REG_RSP]);
+#elif defined(__linux__) && defined(__aarch64__)
+    return uintptr_t(uc->uc_mcontext.sp);
+#elif defined(__APPLE__) && defined(__aarch64__)
+    return uintptr_t(uc->uc_mcontext->__ss.__sp);
+#elif defined(__APPLE__) && defined(__x86_64__)
+    return uintptr_t(uc->uc_mcontext->__ss.__rsp);
+#else
+    (void)uc;
+    return 0;
+#endif
+}
+
+// on_fault turns a memory fault inside a kernel into a dispatch error: it
+// jumps back to the scheduler of the worker whose fiber faulted, which
+// abandons the threadgroup. Kernel code is plain computation (no locks, no
+// allocation), so leaving it mid-way is safe. Faults anywhere else go to the
+// handler that was installed before (the Go runtime's).
+void on_fault(int sig, siginfo_t* si, void* uc) {
+    uintptr_t sp = fault_sp(uc);
+    int n = nregistry.load(std::memory_order_acquire);
+    for (int i = 0; i < n; i++) {
+        Worker* w = registry[i];
+        uintptr_t lo = reinterpret_cast<uintptr_t>(w->stacks);
+        uintptr_t hi = lo + size_t(w->nstacks) * (kStackSize + kGuard);
+        if (w->running && sp >= lo && sp < hi) {
+            w->fault_addr = reinterpret_cast<uintptr_t>(si->si_addr);
+            w->fault_sig = sig;
+            siglongjmp(w->jb, 1);
+        }
+    }
+    struct sigaction* old = sig == SIGSEGV ? &old_segv : &old_bus;
+    if (old->sa_flags & SA_SIGINFO) {
+        if (old->sa_sigaction) old->sa_sigaction(sig, si, uc);
+        return;
+    }
+    if (old->sa_handler == SIG_IGN) return;
+    if (old->sa_handler == SIG_DFL) {
+        // Returning re-executes the faulting instruction under the default
+        // action.
+        signal(sig, SIG_DFL);
+        return;
+    }
+    old->sa_handler(sig);
+}
+
+void install_fault_handler() {
+    static bool done = false;
+    if (done) return;
+    done = true;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_fault;
+    sigemptyset(&sa.sa_mask);
+    // SA_NODEFER: the handler leaves by siglongjmp without restoring the
+    // signal mask, so the signal must not be blocked while it runs.
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+    sigaction(SIGSEGV, &sa, &old_segv);
+    sigaction(SIGBUS, &sa, &old_bus);
+}
+
+// Pool threads need their own signal stack: a fiber that overflows its
+// stack cannot run the handler there.
+void set_alt_stack() {
+    stack_t st;
+    st.ss_size = 64 * 1024;
+    st.ss_sp = mmap(nullptr, st.ss_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    st.ss_flags = 0;
+    if (st.ss_sp != MAP_FAILED) sigaltstack(&st, nullptr);
+}
 
 }  // namespace
 
@@ -204,6 +310,7 @@ void init_fiber(Worker* w, int i, Fiber* f) {
 
 inline void switch_in(Worker* w, Fiber* f) {
     emu::cur = f;
+    w->current = int(f - w->fibers.data());
 #ifdef EMU_UCONTEXT
     swapcontext(&w->sched_ctx, static_cast<ucontext_t*>(f->sp));
 #else
@@ -310,6 +417,31 @@ void describe_deadlock(Worker* w) {
               waiting, w->g.n, buf, waiting > shown ? "; …" : "", w->g.n - waiting);
 }
 
+void describe_memory_fault(Worker* w, const Desc* d) {
+    const Fiber& f = w->fibers[w->current];
+    char where[256];
+    uintptr_t a = w->fault_addr;
+    uintptr_t lo = reinterpret_cast<uintptr_t>(w->stacks);
+    uintptr_t hi = lo + size_t(w->nstacks) * (kStackSize + kGuard);
+    snprintf(where, sizeof where, "address %#lx is outside every bound buffer", (unsigned long)a);
+    if (a >= lo && a < hi) {
+        snprintf(where, sizeof where,
+                 "the thread overflowed its %zu KiB stack (large local arrays, deep recursion)", kStackSize / 1024);
+    } else {
+        for (int i = 0; i < emu::kMaxBuffers; i++) {
+            uint64_t b = d->buf[i], len = d->buflen[i];
+            if (b == 0) continue;
+            if (a >= b + len && a < b + len + (1u << 20)) {
+                snprintf(where, sizeof where, "address %#lx is %llu bytes past the end of [[buffer(%d)]] (%llu bytes)",
+                         (unsigned long)a, (unsigned long long)(a - b - len), i, (unsigned long long)len);
+                break;
+            }
+        }
+    }
+    set_fault(w, "%s in thread %u (position in threadgroup %u,%u,%u): %s",
+              w->fault_sig == SIGBUS ? "bus error" : "memory fault", f.tid, f.local[0], f.local[1], f.local[2], where);
+}
+
 // run_group runs one threadgroup to completion (or a fault).
 void run_group(Worker* w, const Desc* d, uint32_t x, uint32_t y, uint32_t z, uint64_t linear) {
     Group& g = w->g;
@@ -361,12 +493,22 @@ void run_group(Worker* w, const Desc* d, uint32_t x, uint32_t y, uint32_t z, uin
         init_fiber(w, i, f);
         w->ready.push_back(i);
     }
+    if (sigsetjmp(w->jb, 0) != 0) {
+        // A fiber faulted (on_fault jumped here); the rest of the
+        // threadgroup is abandoned.
+        w->running = false;
+        emu::cur = nullptr;
+        describe_memory_fault(w, d);
+        return;
+    }
+    w->running = true;
     for (;;) {
         if (w->faulted) break;
         int i = pick(w);
         if (i < 0) break;
         switch_in(w, &w->fibers[i]);
     }
+    w->running = false;
     emu::cur = nullptr;
     if (!w->faulted && w->done < n) describe_deadlock(w);
 }
@@ -442,6 +584,7 @@ struct Pool {
     }
 
     void loop(int id) {
+        set_alt_stack();
         Worker* w = workers[id];
         uint64_t seen = 0;
         std::unique_lock<std::mutex> lk(mu);
@@ -569,9 +712,15 @@ __attribute__((visibility("default"))) int emu_dispatch(Desc* d) {
     std::lock_guard<std::mutex> lk(dispatch_mu);
     // Block signals while fibers run on this thread; the pool's threads
     // inherit the full mask when they are created here.
+    // Memory faults stay deliverable, so that on_fault can report them.
     sigset_t all, old;
     sigfillset(&all);
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGILL);
     pthread_sigmask(SIG_SETMASK, &all, &old);
+    install_fault_handler();
 
     if (!caller) caller = new Worker();
     bool ok = caller->ensure_stacks(int(nthr));
@@ -619,3 +768,4 @@ static_assert(offsetof(Desc, buf) == 40, "Desc layout: keep desc.go in step");
 static_assert(offsetof(Desc, tglen) == 288, "Desc layout: keep desc.go in step");
 static_assert(offsetof(Desc, nthreads) == 412, "Desc layout: keep desc.go in step");
 static_assert(offsetof(Desc, err) == 416, "Desc layout: keep desc.go in step");
+static_assert(offsetof(Desc, buflen) == 1440, "Desc layout: keep desc.go in step");

@@ -32,6 +32,7 @@ struct Desc {
     uint32_t tglen[kMaxBuffers];  // 288: [[threadgroup(n)]] lengths
     uint32_t nthreads;            // 412: OS threads to use (0 = all)
     char err[1024];               // 416: first fault, NUL-terminated
+    uint64_t buflen[kMaxBuffers]; // 1440: bound lengths, for fault messages
 };
 
 // Position attribute kinds, as the generator names them.

@@ -248,3 +248,25 @@ kernel void too_much_threadgroup(device float* out [[buffer(0)]],
     threadgroup_barrier(mem_flags::mem_threadgroup);
     out[tid] = big[0];
 }
+
+// The last thread writes one element past the end of out.
+kernel void write_past_end(device float* out [[buffer(0)]],
+                           constant uint& n [[buffer(1)]],
+                           uint gid [[thread_position_in_grid]]) {
+    if (gid < n) {
+        out[gid] = 1.0f;
+    }
+    if (gid == n + 64) {
+        out[n] = 2.0f;
+    }
+}
+
+// Locals beyond the fiber stack.
+kernel void stack_hog(device float* out [[buffer(0)]],
+                      uint tid [[thread_index_in_threadgroup]]) {
+    volatile float big[20000];
+    for (uint i = 0; i < 20000; i++) {
+        big[i] = float(i + tid);
+    }
+    out[tid] = big[tid * 7];
+}
