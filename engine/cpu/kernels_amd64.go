@@ -9,7 +9,7 @@ import "golang.org/x/sys/cpu"
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		simd = simdKernels{q4Row: q4RowAVX2, q4Dequant: q4DequantAVX2, dot4: dot4AVX2, dot4x2: dot4x2AVX2, dot: dotAVX2,
-			deltaStep: deltaStepAVX2, axpy: axpyAVX2}
+			deltaStep: deltaStepAVX2, axpy: axpyAVX2, gemm6x16: gemm6x16AVX2}
 	}
 }
 
@@ -33,3 +33,6 @@ func deltaStepAVX2(s, k, q, v, o *float32, dk, dv int, decay, beta float32)
 
 //go:noescape
 func axpyAVX2(y, x *float32, n int, a float32)
+
+//go:noescape
+func gemm6x16AVX2(w *float32, ldw int, xp *float32, k int, out *[96]float32)

@@ -397,3 +397,81 @@ axloop:
 axdone:
 	VZEROUPPER
 	RET
+
+// func gemm6x16AVX2(w *float32, ldw int, xp *float32, k int, out *[96]float32)
+//
+// The prefill micro-kernel: six weight rows (w, w+ldw, …, each k floats)
+// times sixteen token rows packed k-major (xp[i*16+t] is token t's element
+// i), as outer products: for each i, two loads of the sixteen tokens'
+// x[i] and one broadcast per weight row feed twelve FMAs, with the 6×16
+// results in registers throughout. out[r*16+t] += Σ_i w[r][i]·x[t][i]:
+// the caller splits k into blocks that stay in L1 and accumulates.
+TEXT ·gemm6x16AVX2(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), R8
+	MOVQ ldw+8(FP), DX
+	SHLQ $2, DX
+	LEAQ (R8)(DX*1), R9
+	LEAQ (R9)(DX*1), R10
+	LEAQ (R10)(DX*1), R11
+	LEAQ (R11)(DX*1), R12
+	LEAQ (R12)(DX*1), R13
+	MOVQ xp+16(FP), SI
+	MOVQ k+24(FP), CX
+	MOVQ out+32(FP), DI
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VMOVUPS 128(DI), Y4
+	VMOVUPS 160(DI), Y5
+	VMOVUPS 192(DI), Y6
+	VMOVUPS 224(DI), Y7
+	VMOVUPS 256(DI), Y8
+	VMOVUPS 288(DI), Y9
+	VMOVUPS 320(DI), Y10
+	VMOVUPS 352(DI), Y11
+	XORQ AX, AX
+	TESTQ CX, CX
+	JZ g6store
+
+g6loop:
+	VMOVUPS 0(SI), Y12
+	VMOVUPS 32(SI), Y13
+	VBROADCASTSS (R8)(AX*4), Y14
+	VBROADCASTSS (R9)(AX*4), Y15
+	VFMADD231PS Y12, Y14, Y0
+	VFMADD231PS Y13, Y14, Y1
+	VFMADD231PS Y12, Y15, Y2
+	VFMADD231PS Y13, Y15, Y3
+	VBROADCASTSS (R10)(AX*4), Y14
+	VBROADCASTSS (R11)(AX*4), Y15
+	VFMADD231PS Y12, Y14, Y4
+	VFMADD231PS Y13, Y14, Y5
+	VFMADD231PS Y12, Y15, Y6
+	VFMADD231PS Y13, Y15, Y7
+	VBROADCASTSS (R12)(AX*4), Y14
+	VBROADCASTSS (R13)(AX*4), Y15
+	VFMADD231PS Y12, Y14, Y8
+	VFMADD231PS Y13, Y14, Y9
+	VFMADD231PS Y12, Y15, Y10
+	VFMADD231PS Y13, Y15, Y11
+	ADDQ $64, SI
+	INCQ AX
+	CMPQ AX, CX
+	JLT g6loop
+
+g6store:
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	VMOVUPS Y8, 256(DI)
+	VMOVUPS Y9, 288(DI)
+	VMOVUPS Y10, 320(DI)
+	VMOVUPS Y11, 352(DI)
+	VZEROUPPER
+	RET

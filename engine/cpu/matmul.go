@@ -160,6 +160,9 @@ type simdKernels struct {
 	// multiple of 8); axpy is y += a·x (n a multiple of 8).
 	deltaStep func(s, k, q, v, o *float32, dk, dv int, decay, beta float32)
 	axpy      func(y, x *float32, n int, a float32)
+	// gemm6x16 multiplies six weight rows with sixteen packed token rows,
+	// adding into out.
+	gemm6x16 func(w *float32, ldw int, xp *float32, k int, out *[96]float32)
 }
 
 var simd simdKernels
@@ -205,6 +208,10 @@ func (b *Backend) matMul(y, x []float32, rows int, w *model.Matrix) {
 		deinterleave64(xd, x[:rows*in])
 		x = xd
 	}
+	var xp []float32
+	if rows >= packMinTokens && simd.gemm6x16 != nil {
+		xp = packTokens(x, rows, in)
+	}
 	chunks := (out + chunkRows - 1) / chunkRows
 	b.pool.parallelFor(chunks, 1, func(lo, hi int) {
 		bufp := getScratch(chunkRows * in)
@@ -222,18 +229,83 @@ func (b *Backend) matMul(y, x []float32, rows int, w *model.Matrix) {
 					dequantRow(w, o0+r, buf[r*in:(r+1)*in])
 				}
 			}
-			gemmChunk(y, x, rows, in, out, o0, n, buf)
+			if xp != nil {
+				gemmPacked(y, x, xp, rows, in, out, o0, n, buf)
+			} else {
+				gemmChunk(y, x, rows, in, out, o0, n, buf)
+			}
 		}
 	})
 }
 
-// chunkRows is how many weight rows matMul dequantizes at a time: 64 rows
-// of 2048 floats (512 KiB) stay in a core's L2 cache while every token row
-// passes over them, so x is read from memory once per 64 output rows
-// rather than once per 4. (BenchmarkMatMul, 512 rows of a 4-bit
-// [8192, 2048] matrix on one thread: 4-row tiles ran at about 6 GMAC/s,
-// 32- and 64-row chunks at 18–28 on a loaded machine, 64 ahead.)
-const chunkRows = 64
+// chunkRows is how many weight rows matMul dequantizes at a time: 48 rows
+// of 2048 floats (384 KiB) stay in a core's L2 cache while every token row
+// passes over them, so x is read from memory once per 48 output rows
+// rather than once per few. A multiple of six, the micro-kernel's rows.
+// (BenchmarkMatMul, 512 rows of a 4-bit [8192, 2048] matrix on one
+// thread: 4-row tiles ran at about 6 GMAC/s, 32- to 64-row chunks at
+// 18–28 on a loaded machine.)
+const chunkRows = 48
+
+// packMinTokens is the number of token rows from which the packed
+// outer-product kernel beats two-row dot products despite padding the last
+// block of sixteen.
+const packMinTokens = 12
+
+// packTokens lays x [rows, in] out in blocks of sixteen token rows, each
+// k-major (block[i*16+t] = x[t][i]), zero-padded past the last row: the
+// order in which gemm6x16 loads sixteen tokens' element i at once.
+func packTokens(x []float32, rows, in int) []float32 {
+	blocks := (rows + 15) / 16
+	xp := make([]float32, blocks*16*in)
+	for t := range rows {
+		block := xp[(t/16)*16*in:]
+		lane := t % 16
+		for i, v := range x[t*in : (t+1)*in] {
+			block[i*16+lane] = v
+		}
+	}
+	return xp
+}
+
+// gemmPacked computes y[t, o0+r] for r < n from n dequantized rows in buf
+// with the outer-product kernel over packed token blocks; rows past the
+// last multiple of six use dot products. k is split into blocks of
+// packKBlock so that a token block's slice (16 KiB) stays in L1 while every
+// six-row group of the chunk passes over it.
+func gemmPacked(y, x, xp []float32, rows, in, out, o0, n int, buf []float32) {
+	full := n - n%6
+	groups := full / 6
+	accp := getScratch(groups * 96)
+	defer scratch.Put(accp)
+	acc := *accp
+	for tb := 0; tb*16 < rows; tb++ {
+		block := xp[tb*16*in : (tb+1)*16*in]
+		nt := min(16, rows-tb*16)
+		clear(acc)
+		for kb := 0; kb < in; kb += packKBlock {
+			k := min(packKBlock, in-kb)
+			for g := range groups {
+				simd.gemm6x16(&buf[g*6*in+kb], in, &block[kb*16], k, (*[96]float32)(acc[g*96:g*96+96]))
+			}
+		}
+		for g := range groups {
+			for i := range 6 {
+				for t := range nt {
+					y[(tb*16+t)*out+o0+g*6+i] = acc[g*96+i*16+t]
+				}
+			}
+		}
+	}
+	for r := full; r < n; r++ {
+		for t := range rows {
+			y[t*out+o0+r] = dot(buf[r*in:(r+1)*in], x[t*in:(t+1)*in])
+		}
+	}
+}
+
+// packKBlock is the k-slice gemmPacked multiplies at a time.
+const packKBlock = 256
 
 // gemmChunk computes y[t, o0+r] for r < n from n dequantized rows in buf.
 func gemmChunk(y, x []float32, rows, in, out, o0, n int, buf []float32) {

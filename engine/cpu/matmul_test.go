@@ -149,7 +149,7 @@ func testMatMul(t *testing.T) {
 		if err := checkMatrix(&tm.m); err != nil {
 			t.Fatal(err)
 		}
-		for _, rows := range []int{1, 2, 3, 4, 5, 9} {
+		for _, rows := range []int{1, 2, 3, 4, 5, 9, 12, 17, 33} {
 			name := fmt.Sprintf("%v%d-g%d-%dx%d-rows%d", c.dtype, c.bits, c.group, c.out, c.in, rows)
 			x := randomVector(rng, rows*c.in)
 			y := make([]float32, rows*c.out)
