@@ -10,7 +10,15 @@
 //
 // Quantized weights are never dequantized as a whole: the matrix-vector
 // product folds each group's scale and bias in registers
-// (Σ(s·q+b)·x = s·Σq·x + b·Σx), and the matrix-matrix product dequantizes a
-// few weight rows into a small buffer and multiplies them with every token
-// row of the chunk, so each weight is read once per chunk.
+// (Σ(s·q+b)·x = s·Σq·x + b·Σx), and the matrix-matrix product dequantizes
+// 48 weight rows at a time into a per-goroutine buffer that stays in L2
+// and multiplies them with every token row of the chunk (packed sixteen
+// tokens at a time for an outer-product kernel), so each weight is read
+// once per chunk.
+//
+// On amd64 with AVX2 and FMA the hot loops are assembly (kernels_amd64.s):
+// the 4-bit row product, row dequantization, the 6×16 prefill kernel, dot
+// products, axpy and the DeltaNet scan step. Everywhere else the Go loops
+// run; tests check both against float64 references, and the fixture tests
+// run the whole model on both.
 package cpu

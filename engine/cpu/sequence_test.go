@@ -47,6 +47,20 @@ func TestPrefillInPieces(t *testing.T) {
 			if split.Pos() != len(ref.prompt) {
 				t.Fatalf("sequence at position %d after %d tokens", split.Pos(), len(ref.prompt))
 			}
+			// model.Prefill in chunks returns the last row's logits and the
+			// greedy choice of the whole prompt.
+			chunked, _ := b.NewSequence(len(ref.prompt))
+			res, err := model.Prefill(b, w, chunked, ref.prompt, 16, model.Input{Logits: model.LogitsLast, Sample: &model.Sampling{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := whole[(len(ref.prompt)-1)*ref.vocab:]
+			if e := relError(res.Logits, last); e > 1e-5 || math.IsNaN(e) {
+				t.Fatalf("chunked prefill's last logits differ from one pass: relative error %.3g > 1e-5", e)
+			}
+			if res.Token != model.ArgMax(last) || chunked.Pos() != len(ref.prompt) {
+				t.Fatalf("chunked prefill chose %d at position %d, want %d at %d", res.Token, chunked.Pos(), model.ArgMax(last), len(ref.prompt))
+			}
 		})
 	}
 }
