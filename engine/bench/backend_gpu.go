@@ -26,7 +26,7 @@ func init() {
 // in bf16, and its counters are reported per decode token and per prefill
 // chunk.
 func gpuTarget(kind string, dev device.Device, m *checkpoint.Model) (Target, func() error, error) {
-	b, err := gpu.New(dev, m.Weights)
+	b, err := gpu.New(dev, m.Weights, gpu.Options{})
 	if err != nil {
 		dev.Close()
 		return Target{}, nil, err

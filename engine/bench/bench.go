@@ -357,7 +357,9 @@ func (m *measurer) runLayers(layers, n, gen int, seed uint64, pre, dec *BlockTim
 }
 
 // start begins, records and submits one pass, timing its blocks into bt
-// when set (the pass's total is counted at its Wait).
+// when set. The pass's own time is Begin through Submit plus its Wait, so
+// that with step N+1 started before step N is waited on, neither step is
+// charged for the other.
 func (m *measurer) start(seq model.Sequence, in model.Input, bt *BlockTimes) (model.Pass, error) {
 	if bt == nil {
 		return model.Start(m.t.Backend, m.t.Weights, seq, in)
@@ -370,7 +372,8 @@ func (m *measurer) start(seq model.Sequence, in model.Input, bt *BlockTimes) (mo
 	tp := timedPass{Pass: p, t: bt}
 	model.Forward(tp, m.t.Weights, in)
 	tp.Submit()
-	return waitTimer{Pass: p, bt: bt, begin: begin}, nil
+	bt.Total += time.Since(begin)
+	return waitTimer{Pass: p, bt: bt}, nil
 }
 
 // pass is start followed by Wait.
@@ -382,17 +385,17 @@ func (m *measurer) pass(seq model.Sequence, in model.Input, bt *BlockTimes) (mod
 	return p.Wait()
 }
 
-// waitTimer adds the pass's time from Begin to the end of Wait to the
-// block times' total.
+// waitTimer adds the time spent in the pass's Wait to the block times'
+// total.
 type waitTimer struct {
 	model.Pass
-	bt    *BlockTimes
-	begin time.Time
+	bt *BlockTimes
 }
 
 func (w waitTimer) Wait() (model.Result, error) {
+	start := time.Now()
 	res, err := w.Pass.Wait()
-	w.bt.Total += time.Since(w.begin)
+	w.bt.Total += time.Since(start)
 	return res, err
 }
 
