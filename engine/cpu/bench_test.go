@@ -148,6 +148,15 @@ func BenchmarkDecode(b *testing.B) {
 	report(b, &bt, w, b.N, 1)
 }
 
+// BenchmarkDecodeGoLoops is BenchmarkDecode with the assembly kernels off:
+// what a machine without them (arm64, old x86) gets from the Go loops.
+func BenchmarkDecodeGoLoops(b *testing.B) {
+	saved := simd
+	simd = simdKernels{}
+	defer func() { simd = saved }()
+	BenchmarkDecode(b)
+}
+
 // BenchmarkPrefill512 measures a 512-token prefill chunk (logits of the last
 // row only) on the same two layers and projects the full model.
 func BenchmarkPrefill512(b *testing.B) {

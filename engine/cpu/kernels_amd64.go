@@ -3,13 +3,12 @@ package cpu
 import "golang.org/x/sys/cpu"
 
 // On amd64 with AVX2 and FMA (every x86 Mac and PC of the last decade) the
-// hot loops run in assembly: the 4-bit affine row product, which is where
-// decode spends its time, and the f32 dot products of prefill tiles and
-// attention. Elsewhere, and when disabled, the Go loops in matmul.go run.
+// hot loops run in assembly (see the package documentation); elsewhere the
+// Go loops in matmul.go and deltanet.go run.
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
 		simd = simdKernels{q4Row: q4RowAVX2, q4Dequant: q4DequantAVX2, dot4: dot4AVX2, dot4x2: dot4x2AVX2, dot: dotAVX2,
-			deltaStep: deltaStepAVX2, axpy: axpyAVX2, gemm6x16: gemm6x16AVX2}
+			deltaStep: deltaStepAVX2, axpy: axpyAVX2, gemm6x16: gemm6x16AVX2, dotBF16: dotBF16AVX2}
 	}
 }
 
@@ -36,3 +35,6 @@ func axpyAVX2(y, x *float32, n int, a float32)
 
 //go:noescape
 func gemm6x16AVX2(w *float32, ldw int, xp *float32, k int, out *[96]float32)
+
+//go:noescape
+func dotBF16AVX2(w *uint16, x *float32, n int) float32

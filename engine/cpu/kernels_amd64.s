@@ -475,3 +475,39 @@ g6store:
 	VMOVUPS Y11, 352(DI)
 	VZEROUPPER
 	RET
+
+// func dotBF16AVX2(w *uint16, x *float32, n int) float32
+//
+// Σ bf16(w[i])·x[i] over n elements, n a multiple of 16: a BF16 value is
+// the upper half of a float32, so widening to 32 bits and shifting left by
+// 16 converts it exactly.
+TEXT ·dotBF16AVX2(SB), NOSPLIT, $0-28
+	MOVQ w+0(FP), SI
+	MOVQ x+8(FP), DI
+	MOVQ n+16(FP), CX
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	XORQ AX, AX
+	SHRQ $4, CX
+	JZ bfdone
+
+bfloop:
+	VPMOVZXWD (SI)(AX*2), Y2
+	VPMOVZXWD 16(SI)(AX*2), Y3
+	VPSLLD $16, Y2, Y2
+	VPSLLD $16, Y3, Y3
+	VFMADD231PS (DI)(AX*4), Y2, Y0
+	VFMADD231PS 32(DI)(AX*4), Y3, Y1
+	ADDQ $16, AX
+	DECQ CX
+	JNZ bfloop
+
+bfdone:
+	VADDPS Y1, Y0, Y0
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS X1, X0, X0
+	VHADDPS X0, X0, X0
+	VHADDPS X0, X0, X0
+	VZEROUPPER
+	MOVSS X0, ret+24(FP)
+	RET

@@ -163,6 +163,8 @@ type simdKernels struct {
 	// gemm6x16 multiplies six weight rows with sixteen packed token rows,
 	// adding into out.
 	gemm6x16 func(w *float32, ldw int, xp *float32, k int, out *[96]float32)
+	// dotBF16 is a BF16 row times x (n a multiple of 16).
+	dotBF16 func(w *uint16, x *float32, n int) float32
 }
 
 var simd simdKernels
@@ -546,6 +548,10 @@ func dotBF16(a []uint16, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
+	if n := len(a) &^ 15; n > 0 && simd.dotBF16 != nil {
+		s0 = simd.dotBF16(&a[0], &b[0], n)
+		i = n
+	}
 	for ; i+4 <= len(a); i += 4 {
 		aa := a[i : i+4 : i+4]
 		bb := b[i : i+4 : i+4]
