@@ -28,10 +28,10 @@ export CGO_LDFLAGS += -framework UniformTypeIdentifiers -mmacosx-version-min=14.
 endif
 
 # Debian packages: WebKitGTK and GTK headers for the window; Xvfb, xauth,
-# dbus, xdotool, x11-utils and ImageMagick for the desktop smoke test; g++ for
-# -race and the kernel emulator; file to name the darwin binaries.
+# dbus, xdotool, ImageMagick (import) and a font for the desktop smoke test;
+# g++ for -race and the kernel emulator; file to name the darwin binaries.
 DEB_PACKAGES := libwebkit2gtk-4.1-dev libgtk-3-dev pkg-config g++ \
-	xvfb xauth dbus dbus-x11 x11-utils xdotool imagemagick file
+	xvfb xauth dbus dbus-x11 xdotool imagemagick fonts-dejavu-core file
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
