@@ -39,6 +39,9 @@ type desktop struct {
 
 // runGUI starts the desktop app and returns when it quits.
 func runGUI() error {
+	if err := checkDisplay(); err != nil {
+		return err
+	}
 	dist, err := frontend.Dist()
 	if err != nil {
 		return err
