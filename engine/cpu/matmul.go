@@ -15,9 +15,11 @@ import (
 //   - matVec (few token rows, decode): each output row is one fused pass over
 //     the packed row; affine groups fold scale and bias as s·Σq·x + b·Σx, with
 //     Σx per group computed once per call.
-//   - matMul (prefill chunks): a tile of weight rows is dequantized into a
-//     small per-goroutine buffer and multiplied with every token row, so
-//     each packed weight is read once per call.
+//   - matMul (prefill chunks): a chunk of chunkRows weight rows is
+//     dequantized into a per-goroutine buffer and multiplied with every
+//     token row (gemmPacked: six rows × sixteen packed tokens per kernel
+//     call; gemmChunk: four rows × two tokens for short chunks), so each
+//     packed weight is read once per call.
 
 // tileRows is how many weight rows share each load of x in dot4.
 const tileRows = 4

@@ -42,9 +42,9 @@ func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activatio
 		}
 	}
 
-	// The active experts with the rows routed to each. A single-token pass
-	// routes its one row everywhere, so the experts read x itself (and
-	// matVecs prepares it once for all of them).
+	// The active experts with the rows routed to each. An expert that gets
+	// every row of the pass (always, for a one-token decode step) reads x
+	// itself, so matVecs prepares x once for all of them.
 	type expertWork struct {
 		e      int
 		rows   []int
@@ -69,7 +69,7 @@ func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activatio
 	}
 
 	gate := make([]float32, T)
-	shared := &expertWork{rows: nil, x: x}
+	shared := &expertWork{x: x}
 	if T < gemmMinTokens {
 		// Decode: every gate and up projection in one parallel region,
 		// then every down projection in another.
