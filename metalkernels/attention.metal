@@ -166,25 +166,46 @@ kernel void attn_split(constant AttnParams& p [[buffer(0)]],
     float l = 0.0f;
     const device typename C::T* kb = k_cache + ulong(kvh) * p.max_seq * n;
     const device typename C::T* vb = v_cache + ulong(kvh) * p.max_seq * n;
-    for (uint key = k0; key < k1; key++) {
-        const device typename C::T* kr = kb + ulong(key) * n;
-        float s = 0.0f;
-        for (uint i = 0; i < ATTN_PER_LANE; i++) {
-            uint j = lane + 32 * i;
-            if (j < n) {
-                s += qr[i] * C::load(kr[j]);
+    // Four keys per step: their four partial dot products reduce in one
+    // vector simd_sum, and the softmax state is rescaled once per step.
+    for (uint key = k0; key < k1; key += 4) {
+        float4 s4 = float4(0.0f);
+        for (uint u = 0; u < 4; u++) {
+            if (key + u < k1) {
+                const device typename C::T* kr = kb + ulong(key + u) * n;
+                float d = 0.0f;
+                for (uint i = 0; i < ATTN_PER_LANE; i++) {
+                    uint j = lane + 32 * i;
+                    if (j < n) {
+                        d += qr[i] * C::load(kr[j]);
+                    }
+                }
+                s4[u] = d;
             }
         }
-        s = simd_sum(s);
-        float m_new = max(m, s);
+        s4 = simd_sum(s4);
+        float m_new = m;
+        for (uint u = 0; u < 4; u++) {
+            if (key + u < k1) {
+                m_new = max(m_new, s4[u]);
+            }
+        }
         float correction = exp(m - m_new);
-        float e = exp(s - m_new);
-        l = l * correction + e;
-        const device typename C::T* vr = vb + ulong(key) * n;
+        l *= correction;
         for (uint i = 0; i < ATTN_PER_LANE; i++) {
-            uint j = lane + 32 * i;
-            if (j < n) {
-                acc[i] = acc[i] * correction + e * C::load(vr[j]);
+            acc[i] *= correction;
+        }
+        for (uint u = 0; u < 4; u++) {
+            if (key + u < k1) {
+                float e = exp(s4[u] - m_new);
+                l += e;
+                const device typename C::T* vr = vb + ulong(key + u) * n;
+                for (uint i = 0; i < ATTN_PER_LANE; i++) {
+                    uint j = lane + 32 * i;
+                    if (j < n) {
+                        acc[i] += e * C::load(vr[j]);
+                    }
+                }
             }
         }
         m = m_new;

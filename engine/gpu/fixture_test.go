@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
@@ -13,12 +14,17 @@ import (
 )
 
 // The fixtures hold transformers' outputs for a float64 run of the same
-// weights. The GPU path keeps activations in f32 but stores the KV cache in
-// bf16 (as the real model runs), which moves logits by up to about 1e-3 of
-// their scale on these prompts; 2e-2, the issue's bound for bf16 operands,
-// is the limit, and greedy ids must match exactly (the fixtures' smallest
-// greedy gap is 2e-2 of the logit scale or more).
-const fixtureTolerance = 2e-2
+// weights. With an f32 KV cache the GPU path is f32 throughout and lands
+// within about 1e-5 of the largest logit; 1e-3 leaves room for longer
+// prompts while any real mistake (a wrong head mapping, a missing 1+w, a
+// routing error) moves logits by 1e-2 or more of their scale. With the bf16
+// cache the issue's bound for bf16 operands, 2e-2, applies. Greedy ids must
+// match exactly either way (the fixtures' smallest greedy gap is 2e-2 of the
+// logit scale or more).
+const (
+	fixtureTolerance = 1e-3
+	bf16Tolerance    = 2e-2
+)
 
 type reference struct {
 	name      string
@@ -85,13 +91,13 @@ func fixtureModels(t testing.TB) []*reference {
 	return refs
 }
 
-func openModel(t testing.TB, dir string) (*Backend, *model.Weights) {
+func openModel(t testing.TB, dir string, opt Options) (*Backend, *model.Weights) {
 	m, err := checkpoint.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	b, err := New(openTestDevice(t, 0), m.Weights, Options{KVCacheF32: true})
+	b, err := New(openTestDevice(t, 0), m.Weights, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,56 +117,131 @@ func relError(got, want []float32) float64 {
 	return maxDiff / maxRef
 }
 
-// TestFixtures runs each reference prompt as one prefill pass, compares the
-// residual stream after every layer and the logits at every position, then
-// decodes greedily with the token fed back on the device and compares the
-// ids and the logits that chose them.
+// TestFixtures runs each reference prompt through the GPU path as the engine
+// does — prefill in chunks of 64 tokens, one command buffer each, then
+// greedy decode with each step submitted before the host waits on the one
+// before — and checks, against transformers' float64 outputs:
+//   - the residual stream after every layer and the logits at every prompt
+//     position (every chunk returns its rows);
+//   - the greedy continuation (ids exactly) and the logits that chose it;
+//   - the pipeline counters: one command buffer per chunk and per token, at
+//     most one host wait per token, no readback inside a step, and planned
+//     decode traffic within 1.15× of the minimum.
 func TestFixtures(t *testing.T) {
 	for _, ref := range fixtureModels(t) {
 		t.Run(ref.name, func(t *testing.T) {
-			b, w := openModel(t, ref.dir)
-			T := len(ref.prompt)
-			seq, err := b.NewSequence(T + len(ref.genIDs))
-			if err != nil {
-				t.Fatal(err)
-			}
-			greedy := &model.Sampling{}
-			res, err := model.Run(b, w, seq, model.Input{IDs: ref.prompt, Logits: model.LogitsAll, Sample: greedy, Hidden: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			H := ref.size
-			for l := range res.Hidden {
-				want := ref.hidden[l*T*H : (l+1)*T*H]
-				e := relError(res.Hidden[l], want)
-				t.Logf("hidden %d: relative error %.2e", l, e)
-				if e > fixtureTolerance || math.IsNaN(e) {
-					t.Fatalf("residual stream after layer %d (0: embedding) drifts: relative error %.3g > %g", l, e, fixtureTolerance)
-				}
-			}
-			e := relError(res.Logits, ref.logits)
-			t.Logf("prompt logits [%d, %d]: relative error %.2e", T, ref.vocab, e)
-			if e > fixtureTolerance || math.IsNaN(e) {
-				t.Fatalf("prompt logits: relative error %.3g > %g", e, fixtureTolerance)
-			}
-			ids := []int{res.Token}
-			genLogits := append([]float32(nil), res.Logits[(T-1)*ref.vocab:]...)
-			for len(ids) < len(ref.genIDs) {
-				r, err := model.Run(b, w, seq, model.Input{Logits: model.LogitsLast, Sample: greedy})
-				if err != nil {
-					t.Fatal(err)
-				}
-				ids = append(ids, r.Token)
-				genLogits = append(genLogits, r.Logits...)
-			}
-			if fmt.Sprint(ids) != fmt.Sprint(ref.genIDs) {
-				t.Fatalf("greedy continuation\n got %v\nwant %v", ids, ref.genIDs)
-			}
-			e = relError(genLogits, ref.genLogits)
-			t.Logf("generated logits [%d, %d]: relative error %.2e", len(ids), ref.vocab, e)
-			if e > fixtureTolerance || math.IsNaN(e) {
-				t.Fatalf("generated logits: relative error %.3g > %g", e, fixtureTolerance)
-			}
+			b, w := openModel(t, ref.dir, Options{KVCacheF32: true})
+			runFixture(t, b, w, ref, fixtureTolerance)
 		})
+	}
+}
+
+// TestFixtureBF16Cache runs the tiny model with the default bf16 KV cache:
+// the rounding of cached keys and values moves logits by about 5e-4 of their
+// scale, inside the 2e-2 the issue allows for bf16 operands.
+func TestFixtureBF16Cache(t *testing.T) {
+	ref := fixtureModels(t)[1]
+	b, w := openModel(t, ref.dir, Options{})
+	runFixture(t, b, w, ref, bf16Tolerance)
+}
+
+const prefillChunk = 64
+
+func runFixture(t *testing.T, b *Backend, w *model.Weights, ref *reference, tol float64) {
+	T := len(ref.prompt)
+	seq, err := b.NewSequence(T + len(ref.genIDs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	greedy := &model.Sampling{}
+	H := ref.size
+	hidden := make([][]float32, len(w.Layers)+1)
+	var logits []float32
+	var res model.Result
+	for start := 0; start < T; start += prefillChunk {
+		end := min(start+prefillChunk, T)
+		in := model.Input{IDs: ref.prompt[start:end], Logits: model.LogitsAll, Hidden: true}
+		if end == T {
+			in.Sample = greedy
+		}
+		if res, err = model.Run(b, w, seq, in); err != nil {
+			t.Fatal(err)
+		}
+		for l := range hidden {
+			hidden[l] = append(hidden[l], res.Hidden[l]...)
+		}
+		logits = append(logits, res.Logits...)
+	}
+	for l := range hidden {
+		want := ref.hidden[l*T*H : (l+1)*T*H]
+		e := relError(hidden[l], want)
+		t.Logf("hidden %d: relative error %.2e", l, e)
+		if e > tol || math.IsNaN(e) {
+			t.Fatalf("residual stream after layer %d (0: embedding) drifts: relative error %.3g > %g", l, e, tol)
+		}
+	}
+	e := relError(logits, ref.logits)
+	t.Logf("prompt logits [%d, %d]: relative error %.2e", T, ref.vocab, e)
+	if e > tol || math.IsNaN(e) {
+		t.Fatalf("prompt logits: relative error %.3g > %g", e, tol)
+	}
+
+	// Pipelined greedy decode: submit step N+1, then wait on step N.
+	ids := []int{res.Token}
+	genLogits := append([]float32(nil), logits[(T-1)*ref.vocab:]...)
+	in := model.Input{Logits: model.LogitsLast, Sample: greedy}
+	steps := len(ref.genIDs) - 1
+	prev, err := model.Start(b, w, seq, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < steps; i++ {
+		var next model.Pass
+		if i+1 < steps {
+			if next, err = model.Start(b, w, seq, in); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := prev.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.Token)
+		genLogits = append(genLogits, r.Logits...)
+		prev = next
+	}
+	if fmt.Sprint(ids) != fmt.Sprint(ref.genIDs) {
+		t.Fatalf("greedy continuation\n got %v\nwant %v", ids, ref.genIDs)
+	}
+	e = relError(genLogits, ref.genLogits)
+	t.Logf("generated logits [%d, %d]: relative error %.2e", len(ids), ref.vocab, e)
+	if e > tol || math.IsNaN(e) {
+		t.Fatalf("generated logits: relative error %.3g > %g", e, tol)
+	}
+	checkCounters(t, b.Stats(), int64(steps), int64((T+prefillChunk-1)/prefillChunk))
+}
+
+func checkCounters(t *testing.T, s Stats, steps, chunks int64) {
+	t.Helper()
+	t.Logf("\n%s", strings.Join(s.Lines(), "\n"))
+	d, p := s.Decode, s.Prefill
+	if d.Passes != steps {
+		t.Fatalf("%d decode passes counted, ran %d", d.Passes, steps)
+	}
+	if d.CommandBuffers != d.Passes {
+		t.Errorf("decode: %d command buffers for %d tokens, want one per token", d.CommandBuffers, d.Passes)
+	}
+	if d.HostWaits > d.Passes {
+		t.Errorf("decode: %d host waits for %d tokens, want at most one per token", d.HostWaits, d.Passes)
+	}
+	if d.MidStepReadbacks != 0 || p.MidStepReadbacks != 0 {
+		t.Errorf("mid-step readbacks: decode %d, prefill %d, want 0", d.MidStepReadbacks, p.MidStepReadbacks)
+	}
+	if p.Passes != chunks || p.CommandBuffers != p.Passes {
+		t.Errorf("prefill: %d command buffers for %d chunks (want %d chunks, one buffer each)", p.CommandBuffers, p.Passes, chunks)
+	}
+	ratio := float64(d.ReadBytes+d.WriteBytes) / float64(d.MinimumBytes)
+	if ratio > 1.15 {
+		t.Errorf("decode plans %.3f× the minimum traffic, want at most 1.15×", ratio)
 	}
 }

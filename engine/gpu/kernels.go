@@ -15,7 +15,8 @@ const (
 	gemvSimdgroups = 2 // GEMV_SIMDGROUPS
 	moeRows        = 4 // MOE_ROWS
 	moeSimdgroups  = 2 // MOE_SIMDGROUPS
-	dnSimdgroups   = 4 // DN_SIMDGROUPS
+	dnSimdgroups   = 2 // DN_SIMDGROUPS
+	dnCols         = 4 // DN_COLS
 	dnMaxKeyDim    = 256
 	attnMaxDim     = 512 // ATTN_MAX_DIM
 	convMaxKernel  = 8   // CONV_MAX_KERNEL
@@ -195,7 +196,7 @@ func (e *encoder) deltaNetScan(s deltaNetShape, rows int, conv, a, b, aLog, dtBi
 	stateBytes := int64(4 * s.valueHeads * s.valueDim * s.keyDim)
 	width := 2*s.keyHeads*s.keyDim + s.valueHeads*s.valueDim
 	e.dispatch("deltanet_scan_f32",
-		device.Size3{X: ceilDiv(s.valueDim, dnSimdgroups), Y: s.valueHeads}, device.Size3{X: simdWidth * dnSimdgroups},
+		device.Size3{X: ceilDiv(s.valueDim, dnCols*dnSimdgroups), Y: s.valueHeads}, device.Size3{X: simdWidth * dnSimdgroups},
 		int64(4*rows*(width+2*s.valueHeads))+int64(8*s.valueHeads)+stateBytes,
 		int64(4*rows*s.valueHeads*s.valueDim)+stateBytes,
 		bytesArg(0, params(rows, s.keyHeads, s.valueHeads, s.keyDim, s.valueDim)),
