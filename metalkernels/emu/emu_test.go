@@ -392,6 +392,47 @@ func TestSimdgroupMatrix(t *testing.T) {
 	}
 }
 
+// A product used as the operand of the next product, in a full SIMD group
+// and in a partial one (20 lanes). Operands are multiples of 1/8 in [-1, 1]:
+// every product and sum is exact in float32.
+func TestSimdgroupMatrixChain(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	mats := make([][]float32, 3)
+	bufs := make([][]byte, 3)
+	for i := range mats {
+		mats[i] = make([]float32, 64)
+		bufs[i] = alloc(t, 256)
+		for j := range mats[i] {
+			mats[i][j] = float32(r.IntN(17)-8) / 8
+		}
+		copy(f32s(bufs[i]), mats[i])
+	}
+	mul := func(x, y []float32) []float32 {
+		z := make([]float32, 64)
+		for i := range 8 {
+			for j := range 8 {
+				for k := range 8 {
+					z[i*8+j] += x[i*8+k] * y[k*8+j]
+				}
+			}
+		}
+		return z
+	}
+	want := mul(mul(mats[0], mats[1]), mats[2])
+	for _, threads := range []int{32, 20} {
+		for _, seed := range []uint64{0, 6} {
+			q := alloc(t, 256)
+			dispatch(t, kernel(t, "matmul_chain"), Size3{X: 1}, Size3{X: threads}, []Arg{
+				{Index: 0, Buffer: bufs[0]}, {Index: 1, Buffer: bufs[1]}, {Index: 2, Buffer: bufs[2]}, {Index: 3, Buffer: q}}, seed)
+			for i, w := range want {
+				if f32s(q)[i] != w {
+					t.Fatalf("%d threads, seed %d: q[%d,%d] = %v, want %v", threads, seed, i/8, i%8, f32s(q)[i], w)
+				}
+			}
+		}
+	}
+}
+
 // Threadgroup and device atomics from 391 threadgroups on two OS threads.
 func TestAtomicsHistogram(t *testing.T) {
 	const n, bins, tg = 100000, 37, 256

@@ -919,16 +919,20 @@ inline T quad_broadcast(T v, ushort src) { return quad_shuffle(v, src); }
 
 // ---------------------------------------------------------------- simdgroup matrices
 
-// Every lane holds the whole tile, since MSL code never sees the per-lane
-// layout — except through thread_elements(), which hands a lane the two
-// elements Apple's layout gives it. A lane that wrote through
-// thread_elements() has only those two current, so the tile is rebuilt from
-// all lanes (one SIMD-group exchange) before it is multiplied or stored.
+// A lane holds the whole 8×8 tile, since MSL code never sees the per-lane
+// layout — except that, to save 32× redundant work, the result of a
+// multiply is computed only at the two elements Apple's layout gives the
+// lane (its thread_elements()); such a matrix is marked partial. That is
+// all an accumulator needs: d = a·b + c at (i, j) reads c only at (i, j),
+// and a store writes each lane's own elements. A partial matrix used as
+// the a or b operand of a multiply is first rebuilt from all 32 lanes (one
+// SIMD-group exchange). Writing through thread_elements() also leaves a
+// matrix partial.
 template <class T, int R, int C>
 struct simdgroup_matrix {
     static_assert(R == 8 && C == 8, "simdgroup_matrix is 8x8");
     alignas(16) T e[8][8];
-    bool dirty_ = false;
+    bool dirty_ = false;  // only this lane's two elements are current
 
     simdgroup_matrix() = default;
     explicit simdgroup_matrix(T v) {
@@ -954,6 +958,8 @@ struct simdgroup_matrix {
         owned(detail::lane(), row, col);
         return *reinterpret_cast<const vec<T, 2>*>(&e[row][col]);
     }
+    // sync rebuilds the whole tile from every lane's own elements: a
+    // SIMD-group collective.
     void sync() {
         if (!dirty_) return;
         int row, col;
@@ -975,6 +981,31 @@ typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
 typedef simdgroup_matrix<half, 8, 8> simdgroup_half8x8;
 typedef simdgroup_matrix<bfloat_t, 8, 8> simdgroup_bfloat8x8;
 
+namespace detail {
+// full gives a matrix with every element current, syncing a copy if needed.
+template <class T>
+struct full {
+    const simdgroup_matrix<T, 8, 8>* p;
+    simdgroup_matrix<T, 8, 8> tmp;
+    explicit full(const simdgroup_matrix<T, 8, 8>& m) {
+        if (m.dirty_) {
+            tmp = m;
+            tmp.sync();
+            p = &tmp;
+        } else {
+            p = &m;
+        }
+    }
+};
+// full_simdgroup: the SIMD group has all 32 lanes (its static size; lanes
+// that already returned still count, since fibers without barriers run to
+// the end one after another).
+inline bool full_simdgroup() {
+    const emu::Fiber* f = emu::cur;
+    return f->g->simd[f->sg].size == 32;
+}
+}  // namespace detail
+
 template <class T, int R, int C>
 inline simdgroup_matrix<T, R, C> make_filled_simdgroup_matrix(T v) {
     return simdgroup_matrix<T, R, C>(v);
@@ -983,56 +1014,78 @@ inline simdgroup_matrix<T, R, C> make_filled_simdgroup_matrix(T v) {
 template <class T, class S>
 inline void simdgroup_load(simdgroup_matrix<T, 8, 8>& d, const S* src, ulong elements_per_row = 8,
                            vec<ulong, 2> origin = vec<ulong, 2>(0), bool transpose = false) {
-    for (int i = 0; i < 8; i++)
-        for (int j = 0; j < 8; j++) {
-            ulong r = origin.y + ulong(transpose ? j : i);
-            ulong c = origin.x + ulong(transpose ? i : j);
-            d.e[i][j] = T(src[r * elements_per_row + c]);
-        }
+    const S* base = src + origin.y * elements_per_row + origin.x;
+    if (transpose) {
+        for (int i = 0; i < 8; i++)
+            for (int j = 0; j < 8; j++) d.e[i][j] = T(base[ulong(j) * elements_per_row + ulong(i)]);
+    } else {
+        for (int i = 0; i < 8; i++)
+            for (int j = 0; j < 8; j++) d.e[i][j] = T(base[ulong(i) * elements_per_row + ulong(j)]);
+    }
     d.dirty_ = false;
 }
 
 template <class T, class S>
-inline void simdgroup_store(simdgroup_matrix<T, 8, 8> a, S* dst, ulong elements_per_row = 8,
+inline void simdgroup_store(const simdgroup_matrix<T, 8, 8>& a, S* dst, ulong elements_per_row = 8,
                             vec<ulong, 2> origin = vec<ulong, 2>(0), bool transpose = false) {
-    a.sync();
-    auto put = [&](int i, int j) {
-        ulong r = origin.y + ulong(transpose ? j : i);
-        ulong c = origin.x + ulong(transpose ? i : j);
-        dst[r * elements_per_row + c] = S(a.e[i][j]);
+    S* base = dst + origin.y * elements_per_row + origin.x;
+    auto put = [&](const simdgroup_matrix<T, 8, 8>& m, int i, int j) {
+        ulong r = ulong(transpose ? j : i), c = ulong(transpose ? i : j);
+        base[r * elements_per_row + c] = S(m.e[i][j]);
     };
-    const emu::Fiber* f = emu::cur;
-    if (f->g->simd[f->sg].live == 32) {
-        // A full SIMD group: each lane writes the two elements it owns, as
-        // the hardware does.
+    if (detail::full_simdgroup()) {
+        // Each lane writes the two elements it owns, as the hardware does.
         int row, col;
-        simdgroup_matrix<T, 8, 8>::owned(f->lane, row, col);
-        put(row, col);
-        put(row, col + 1);
+        simdgroup_matrix<T, 8, 8>::owned(detail::lane(), row, col);
+        put(a, row, col);
+        put(a, row, col + 1);
     } else {
+        detail::full<T> m(a);
         for (int i = 0; i < 8; i++)
-            for (int j = 0; j < 8; j++) put(i, j);
+            for (int j = 0; j < 8; j++) put(*m.p, i, j);
     }
 }
 
+// d = a·b + c with f32 accumulation, k in order (multiply, then add).
 template <class D, class A, class B, class C>
-inline void simdgroup_multiply_accumulate(simdgroup_matrix<D, 8, 8>& d, simdgroup_matrix<A, 8, 8> a,
-                                          simdgroup_matrix<B, 8, 8> b, simdgroup_matrix<C, 8, 8> c) {
-    a.sync();
-    b.sync();
-    c.sync();
+inline void simdgroup_multiply_accumulate(simdgroup_matrix<D, 8, 8>& d, const simdgroup_matrix<A, 8, 8>& a,
+                                          const simdgroup_matrix<B, 8, 8>& b,
+                                          const simdgroup_matrix<C, 8, 8>& c) {
+    detail::full<A> fa(a);
+    detail::full<B> fb(b);
+    const auto& ea = fa.p->e;
+    const auto& eb = fb.p->e;
+    if (detail::full_simdgroup()) {
+        int row, col;
+        simdgroup_matrix<D, 8, 8>::owned(detail::lane(), row, col);
+        float r0 = float(c.e[row][col]), r1 = float(c.e[row][col + 1]);
+        for (int k = 0; k < 8; k++) {
+            float av = float(ea[row][k]);
+            r0 += av * float(eb[k][col]);
+            r1 += av * float(eb[k][col + 1]);
+        }
+        d.e[row][col] = D(r0);
+        d.e[row][col + 1] = D(r1);
+        d.dirty_ = true;
+        return;
+    }
+    // A partial SIMD group: no lane owns the missing lanes' elements, so
+    // every lane computes the whole tile.
+    detail::full<C> fc(c);
+    simdgroup_matrix<D, 8, 8> r;
     for (int i = 0; i < 8; i++)
         for (int j = 0; j < 8; j++) {
-            float acc = float(c.e[i][j]);
-            for (int k = 0; k < 8; k++) acc = __builtin_fmaf(float(a.e[i][k]), float(b.e[k][j]), acc);
-            d.e[i][j] = D(acc);
+            float acc = float(fc.p->e[i][j]);
+            for (int k = 0; k < 8; k++) acc += float(ea[i][k]) * float(eb[k][j]);
+            r.e[i][j] = D(acc);
         }
-    d.dirty_ = false;
+    r.dirty_ = false;
+    d = r;
 }
 
 template <class D, class A, class B>
-inline void simdgroup_multiply(simdgroup_matrix<D, 8, 8>& d, simdgroup_matrix<A, 8, 8> a,
-                               simdgroup_matrix<B, 8, 8> b) {
+inline void simdgroup_multiply(simdgroup_matrix<D, 8, 8>& d, const simdgroup_matrix<A, 8, 8>& a,
+                               const simdgroup_matrix<B, 8, 8>& b) {
     simdgroup_multiply_accumulate(d, a, b, simdgroup_matrix<D, 8, 8>(D(0)));
 }
 

@@ -473,6 +473,7 @@ void run_group(Worker* w, const Desc* d, uint32_t x, uint32_t y, uint32_t z, uin
         Simd& sm = w->simd[s];
         int lanes = n - s * emu::kSimdWidth;
         sm.live = lanes < emu::kSimdWidth ? lanes : emu::kSimdWidth;
+        sm.size = sm.live;
         sm.arrived = 0;
         sm.op = 0;
         sm.mask = 0;

@@ -78,6 +78,7 @@ struct Fiber {
 };
 
 struct Simd {
+    int size;            // lanes in this SIMD group (32 but in a partial last one)
     int live;            // lanes not yet returned
     int arrived;
     int op;

@@ -270,3 +270,19 @@ kernel void stack_hog(device float* out [[buffer(0)]],
     }
     out[tid] = big[tid * 7];
 }
+
+// Q = (A·B)·C for 8×8 tiles: the first product, computed per lane, is the
+// left operand of the second, so the runner must rebuild it from all lanes.
+// threads may be 32 (one full SIMD group) or fewer (a partial one).
+kernel void matmul_chain(const device float* a [[buffer(0)]],
+                         const device float* b [[buffer(1)]],
+                         const device float* c [[buffer(2)]],
+                         device float* q [[buffer(3)]]) {
+    simdgroup_float8x8 ma, mb, mc, p, r;
+    simdgroup_load(ma, a);
+    simdgroup_load(mb, b);
+    simdgroup_load(mc, c);
+    simdgroup_multiply(p, ma, mb);
+    simdgroup_multiply(r, p, mc);
+    simdgroup_store(r, q);
+}
