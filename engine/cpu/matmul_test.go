@@ -142,6 +142,7 @@ func testMatMul(t *testing.T) {
 		{model.Affine, 8, 64, 37, 192},
 		{model.Affine, 8, 32, 6, 160},
 		{model.Affine, 4, 64, 130, 2048},
+		{model.Affine, 4, 32, 200, 96},
 		{model.F32, 0, 0, 9, 2053},
 	}
 	for _, c := range cases {
