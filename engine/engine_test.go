@@ -176,6 +176,9 @@ func TestGreedyMatchesTransformers(t *testing.T) {
 				if stats.FinishReason != wantFinish || stats.GeneratedTokens != len(c.GreedyIDs) || stats.PromptTokens != len(c.PromptIDs) {
 					t.Errorf("%q: stats %+v, want finish %s after %d tokens", c.Question, stats, wantFinish, len(c.GreedyIDs))
 				}
+				t.Logf("%q: %d prompt tokens (%d prefilled) at %.0f tok/s, %d generated at %.0f tok/s",
+					c.Question, stats.PromptTokens, stats.PrefilledTokens, stats.PrefillTokensPerSecond(),
+					stats.GeneratedTokens, stats.DecodeTokensPerSecond())
 			}
 		})
 	}

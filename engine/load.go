@@ -1,12 +1,16 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/suzuran-app/suzuran/engine/chat"
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/cpu"
+	"github.com/suzuran-app/suzuran/engine/gpu"
+	"github.com/suzuran-app/suzuran/engine/gpu/emu"
 	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/sample"
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
@@ -26,9 +30,12 @@ type LoadOptions struct {
 	PrefillChunk  int
 }
 
-// Backends lists the backend names Load accepts.
+// Backends lists the backend names Load accepts: "cpu" (pure Go), "emu"
+// (the GPU backend on the host emulator, which compiles the Metal kernels
+// as C++ with the system compiler on first use), and any registered with
+// RegisterBackend ("metal" on macOS).
 func Backends() []string {
-	names := []string{"cpu"}
+	names := []string{"cpu", "emu"}
 	for name := range extraBackends {
 		names = append(names, name)
 	}
@@ -92,11 +99,34 @@ func newBackend(lo LoadOptions, w *model.Weights) (model.Backend, error) {
 	if name == "" {
 		name = "cpu"
 	}
-	if name == "cpu" {
+	switch name {
+	case "cpu":
 		return cpu.New(w, cpu.Options{Threads: lo.Threads, Sampler: sample.New()})
+	case "emu":
+		dev, err := emu.New(emu.Options{Threads: lo.Threads})
+		if err != nil {
+			return nil, fmt.Errorf("emu backend: %w", err)
+		}
+		b, err := gpu.New(dev, w, gpu.Options{})
+		if err != nil {
+			dev.Close()
+			return nil, err
+		}
+		return deviceBackend{b, dev}, nil
 	}
 	if f, ok := extraBackends[name]; ok {
 		return f(w, sample.New())
 	}
 	return nil, fmt.Errorf("unknown backend %q: this build has %s", name, strings.Join(Backends(), ", "))
+}
+
+// deviceBackend is a GPU backend with the device it owns: the gpu package
+// leaves the device to its creator, and here that is the engine.
+type deviceBackend struct {
+	model.Backend
+	dev io.Closer
+}
+
+func (d deviceBackend) Close() error {
+	return errors.Join(d.Backend.Close(), d.dev.Close())
 }
