@@ -31,7 +31,8 @@ type Backend interface {
 
 // Sequence is one sequence's state on a backend: the tokens it has consumed,
 // the KV cache of the full-attention layers, and the conv and recurrent
-// state of the DeltaNet layers.
+// state of the DeltaNet layers. One goroutine uses a sequence at a time;
+// a backend may serve several sequences.
 type Sequence interface {
 	// Pos is the number of tokens the sequence has consumed: the position of
 	// the next token.
