@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/suzuran-app/suzuran/engine/chat"
@@ -35,11 +36,12 @@ type LoadOptions struct {
 // as C++ with the system compiler on first use), and any registered with
 // RegisterBackend ("metal" on macOS).
 func Backends() []string {
-	names := []string{"cpu", "emu"}
+	var extra []string
 	for name := range extraBackends {
-		names = append(names, name)
+		extra = append(extra, name)
 	}
-	return names
+	slices.Sort(extra)
+	return append([]string{"cpu", "emu"}, extra...)
 }
 
 // BackendFactory makes a backend for loaded weights. GPU backends register
