@@ -9,6 +9,8 @@ import (
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/cpu"
+	"github.com/suzuran-app/suzuran/engine/gpu"
+	"github.com/suzuran-app/suzuran/engine/gpu/emu"
 	"github.com/suzuran-app/suzuran/engine/logits"
 	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/sample"
@@ -21,15 +23,30 @@ var logitsBackends = map[string]func(w *model.Weights, threads int) (model.Backe
 	"cpu": func(w *model.Weights, threads int) (model.Backend, error) {
 		return cpu.New(w, cpu.Options{Threads: threads, Sampler: sample.New()})
 	},
+	// The GPU backend on the host emulator, with an f32 KV cache so that
+	// its logits can be held to f32 tolerances against the reference.
+	"emu": func(w *model.Weights, threads int) (model.Backend, error) {
+		dev, err := emu.New(emu.Options{Threads: threads})
+		if err != nil {
+			return nil, err
+		}
+		b, err := gpu.New(dev, w, gpu.Options{KVCacheF32: true, OwnDevice: true})
+		if err != nil {
+			dev.Close()
+			return nil, err
+		}
+		return b, nil
+	},
 }
 
 func newLogitsCmd() *cobra.Command {
 	var (
 		dir, ids, backend, out string
 		gen, threads           int
+		stats                  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "logits --model DIR --ids 1,2,3 [--gen N] [--backend cpu] --out FILE",
+		Use:   "logits --model DIR --ids 1,2,3 [--gen N] [--backend cpu|emu] [--stats] --out FILE",
 		Short: "Write a prompt's logits (and a greedy continuation) as safetensors, to check an engine against a reference",
 		Long: `logits runs the prompt given as token ids through the model in one pass and
 writes prompt_logits F32 [T,V]; with --gen N it also decodes N tokens greedily
@@ -64,6 +81,11 @@ logits that chose each token. The layout is that of the reference fixtures.`,
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: %d prompt tokens in %v, %d generated in %v on %s\n",
 				out, len(prompt), res.PrefillTime.Round(1e6), len(res.GenIDs), res.DecodeTime.Round(1e6), b.Name())
+			if s, ok := b.(interface{ StatsLines() []string }); ok && stats && err == nil {
+				for _, line := range s.StatsLines() {
+					fmt.Fprintln(cmd.ErrOrStderr(), line)
+				}
+			}
 			return err
 		},
 	}
@@ -74,6 +96,7 @@ logits that chose each token. The layout is that of the reference fixtures.`,
 	f.StringVar(&backend, "backend", "cpu", "backend to run on")
 	f.IntVar(&threads, "threads", 0, "CPU threads (0: all cores)")
 	f.StringVar(&out, "out", "", "safetensors file to write")
+	f.BoolVar(&stats, "stats", false, "print the GPU backend's per-step counters to stderr")
 	for _, name := range []string{"model", "ids", "out"} {
 		_ = cmd.MarkFlagRequired(name)
 	}

@@ -16,6 +16,9 @@ type Options struct {
 	// KVCacheF32 stores keys and values in f32 instead of bf16: twice the
 	// cache memory, no rounding of the cached keys and values.
 	KVCacheF32 bool
+	// OwnDevice makes Close close the device too, for callers that open a
+	// device only for this backend.
+	OwnDevice bool
 }
 
 // Backend is the GPU implementation of model.Backend over one device.
@@ -75,8 +78,14 @@ func New(dev device.Device, w *model.Weights, opt Options) (*Backend, error) {
 // Name implements model.Backend.
 func (b *Backend) Name() string { return "gpu: " + b.dev.Name() }
 
-// Close implements model.Backend. The device belongs to the caller.
-func (b *Backend) Close() error { return nil }
+// Close implements model.Backend. The device belongs to the caller unless
+// Options.OwnDevice is set.
+func (b *Backend) Close() error {
+	if b.opt.OwnDevice {
+		return b.dev.Close()
+	}
+	return nil
+}
 
 // Stats returns the counters accumulated since the backend was made.
 func (b *Backend) Stats() Stats {
@@ -84,6 +93,10 @@ func (b *Backend) Stats() Stats {
 	defer b.mu.Unlock()
 	return b.stats
 }
+
+// StatsLines is Stats().Lines(): the counters in words, one per line, for
+// `suzuran logits --stats` and the benchmark.
+func (b *Backend) StatsLines() []string { return b.Stats().Lines() }
 
 func (b *Backend) pipeline(name string) (device.Pipeline, error) {
 	b.mu.Lock()
