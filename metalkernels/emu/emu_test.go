@@ -706,8 +706,25 @@ func BenchmarkDispatch64Groups(b *testing.B) {
 	benchAdd(b, 64)
 }
 
+// The same on one OS thread: the runner's own cost per threadgroup of 32
+// fibers, without waking the pool.
+func BenchmarkDispatch64GroupsOneThread(b *testing.B) {
+	lib, err := Compile(testSources(b), Options{PathPrefix: "testdata/", Threads: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	k, err := lib.Kernel("add_f32")
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchKernel(b, k, 64)
+}
+
 func benchAdd(b *testing.B, groups int) {
-	k := kernel(b, "add_f32")
+	benchKernel(b, kernel(b, "add_f32"), groups)
+}
+
+func benchKernel(b *testing.B, k *Kernel, groups int) {
 	n := 32 * groups
 	a, c := alloc(b, 4*n), alloc(b, 4*n)
 	args := []Arg{{Index: 0, Bytes: params(uint32(n), float32(1))}, {Index: 1, Buffer: a}, {Index: 2, Buffer: a}, {Index: 3, Buffer: c}}

@@ -14,8 +14,9 @@
 // reported as a fault.
 //
 // Context switches are a few instructions of assembly on x86-64 (saving the
-// callee-saved registers and the FP control words); other platforms use
-// ucontext. Signals are blocked on every thread while it runs fibers, so no
+// callee-saved registers; the FP control words are left alone, since every
+// fiber of the process runs with the same ones and kernels cannot change
+// them); other platforms use ucontext. Signals are blocked on every thread while it runs fibers, so no
 // asynchronous signal handler (the Go runtime's included) ever runs on a
 // fiber stack; memory faults stay deliverable and become dispatch errors.
 #if defined(__APPLE__)
@@ -79,6 +80,11 @@ struct Worker {
     unsigned char* shared = nullptr;
     std::vector<int> ready;
     size_t head = 0;
+    // Stacks are handed to fibers when they first run and returned when
+    // they finish, most recently freed first: a threadgroup without
+    // barriers runs all its fibers on one stack that stays in cache.
+    std::vector<int> free_stacks;
+    std::vector<int> stack_of;
     uint64_t rng = 0;
     bool shuffle = false;
     int live = 0;
@@ -97,6 +103,8 @@ struct Worker {
 
     Worker() {
         fibers.resize(emu::kMaxThreads);
+        stack_of.resize(emu::kMaxThreads);
+        free_stacks.reserve(emu::kMaxThreads);
         simd.resize(emu::kMaxThreads / emu::kSimdWidth);
         ready.reserve(emu::kMaxThreads);
         // Room past the 32 KiB limit so that a kernel over it is reported
@@ -246,14 +254,8 @@ emu_switch_ctx:
     pushq %r13
     pushq %r14
     pushq %r15
-    subq $8, %rsp
-    stmxcsr (%rsp)
-    fnstcw 4(%rsp)
     movq %rsp, (%rdi)
     movq %rsi, %rsp
-    ldmxcsr (%rsp)
-    fldcw 4(%rsp)
-    addq $8, %rsp
     popq %r15
     popq %r14
     popq %r13
@@ -299,11 +301,6 @@ void init_fiber(Worker* w, int i, Fiber* f) {
     *--sp = 0;                                  // r13
     *--sp = 0;                                  // r14
     *--sp = 0;                                  // r15
-    uint32_t mxcsr;
-    uint16_t fpucw;
-    __asm__ volatile("stmxcsr %0" : "=m"(mxcsr));
-    __asm__ volatile("fnstcw %0" : "=m"(fpucw));
-    *--sp = uint64_t(mxcsr) | (uint64_t(fpucw) << 32);
     f->sp = sp;
 #endif
 }
@@ -460,7 +457,7 @@ void run_group(Worker* w, const Desc* d, uint32_t x, uint32_t y, uint32_t z, uin
     }
     // Pattern-fill the [[threadgroup(n)]] arguments; body declarations are
     // filled as they are first allocated.
-    memset(g.shared, g.fill, g.params_end);
+    if (g.params_end) memset(g.shared, g.fill, g.params_end);
     g.filled = g.params_end;
 
     w->live = n;
@@ -491,9 +488,11 @@ void run_group(Worker* w, const Desc* d, uint32_t x, uint32_t y, uint32_t z, uin
         f->tg_off = g.params_end;
         f->state = kReady;
         f->op = 0;
-        init_fiber(w, i, f);
+        w->stack_of[i] = -1;
         w->ready.push_back(i);
     }
+    w->free_stacks.clear();
+    for (int i = n - 1; i >= 0; i--) w->free_stacks.push_back(i);
     if (sigsetjmp(w->jb, 0) != 0) {
         // A fiber faulted (on_fault jumped here); the rest of the
         // threadgroup is abandoned.
@@ -507,7 +506,14 @@ void run_group(Worker* w, const Desc* d, uint32_t x, uint32_t y, uint32_t z, uin
         if (w->faulted) break;
         int i = pick(w);
         if (i < 0) break;
-        switch_in(w, &w->fibers[i]);
+        Fiber* f = &w->fibers[i];
+        if (w->stack_of[i] < 0) {
+            w->stack_of[i] = w->free_stacks.back();
+            w->free_stacks.pop_back();
+            init_fiber(w, w->stack_of[i], f);
+        }
+        switch_in(w, f);
+        if (f->state == kDone) w->free_stacks.push_back(w->stack_of[i]);
     }
     w->running = false;
     emu::cur = nullptr;
