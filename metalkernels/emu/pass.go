@@ -271,7 +271,7 @@ func runPass(file, src string, defines map[string]string) (*passResult, error) {
 	// Kernels: the kernel keyword, or a [[kernel]] attribute, before a
 	// return type and a name.
 	var kernelStarts []int
-	for _, p := range words(c, "kernel") {
+	for _, p := range words(cw, "kernel") {
 		kernelStarts = append(kernelStarts, p+len("kernel"))
 	}
 	for _, a := range attrs {
