@@ -5,10 +5,14 @@
 //   attn_split_<kv>_f32    one (query, head, key chunk): online softmax over
 //                          the chunk, partial output with its max and sum
 //   attn_reduce_gate_f32   merges the chunks, applies sigmoid(gate)
+//   attn_prefill_<kv>_f32  a prefill chunk's causal attention in one pass,
+//                          key tiles in threadgroup memory shared by a block
+//                          of queries
 //
 // Splitting over the key length keeps every GPU core busy when a single
-// decode query faces a long context; the same pair serves prefill (grid z =
-// query rows, each attending causally to its own prefix). One SIMD group per
+// decode query faces a long context; the same pair also serves passes of a
+// few rows (grid z = query rows, each attending causally to its own
+// prefix). One SIMD group per
 // threadgroup: lanes split the head dimension, so a lane holds at most
 // ATTN_MAX_DIM/32 elements of q and of the running output, and a dot product
 // is one simd_sum — no threadgroup memory or barriers.
@@ -33,6 +37,7 @@ struct AttnParams {
     uint splits;    // chunks in the grid
     float eps;      // RMSNorm epsilon
     float scale;    // 1/sqrt(head_dim)
+    uint rows;      // query rows in the pass
 };
 
 // Normalise one head vector src with weight w, rotate its leading rotary_dim
@@ -262,3 +267,118 @@ kernel void attn_reduce_gate_f32(constant AttnParams& p [[buffer(0)]],
         out[j] = num / denom * sigmoid(gate[j]);
     }
 }
+
+// attn_prefill_<kv>_f32: causal attention for a prefill chunk, tiled. A
+// threadgroup takes PREFILL_QUERIES consecutive queries of one query head
+// (one SIMD group each) and walks the keys they need in tiles staged in
+// threadgroup memory, so each key and value row is read from the cache once
+// per block of queries instead of once per query. Each SIMD group keeps the
+// online softmax of its query (running max, sum, output in registers) and
+// reduces four keys per simd_sum; the gate is applied at the end, so no
+// reduce pass follows. Query head h reads kv head h / (q_heads/kv_heads).
+// Grid: (ceil(T / PREFILL_QUERIES), q_heads); threads 32·PREFILL_QUERIES.
+#define PREFILL_QUERIES 8
+#define PREFILL_TILE 2048 // floats per K (and per V) tile: 16 KiB in all
+
+template <typename C>
+kernel void attn_prefill(constant AttnParams& p [[buffer(0)]],
+                         const device float* q [[buffer(1)]],
+                         const device typename C::T* k_cache [[buffer(2)]],
+                         const device typename C::T* v_cache [[buffer(3)]],
+                         const device float* qg [[buffer(4)]],
+                         device float* o [[buffer(5)]],
+                         uint2 tg [[threadgroup_position_in_grid]],
+                         uint tid [[thread_index_in_threadgroup]],
+                         uint sg [[simdgroup_index_in_threadgroup]],
+                         uint lane [[thread_index_in_simdgroup]]) {
+    threadgroup float k_tile[PREFILL_TILE];
+    threadgroup float v_tile[PREFILL_TILE];
+    uint h = tg.y;
+    uint n = p.head_dim;
+    uint kvh = h / (p.q_heads / p.kv_heads);
+    uint first = tg.x * PREFILL_QUERIES;        // first query row of the block
+    uint t = first + sg;                        // this SIMD group's query row
+    bool live = t < p.rows;                     // past the chunk: loads only
+    uint last = p.pos0 + min(t, p.rows - 1);    // its last key (inclusive)
+    uint block_end = p.pos0 + min(first + PREFILL_QUERIES, p.rows); // keys the block needs
+    uint tile_keys = PREFILL_TILE / n;
+
+    float qr[ATTN_PER_LANE];
+    float acc[ATTN_PER_LANE];
+    const device float* qh = q + (ulong(min(t, p.rows - 1)) * p.q_heads + h) * n;
+    for (uint i = 0; i < ATTN_PER_LANE; i++) {
+        uint j = lane + 32 * i;
+        qr[i] = j < n ? qh[j] * p.scale : 0.0f;
+        acc[i] = 0.0f;
+    }
+    float m = -INFINITY;
+    float l = 0.0f;
+    const device typename C::T* kb = k_cache + ulong(kvh) * p.max_seq * n;
+    const device typename C::T* vb = v_cache + ulong(kvh) * p.max_seq * n;
+    for (uint k0 = 0; k0 < block_end; k0 += tile_keys) {
+        uint count = min(tile_keys, block_end - k0);
+        for (uint i = tid; i < count * n; i += 32 * PREFILL_QUERIES) {
+            k_tile[i] = C::load(kb[ulong(k0) * n + i]);
+            v_tile[i] = C::load(vb[ulong(k0) * n + i]);
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        // Keys of this tile this query may see: [k0, min(k0+count, last+1)).
+        uint k1 = min(k0 + count, last + 1);
+        for (uint key = k0; key < k1; key += 4) {
+            float4 s4 = float4(0.0f);
+            for (uint u = 0; u < 4; u++) {
+                if (key + u < k1) {
+                    const threadgroup float* kr = k_tile + (key + u - k0) * n;
+                    float d = 0.0f;
+                    for (uint i = 0; i < ATTN_PER_LANE; i++) {
+                        uint j = lane + 32 * i;
+                        if (j < n) {
+                            d += qr[i] * kr[j];
+                        }
+                    }
+                    s4[u] = d;
+                }
+            }
+            s4 = simd_sum(s4);
+            float m_new = m;
+            for (uint u = 0; u < 4; u++) {
+                if (key + u < k1) {
+                    m_new = max(m_new, s4[u]);
+                }
+            }
+            float correction = exp(m - m_new);
+            l *= correction;
+            for (uint i = 0; i < ATTN_PER_LANE; i++) {
+                acc[i] *= correction;
+            }
+            for (uint u = 0; u < 4; u++) {
+                if (key + u < k1) {
+                    float e = exp(s4[u] - m_new);
+                    l += e;
+                    const threadgroup float* vr = v_tile + (key + u - k0) * n;
+                    for (uint i = 0; i < ATTN_PER_LANE; i++) {
+                        uint j = lane + 32 * i;
+                        if (j < n) {
+                            acc[i] += e * vr[j];
+                        }
+                    }
+                }
+            }
+            m = m_new;
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    if (live) {
+        const device float* gate = qg + (ulong(t) * p.q_heads + h) * 2 * n + n;
+        device float* out = o + (ulong(t) * p.q_heads + h) * n;
+        for (uint i = 0; i < ATTN_PER_LANE; i++) {
+            uint j = lane + 32 * i;
+            if (j < n) {
+                out[j] = acc[i] / l * sigmoid(gate[j]);
+            }
+        }
+    }
+}
+
+template [[host_name("attn_prefill_bf16_f32")]] [[kernel]] decltype(attn_prefill<CacheBF16>) attn_prefill<CacheBF16>;
+template [[host_name("attn_prefill_f32_f32")]] [[kernel]] decltype(attn_prefill<CacheF32>) attn_prefill<CacheF32>;

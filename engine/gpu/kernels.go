@@ -231,7 +231,7 @@ func (s attnShape) splits() int { return ceilDiv(s.pos0+s.rows, attnSplitLen) }
 
 func (s attnShape) params() []byte {
 	return params(s.headDim, s.rotaryDim, s.qHeads, s.kvHeads, s.pos0, s.maxSeq, attnSplitLen, s.splits(),
-		s.eps, float32(1/math.Sqrt(float64(s.headDim))))
+		s.eps, float32(1/math.Sqrt(float64(s.headDim))), s.rows)
 }
 
 func (e *encoder) attnQNormRope(s attnShape, qg, qNorm, invFreq, q loc) {
@@ -264,6 +264,32 @@ func (e *encoder) attnSplit(s attnShape, q, kCache, vCache, partO, partM, partL 
 	e.dispatch("attn_split_"+s.kvName()+"_f32", device.Size3{X: s.qHeads, Y: s.splits(), Z: s.rows}, device.Size3{X: simdWidth},
 		int64(4*s.rows*s.qHeads*s.headDim)+kvRead, parts*int64(4*(s.headDim+2)),
 		bytesArg(0, s.params()), q.arg(1), kCache.arg(2), vCache.arg(3), partO.arg(4), partM.arg(5), partL.arg(6))
+}
+
+// Prefill attention geometry (attention.metal).
+const (
+	prefillQueries = 8    // PREFILL_QUERIES
+	prefillTile    = 2048 // PREFILL_TILE
+	// attnPrefillMinRows is the fewest rows that use the tiled prefill
+	// kernel; fewer rows (decode) split over the key length instead.
+	attnPrefillMinRows = 8
+)
+
+// attnPrefill records the tiled causal attention of a chunk, gate applied.
+func (e *encoder) attnPrefill(s attnShape, q, kCache, vCache, qg, o loc) {
+	if s.headDim > prefillTile {
+		e.fail(fmt.Errorf("head_dim %d does not fit the prefill attention tile of %d floats", s.headDim, prefillTile))
+		return
+	}
+	blocks := ceilDiv(s.rows, prefillQueries)
+	var keys int64
+	for b := 0; b < blocks; b++ {
+		keys += int64(s.pos0 + min((b+1)*prefillQueries, s.rows))
+	}
+	n := int64(4 * s.rows * s.qHeads * s.headDim)
+	e.dispatch("attn_prefill_"+s.kvName()+"_f32", device.Size3{X: blocks, Y: s.qHeads}, device.Size3{X: simdWidth * prefillQueries},
+		2*n+keys*int64(s.qHeads*s.headDim*2*s.kvElem()), n,
+		bytesArg(0, s.params()), q.arg(1), kCache.arg(2), vCache.arg(3), qg.arg(4), o.arg(5))
 }
 
 func (e *encoder) attnReduceGate(s attnShape, partO, partM, partL, qg, o loc) {

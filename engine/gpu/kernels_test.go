@@ -508,6 +508,7 @@ func TestAttention(t *testing.T) {
 		{headDim: 64, rotaryDim: 16, qHeads: 4, kvHeads: 2, pos0: 0, maxSeq: 300, rows: 5, eps: 1e-6},
 		{headDim: 96, rotaryDim: 24, qHeads: 6, kvHeads: 2, pos0: 270, maxSeq: 300, rows: 1, eps: 1e-6},  // two key chunks
 		{headDim: 256, rotaryDim: 64, qHeads: 2, kvHeads: 1, pos0: 250, maxSeq: 270, rows: 9, eps: 1e-6}, // chunk edge inside the pass
+		{headDim: 32, rotaryDim: 16, qHeads: 6, kvHeads: 2, pos0: 40, maxSeq: 200, rows: 70, eps: 1e-6},  // several key tiles and query blocks
 	}
 	var all []attnShape
 	for _, s := range cases {
@@ -547,15 +548,18 @@ func TestAttention(t *testing.T) {
 				parts := s.rows * s.qHeads * s.splits()
 				pO, pM, pL := r.zeros(4*parts*d), r.zeros(4*parts), r.zeros(4*parts)
 				o := r.zeros(4 * s.rows * s.qHeads * d)
+				o2 := r.zeros(4 * s.rows * s.qHeads * d)
 				qgl, invl := r.buf(f32Bytes(qg)), r.buf(f32Bytes(inv))
 				r.run(func(e *encoder) {
 					e.attnQNormRope(s, qgl, r.buf(f32Bytes(qn)), invl, q)
 					e.attnKVWrite(s, r.buf(f32Bytes(k)), r.buf(f32Bytes(v)), r.buf(f32Bytes(kn)), invl, kc, vc)
 					e.attnSplit(s, q, kc, vc, pO, pM, pL)
 					e.attnReduceGate(s, pO, pM, pL, qgl, o)
+					e.attnPrefill(s, q, kc, vc, qgl, o2)
 				})
 				return [][]byte{f32Bytes(r.floatsAt(q, s.rows*s.qHeads*d)), append([]byte(nil), kc.buf.Bytes()...),
-					append([]byte(nil), vc.buf.Bytes()...), f32Bytes(r.floatsAt(o, s.rows*s.qHeads*d))}
+					append([]byte(nil), vc.buf.Bytes()...), f32Bytes(r.floatsAt(o, s.rows*s.qHeads*d)),
+					f32Bytes(r.floatsAt(o2, s.rows*s.qHeads*d))}
 			})
 			// Reference: q and the new keys, the cache after the pass, attention.
 			wantQ := make([]float64, s.rows*s.qHeads*d)
@@ -632,7 +636,8 @@ func TestAttention(t *testing.T) {
 			}
 			// Softmax-weighted means of O(1) values over up to 280 keys in
 			// f32: 1e-4 absolute (floor 1) covers the exp and sum rounding.
-			checkClose(t, "attention o", floats(got[3]), wantO, 1e-4, 1)
+			checkClose(t, "attention o (split + reduce)", floats(got[3]), wantO, 1e-4, 1)
+			checkClose(t, "attention o (tiled prefill)", floats(got[4]), wantO, 1e-4, 1)
 		})
 	}
 }

@@ -326,18 +326,22 @@ func (p *pass) Attention(layer int, w *model.Attention, x model.Activation) mode
 	v := p.newAct(t, w.V.Out, false)
 	q := p.newAct(t, s.qHeads*s.headDim, false)
 	o := p.newAct(t, s.qHeads*s.headDim, false)
-	parts := t * s.qHeads * s.splits()
-	partO := p.scratch(4 * parts * s.headDim)
-	partM := p.scratch(4 * parts)
-	partL := p.scratch(4 * parts)
 	p.project(&w.Q, in, qg)
 	p.project(&w.K, in, k)
 	p.project(&w.V, in, v)
 	inv := loc{buf: p.b.invFreq}
 	p.enc.attnQNormRope(s, qg.loc, p.vec(w.QNorm), inv, q.loc)
 	p.enc.attnKVWrite(s, k.loc, v.loc, p.vec(w.KNorm), inv, loc{buf: kc}, loc{buf: vc})
-	p.enc.attnSplit(s, q.loc, loc{buf: kc}, loc{buf: vc}, partO, partM, partL)
-	p.enc.attnReduceGate(s, partO, partM, partL, qg.loc, o.loc)
+	if t >= attnPrefillMinRows {
+		p.enc.attnPrefill(s, q.loc, loc{buf: kc}, loc{buf: vc}, qg.loc, o.loc)
+	} else {
+		parts := t * s.qHeads * s.splits()
+		partO := p.scratch(4 * parts * s.headDim)
+		partM := p.scratch(4 * parts)
+		partL := p.scratch(4 * parts)
+		p.enc.attnSplit(s, q.loc, loc{buf: kc}, loc{buf: vc}, partO, partM, partL)
+		p.enc.attnReduceGate(s, partO, partM, partL, qg.loc, o.loc)
+	}
 	p.project(&w.O, o, out)
 	return out
 }
