@@ -735,3 +735,16 @@ func benchKernel(b *testing.B, k *Kernel, groups int) {
 		}
 	}
 }
+
+// A Compile whose objects and library are cached: the source pass, hashing
+// and file checks only.
+func BenchmarkCompileWarm(b *testing.B) {
+	src := testSources(b)
+	testLib(b)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := Compile(src, Options{PathPrefix: "testdata/", Threads: 2}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
