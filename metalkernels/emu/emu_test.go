@@ -3,6 +3,7 @@ package emu
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -747,4 +748,24 @@ func BenchmarkCompileWarm(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// The runner's SIGSEGV handler must hand faults outside kernels back to the
+// Go runtime: a nil dereference in Go still panics (recoverably) after a
+// kernel has faulted and the handler is installed.
+func TestGoFaultsStillPanic(t *testing.T) {
+	out := alloc(t, 4*64)
+	if err := kernel(t, "write_past_end").Dispatch(Size3{X: 3}, Size3{X: 64}, []Arg{{Index: 0, Buffer: out}, {Index: 1, Bytes: params(uint32(64))}}, 0); err == nil {
+		t.Fatal("the out-of-bounds kernel did not fault")
+	}
+	var p *[4]int
+	func() {
+		defer func() {
+			r := recover()
+			if r == nil || !strings.Contains(fmt.Sprint(r), "nil pointer dereference") {
+				t.Errorf("recovered %v, want a nil pointer dereference panic", r)
+			}
+		}()
+		p[1] = 3
+	}()
 }
