@@ -264,3 +264,28 @@ func drain(t testing.TB, s *Stream) (string, Stats) {
 	}
 	return b.String(), stats
 }
+
+// TestContinuationReusesTheAnswer: after an answer, a prompt that repeats
+// the prompt and the whole answer (as the next prompt of a tool-calling
+// conversation does) restores the snapshot taken at the end of generation:
+// everything but the answer's last token, which no pass consumed. Its
+// greedy answer must equal a fresh engine's.
+func TestContinuationReusesTheAnswer(t *testing.T) {
+	for _, backend := range backendsUnderTest() {
+		t.Run(backend, func(t *testing.T) {
+			c := greedyCases(t)[1]
+			e := loadDemo(t, backend, LoadOptions{})
+			answer, _, _ := collect(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 48})
+			next := slices.Concat(c.PromptIDs, answer, []int{198}, greedyCases(t)[2].PromptIDs)
+			got, _, stats := collect(t, e, Request{Prompt: next, MaxTokens: 8})
+			if want := len(c.PromptIDs) + len(answer) - 1; stats.CachedTokens != want {
+				t.Errorf("continuation restored %d tokens, want %d (prompt and answer less its last token)", stats.CachedTokens, want)
+			}
+			fresh := loadDemo(t, backend, LoadOptions{CacheBytes: -1})
+			want, _, _ := collect(t, fresh, Request{Prompt: next, MaxTokens: 8})
+			if !slices.Equal(got, want) {
+				t.Errorf("continuation with the cache %v, without %v", got, want)
+			}
+		})
+	}
+}

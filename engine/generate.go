@@ -53,8 +53,10 @@ func (g *generation) run() error {
 	dec := e.tok.NewStreamDecoder()
 	stops := newStopMatcher(req.Stop)
 	tok := first
+	var generated []int
 	for {
 		g.stats.GeneratedTokens++
+		generated = append(generated, tok)
 		isEOS := e.eos[tok]
 		// Start the next step before handing this token out, so a GPU
 		// backend computes while the host streams. Not after EOS, at the
@@ -86,7 +88,7 @@ func (g *generation) run() error {
 		if g.stats.FinishReason != "" {
 			g.drain(next)
 			if g.stats.FinishReason != FinishCancelled {
-				g.snapshotEnd()
+				g.snapshotEnd(generated)
 			}
 			if !stopped {
 				// The stream ends without a stop string: whatever was held
@@ -104,17 +106,26 @@ func (g *generation) run() error {
 	}
 }
 
-// snapshotEnd caches the state after the answer (prompt and generated
-// tokens, less the last one, which no pass consumed). A conversation that
-// continues with tool results keeps the whole answer in its next prompt, so
-// that prompt prefills only the results.
-func (g *generation) snapshotEnd() {
+// snapshotEnd caches the state after the answer: the prompt and the
+// generated tokens the sequence consumed (all but the last, unless a step
+// was drained after a stop string). A conversation that continues with tool
+// results keeps the whole answer in its next prompt, so that prompt
+// prefills only the results.
+func (g *generation) snapshotEnd(generated []int) {
 	e := g.e
 	if e.opts.CacheBytes <= 0 {
 		return
 	}
+	consumed := e.seq.Pos() - len(g.job.req.Prompt)
+	if consumed < 0 || consumed > len(generated) {
+		return
+	}
+	tokens := slices.Concat(g.job.req.Prompt, generated[:consumed])
+	if e.cache.has(tokens) {
+		return
+	}
 	if snap, err := e.seq.Snapshot(); err == nil {
-		e.cache.add(snap)
+		e.cache.add(snap, tokens)
 	}
 }
 
@@ -180,7 +191,7 @@ func (g *generation) prefill(sampling *model.Sampling) (int, error) {
 			if err != nil {
 				return -1, fmt.Errorf("snapshot at %d tokens: %w", pos, err)
 			}
-			e.cache.add(snap)
+			e.cache.add(snap, prompt[:pos])
 		}
 	}
 	if ctx.Err() != nil {

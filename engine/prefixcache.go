@@ -76,22 +76,23 @@ func (c *prefixCache) has(tokens []int) bool {
 	return false
 }
 
-// add stores snap, evicting the least recently used entries until it fits.
-// A snapshot larger than the whole budget is not stored; add reports whether
-// it was.
-func (c *prefixCache) add(snap model.Snapshot) bool {
+// add stores snap, the state after consuming tokens, evicting the least
+// recently used entries until it fits. The engine passes the tokens it fed
+// rather than trusting Snapshot.Tokens: a GPU backend may not have read back
+// every id it sampled on the device. A snapshot larger than the whole budget
+// is not stored; add reports whether it was.
+func (c *prefixCache) add(snap model.Snapshot, tokens []int) bool {
 	size := snap.Bytes()
-	if size > c.budget {
+	if size > c.budget || len(tokens) != snap.Pos() {
 		return false
 	}
-	tokens := snap.Tokens()
 	if c.has(tokens) {
 		return true
 	}
 	for c.used+size > c.budget && len(c.entries) > 0 {
 		c.evictOldest()
 	}
-	e := &cacheEntry{snap: snap, tokens: tokens, bytes: size}
+	e := &cacheEntry{snap: snap, tokens: slices.Clone(tokens), bytes: size}
 	c.touch(e)
 	c.entries = append(c.entries, e)
 	c.used += size

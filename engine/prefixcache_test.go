@@ -62,7 +62,7 @@ func TestRestoreGivesTheLogitsOfAFullPrefill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cache.add(snap) {
+	if !cache.add(snap, prompt[:cut]) {
 		t.Fatal("the cache refused a snapshot within its budget")
 	}
 	// Keep using the first sequence: the snapshot must not share its state.
@@ -119,13 +119,13 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	}
 	// Budget for the two largest: three cannot fit.
 	cache := newPrefixCache(snaps[1].Bytes() + snaps[2].Bytes())
-	cache.add(snaps[0]) // 4 tokens
-	cache.add(snaps[1]) // 5 tokens
+	cache.add(snaps[0], prompt[:4])
+	cache.add(snaps[1], prompt[:5])
 	// Use the 4-token one: now the 5-token one is the least recent.
 	if hit := cache.lookup(prompt[:5], 4); hit == nil || len(hit.tokens) != 4 {
 		t.Fatalf("lookup limited to 4 tokens found %v", hit)
 	}
-	cache.add(snaps[2]) // 6 tokens: evicts the 5-token one
+	cache.add(snaps[2], prompt[:6]) // evicts the 5-token one
 	var held []int
 	for _, e := range cache.entries {
 		held = append(held, len(e.tokens))
@@ -149,7 +149,7 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	}
 	// A snapshot larger than the whole budget is refused, not stored.
 	tiny := newPrefixCache(snaps[0].Bytes() - 1)
-	if tiny.add(snaps[0]) || len(tiny.entries) != 0 {
+	if tiny.add(snaps[0], prompt[:4]) || len(tiny.entries) != 0 {
 		t.Fatal("a cache stored a snapshot larger than its budget")
 	}
 }
