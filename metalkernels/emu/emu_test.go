@@ -769,3 +769,78 @@ func TestGoFaultsStillPanic(t *testing.T) {
 		p[1] = 3
 	}()
 }
+
+// A sweep of shim built-ins (swizzles, vectors of several element types,
+// packed types and sizes, bfloat, integer bit functions, math, SIMD and quad
+// functions on vectors and half, threadgroup atomics including exchange and
+// compare-exchange) against values worked out by hand below. Every input is
+// a quarter, so every expected value is exact.
+func TestBuiltins(t *testing.T) {
+	const n, k = 32, 24
+	x, out := alloc(t, 4*n), alloc(t, 4*n*k)
+	for i := range n {
+		f32s(x)[i] = float32(i-12) / 4
+	}
+	for _, seed := range []uint64{0, 8} {
+		clear(out)
+		dispatch(t, kernel(t, "builtins"), Size3{X: 1}, Size3{X: n}, []Arg{{Index: 0, Buffer: x}, {Index: 1, Buffer: out}}, seed)
+		clamp01 := func(v float32) float32 { return min(max(v, 0), 1) }
+		for i := range n {
+			a := float32(i-12) / 4
+			v := [4]float32{a + 1, a, a + 2, a + 3}
+			var sel float32
+			for _, c := range v {
+				if c > 0 {
+					sel += 2
+				} else {
+					sel--
+				}
+			}
+			bits := uint32(0xf0 + i)
+			clz := 24
+			if bits >= 256 {
+				clz = 23
+			}
+			sign := float32(0)
+			if a > 0 {
+				sign = 1
+			} else if a < 0 {
+				sign = -1
+			}
+			step := float32(0)
+			if a >= 0.5 {
+				step = 1
+			}
+			ai := i - 12
+			want := []float32{
+				1, 1, 3*a + 7, -3, 16257, 1,
+				clamp01(v[0]) + clamp01(v[3]), sel, 7.5, float32(31-12)/4 + 2, 28,
+				float32((i&^3|1)-12) / 4, a + 88, 3 + a, 5,
+				float32(bits32(bits) + clz + 8 + 1 + 0xbc),
+				a - float32(math.Floor(float64(a))) + sign + step + 0.5,
+				float32(min(ai, 3) + max(-1, abs(ai))),
+				1, 32, 2, 1, 2*a + 1.5, 2*a + 4,
+			}
+			for j, w := range want {
+				if got := f32s(out)[i*k+j]; got != w {
+					t.Errorf("seed %d, thread %d, result %d: %v, want %v", seed, i, j, got, w)
+				}
+			}
+		}
+	}
+}
+
+func bits32(u uint32) int {
+	n := 0
+	for ; u != 0; u &= u - 1 {
+		n++
+	}
+	return n
+}
+
+func abs(i int) int {
+	if i < 0 {
+		return -i
+	}
+	return i
+}

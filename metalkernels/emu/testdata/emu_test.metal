@@ -286,3 +286,65 @@ kernel void matmul_chain(const device float* a [[buffer(0)]],
     simdgroup_multiply(r, p, mc);
     simdgroup_store(r, q);
 }
+
+// A wide sweep of built-ins, one result each, for one SIMD group of 32.
+// x holds quarters, so every expected value is exact.
+kernel void builtins(const device float* x [[buffer(0)]],
+                     device float* out [[buffer(1)]],
+                     uint i [[thread_index_in_threadgroup]]) {
+    threadgroup atomic_int slot;
+    threadgroup atomic_uint cas_target;
+    if (i == 0) {
+        atomic_store_explicit(&slot, 0, memory_order_relaxed);
+        atomic_store_explicit(&cas_target, 0u, memory_order_relaxed);
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float a = x[i];
+    device float* o = out + i * 24;
+
+    float4 v = float4(a, a + 1.0f, a + 2.0f, a + 3.0f);
+    v.xy = v.yx;                                   // aliasing swizzle swap
+    o[0] = v.x - v.y;                              // 1
+    float3 c = cross(float3(1.0f, 0.0f, 0.0f), float3(0.0f, 1.0f, 0.0f));
+    o[1] = c.z + c.x;                              // 1
+    half4 h = half4(half(a), half(2.0f * a), half(3.0f), half(4.0f));
+    o[2] = float(dot(h, half4(1.0h)));             // 3a + 7
+    int4 iv = int4(3, -7, 5, int(a * 4.0f));
+    o[3] = float((iv >> 1).y + (iv % 3).x + (iv & 1).z);  // -4 + 0 + 1
+    uint2 u = as_type<uint2>(float2(1.0f, -2.0f));
+    o[4] = float(u.x >> 16) + float(u.y >> 31);    // 16256 + 1
+    o[5] = float(atomic_fetch_add_explicit(&slot, 1, memory_order_relaxed) < 32); // 1
+    float4 cl = clamp(v, 0.0f, 1.0f);
+    o[6] = cl.x + cl.w;
+    float4 sel = select(float4(-1.0f), float4(2.0f), v > float4(0.0f));
+    o[7] = sel.x + sel.y + sel.z + sel.w;
+    o[8] = precise::sqrt(16.0f) + fast::exp(0.0f) + metal::abs(-2.5f);  // 7.5
+    float4 mx = simd_max(v);
+    o[9] = mx.z;                                   // max over lanes of a+2
+    o[10] = float(simd_sum(half(a)));
+    o[11] = quad_shuffle(a, ushort(1));
+    packed_half4 ph = packed_half4(half4(half(1.0f), half(2.0f), half(a), half(4.0f)));
+    o[12] = float(ph[2]) + float(sizeof(packed_half4)) + float(sizeof(half3)) * 10.0f;  // a + 8 + 80
+    bfloat2 bv = bfloat2(a, 3.0f);
+    o[13] = float(bv.y) + float(bv.x);             // 3 + a
+    o[14] = length(float2(3.0f, 4.0f)) + distance(float2(1.0f), float2(1.0f));  // 5
+    uint bits = 0x00f0u + i;
+    o[15] = float(popcount(bits) + clz(bits) + ctz(0x100u) + (reverse_bits(1u) >> 31) + extract_bits(0xabcdu, 4u, 8u));
+    o[16] = fract(a) + sign(a) + step(0.5f, a) + smoothstep(0.0f, 1.0f, 0.5f);
+    o[17] = float(min(int(a * 4.0f), 3) + max(-1, abs(int(a * 4.0f))));
+    uint expected = 0u;
+    bool won = false;
+    for (uint k = 0; k < 64 && !won; k++) {
+        expected = atomic_load_explicit(&cas_target, memory_order_relaxed);
+        won = atomic_compare_exchange_weak_explicit(&cas_target, &expected, expected + 1u, memory_order_relaxed, memory_order_relaxed);
+    }
+    o[18] = won ? 1.0f : 0.0f;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    o[19] = float(atomic_load_explicit(&cas_target, memory_order_relaxed));  // 32
+    o[20] = float(atomic_exchange_explicit(&slot, 5, memory_order_relaxed) >= 5 ? 1 : 0) + float(all(v.zw > v.xy));
+    short2 s2 = short2(ushort2(65535u, 2u));
+    o[21] = float(s2.x) + float(s2.y);             // -1 + 2
+    float2 m2 = max(v.xy, float2(a + 0.5f));
+    o[22] = m2.x + m2.y;
+    o[23] = fma(a, 2.0f, 1.0f) + mix(0.0f, 4.0f, 0.25f) + float(isnan(NAN)) + float(isinf(INFINITY));
+}
