@@ -20,6 +20,7 @@ import (
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
 	"github.com/suzuran-app/suzuran/engine/model"
+	"github.com/suzuran-app/suzuran/engine/sample"
 )
 
 func init() { register(newChatCmd()) }
@@ -155,10 +156,7 @@ type chatSession struct {
 // sampling is the model card's defaults for the current thinking mode,
 // with --temperature applied; temperature 0 is plain greedy.
 func (s *chatSession) sampling() model.Sampling {
-	p := model.Sampling{Temperature: 0.7, TopP: 0.8, TopK: 20, PresencePenalty: 1.5}
-	if s.think {
-		p = model.Sampling{Temperature: 1.0, TopP: 0.95, TopK: 20, PresencePenalty: 1.5}
-	}
+	p := sample.ModelCardDefaults(s.think)
 	if s.opts.temperatureSet {
 		p.Temperature = float32(s.opts.temperature)
 		if p.Temperature == 0 {

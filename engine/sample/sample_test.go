@@ -390,3 +390,21 @@ func benchmarkSample(b *testing.B, p Params) {
 		history = append(history, s.Sample(logits, &p, history))
 	}
 }
+
+func TestModelCardDefaults(t *testing.T) {
+	for _, c := range []struct {
+		thinking bool
+		want     Params
+	}{
+		{true, Params{Temperature: 1.0, TopP: 0.95, TopK: 20, PresencePenalty: 1.5}},
+		{false, Params{Temperature: 0.7, TopP: 0.8, TopK: 20, PresencePenalty: 1.5}},
+	} {
+		got := ModelCardDefaults(c.thinking)
+		if got != c.want {
+			t.Errorf("thinking %v: %+v, want %+v", c.thinking, got, c.want)
+		}
+		if err := Validate(&got); err != nil {
+			t.Errorf("thinking %v: %v", c.thinking, err)
+		}
+	}
+}
