@@ -313,6 +313,24 @@ func runPass(file, src string, defines map[string]string) (*passResult, error) {
 			blank(out, p, p+len(w))
 		}
 	}
+	// A program-scope constant variable becomes static const: blanked, it
+	// would be a plain global defined again in every file that includes
+	// its header, and the link would fail.
+	depth := 0
+	at := 0
+	for _, p := range words(cw, "constant") {
+		for ; at < p; at++ {
+			switch cw[at] {
+			case '{', '(', '[':
+				depth++
+			case '}', ')', ']':
+				depth--
+			}
+		}
+		if depth == 0 {
+			res.edits = append(res.edits, edit{p, p + len("constant"), "static const"})
+		}
+	}
 	for _, p := range words(cw, "threadgroup") {
 		if !res.tgDecl[p] {
 			blank(out, p, p+len("threadgroup"))

@@ -10,6 +10,7 @@ using namespace metal;
 #define OUT_BUF 2
 // A comment with kernel void fake(device float* x [[buffer(9)]]) and "threadgroup float z[2];"
 struct P { constant float* table; uint n; };
+constant float kTable[2] = {1.0f, 2.0f};
 
 template <typename T>
 kernel void scale(constant P& p [[buffer(0)]],
@@ -50,14 +51,15 @@ func TestPassRewrites(t *testing.T) {
 	}{
 		{4, `kernel void fake(device float* x [[buffer(9)]]) and "threadgroup float z[2];"`, ""}, // comments untouched
 		{5, "struct P {          float* table;", "constant"},
-		{8, "       void scale(", "kernel"},
-		{9, "const        T* x", "[["},
-		{14, "auto& tile = ::emu::tg_var<float[64][2]>();", "threadgroup"},
-		{15, "auto& count = ::emu::tg_var<atomic_uint>();", ""},
-		{16, "float* alias = &tile[0][0];", "threadgroup"},
-		{17, `"device constant thread"`, ""}, // strings untouched
-		{18, "((half)1.5) + ((half)2)", "1.5h"},
-		{21, "template", "host_name"},
+		{6, "static const float kTable[2]", "constant"},
+		{9, "       void scale(", "kernel"},
+		{10, "const        T* x", "[["},
+		{15, "auto& tile = ::emu::tg_var<float[64][2]>();", "threadgroup"},
+		{16, "auto& count = ::emu::tg_var<atomic_uint>();", ""},
+		{17, "float* alias = &tile[0][0];", "threadgroup"},
+		{18, `"device constant thread"`, ""}, // strings untouched
+		{19, "((half)1.5) + ((half)2)", "1.5h"},
+		{22, "template", "host_name"},
 	}
 	for _, c := range checks {
 		l := line(c.line)
