@@ -126,19 +126,34 @@ func TestDesktopSmoke(t *testing.T) {
 	}
 
 	// Closing the window hides it and leaves the app running in the tray;
-	// "Open Suzuran" brings it back.
-	closeWindow(t, window.id)
-	waitFor(t, exited, "the window to hide after a close request", func() bool {
-		_, err := findWindow()
-		return err != nil
-	})
-	t.Log("the window hid on a close request; the app runs on")
-	clickMenuItem(t, menu, openID)
-	waitFor(t, exited, "the window to come back from the tray", func() bool {
-		_, err := findWindow()
-		return err == nil
-	})
-	t.Logf("%q showed the window again", trayOpenTitle)
+	// "Open Suzuran", or a left click on the icon (Activate), brings it back.
+	for _, reopen := range []struct {
+		how  string
+		call func()
+	}{
+		{"the " + trayOpenTitle + " menu item", func() { clickMenuItem(t, menu, openID) }},
+		{"a left click on the tray icon", func() {
+			if err := item.Call("org.kde.StatusNotifierItem.Activate", 0, int32(0), int32(0)).Err; err != nil {
+				t.Fatalf("Activate on the tray item: %v", err)
+			}
+		}},
+	} {
+		shown, err := findWindow()
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeWindow(t, shown.id)
+		waitFor(t, exited, "the window to hide after a close request", func() bool {
+			_, err := findWindow()
+			return err != nil
+		})
+		reopen.call()
+		waitFor(t, exited, "the window to come back after "+reopen.how, func() bool {
+			_, err := findWindow()
+			return err == nil
+		})
+		t.Logf("the window hid on a close request, with the app running on, and came back with %s", reopen.how)
+	}
 
 	// "Quit" ends the process with status 0.
 	clickMenuItem(t, menu, quitID)

@@ -9,6 +9,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if [ "$(uname)" != Linux ]; then
+	echo "smoke: the desktop smoke test needs Linux (Xvfb, D-Bus, a StatusNotifierItem tray); on macOS, try the app with make run" >&2
+	exit 1
+fi
+
 bin=$(realpath "${1:?usage: build/smoke.sh path/to/suzuran}")
 shot="$(dirname "$bin")/smoke.png"
 
