@@ -37,7 +37,11 @@ func TestDistMatchesBuildState(t *testing.T) {
 		t.Fatal("embedded index.html differs from dist/index.html")
 	}
 	// Every script the page loads must be embedded too.
-	for _, part := range strings.Split(string(index), `src="./`)[1:] {
+	scripts := strings.Split(string(index), `src="./`)[1:]
+	if len(scripts) == 0 {
+		t.Fatal("the built index.html loads no script")
+	}
+	for _, part := range scripts {
 		name := part[:strings.IndexByte(part, '"')]
 		if _, err := fs.Stat(assets, name); err != nil {
 			t.Errorf("index.html loads %s, which is not embedded: %v", name, err)
