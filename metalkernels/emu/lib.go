@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -167,7 +168,16 @@ type Kernel struct {
 	params  []Param
 	minSize [maxBuffers]int64 // -1: not a buffer parameter
 	tg      [maxBuffers]bool
+	// nsPerGroup estimates one threadgroup's CPU time from past
+	// dispatches (guarded by the library's mutex), to run small
+	// dispatches on the calling thread alone.
+	nsPerGroup float64
 }
+
+// smallDispatchNs: below this much estimated work a dispatch runs on the
+// calling thread; waking pool threads takes tens of microseconds on a busy
+// machine.
+const smallDispatchNs = 40_000
 
 // Kernel returns the kernel with this host name.
 func (l *Library) Kernel(name string) (*Kernel, error) {
@@ -232,7 +242,12 @@ func (k *Kernel) Dispatch(groups, threads Size3, args []Arg, seed uint64) error 
 	d.groups = [3]uint32{uint32(groups.X), uint32(groups.Y), uint32(groups.Z)}
 	d.threads = [3]uint32{uint32(threads.X), uint32(threads.Y), uint32(threads.Z)}
 	d.seed = seed
+	ngroups := uint64(groups.X) * uint64(groups.Y) * uint64(groups.Z)
 	d.nthreads = uint32(l.threads)
+	if k.nsPerGroup > 0 && float64(ngroups)*k.nsPerGroup < smallDispatchNs {
+		// Waking the pool costs more than this dispatch's work.
+		d.nthreads = 1
+	}
 	var bound [maxBuffers]int64
 	for i := range bound {
 		bound[i] = -1
@@ -283,8 +298,18 @@ func (k *Kernel) Dispatch(groups, threads Size3, args []Arg, seed uint64) error 
 			}
 		}
 	}
+	start := time.Now()
 	r, _, _ := purego.SyscallN(l.dispatch, uintptr(unsafe.Pointer(d)))
 	runtime.KeepAlive(args)
+	if ngroups > 0 {
+		// CPU time per threadgroup (wall time × threads used), smoothed.
+		ns := float64(time.Since(start).Nanoseconds()) * float64(d.nthreads) / float64(ngroups)
+		if k.nsPerGroup == 0 {
+			k.nsPerGroup = ns
+		} else {
+			k.nsPerGroup += (ns - k.nsPerGroup) / 8
+		}
+	}
 	if r != 0 {
 		msg := string(d.err[:])
 		if i := strings.IndexByte(msg, 0); i >= 0 {
