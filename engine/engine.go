@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -169,7 +170,8 @@ type job struct {
 	submitted time.Time
 }
 
-// New starts an engine. The Engine owns opts.Backend from here on.
+// New starts an engine. Once New succeeds the Engine owns opts.Backend and
+// closes it in Close; when New fails the caller still owns it.
 func New(opts Options) (*Engine, error) {
 	if opts.Backend == nil || opts.Weights == nil || opts.Tokenizer == nil {
 		return nil, errors.New("engine: Backend, Weights and Tokenizer are all required")
@@ -265,6 +267,11 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
 	if err := e.validate(&req); err != nil {
 		return nil, err
 	}
+	// The engine reads the request later, on its own goroutine: copy what
+	// the caller might reuse.
+	req.Prompt = slices.Clone(req.Prompt)
+	req.Stop = slices.Clone(req.Stop)
+	req.Checkpoints = slices.Clone(req.Checkpoints)
 	events := make(chan Event)
 	j := &job{ctx: ctx, req: req, stream: &Stream{Events: events, events: events}, submitted: time.Now()}
 	e.mu.Lock()
