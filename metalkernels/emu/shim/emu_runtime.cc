@@ -372,6 +372,9 @@ void release_simd(Worker* w, int sg) {
     s.mask = mask;
     s.arrived = 0;
     s.op = 0;
+    // The next collective writes the other slot row: lanes released here
+    // may not have read this one yet.
+    s.phase ^= 1u;
 }
 
 int pick(Worker* w) {
@@ -658,10 +661,7 @@ const unsigned char (*emu_simd_xchg(int op, const void* v, size_t n, uint32_t* m
     f->state = kWaitSimd;
     f->op = op;
     s.arrived++;
-    if (s.arrived == s.live) {
-        release_simd(w, int(f->sg));
-        s.phase ^= 1u;
-    }
+    if (s.arrived == s.live) release_simd(w, int(f->sg));
     switch_out(w, f);
     // The mask is read before this lane's next collective, which cannot
     // complete (and overwrite it) without this lane.

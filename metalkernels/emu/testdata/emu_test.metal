@@ -348,3 +348,24 @@ kernel void builtins(const device float* x [[buffer(0)]],
     o[22] = m2.x + m2.y;
     o[23] = fma(a, 2.0f, 1.0f) + mix(0.0f, 4.0f, 0.25f) + float(isnan(NAN)) + float(isinf(INFINITY));
 }
+
+// Lanes leave at different points while the rest keep exchanging values:
+// the last lane to arrive at a collective may be one that returns instead.
+kernel void simd_after_exit(device float* out [[buffer(0)]],
+                            uint lane [[thread_index_in_simdgroup]]) {
+    float v = float(lane);
+    float a = simd_sum(v);
+    if (lane % 5 == 4) {
+        return;
+    }
+    float b = simd_sum(v * 2.0f);
+    if (lane > 20) {
+        return;
+    }
+    float c = simd_shuffle_down(v, ushort(1));
+    float d = simd_sum(v + 1.0f);
+    out[lane * 4 + 0] = a;
+    out[lane * 4 + 1] = b;
+    out[lane * 4 + 2] = c;
+    out[lane * 4 + 3] = d;
+}
