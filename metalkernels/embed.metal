@@ -1,13 +1,15 @@
 // embed.metal: the embedding gather. Token ids are read from a device buffer
 // — the prompt's ids for prefill, or the slot the previous step's sampler
 // wrote for decode — so a decode step never waits for the host to learn the
-// token. One thread per output element; rows are dequantized on the fly.
+// token; each id is also appended to the sequence's history on the device.
+// One thread per output element; rows are dequantized on the fly.
 #include "common.h"
 
 struct EmbedParams {
     uint hidden;     // row width
     uint vocab;      // rows in the table; out-of-range ids produce zeros
     uint group_size; // affine group size
+    uint pos0;       // sequence position of the first row
 };
 
 template <typename F>
@@ -17,11 +19,16 @@ kernel void embed(constant EmbedParams& p [[buffer(0)]],
                   const device ushort* biases [[buffer(3)]],
                   const device int* ids [[buffer(4)]],
                   device float* out [[buffer(5)]],
+                  device int* history [[buffer(6)]],
                   uint2 gid [[thread_position_in_grid]]) {
     uint j = gid.x;
     uint t = gid.y;
     if (j >= p.hidden) {
         return;
+    }
+    if (j == 0) {
+        // The sequence's token history, for the sampler's penalties.
+        history[p.pos0 + t] = ids[t];
     }
     WeightRef wr;
     wr.data = w;

@@ -9,6 +9,7 @@ import (
 
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
 	"github.com/suzuran-app/suzuran/engine/model"
+	"github.com/suzuran-app/suzuran/engine/sample"
 )
 
 // Options configure the backend. The zero value works.
@@ -19,6 +20,9 @@ type Options struct {
 	// OwnDevice makes Close close the device too, for callers that open a
 	// device only for this backend.
 	OwnDevice bool
+	// Sampler chooses tokens for the sampling parameters the device does
+	// not run (top-k off or above 256); nil means engine/sample's.
+	Sampler model.Sampler
 }
 
 // Backend is the GPU implementation of model.Backend over one device.
@@ -38,9 +42,10 @@ type Backend struct {
 	deltas  map[*model.DeltaNet]*devDeltaNet
 	invFreq device.Buffer
 
-	stats Stats
-	slots [2]*passScratch // scratch of passes in flight, by pass parity
-	count int             // passes begun
+	sampler model.Sampler
+	stats   Stats
+	slots   [2]*passScratch // scratch of passes in flight, by pass parity
+	count   int             // passes begun
 }
 
 // devMoE is one layer's experts as the kernels read them.
@@ -65,7 +70,10 @@ func New(dev device.Device, w *model.Weights, opt Options) (*Backend, error) {
 	b := &Backend{dev: dev, w: w, cfg: w.Config, opt: opt,
 		pipes: map[string]device.Pipeline{}, mats: map[*model.Matrix]*devMatrix{},
 		experts: map[*model.MoE]*devMoE{}, vecs: map[*float32]device.Buffer{},
-		deltas: map[*model.DeltaNet]*devDeltaNet{}}
+		deltas: map[*model.DeltaNet]*devDeltaNet{}, sampler: opt.Sampler}
+	if b.sampler == nil {
+		b.sampler = sample.New()
+	}
 	if err := b.checkConfig(); err != nil {
 		return nil, err
 	}

@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
+	"github.com/suzuran-app/suzuran/engine/cpu"
 	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/safetensors"
+	"github.com/suzuran-app/suzuran/engine/sample"
 )
 
 // The fixtures hold transformers' outputs for a float64 run of the same
@@ -243,5 +245,90 @@ func checkCounters(t *testing.T, s Stats, steps, chunks int64) {
 	ratio := float64(d.ReadBytes+d.WriteBytes) / float64(d.MinimumBytes)
 	if ratio > 1.15 {
 		t.Errorf("decode plans %.3f× the minimum traffic, want at most 1.15×", ratio)
+	}
+}
+
+// TestSampledDecode generates with sampling parameters on the GPU path and
+// on the CPU backend (whose sample block is engine/sample on the host): the
+// same seed must give the same tokens. The first set runs entirely on the
+// device (penalties over the device-side history, top-k, top-p, the seeded
+// draw) with steps pipelined; the second has top-k off, which the backend
+// samples on the host after each step.
+func TestSampledDecode(t *testing.T) {
+	ref := fixtureModels(t)[1]
+	cases := []struct {
+		name      string
+		s         model.Sampling
+		pipelined bool
+	}{
+		{"device", model.Sampling{Temperature: 0.8, TopK: 20, TopP: 0.9, RepetitionPenalty: 1.1,
+			PresencePenalty: 0.5, FrequencyPenalty: 0.2, GeneratedFrom: len(ref.prompt), Seed: 12345}, true},
+		{"host", model.Sampling{Temperature: 1.0, TopP: 0.95, Seed: 99}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			const steps = 12
+			generate := func(b model.Backend, w *model.Weights, pipelined bool) []int {
+				seq, err := b.NewSequence(len(ref.prompt) + steps + 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				res, err := model.Prefill(b, w, seq, ref.prompt, prefillChunk, model.Input{Sample: &c.s})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids := []int{res.Token}
+				in := model.Input{Sample: &c.s}
+				if !pipelined {
+					for len(ids) <= steps {
+						r, err := model.Run(b, w, seq, in)
+						if err != nil {
+							t.Fatal(err)
+						}
+						ids = append(ids, r.Token)
+					}
+					return ids
+				}
+				prev, err := model.Start(b, w, seq, in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for len(ids) <= steps {
+					var next model.Pass
+					if len(ids) < steps {
+						if next, err = model.Start(b, w, seq, in); err != nil {
+							t.Fatal(err)
+						}
+					}
+					r, err := prev.Wait()
+					if err != nil {
+						t.Fatal(err)
+					}
+					ids = append(ids, r.Token)
+					prev = next
+				}
+				return ids
+			}
+			gb, w := openModel(t, ref.dir, Options{KVCacheF32: true})
+			got := generate(gb, w, c.pipelined)
+			m, err := checkpoint.Load(ref.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			cb, err := cpu.New(m.Weights, cpu.Options{Sampler: sample.New()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := generate(cb, m.Weights, false)
+			t.Logf("tokens %v", got)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("sampled continuation\n gpu %v\n cpu %v", got, want)
+			}
+			hs := gb.Stats().Decode.HostSamples
+			if c.pipelined && hs != 0 || !c.pipelined && hs == 0 {
+				t.Fatalf("%d tokens sampled on the host", hs)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
+	"github.com/suzuran-app/suzuran/engine/model"
 )
 
 // Launch geometry shared with the .metal sources (the #defines there).
@@ -132,15 +133,16 @@ func (e *encoder) fail(err error) {
 	}
 }
 
-// embed gathers rows of table for the token ids at ids (int32, one per row of out).
-func (e *encoder) embed(table *devMatrix, ids loc, out *act) {
+// embed gathers rows of table for the token ids at ids (int32, one per row
+// of out) and appends the ids to history at pos0.
+func (e *encoder) embed(table *devMatrix, ids loc, out *act, history loc, pos0 int) {
 	m := table.m
 	const threads = 256
 	e.dispatch("embed_"+table.format+"_f32",
 		device.Size3{X: ceilDiv(m.In, threads), Y: out.rows}, device.Size3{X: threads},
-		int64(out.rows)*(table.bytes/int64(m.Out)+4), out.bytes(),
-		bytesArg(0, params(m.In, m.Out, m.GroupSize)),
-		table.data.arg(1), table.scales.arg(2), table.biases.arg(3), ids.arg(4), out.arg(5))
+		int64(out.rows)*(table.bytes/int64(m.Out)+4), out.bytes()+int64(4*out.rows),
+		bytesArg(0, params(m.In, m.Out, m.GroupSize, pos0)),
+		table.data.arg(1), table.scales.arg(2), table.biases.arg(3), ids.arg(4), out.arg(5), history.arg(6))
 }
 
 func normParams(width, xStride, yStride int, eps float32) []byte {
@@ -459,4 +461,40 @@ func (e *encoder) moeCombine(rows, slots, hidden int, ye, rowOf, weights, y loc)
 	e.dispatch("moe_combine_f32", device.Size3{X: ceilDiv(hidden, threads), Y: rows}, device.Size3{X: threads},
 		int64(4*rows*slots*hidden+8*rows*slots), int64(4*rows*hidden),
 		bytesArg(0, params(hidden, slots)), ye.arg(1), rowOf.arg(2), weights.arg(3), y.arg(4))
+}
+
+// Device sampling (sample.metal).
+const (
+	topkThreads   = 256
+	topkPerThread = 16
+	topkChunk     = topkThreads * topkPerThread
+	// topkMax is the largest top-k the device draws; larger (or off) is
+	// sampled on the host.
+	topkMax = 256
+)
+
+// penalties records the repetition, presence and frequency penalties of s
+// over history[:count] into logits (a private copy of the row).
+func (e *encoder) penalties(s *model.Sampling, history loc, count int, counts, flags, logits loc) {
+	const threads = 256
+	p := params(count, max(0, min(s.GeneratedFrom, count)), s.RepetitionPenalty, s.PresencePenalty, s.FrequencyPenalty)
+	g := device.Size3{X: ceilDiv(count, threads)}
+	th := device.Size3{X: threads}
+	e.dispatch("sample_penalty_clear_u32", g, th, int64(4*count), int64(8*count),
+		bytesArg(0, p), history.arg(1), counts.arg(2), flags.arg(3))
+	e.dispatch("sample_penalty_count_u32", g, th, int64(4*count), int64(8*count),
+		bytesArg(0, p), history.arg(1), counts.arg(2), flags.arg(3))
+	e.dispatch("sample_penalty_apply_f32", g, th, int64(16*count), int64(8*count),
+		bytesArg(0, p), history.arg(1), counts.arg(2), flags.arg(3), logits.arg(4))
+}
+
+// topK records the top-k draw over one row of vocab logits into out.
+func (e *encoder) topK(s *model.Sampling, logits loc, vocab, position int, candVal, candID, out loc) {
+	chunks := ceilDiv(vocab, topkChunk)
+	p := params(vocab, chunks, s.TopK, s.Temperature, s.TopP, s.MinP,
+		int(uint32(s.Seed)), int(uint32(s.Seed>>32)), position)
+	e.dispatch("sample_topk_partial_f32", device.Size3{X: chunks}, device.Size3{X: topkThreads},
+		int64(4*vocab), int64(8*chunks*s.TopK), bytesArg(0, p), logits.arg(1), candVal.arg(2), candID.arg(3))
+	e.dispatch("sample_topk_final_f32", device.Size3{X: 1}, device.Size3{X: topkThreads},
+		int64(8*chunks*s.TopK), int64(4*chunks*s.TopK+4), bytesArg(0, p), candVal.arg(1), candID.arg(2), out.arg(3))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
 	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/safetensors"
+	"github.com/suzuran-app/suzuran/engine/sample"
 )
 
 // Each kernel test builds fresh random inputs (the seed is logged so a
@@ -239,13 +240,18 @@ func TestEmbed(t *testing.T) {
 			for i, id := range ids {
 				binary.LittleEndian.PutUint32(idb[4*i:], uint32(id))
 			}
+			const pos0 = 3
 			got := twice(t, func(r *kernelRig) [][]byte {
 				dm := r.devMatrixOf(m)
 				out := actAt(r.zeros(4*len(ids)*hidden), len(ids), hidden)
-				r.run(func(e *encoder) { e.embed(dm, r.buf(idb), out) })
-				return [][]byte{f32Bytes(r.floatsAt(out.loc, len(ids)*hidden))}
+				history := r.zeros(4 * (pos0 + len(ids)))
+				r.run(func(e *encoder) { e.embed(dm, r.buf(idb), out, history, pos0) })
+				return [][]byte{f32Bytes(r.floatsAt(out.loc, len(ids)*hidden)), history.buf.Bytes()}
 			})
 			out := floats(got[0])
+			if !bytes.Equal(got[1][4*pos0:], idb) {
+				t.Fatalf("history after the gather: % x, want the ids % x at position %d", got[1], idb, pos0)
+			}
 			// Dequantization is one multiply-add in f32 on both sides: exact.
 			for i, id := range ids {
 				for j := 0; j < hidden; j++ {
@@ -945,6 +951,84 @@ func TestArgmax(t *testing.T) {
 			}
 			if g := int(int32(binary.LittleEndian.Uint32(got[0]))); g != want {
 				t.Fatalf("argmax %d, want %d", g, want)
+			}
+		})
+	}
+}
+
+// TestSample draws tokens on the device and with engine/sample's host
+// sampler from the same logits and parameters: the ids must be equal. The
+// device computes the probabilities in f32 where the host uses f64, so a draw
+// could differ only when the uniform lands within rounding of a boundary —
+// about one chance in a million per draw.
+func TestSample(t *testing.T) {
+	rng := testRand(t)
+	cases := []model.Sampling{
+		{Temperature: 0.7, TopK: 20, TopP: 0.8, Seed: 1},
+		{Temperature: 1.0, TopK: 1},
+		{Temperature: 1.3, TopK: 256, TopP: 0.95, MinP: 0.05},
+		{Temperature: 0.6, TopK: 40, RepetitionPenalty: 1.3, PresencePenalty: 1.5, FrequencyPenalty: 0.4, GeneratedFrom: 30},
+		{RepetitionPenalty: 2, PresencePenalty: 1}, // greedy after penalties
+		{Temperature: 0.9, TopK: 7, MinP: 0.5},
+	}
+	const vocab = 10007 // three top-k chunks, the last partial
+	for ci, c := range cases {
+		t.Run(fmt.Sprint(ci), func(t *testing.T) {
+			host := sample.New()
+			const draws = 12
+			logits := make([][]float32, draws)
+			history := make([][]int, draws)
+			seeds := make([]uint64, draws)
+			for d := range logits {
+				// Logits bunched near the top so that penalties and the
+				// filters change the outcome; a few −inf and NaN entries.
+				logits[d] = randFloats(rng, vocab, 3)
+				for i := 0; i < 5; i++ {
+					logits[d][rng.IntN(vocab)] = float32(math.Inf(-1))
+				}
+				logits[d][rng.IntN(vocab)] = float32(math.NaN())
+				history[d] = make([]int, 40+rng.IntN(30))
+				for i := range history[d] {
+					// Repeats, and tokens among the largest logits.
+					history[d][i] = rng.IntN(60)
+					logits[d][history[d][i]] = 3 + float32(rng.Float64())
+				}
+				seeds[d] = rng.Uint64()
+			}
+			got := twice(t, func(r *kernelRig) [][]byte {
+				var out [][]byte
+				for d := range logits {
+					s := c
+					s.Seed = seeds[d]
+					hb := make([]byte, 4*len(history[d]))
+					for i, id := range history[d] {
+						binary.LittleEndian.PutUint32(hb[4*i:], uint32(id))
+					}
+					row := r.buf(f32Bytes(logits[d]))
+					tok := r.zeros(4)
+					r.run(func(e *encoder) {
+						if penaltiesOn(&s) {
+							e.penalties(&s, r.buf(hb), len(history[d]), r.zeros(4*vocab), r.zeros(4*vocab), row)
+						}
+						if s.Temperature <= 0 {
+							chunks := ceilDiv(vocab, argmaxChunk)
+							e.argmax(row, vocab, r.zeros(4*chunks), r.zeros(4*chunks), tok)
+							return
+						}
+						chunks := ceilDiv(vocab, topkChunk)
+						e.topK(&s, row, vocab, len(history[d]), r.zeros(4*chunks*s.TopK), r.zeros(4*chunks*s.TopK), tok)
+					})
+					out = append(out, append([]byte(nil), tok.buf.Bytes()[:4]...))
+				}
+				return out
+			})
+			for d := range logits {
+				s := c
+				s.Seed = seeds[d]
+				want := host.Sample(logits[d], &s, history[d])
+				if g := int(int32(binary.LittleEndian.Uint32(got[d]))); g != want {
+					t.Fatalf("draw %d: device chose %d, host %d", d, g, want)
+				}
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
 	"github.com/suzuran-app/suzuran/engine/model"
@@ -80,6 +81,10 @@ type pass struct {
 
 	logits     *act
 	sampleSlot int // ring slot the sampler writes, -1 when not sampling
+	// hostSample, when set, makes Wait sample hostRow on the host and write
+	// the id into the ring slot.
+	hostSample *model.Sampling
+	hostRow    *act
 	hidden     []loc
 	hiddenRows int
 	state      int // 0 recording, 1 submitted, 2 done
@@ -103,6 +108,9 @@ func (b *Backend) Begin(s model.Sequence, in model.Input) (model.Pass, error) {
 	}
 	if len(in.IDs) == 0 && seq.lastSlot < 0 {
 		return nil, errors.New("pass without ids, but the sequence has no sampled token to consume")
+	}
+	if len(in.IDs) == 0 && seq.hostPending != nil {
+		return nil, errors.New("the previous pass samples on the host (top-k off or above 256): wait for it before beginning the next")
 	}
 	for _, id := range in.IDs {
 		if id < 0 || id >= b.cfg.VocabSize {
@@ -222,9 +230,9 @@ func (p *pass) Embed(table *model.Matrix) model.Activation {
 		p.seq.ids = append(p.seq.ids, p.in.IDs...)
 	} else {
 		ids = p.seq.tokenLoc(p.seq.lastSlot)
-		p.seq.ids = append(p.seq.ids, -1)
+		p.seq.ids = append(p.seq.ids, p.seq.lastSampled)
 	}
-	p.enc.embed(t, ids, x)
+	p.enc.embed(t, ids, x, loc{buf: p.seq.history}, p.pos0)
 	return x
 }
 
@@ -427,23 +435,50 @@ func (p *pass) Head(x model.Activation, lmHead *model.Matrix) model.Activation {
 }
 
 // Sample implements model.Pass: the chosen id goes to the sequence's next
-// ring slot, where the next pass's embedding gather finds it.
+// ring slot, where the next pass's embedding gather finds it. Greedy and
+// top-k draws (1 ≤ TopK ≤ 256, below the vocabulary) run on the device with
+// the penalties; other parameters (top-k off, which walks the whole
+// vocabulary in id order) are sampled on the host after the pass, and the
+// next pass may begin only once this one has been waited on.
 func (p *pass) Sample(logits model.Activation, s *model.Sampling) {
 	in := p.input(logits, "sample")
 	if in == nil {
 		return
 	}
-	if !s.Greedy() {
-		p.enc.fail(errors.New("the GPU backend samples greedily only (temperature 0, no penalties)"))
+	slot := p.seq.ring
+	p.sampleSlot = slot
+	vocab := in.width
+	last := in.row(in.rows - 1)
+	position := p.pos0 + p.rows // the history's length: the position of the chosen token
+	greedy := s.Temperature <= 0
+	if !greedy && (s.TopK <= 0 || s.TopK > topkMax || s.TopK >= vocab) {
+		p.hostSample = s
+		p.hostRow = last
 		return
 	}
-	last := in.row(in.rows - 1)
-	chunks := ceilDiv(in.width, argmaxChunk)
-	partVal := p.scratch(4 * chunks)
-	partID := p.scratch(4 * chunks)
-	slot := p.seq.ring
-	p.enc.argmax(last.loc, in.width, partVal, partID, p.seq.tokenLoc(slot))
-	p.sampleSlot = slot
+	row := last.loc
+	if penaltiesOn(s) {
+		work, err := p.sc.pass.alloc(4 * vocab)
+		if err != nil {
+			p.enc.fail(err)
+			return
+		}
+		p.enc.copyF32(row, work, vocab)
+		p.enc.penalties(s, loc{buf: p.seq.history}, position, p.scratch(4*vocab), p.scratch(4*vocab), work)
+		row = work
+	}
+	if greedy {
+		chunks := ceilDiv(vocab, argmaxChunk)
+		p.enc.argmax(row, vocab, p.scratch(4*chunks), p.scratch(4*chunks), p.seq.tokenLoc(slot))
+		return
+	}
+	chunks := ceilDiv(vocab, topkChunk)
+	p.enc.topK(s, row, vocab, position, p.scratch(4*chunks*s.TopK), p.scratch(4*chunks*s.TopK), p.seq.tokenLoc(slot))
+}
+
+// penaltiesOn is engine/sample's rule for when penalties change logits.
+func penaltiesOn(s *model.Sampling) bool {
+	return (s.RepetitionPenalty != 0 && s.RepetitionPenalty != 1) || s.PresencePenalty != 0 || s.FrequencyPenalty != 0
 }
 
 // Hidden implements model.Pass: a copy of the residual stream, read after
@@ -487,8 +522,12 @@ func (p *pass) Submit() {
 	}
 	p.enc.cb.Commit()
 	p.seq.pos += p.rows
+	if p.hostSample != nil {
+		p.seq.hostPending = p
+	}
 	if p.sampleSlot >= 0 {
 		p.seq.lastSlot = p.sampleSlot
+		p.seq.lastSampled = -1 // known at this pass's Wait
 		p.seq.ring = (p.seq.ring + 1) % tokenSlots
 	}
 }
@@ -537,6 +576,19 @@ func (p *pass) Wait() (model.Result, error) {
 	for _, h := range p.hidden {
 		res.Hidden = append(res.Hidden, floats(p.read(h, 4*p.hiddenRows*p.b.cfg.HiddenSize)))
 	}
+	if p.hostSample != nil {
+		if p.seq.hostPending == p {
+			p.seq.hostPending = nil
+		}
+		row := floats(p.read(p.hostRow.loc, 4*p.hostRow.width))
+		history := p.seq.ids[:p.pos0+p.rows]
+		if slices.Contains(history, -1) {
+			return res, errors.New("host sampling needs the whole token history, but an earlier sampled token was never read: wait for every pass")
+		}
+		id := p.b.sampler.Sample(row, p.hostSample, history)
+		binary.LittleEndian.PutUint32(p.seq.tokens.Bytes()[4*p.sampleSlot:], uint32(int32(id)))
+		p.cnt.HostSamples++
+	}
 	if p.sampleSlot >= 0 {
 		res.Token = p.seq.readToken(p.sampleSlot)
 		// The next pass may already have consumed this token on the device:
@@ -544,6 +596,9 @@ func (p *pass) Wait() (model.Result, error) {
 		idx := p.pos0 + p.rows
 		if idx < len(p.seq.ids) && p.seq.ids[idx] == -1 {
 			p.seq.ids[idx] = res.Token
+		}
+		if p.seq.lastSlot == p.sampleSlot {
+			p.seq.lastSampled = res.Token
 		}
 	}
 	return res, nil

@@ -24,13 +24,18 @@ type sequence struct {
 	conv     map[int]device.Buffer // per DeltaNet layer, [kernel−1, channels] f32
 	state    map[int]device.Buffer // per DeltaNet layer, [Hv, Dv, Dk] f32
 	tokens   device.Buffer         // [tokenSlots] int32 ring of sampled ids
+	history  device.Buffer         // [maxTokens] int32: every consumed id, for the penalties
 	ring     int                   // slot the next sampler writes
 	lastSlot int                   // slot of the latest sampled id, -1 when none
+	// lastSampled is that id once the host has read it, else -1.
+	lastSampled int
 	// ids are the consumed tokens; a token sampled on the device and
 	// consumed before the host read it is -1 until that pass's Wait.
 	ids      []int
 	inFlight int
 	closed   bool
+	// hostPending is a submitted pass whose token the host samples at Wait.
+	hostPending *pass
 }
 
 var _ model.Sequence = (*sequence)(nil)
@@ -41,7 +46,7 @@ func (b *Backend) NewSequence(maxTokens int) (model.Sequence, error) {
 	if maxTokens <= 0 {
 		return nil, fmt.Errorf("sequence capacity %d: must be positive", maxTokens)
 	}
-	s := &sequence{b: b, maxToks: maxTokens, lastSlot: -1,
+	s := &sequence{b: b, maxToks: maxTokens, lastSlot: -1, lastSampled: -1,
 		kCache: map[int]device.Buffer{}, vCache: map[int]device.Buffer{},
 		conv: map[int]device.Buffer{}, state: map[int]device.Buffer{}}
 	alloc := func(n int) (device.Buffer, error) {
@@ -81,6 +86,9 @@ func (b *Backend) NewSequence(maxTokens int) (model.Sequence, error) {
 	if s.tokens, err = alloc(4 * tokenSlots); err != nil {
 		return nil, err
 	}
+	if s.history, err = alloc(4 * maxTokens); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -96,7 +104,7 @@ func (s *sequence) buffers() []device.Buffer {
 			}
 		}
 	}
-	return append(out, s.tokens)
+	return append(out, s.tokens, s.history)
 }
 
 // snapshot is a host copy of a sequence's device state.
@@ -108,6 +116,7 @@ type snapshot struct {
 	data     [][]byte // in the order of sequence.buffers
 	lastSlot int
 	ring     int
+	sampled  int
 }
 
 func (sn *snapshot) Pos() int      { return sn.pos }
@@ -127,7 +136,7 @@ func (s *sequence) Snapshot() (model.Snapshot, error) {
 		return nil, errors.New("snapshot while a pass is in flight: wait for it first")
 	}
 	sn := &snapshot{b: s.b, maxToks: s.maxToks, pos: s.pos, ids: append([]int(nil), s.ids...),
-		lastSlot: s.lastSlot, ring: s.ring}
+		lastSlot: s.lastSlot, ring: s.ring, sampled: s.lastSampled}
 	for _, buf := range s.buffers() {
 		sn.data = append(sn.data, append([]byte(nil), buf.Bytes()...))
 	}
@@ -150,6 +159,7 @@ func (s *sequence) Restore(m model.Snapshot) error {
 		copy(buf.Bytes(), sn.data[i])
 	}
 	s.pos, s.ids, s.lastSlot, s.ring = sn.pos, append([]int(nil), sn.ids...), sn.lastSlot, sn.ring
+	s.lastSampled = sn.sampled
 	return nil
 }
 

@@ -19,8 +19,11 @@ type Counters struct {
 	// MidStepReadbacks counts host reads of device memory while a pass was
 	// still recording or running. Reading results after Wait is not counted.
 	MidStepReadbacks int64
-	ReadBytes        int64
-	WriteBytes       int64
+	// HostSamples counts tokens chosen on the host (sampling parameters the
+	// device does not run), each after its pass's Wait.
+	HostSamples int64
+	ReadBytes   int64
+	WriteBytes  int64
 	// MinimumBytes is, for decode passes, the sum of MinimumDecodeBytes at
 	// each pass's position; zero for prefill.
 	MinimumBytes int64
@@ -33,6 +36,7 @@ func (c *Counters) add(o Counters) {
 	c.CommandBuffers += o.CommandBuffers
 	c.HostWaits += o.HostWaits
 	c.MidStepReadbacks += o.MidStepReadbacks
+	c.HostSamples += o.HostSamples
 	c.ReadBytes += o.ReadBytes
 	c.WriteBytes += o.WriteBytes
 	c.MinimumBytes += o.MinimumBytes
@@ -64,6 +68,7 @@ func (s Stats) Lines() []string {
 			fmt.Sprintf("decode: host waits per token: %s", per(d.HostWaits, d.Passes)),
 			fmt.Sprintf("decode: mid-step readbacks per token: %s", per(d.MidStepReadbacks, d.Passes)),
 			fmt.Sprintf("decode: dispatches per token: %s", per(d.Dispatches, d.Passes)),
+			fmt.Sprintf("decode: tokens sampled on the host: %d", d.HostSamples),
 			fmt.Sprintf("decode: planned bytes per token: %s (read %s, write %s)",
 				per(d.ReadBytes+d.WriteBytes, d.Passes), per(d.ReadBytes, d.Passes), per(d.WriteBytes, d.Passes)),
 			fmt.Sprintf("decode: minimum bytes per token (active weights once, KV, state): %s", per(d.MinimumBytes, d.Passes)))

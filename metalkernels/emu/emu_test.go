@@ -880,3 +880,31 @@ func TestSimdAfterLanesReturn(t *testing.T) {
 		}
 	}
 }
+
+func TestExtras(t *testing.T) {
+	x, out := alloc(t, 4*32), alloc(t, 4*8*32)
+	xs := f32s(x)
+	for i := range 32 {
+		xs[i] = float32(i)/4 - 3
+	}
+	dispatch(t, kernel(t, "extras"), Size3{X: 1}, Size3{X: 32}, []Arg{{Index: 0, Buffer: x}, {Index: 1, Buffer: out}}, 2)
+	for l := range 32 {
+		v := xs[l]
+		down := -xs[(l+3)%32]
+		if l+3 < 32 {
+			down = xs[l+3]
+		}
+		base, pos := l/8*8, l%8
+		up := -xs[base+pos+8-2]
+		if pos >= 2 {
+			up = xs[base+pos-2]
+		}
+		med := max(min(v, 1), min(max(v, 1), -1))
+		want := []float32{down, up, max(v, 1) + min(v, -1) + med, 1, float32(l%4) + 10*float32(l/4), max(v, 0.5), 0, 0}
+		for j, w := range want {
+			if got := f32s(out)[l*8+j]; got != w {
+				t.Errorf("lane %d result %d: %v, want %v", l, j, got, w)
+			}
+		}
+	}
+}

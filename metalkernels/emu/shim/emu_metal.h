@@ -660,6 +660,36 @@ inline T reverse_bits(T x) {
     return T(r);
 }
 
+template <class T>
+inline auto min3(T a, T b, T c) { return min(min(a, b), c); }
+template <class T>
+inline auto max3(T a, T b, T c) { return max(max(a, b), c); }
+template <class T>
+inline auto fmin3(T a, T b, T c) { return fmin(fmin(a, b), c); }
+template <class T>
+inline auto fmax3(T a, T b, T c) { return fmax(fmax(a, b), c); }
+template <class T>
+inline auto median3(T a, T b, T c) { return max(min(a, b), min(max(a, b), c)); }
+
+// <metal_type_traits> names, which templated kernels use.
+using std::conditional;
+using std::conditional_t;
+using std::enable_if;
+using std::enable_if_t;
+using std::false_type;
+using std::integral_constant;
+using std::is_floating_point;
+using std::is_integral;
+using std::is_same;
+using std::is_same_v;
+using std::is_signed;
+using std::is_unsigned;
+using std::make_signed;
+using std::make_unsigned;
+using std::remove_cv;
+using std::remove_cv_t;
+using std::true_type;
+
 namespace precise {
 using metal::abs; using metal::acos; using metal::asin; using metal::atan; using metal::atan2;
 using metal::ceil; using metal::copysign; using metal::cos; using metal::cosh; using metal::divide;
@@ -843,6 +873,31 @@ template <class T>
 inline T simd_shuffle_rotate_up(T v, ushort delta) {
     return simd_shuffle(v, ushort((detail::lane() + 32u - (delta & 31u)) & 31u));
 }
+// simd_shuffle_and_fill_down/up: like shuffle_down/up, but lanes whose
+// source falls off the end (of the SIMD group, or of a window of modulo
+// lanes) take the filling value's lane instead.
+template <class T>
+inline T simd_shuffle_and_fill_down(T v, T fill, ushort delta, ushort modulo = 32) {
+    uint32_t me = detail::lane();
+    uint32_t base = me - me % modulo, pos = me % modulo;
+    detail::xchg<T> x(emu::kOpShuffle, v);
+    detail::xchg<T> y(emu::kOpShuffle, fill);
+    uint32_t src = pos + delta;
+    if (src < modulo) return x.has(base + src) ? x.get(base + src) : v;
+    src -= modulo;
+    return y.has(base + src) ? y.get(base + src) : fill;
+}
+template <class T>
+inline T simd_shuffle_and_fill_up(T v, T fill, ushort delta, ushort modulo = 32) {
+    uint32_t me = detail::lane();
+    uint32_t base = me - me % modulo, pos = me % modulo;
+    detail::xchg<T> x(emu::kOpShuffle, v);
+    detail::xchg<T> y(emu::kOpShuffle, fill);
+    if (pos >= delta) return x.has(base + pos - delta) ? x.get(base + pos - delta) : v;
+    uint32_t src = pos + modulo - delta;
+    return y.has(base + src) ? y.get(base + src) : fill;
+}
+
 template <class T>
 inline T simd_broadcast_first(T v) {
     detail::xchg<T> x(emu::kOpShuffle, v);
@@ -1342,6 +1397,12 @@ inline PosArg pos(Pos kind) {
             break;
         case kThreadsPerSimdgroup:
             a.v[0] = kSimdWidth;
+            break;
+        case kThreadIndexInQuadgroup:
+            a.v[0] = f->lane % 4;
+            break;
+        case kQuadgroupIndexInThreadgroup:
+            a.v[0] = f->tid / 4;
             break;
     }
     return a;

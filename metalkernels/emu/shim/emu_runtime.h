@@ -48,6 +48,8 @@ enum Pos {
     kThreadIndexInSimdgroup,
     kSimdgroupsPerThreadgroup,
     kThreadsPerSimdgroup,
+    kThreadIndexInQuadgroup,
+    kQuadgroupIndexInThreadgroup,
 };
 
 // Collective kinds: lanes that meet at one SIMD-group barrier must all be

@@ -369,3 +369,21 @@ kernel void simd_after_exit(device float* out [[buffer(0)]],
     out[lane * 4 + 2] = c;
     out[lane * 4 + 3] = d;
 }
+
+// Fill-shuffles, three-way min/max/median, type traits and quad positions.
+kernel void extras(const device float* x [[buffer(0)]],
+                   device float* out [[buffer(1)]],
+                   uint lane [[thread_index_in_simdgroup]],
+                   ushort qlane [[thread_index_in_quadgroup]],
+                   uint quad [[quadgroup_index_in_threadgroup]]) {
+    float v = x[lane];
+    device float* o = out + lane * 8;
+    o[0] = simd_shuffle_and_fill_down(v, -v, ushort(3));
+    o[1] = simd_shuffle_and_fill_up(v, -v, ushort(2), ushort(8));
+    o[2] = max3(v, 1.0f, -1.0f) + min3(v, 1.0f, -1.0f) + median3(v, 1.0f, -1.0f);
+    o[3] = is_same_v<conditional_t<true, float, int>, float> ? 1.0f : 0.0f;
+    o[4] = float(qlane) + 10.0f * float(quad);
+    o[5] = fmax3(v, 0.5f, 0.25f);
+    o[6] = 0.0f;
+    o[7] = 0.0f;
+}
