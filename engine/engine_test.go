@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -185,69 +186,84 @@ func TestGreedyMatchesTransformers(t *testing.T) {
 }
 
 // TestMultiTurnReusesThePrefix answers two turns of one conversation on one
-// engine. The second prompt must restore the snapshot taken at the first
-// turn's assistant header and prefill only what follows it, and its greedy
-// answer must equal a fresh engine's (no cache) for the same conversation.
+// engine, with thinking off and on. The second prompt must restore the
+// snapshot taken at the first turn's assistant header (where the template,
+// which drops an earlier turn's reasoning and thinking block, makes the two
+// prompts diverge) and prefill only what follows it, and its greedy answer
+// must equal a fresh engine's (no cache) for the same conversation.
 func TestMultiTurnReusesThePrefix(t *testing.T) {
 	for _, backend := range backendsUnderTest() {
-		t.Run(backend, func(t *testing.T) {
-			e := loadDemo(t, backend, LoadOptions{})
-			first := userTurn("What does json.dumps do?")
-			p1, err := e.Encode(first)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(p1.Checkpoints) != 1 {
-				t.Fatalf("first prompt checkpoints %v, want one (after the assistant header)", p1.Checkpoints)
-			}
-			stream, _, err := e.SubmitChat(context.Background(), ChatRequest{Render: first, MaxTokens: 48})
-			if err != nil {
-				t.Fatal(err)
-			}
-			answer1, s1 := drain(t, stream)
-			if s1.CachedTokens != 0 || s1.PrefilledTokens != len(p1.IDs) {
-				t.Fatalf("first turn on a fresh engine: %+v, want all %d tokens prefilled", s1, len(p1.IDs))
-			}
+		for _, thinking := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/thinking=%v", backend, thinking), func(t *testing.T) {
+				testMultiTurn(t, backend, thinking)
+			})
+		}
+	}
+}
 
-			second := first
-			second.Messages = append(slices.Clone(first.Messages),
-				chat.Message{Role: "assistant", Content: answer1},
-				chat.Message{Role: "user", Content: "What is os.path.join?"})
-			p2, err := e.Encode(second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cp := p1.Checkpoints[0]
-			if !slices.Equal(p2.IDs[:cp], p1.IDs[:cp]) {
-				t.Fatalf("the second prompt does not start with the first's %d tokens up to the assistant header", cp)
-			}
-			stream, _, err = e.SubmitChat(context.Background(), ChatRequest{Render: second, MaxTokens: 48})
-			if err != nil {
-				t.Fatal(err)
-			}
-			answer2, s2 := drain(t, stream)
-			if s2.CachedTokens != cp || s2.PrefilledTokens != len(p2.IDs)-cp {
-				t.Errorf("second turn: %d cached and %d prefilled, want %d and %d",
-					s2.CachedTokens, s2.PrefilledTokens, cp, len(p2.IDs)-cp)
-			}
-			t.Logf("turn 2: %d prompt tokens, %d restored, %d prefilled", len(p2.IDs), s2.CachedTokens, s2.PrefilledTokens)
+func testMultiTurn(t *testing.T, backend string, thinking bool) {
+	e := loadDemo(t, backend, LoadOptions{})
+	first := userTurn("What does json.dumps do?")
+	first.EnableThinking = &thinking
+	p1, err := e.Encode(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p1.Checkpoints) != 1 {
+		t.Fatalf("first prompt checkpoints %v, want one (after the assistant header)", p1.Checkpoints)
+	}
+	stream, _, err := e.SubmitChat(context.Background(), ChatRequest{Render: first, MaxTokens: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text1, s1 := drain(t, stream)
+	if s1.CachedTokens != 0 || s1.PrefilledTokens != len(p1.IDs) {
+		t.Fatalf("first turn on a fresh engine: %+v, want all %d tokens prefilled", s1, len(p1.IDs))
+	}
+	// The answer goes back into the conversation as a client would send
+	// it: reasoning and content apart.
+	out := chat.ParseOutput(text1, chat.ParserOptions{InReasoning: chat.PromptOpensThinking(p1.Text)})
+	answer := chat.Message{Role: "assistant", Content: out.Content}
+	if out.Reasoning != "" {
+		answer.ReasoningContent = &out.Reasoning
+	}
 
-			fresh := loadDemo(t, backend, LoadOptions{CacheBytes: -1})
-			stream, _, err = fresh.SubmitChat(context.Background(), ChatRequest{Render: second, MaxTokens: 48})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, s3 := drain(t, stream)
-			if s3.CachedTokens != 0 {
-				t.Fatalf("the engine without a cache restored %d tokens", s3.CachedTokens)
-			}
-			if answer2 != want {
-				t.Errorf("second turn with the cache: %q\nwithout: %q", answer2, want)
-			}
-			if answer2 == "" {
-				t.Errorf("the second turn answered nothing")
-			}
-		})
+	second := first
+	second.Messages = append(slices.Clone(first.Messages), answer,
+		chat.Message{Role: "user", Content: "What is os.path.join?"})
+	p2, err := e.Encode(second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := p1.Checkpoints[0]
+	if !slices.Equal(p2.IDs[:cp], p1.IDs[:cp]) {
+		t.Fatalf("the second prompt does not start with the first's %d tokens up to the assistant header", cp)
+	}
+	stream, _, err = e.SubmitChat(context.Background(), ChatRequest{Render: second, MaxTokens: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer2, s2 := drain(t, stream)
+	if s2.CachedTokens != cp || s2.PrefilledTokens != len(p2.IDs)-cp {
+		t.Errorf("second turn: %d cached and %d prefilled, want %d and %d",
+			s2.CachedTokens, s2.PrefilledTokens, cp, len(p2.IDs)-cp)
+	}
+	t.Logf("turn 2: %d prompt tokens, %d restored, %d prefilled", len(p2.IDs), s2.CachedTokens, s2.PrefilledTokens)
+
+	fresh := loadDemo(t, backend, LoadOptions{CacheBytes: -1})
+	stream, _, err = fresh.SubmitChat(context.Background(), ChatRequest{Render: second, MaxTokens: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, s3 := drain(t, stream)
+	if s3.CachedTokens != 0 {
+		t.Fatalf("the engine without a cache restored %d tokens", s3.CachedTokens)
+	}
+	if answer2 != want {
+		t.Errorf("second turn with the cache: %q\nwithout: %q", answer2, want)
+	}
+	if answer2 == "" {
+		t.Errorf("the second turn answered nothing")
 	}
 }
 
