@@ -145,9 +145,13 @@ type PrefillResult struct {
 	Tokens int `json:"tokens"`
 	// TTFT is the time to first token, in seconds: the whole prefill, the
 	// head of the last row and the sampling of the first new token.
-	TTFT      Stat        `json:"ttft_s"`
-	TokPerSec Stat        `json:"tok_per_s"`
-	Layers    *LayerCosts `json:"layers,omitempty"`
+	TTFT      Stat `json:"ttft_s"`
+	TokPerSec Stat `json:"tok_per_s"`
+	// CPUSeconds is the process's CPU time (user + system, all threads)
+	// during the prefill: on a shared machine, the work done whatever the
+	// waiting for a core.
+	CPUSeconds Stat        `json:"cpu_s"`
+	Layers     *LayerCosts `json:"layers,omitempty"`
 }
 
 // DecodeResult is decoding after a prompt of Context tokens.
@@ -156,6 +160,8 @@ type DecodeResult struct {
 	Tokens     int  `json:"tokens"`
 	TokPerSec  Stat `json:"tok_per_s"`
 	MsPerToken Stat `json:"ms_per_token"`
+	// CPUSeconds is the process's CPU time during the decode steps.
+	CPUSeconds Stat `json:"cpu_s"`
 	// Traffic is what one step must move at this context; AchievedGBps is
 	// Traffic.TotalBytes at the median rate, and BandwidthFraction that over
 	// the copy probe's rate.
@@ -228,16 +234,19 @@ func Run(t Target, s Settings, log io.Writer) (*Report, error) {
 		if p > s.LongPrompt && s.LongRuns > 0 {
 			runs = s.LongRuns
 		}
-		var ttft, prefillRate, decodeRate, msPerToken []float64
+		var ttft, prefillRate, decodeRate, msPerToken, preCPU, decCPU []float64
 		var pre, dec *BlockTimes
 		if s.LayerCosts == "blocks" {
 			pre, dec = &BlockTimes{}, &BlockTimes{}
 		}
 		for i := range runs {
+			cpu0 := processCPUTime()
 			pt, dt, err := m.run(p, s.Gen, uint64(i), pre, dec)
 			if err != nil {
 				return nil, fmt.Errorf("bench: %d-token prompt, run %d: %w", p, i+1, err)
 			}
+			preCPU = append(preCPU, m.prefillCPU.Seconds())
+			decCPU = append(decCPU, (processCPUTime() - cpu0 - m.prefillCPU).Seconds())
 			ttft = append(ttft, pt.Seconds())
 			prefillRate = append(prefillRate, float64(p)/pt.Seconds())
 			decodeRate = append(decodeRate, float64(s.Gen)/dt.Seconds())
@@ -245,9 +254,10 @@ func Run(t Target, s Settings, log io.Writer) (*Report, error) {
 			fmt.Fprintf(log, "%s: %d-token prompt, run %d/%d: prefill %.2f s (%.1f tok/s), decode %d tokens %.2f s (%.2f tok/s)\n",
 				t.Kind, p, i+1, runs, pt.Seconds(), float64(p)/pt.Seconds(), s.Gen, dt.Seconds(), float64(s.Gen)/dt.Seconds())
 		}
-		pr := PrefillResult{Tokens: p, TTFT: Summarize(ttft), TokPerSec: Summarize(prefillRate)}
+		pr := PrefillResult{Tokens: p, TTFT: Summarize(ttft), TokPerSec: Summarize(prefillRate), CPUSeconds: Summarize(preCPU)}
 		dr := DecodeResult{Context: p, Tokens: s.Gen, TokPerSec: Summarize(decodeRate), MsPerToken: Summarize(msPerToken),
-			Traffic: DecodeTraffic(t.Weights, p+s.Gen/2, t.KVElemBytes)}
+			CPUSeconds: Summarize(decCPU),
+			Traffic:    DecodeTraffic(t.Weights, p+s.Gen/2, t.KVElemBytes)}
 		if pre != nil {
 			c := pre.Costs(runs, p)
 			pr.Layers = &c
@@ -289,6 +299,8 @@ type measurer struct {
 	s      Settings
 	log    io.Writer
 	greedy *model.Sampling
+	// prefillCPU is the process CPU time of the last run's prefill.
+	prefillCPU time.Duration
 }
 
 // run prefills a fresh sequence with a prompt of n tokens and decodes gen
@@ -316,7 +328,7 @@ func (m *measurer) runLayers(layers, n, gen int, seed uint64, pre, dec *BlockTim
 	}
 	ids := promptIDs(n, m.t.Weights.Config.VocabSize, m.s.Seed^seed)
 
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPUTime()
 	chunk := m.s.Chunk
 	if chunk <= 0 || chunk > n {
 		chunk = n
@@ -331,6 +343,7 @@ func (m *measurer) runLayers(layers, n, gen int, seed uint64, pre, dec *BlockTim
 		return 0, 0, err
 	}
 	prefill = time.Since(start)
+	m.prefillCPU = processCPUTime() - cpu0
 
 	// Decode as the engine does: step N+1 is submitted before the host
 	// waits on step N, so a GPU backend is never idle between steps.

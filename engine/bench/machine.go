@@ -25,8 +25,10 @@ type Machine struct {
 // Commit identifies the code that ran.
 type Commit struct {
 	Revision string `json:"revision"`
-	// Dirty says the working tree had uncommitted changes.
-	Dirty bool `json:"dirty"`
+	// Dirty says the working tree had uncommitted changes to tracked
+	// files; DirtyFiles lists them when git could be asked.
+	Dirty      bool     `json:"dirty"`
+	DirtyFiles []string `json:"dirty_files,omitempty"`
 }
 
 // DescribeMachine gathers the machine's CPU, core count, memory and OS.
@@ -55,6 +57,9 @@ func CurrentCommit() Commit {
 			}
 		}
 		if c.Revision != "" {
+			if c.Dirty {
+				c.DirtyFiles = dirtyFiles()
+			}
 			return c
 		}
 	}
@@ -63,9 +68,23 @@ func CurrentCommit() Commit {
 		return Commit{Revision: "unknown"}
 	}
 	c := Commit{Revision: strings.TrimSpace(string(out))}
-	// Untracked files do not change what was built; modified tracked files do.
-	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
-		c.Dirty = len(strings.TrimSpace(string(st))) > 0
-	}
+	c.DirtyFiles = dirtyFiles()
+	c.Dirty = len(c.DirtyFiles) > 0
 	return c
+}
+
+// dirtyFiles lists the tracked files git reports as changed in the working
+// directory's checkout. Untracked files do not change what was built.
+func dirtyFiles() []string {
+	st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output()
+	if err != nil {
+		return nil
+	}
+	var files []string
+	for _, line := range strings.Split(strings.TrimRight(string(st), "\n"), "\n") {
+		if len(line) > 3 {
+			files = append(files, strings.TrimSpace(line[3:]))
+		}
+	}
+	return files
 }

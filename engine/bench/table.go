@@ -74,11 +74,25 @@ func Table(out io.Writer, reports []*Report) error {
 			}
 			return ""
 		})
+		add(fmt.Sprintf("prefill %d: process CPU time, s", n), func(r *Report) string {
+			if p := r.prefill(n); p != nil && p.CPUSeconds.Max > 0 {
+				return spread(p.CPUSeconds, 2)
+			}
+			return ""
+		})
 	}
 	for _, n := range order {
 		add(fmt.Sprintf("decode after %d: tok/s", n), func(r *Report) string {
 			if d := r.decode(n); d != nil {
 				return spread(d.TokPerSec, 2) + fmt.Sprintf(" over %d tokens", d.Tokens)
+			}
+			return ""
+		})
+		add(fmt.Sprintf("decode after %d: process CPU time, ms/token", n), func(r *Report) string {
+			if d := r.decode(n); d != nil && d.CPUSeconds.Max > 0 && d.Tokens > 0 {
+				k := 1e3 / float64(d.Tokens)
+				c := d.CPUSeconds
+				return spread(Stat{Median: c.Median * k, Min: c.Min * k, Max: c.Max * k, N: c.N}, 1)
 			}
 			return ""
 		})
