@@ -890,14 +890,19 @@ func TestExtras(t *testing.T) {
 	dispatch(t, kernel(t, "extras"), Size3{X: 1}, Size3{X: 32}, []Arg{{Index: 0, Buffer: x}, {Index: 1, Buffer: out}}, 2)
 	for l := range 32 {
 		v := xs[l]
-		down := -xs[(l+3)%32]
+		// Past the end, fill values come from the filling argument (-x)
+		// at the wrapped-around lane.
+		var down, up float32
 		if l+3 < 32 {
 			down = xs[l+3]
+		} else {
+			down = -xs[l+3-32]
 		}
 		base, pos := l/8*8, l%8
-		up := -xs[base+pos+8-2]
 		if pos >= 2 {
 			up = xs[base+pos-2]
+		} else {
+			up = -xs[base+pos+8-2]
 		}
 		med := max(min(v, 1), min(max(v, 1), -1))
 		want := []float32{down, up, max(v, 1) + min(v, -1) + med, 1, float32(l%4) + 10*float32(l/4), max(v, 0.5), 0, 0}

@@ -102,6 +102,8 @@ var positionAttrs = map[string]string{
 	"simdgroups_per_threadgroup":          "kSimdgroupsPerThreadgroup",
 	"dispatch_simdgroups_per_threadgroup": "kSimdgroupsPerThreadgroup",
 	"threads_per_simdgroup":               "kThreadsPerSimdgroup",
+	"thread_index_in_quadgroup":           "kThreadIndexInQuadgroup",
+	"quadgroup_index_in_threadgroup":      "kQuadgroupIndexInThreadgroup",
 }
 
 // code returns a copy of src with comments, string and character literals
