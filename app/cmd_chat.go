@@ -105,8 +105,8 @@ func runChat(cmd *cobra.Command, o chatOptions) error {
 	if err != nil {
 		return err
 	}
-	defer e.Close()
 	if _, err := e.Template(); err != nil {
+		e.Close()
 		return fmt.Errorf("%s cannot chat: %w", dir, err)
 	}
 
@@ -119,6 +119,11 @@ func runChat(cmd *cobra.Command, o chatOptions) error {
 		color:     isTerminal(stdout),
 		statColor: isTerminal(stderr),
 	}
+	defer func() {
+		if !s.abandoned {
+			e.Close()
+		}
+	}()
 	if isTerminal(stdin) {
 		return s.interactive(stdin)
 	}
@@ -151,6 +156,10 @@ type chatSession struct {
 	// set when Ctrl-C was pressed during it.
 	lastFinish  string
 	interrupted bool
+	// abandoned is set when the user quit while a request was still
+	// running: the engine is then left to the process's exit instead of
+	// being waited for.
+	abandoned bool
 }
 
 // sampling is the model card's defaults for the current thinking mode,
@@ -220,11 +229,15 @@ func (s *chatSession) ask(message string, interrupt <-chan os.Signal) (quit bool
 			}
 			w.show(parser.Feed(ev.Text))
 		case <-interrupt:
+			cancel()
 			if !stoppedAt.IsZero() && time.Since(stoppedAt) < time.Second {
-				quit = true
+				// Quit now, without waiting for the engine to notice: a
+				// long prefill only checks between chunks.
+				w.end()
+				s.abandoned = true
+				return true, nil
 			}
 			stoppedAt = time.Now()
-			cancel()
 		}
 	}
 	// A Ctrl-C that came as the stream was closing still counts: a second
