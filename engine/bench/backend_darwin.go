@@ -11,6 +11,11 @@ func init() {
 		if err != nil {
 			return Target{}, nil, err
 		}
-		return gpuTarget("metal", dev, m)
+		t, closeFn, err := gpuTarget("metal", dev, m)
+		if err != nil {
+			return Target{}, nil, err
+		}
+		t.Device = dev
+		return t, closeFn, nil
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/suzuran-app/suzuran/engine/gpu/device"
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
@@ -93,6 +94,10 @@ type Target struct {
 	// Counters, when set, returns the backend's per-step counters
 	// (GPU backends): read after the timed runs.
 	Counters func() []Counter
+	// Device, when set, is the GPU the backend runs on: the bandwidth
+	// probe then also copies on the device, and the achieved fraction is
+	// taken of that rate (a GPU reads memory faster than the CPU cores can).
+	Device device.Device
 	// Notes are printed with the results (for emu: its timings are not GPU
 	// speed).
 	Notes []string
@@ -185,7 +190,9 @@ type Report struct {
 	Decode    []DecodeResult  `json:"decode"`
 	PeakRSS   int64           `json:"peak_rss_bytes"`
 	Bandwidth Bandwidth       `json:"bandwidth"`
-	Counters  []Counter       `json:"counters,omitempty"`
+	// DeviceBandwidth is the device copy probe of GPU targets.
+	DeviceBandwidth *Bandwidth `json:"device_bandwidth,omitempty"`
+	Counters        []Counter  `json:"counters,omitempty"`
 	// PrefixTimes are the raw measurements behind a "prefixes" fit.
 	PrefixTimes map[string][]PrefixTime `json:"prefix_times,omitempty"`
 	Notes       []string                `json:"notes,omitempty"`
@@ -281,11 +288,22 @@ func Run(t Target, s Settings, log io.Writer) (*Report, error) {
 	r.PeakRSS = PeakRSS()
 	fmt.Fprintf(log, "%s: copy bandwidth probe (%d MiB × %d)\n", t.Kind, s.CopyBytes>>20, s.Copies)
 	r.Bandwidth = MeasureCopy(s.CopyBytes, s.Copies, s.Threads)
+	ceiling := r.Bandwidth.GBps
+	if t.Device != nil {
+		fmt.Fprintf(log, "%s: device copy probe (%d MiB × %d)\n", t.Kind, s.CopyBytes>>20, s.Copies)
+		b, err := MeasureDeviceCopy(t.Device, s.CopyBytes, s.Copies)
+		if err != nil {
+			r.Notes = append(r.Notes, fmt.Sprintf("device copy probe failed: %v; the bandwidth fraction uses the host copy", err))
+		} else {
+			r.DeviceBandwidth = &b
+			ceiling = b.GBps
+		}
+	}
 	for i := range r.Decode {
 		d := &r.Decode[i]
 		d.AchievedGBps = float64(d.Traffic.TotalBytes) * d.TokPerSec.Median / 1e9
-		if r.Bandwidth.GBps > 0 {
-			d.BandwidthFraction = d.AchievedGBps / r.Bandwidth.GBps
+		if ceiling > 0 {
+			d.BandwidthFraction = d.AchievedGBps / ceiling
 		}
 	}
 	r.Machine.LoadEnd = LoadAverage()

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
+	"github.com/suzuran-app/suzuran/engine/gpu/emu"
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
@@ -334,5 +335,26 @@ func TestEmuCounters(t *testing.T) {
 	}
 	if len(r.Notes) == 0 || !strings.Contains(r.Notes[0], "not GPU speed") {
 		t.Errorf("notes %q: want the warning that emu timings are not GPU speed", r.Notes)
+	}
+}
+
+// TestMeasureDeviceCopy runs the device copy probe on the emulator: the
+// copy is checked inside the probe, and the rate must be positive (the
+// emulator's rate says nothing about a GPU).
+func TestMeasureDeviceCopy(t *testing.T) {
+	dev, err := emu.New(emu.Options{Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	b, err := MeasureDeviceCopy(dev, 256<<10, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Copies != 2 || b.Copy.N != 2 || b.Bytes != 256<<10 || !(b.GBps > 0) || !strings.Contains(b.Method, "copy_f32") {
+		t.Errorf("device probe %+v", b)
+	}
+	if _, err := MeasureDeviceCopy(dev, 2, 1); err == nil {
+		t.Error("a device copy of 2 bytes succeeded; want an error")
 	}
 }

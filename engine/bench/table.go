@@ -148,6 +148,13 @@ func Table(out io.Writer, reports []*Report) error {
 		}
 		return fmt.Sprintf("%.1f best, %s (%s, %d MiB)", r.Bandwidth.GBps, spread(r.Bandwidth.Copy, 1), r.Bandwidth.Method, r.Bandwidth.Bytes>>20)
 	})
+	add("device copy probe, GB/s (read+write)", func(r *Report) string {
+		b := r.DeviceBandwidth
+		if b == nil {
+			return ""
+		}
+		return fmt.Sprintf("%.1f best, %s (%s, %d MiB)", b.GBps, spread(b.Copy, 1), b.Method, b.Bytes>>20)
+	})
 	for _, n := range order {
 		add(fmt.Sprintf("decode after %d: bytes/token, GB/s, fraction of copy", n), func(r *Report) string {
 			if d := r.decode(n); d != nil {
