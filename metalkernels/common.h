@@ -36,6 +36,7 @@ struct WeightRef {
     const device ushort* biases;
     uint in;
     uint group_size;
+    uint aligned; // nonzero: every row starts on 8 bytes (checked by the host)
 };
 
 // Each format supplies:
@@ -96,8 +97,10 @@ struct FmtBF16 {
         const device ushort* r = (const device ushort*)w.data + ulong(row) * w.in;
         float acc = 0.0f;
         uint j0 = 0;
-        if ((w.in & 3u) == 0) {
-            // Four elements per lane per step: 8-byte loads of the row.
+        if (w.aligned != 0 && (w.in & 3u) == 0) {
+            // Four elements per lane per step: 8-byte loads of the row,
+            // which Metal allows only on 8-byte boundaries (safetensors
+            // does not align tensors, so the host says when they are).
             const device ushort4* r4 = (const device ushort4*)r;
             const device float4* x4 = (const device float4*)x;
             uint n4 = w.in / 4;

@@ -17,6 +17,7 @@ struct GemvParams {
     uint x_stride;   // floats between token rows of x
     uint y_stride;   // floats between token rows of y
     uint group_size; // affine group size (ignored by float formats)
+    uint aligned;    // rows start on 8 bytes
 };
 
 template <typename F>
@@ -35,6 +36,7 @@ kernel void gemv(constant GemvParams& p [[buffer(0)]],
     wr.biases = biases;
     wr.in = p.in;
     wr.group_size = p.group_size;
+    wr.aligned = p.aligned;
     const device float* xt = x + ulong(tg.y) * p.x_stride;
     device float* yt = y + ulong(tg.y) * p.y_stride;
     uint row0 = (tg.x * GEMV_SIMDGROUPS + sg) * GEMV_ROWS;

@@ -97,28 +97,32 @@ struct ExpertParams {
     uint h_stride;      // floats per (token, slot) row of h: max(I, shared)
     uint group_size;    // affine group size (routed experts)
     uint shared_group_size;
+    uint aligned;        // routed experts' rows start on 8 bytes
+    uint shared_aligned; // the shared expert's rows do
 };
 
 inline WeightRef expert_ref(const device uchar* data, const device uchar* scales,
                             const device uchar* biases, const device ulong* table,
-                            uint e, uint in, uint group_size) {
+                            uint e, uint in, uint group_size, uint aligned) {
     WeightRef w;
     w.data = data + table[3 * e + 0];
     w.scales = (const device ushort*)(scales + table[3 * e + 1]);
     w.biases = (const device ushort*)(biases + table[3 * e + 2]);
     w.in = in;
     w.group_size = group_size;
+    w.aligned = aligned;
     return w;
 }
 
 inline WeightRef plain_ref(const device uchar* data, const device uchar* scales,
-                           const device uchar* biases, uint in, uint group_size) {
+                           const device uchar* biases, uint in, uint group_size, uint aligned) {
     WeightRef w;
     w.data = data;
     w.scales = (const device ushort*)scales;
     w.biases = (const device ushort*)biases;
     w.in = in;
     w.group_size = group_size;
+    w.aligned = aligned;
     return w;
 }
 
@@ -150,10 +154,10 @@ kernel void moe_gate_up(constant ExpertParams& p [[buffer(0)]],
     uint t = tg.z;
     uint e = uint(ids[ulong(t) * p.slots + slot]);
     bool shared = e >= p.experts;
-    WeightRef wg = shared ? plain_ref(sgate, sgate_scales, sgate_biases, p.hidden, p.shared_group_size)
-                          : expert_ref(gate, gate_scales, gate_biases, gate_table, e, p.hidden, p.group_size);
-    WeightRef wu = shared ? plain_ref(sup, sup_scales, sup_biases, p.hidden, p.shared_group_size)
-                          : expert_ref(up, up_scales, up_biases, up_table, e, p.hidden, p.group_size);
+    WeightRef wg = shared ? plain_ref(sgate, sgate_scales, sgate_biases, p.hidden, p.shared_group_size, p.shared_aligned)
+                          : expert_ref(gate, gate_scales, gate_biases, gate_table, e, p.hidden, p.group_size, p.aligned);
+    WeightRef wu = shared ? plain_ref(sup, sup_scales, sup_biases, p.hidden, p.shared_group_size, p.shared_aligned)
+                          : expert_ref(up, up_scales, up_biases, up_table, e, p.hidden, p.group_size, p.aligned);
     uint rows = shared ? p.shared_inter : p.inter;
     const device float* xt = x + ulong(t) * p.hidden;
     device float* ht = h + (ulong(t) * p.slots + slot) * p.h_stride;
@@ -200,8 +204,8 @@ kernel void moe_down_combine(constant ExpertParams& p [[buffer(0)]],
         uint e = uint(ids[ulong(t) * p.slots + slot]);
         float wt = weights[ulong(t) * p.slots + slot];
         bool shared = e >= p.experts;
-        WeightRef wd = shared ? plain_ref(sdown, sdown_scales, sdown_biases, p.shared_inter, p.shared_group_size)
-                              : expert_ref(down, down_scales, down_biases, down_table, e, p.inter, p.group_size);
+        WeightRef wd = shared ? plain_ref(sdown, sdown_scales, sdown_biases, p.shared_inter, p.shared_group_size, p.shared_aligned)
+                              : expert_ref(down, down_scales, down_biases, down_table, e, p.inter, p.group_size, p.aligned);
         const device float* ht = h + (ulong(t) * p.slots + slot) * p.h_stride;
         for (uint r = 0; r < MOE_ROWS; r++) {
             uint row = row0 + r;

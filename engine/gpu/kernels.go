@@ -49,6 +49,14 @@ func params(fields ...any) []byte {
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
+// flag is a bool as a kernel parameter.
+func flag(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // encoder records dispatches into one command buffer, resolving pipelines
 // through the backend's cache and summing the declared traffic.
 type encoder struct {
@@ -123,7 +131,7 @@ func (e *encoder) gemv(w *devMatrix, x, y *act) {
 	e.dispatch("gemv_"+w.format+"_f32",
 		device.Size3{X: ceilDiv(m.Out, perGroup), Y: x.rows}, device.Size3{X: simdWidth * gemvSimdgroups},
 		int64(x.rows)*w.bytes+x.bytes(), y.bytes(),
-		bytesArg(0, params(m.In, m.Out, x.stride, y.stride, m.GroupSize)),
+		bytesArg(0, params(m.In, m.Out, x.stride, y.stride, m.GroupSize, flag(w.aligned))),
 		w.data.arg(1), w.scales.arg(2), w.biases.arg(3), x.arg(4), y.arg(5))
 }
 
@@ -315,8 +323,11 @@ type moeShape struct {
 	hidden, inter, sharedInter, experts, slots, hStride, groupSize, sharedGroupSize int
 }
 
-func (s moeShape) params() []byte {
-	return params(s.hidden, s.inter, s.sharedInter, s.experts, s.slots, s.hStride, s.groupSize, s.sharedGroupSize)
+// params packs ExpertParams; aligned and sharedAligned say whether the
+// routed and shared matrices of this kernel allow 8-byte row loads.
+func (s moeShape) params(aligned, sharedAligned bool) []byte {
+	return params(s.hidden, s.inter, s.sharedInter, s.experts, s.slots, s.hStride, s.groupSize, s.sharedGroupSize,
+		flag(aligned), flag(sharedAligned))
 }
 
 // moeGateUp records h = silu(gate_e·x)⊙up_e·x for every (token, slot).
@@ -328,7 +339,7 @@ func (e *encoder) moeGateUp(s moeShape, rows int, x, ids, h loc, gate, up *devEx
 		device.Size3{X: ceilDiv(max(s.inter, s.sharedInter), perGroup), Y: s.slots, Z: rows},
 		device.Size3{X: simdWidth * moeSimdgroups},
 		read, int64(4*rows*(s.slots-1)*s.inter+4*rows*s.sharedInter),
-		bytesArg(0, s.params()), x.arg(1), ids.arg(2), h.arg(3),
+		bytesArg(0, s.params(gate.aligned && up.aligned, sGate.aligned && sUp.aligned)), x.arg(1), ids.arg(2), h.arg(3),
 		device.Arg{Index: 4, Buffer: gate.data}, device.Arg{Index: 5, Buffer: gate.scales},
 		device.Arg{Index: 6, Buffer: gate.biases}, device.Arg{Index: 7, Buffer: gate.table},
 		device.Arg{Index: 8, Buffer: up.data}, device.Arg{Index: 9, Buffer: up.scales},
@@ -345,7 +356,7 @@ func (e *encoder) moeDownCombine(s moeShape, rows int, h, ids, weights, y loc, d
 	e.dispatch("moe_down_combine_"+down.format+"_f32",
 		device.Size3{X: ceilDiv(s.hidden, perGroup), Y: rows}, device.Size3{X: simdWidth * moeSimdgroups},
 		read, int64(4*rows*s.hidden),
-		bytesArg(0, s.params()), h.arg(1), ids.arg(2), weights.arg(3), y.arg(4),
+		bytesArg(0, s.params(down.aligned, sDown.aligned)), h.arg(1), ids.arg(2), weights.arg(3), y.arg(4),
 		device.Arg{Index: 5, Buffer: down.data}, device.Arg{Index: 6, Buffer: down.scales},
 		device.Arg{Index: 7, Buffer: down.biases}, device.Arg{Index: 8, Buffer: down.table},
 		sDown.data.arg(9), sDown.scales.arg(10), sDown.biases.arg(11))

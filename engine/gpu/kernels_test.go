@@ -156,7 +156,8 @@ func (r *kernelRig) devMatrixOf(m *model.Matrix) *devMatrix {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	d := &devMatrix{m: m, format: format, data: r.buf(m.Data), bytes: int64(len(m.Data))}
+	// Test buffers start aligned: rows are 8-byte aligned when their length is.
+	d := &devMatrix{m: m, format: format, data: r.buf(m.Data), bytes: int64(len(m.Data)), aligned: m.RowBytes()%8 == 0}
 	d.scales, d.biases = d.data, d.data
 	if m.DType == model.Affine {
 		d.scales, d.biases = r.buf(m.Scales), r.buf(m.Biases)
@@ -785,6 +786,7 @@ func TestMoEExperts(t *testing.T) {
 					}
 					d.table = r.buf(table).buf
 					d.expertBytes = int64(len(ms[0].Data) + len(ms[0].Scales) + len(ms[0].Biases))
+					d.aligned = ms[0].RowBytes()%8 == 0
 					return d
 				}
 				g, u, dn := stack(gate), stack(up), stack(down)

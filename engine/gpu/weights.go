@@ -32,6 +32,9 @@ type devMatrix struct {
 	format               string // kernel name part: f32, f16, bf16, q4, q8
 	data, scales, biases loc
 	bytes                int64 // data + scales + biases: what one full read costs
+	// aligned: every row starts on 8 bytes, so kernels may load rows in
+	// 8-byte vectors (safetensors does not align tensors).
+	aligned bool
 }
 
 // devExperts is one projection of the routed experts, read by expert id:
@@ -43,6 +46,7 @@ type devExperts struct {
 	data, scales, biases device.Buffer
 	table                device.Buffer // [E][3]uint64 byte offsets
 	expertBytes          int64         // one expert's data + scales + biases
+	aligned              bool          // every expert's rows start on 8 bytes
 }
 
 // matrixFormat names the kernel variant that reads m.
@@ -214,6 +218,15 @@ func (wm *weightMap) matrix(m *model.Matrix) (*devMatrix, error) {
 		return nil, fmt.Errorf("matrix %s: %w", m.Name, err)
 	}
 	d.scales, d.biases = d.data, d.data
+	// Buffers start at least 16-byte aligned, so offsets decide alignment.
+	elem := 2
+	if m.DType == model.F32 || m.DType == model.Affine {
+		elem = 4
+	}
+	if d.data.off%elem != 0 {
+		return nil, fmt.Errorf("matrix %s: data at byte %d of its file region is not %d-byte aligned, which GPU loads need", m.Name, d.data.off, elem)
+	}
+	d.aligned = d.data.off%8 == 0 && m.RowBytes()%8 == 0
 	if m.DType == model.Affine {
 		if m.GroupSize%(32/m.Bits) != 0 {
 			return nil, fmt.Errorf("matrix %s: group size %d is not a multiple of the %d codes in a word", m.Name, m.GroupSize, 32/m.Bits)
@@ -223,6 +236,9 @@ func (wm *weightMap) matrix(m *model.Matrix) (*devMatrix, error) {
 		}
 		if d.biases, err = wm.find(m.Biases); err != nil {
 			return nil, fmt.Errorf("matrix %s biases: %w", m.Name, err)
+		}
+		if d.scales.off%2 != 0 || d.biases.off%2 != 0 {
+			return nil, fmt.Errorf("matrix %s: scales or biases are not 2-byte aligned", m.Name)
 		}
 		d.bytes += int64(len(m.Scales) + len(m.Biases))
 	}
@@ -238,7 +254,7 @@ func (wm *weightMap) experts(dev device.Device, es model.Experts) (*devExperts, 
 	if err != nil {
 		return nil, err
 	}
-	d := &devExperts{format: format, out: first.Out, in: first.In, groupSize: first.GroupSize}
+	d := &devExperts{format: format, out: first.Out, in: first.In, groupSize: first.GroupSize, aligned: true}
 	table := make([]byte, 24*len(es))
 	for e := range es {
 		m, err := wm.matrix(&es[e])
@@ -249,6 +265,7 @@ func (wm *weightMap) experts(dev device.Device, es model.Experts) (*devExperts, 
 			return nil, fmt.Errorf("expert %s is %s [%d,%d] group %d, expert %s is %s [%d,%d] group %d: experts must share one format",
 				m.m.Name, m.format, m.m.Out, m.m.In, m.m.GroupSize, first.Name, format, d.out, d.in, d.groupSize)
 		}
+		d.aligned = d.aligned && m.aligned
 		if e == 0 {
 			d.data, d.scales, d.biases = m.data.buf, m.scales.buf, m.biases.buf
 			d.expertBytes = m.bytes

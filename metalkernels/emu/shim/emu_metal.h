@@ -763,6 +763,15 @@ inline uint32_t lane() { return emu::cur->lane; }
 template <class T, class F>
 inline T reduce(int op, const T& v, F f) {
     xchg<T> x(op, v);
+    // Every lane gets the same result: the first to resume computes it.
+    // The collective just completed used the row before the current one.
+    emu::Simd& sm = emu::cur->g->simd[emu::cur->sg];
+    uint32_t ph = sm.phase ^ 1u;
+    if (sm.cached[ph]) {
+        T r;
+        __builtin_memcpy((void*)&r, sm.cache[ph], sizeof(T));
+        return r;
+    }
     T vals[32];
     bool present[32];
     for (int i = 0; i < 32; i++) {
@@ -779,6 +788,8 @@ inline T reduce(int op, const T& v, F f) {
             }
         }
     }
+    __builtin_memcpy(sm.cache[ph], (const void*)&vals[0], sizeof(T));
+    sm.cached[ph] = 1;
     return vals[0];
 }
 

@@ -372,6 +372,7 @@ void release_simd(Worker* w, int sg) {
     s.mask = mask;
     s.arrived = 0;
     s.op = 0;
+    s.cached[s.phase] = 0;
     // The next collective writes the other slot row: lanes released here
     // may not have read this one yet.
     s.phase ^= 1u;
@@ -478,6 +479,7 @@ void run_group(Worker* w, const Desc* d, uint32_t x, uint32_t y, uint32_t z, uin
         sm.op = 0;
         sm.mask = 0;
         sm.phase = 0;
+        sm.cached[0] = sm.cached[1] = 0;
     }
     for (int i = 0; i < n; i++) {
         Fiber* f = &w->fibers[i];

@@ -87,6 +87,10 @@ struct Simd {
     uint32_t mask;       // lanes present at the last completed collective
     uint32_t phase;      // slot buffer in use, flips per collective
     alignas(16) unsigned char slots[2][kSimdWidth][16];
+    // A reduction's result, computed by the first lane to resume and read
+    // by the others (per slot row; cleared when the row is released).
+    alignas(16) unsigned char cache[2][16];
+    uint8_t cached[2];
 };
 
 struct Group {
