@@ -15,6 +15,9 @@ type generation struct {
 	job   *job
 	stats Stats
 	start time.Time
+	// protect is the prefix cache's clock at the start of the request
+	// (see prefixCache.add).
+	protect uint64
 	// tail is the text released at the end (a held-back stop-string prefix
 	// or an unfinished character), sent with the final event.
 	tail string
@@ -125,7 +128,7 @@ func (g *generation) snapshotEnd(generated []int) {
 		return
 	}
 	if snap, err := e.seq.Snapshot(); err == nil {
-		e.cache.add(snap, tokens)
+		e.cache.add(snap, tokens, g.protect)
 	}
 }
 
@@ -156,6 +159,7 @@ func (g *generation) prefill(sampling *model.Sampling) (int, error) {
 
 	// Restore: the longest cached prefix that leaves at least the last
 	// prompt token to compute (its pass samples the first new token).
+	g.protect = e.cache.now()
 	pos := 0
 	if hit := e.cache.lookup(prompt, n-1); hit != nil {
 		if err := e.seq.Restore(hit.snap); err != nil {
@@ -191,7 +195,14 @@ func (g *generation) prefill(sampling *model.Sampling) (int, error) {
 			if err != nil {
 				return -1, fmt.Errorf("snapshot at %d tokens: %w", pos, err)
 			}
-			e.cache.add(snap, prompt[:pos])
+			// A checkpoint (where the next turn diverges) may evict
+			// anything; the end-of-prompt snapshot, useful only to
+			// regenerate, must not evict what this request relies on.
+			protect := uint64(0)
+			if mark == n-1 {
+				protect = g.protect
+			}
+			e.cache.add(snap, prompt[:pos], protect)
 		}
 	}
 	if ctx.Err() != nil {

@@ -77,11 +77,13 @@ func (c *prefixCache) has(tokens []int) bool {
 }
 
 // add stores snap, the state after consuming tokens, evicting the least
-// recently used entries until it fits. The engine passes the tokens it fed
-// rather than trusting Snapshot.Tokens: a GPU backend may not have read back
-// every id it sampled on the device. A snapshot larger than the whole budget
-// is not stored; add reports whether it was.
-func (c *prefixCache) add(snap model.Snapshot, tokens []int) bool {
+// recently used entries until it fits; entries used at or after the clock
+// value protect are never evicted for it (0 protects nothing), and when it
+// cannot fit without them it is not stored. The engine passes the tokens it
+// fed rather than trusting Snapshot.Tokens: a GPU backend may not have read
+// back every id it sampled on the device. add reports whether snap is
+// cached.
+func (c *prefixCache) add(snap model.Snapshot, tokens []int, protect uint64) bool {
 	size := snap.Bytes()
 	if size > c.budget || len(tokens) != snap.Pos() {
 		return false
@@ -89,8 +91,10 @@ func (c *prefixCache) add(snap model.Snapshot, tokens []int) bool {
 	if c.has(tokens) {
 		return true
 	}
-	for c.used+size > c.budget && len(c.entries) > 0 {
-		c.evictOldest()
+	for c.used+size > c.budget {
+		if !c.evictOldest(protect) {
+			return false
+		}
 	}
 	e := &cacheEntry{snap: snap, tokens: slices.Clone(tokens), bytes: size}
 	c.touch(e)
@@ -99,13 +103,28 @@ func (c *prefixCache) add(snap model.Snapshot, tokens []int) bool {
 	return true
 }
 
-func (c *prefixCache) evictOldest() {
-	oldest := 0
+// now is the value the next touch stamps: a request records it at its start
+// and passes it to add, so that what the request restored and the snapshots
+// it took at its checkpoints are not evicted for its less useful ones.
+func (c *prefixCache) now() uint64 { return c.clock + 1 }
+
+// evictOldest drops the least recently used entry among those last used
+// before protect (any entry when protect is 0); it reports whether there
+// was one.
+func (c *prefixCache) evictOldest(protect uint64) bool {
+	oldest := -1
 	for i, e := range c.entries {
-		if e.lastUse < c.entries[oldest].lastUse {
+		if protect != 0 && e.lastUse >= protect {
+			continue
+		}
+		if oldest < 0 || e.lastUse < c.entries[oldest].lastUse {
 			oldest = i
 		}
 	}
+	if oldest < 0 {
+		return false
+	}
 	c.used -= c.entries[oldest].bytes
 	c.entries = slices.Delete(c.entries, oldest, oldest+1)
+	return true
 }

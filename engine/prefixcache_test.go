@@ -1,10 +1,12 @@
 package engine
 
 import (
+	"context"
 	"math"
 	"slices"
 	"testing"
 
+	"github.com/suzuran-app/suzuran/engine/chat"
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/cpu"
 	"github.com/suzuran-app/suzuran/engine/model"
@@ -62,7 +64,7 @@ func TestRestoreGivesTheLogitsOfAFullPrefill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cache.add(snap, prompt[:cut]) {
+	if !cache.add(snap, prompt[:cut], 0) {
 		t.Fatal("the cache refused a snapshot within its budget")
 	}
 	// Keep using the first sequence: the snapshot must not share its state.
@@ -119,13 +121,13 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	}
 	// Budget for the two largest: three cannot fit.
 	cache := newPrefixCache(snaps[1].Bytes() + snaps[2].Bytes())
-	cache.add(snaps[0], prompt[:4])
-	cache.add(snaps[1], prompt[:5])
+	cache.add(snaps[0], prompt[:4], 0)
+	cache.add(snaps[1], prompt[:5], 0)
 	// Use the 4-token one: now the 5-token one is the least recent.
 	if hit := cache.lookup(prompt[:5], 4); hit == nil || len(hit.tokens) != 4 {
 		t.Fatalf("lookup limited to 4 tokens found %v", hit)
 	}
-	cache.add(snaps[2], prompt[:6]) // evicts the 5-token one
+	cache.add(snaps[2], prompt[:6], 0) // evicts the 5-token one
 	var held []int
 	for _, e := range cache.entries {
 		held = append(held, len(e.tokens))
@@ -149,8 +151,35 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	}
 	// A snapshot larger than the whole budget is refused, not stored.
 	tiny := newPrefixCache(snaps[0].Bytes() - 1)
-	if tiny.add(snaps[0], prompt[:4]) || len(tiny.entries) != 0 {
+	if tiny.add(snaps[0], prompt[:4], 0) || len(tiny.entries) != 0 {
 		t.Fatal("a cache stored a snapshot larger than its budget")
+	}
+
+	// Protection: a request starts (clock recorded), restores the 4-token
+	// snapshot and adds its checkpoint (6 tokens). Its end-of-prompt
+	// snapshot (5 tokens) may evict only older entries: there are none, so
+	// it is not stored, and the two the request relies on stay.
+	cache = newPrefixCache(snaps[1].Bytes() + snaps[2].Bytes())
+	cache.add(snaps[0], prompt[:4], 0)
+	protect := cache.now()
+	if hit := cache.lookup(prompt, len(prompt)-1); hit == nil || len(hit.tokens) != 4 {
+		t.Fatalf("lookup found %v, want the 4-token snapshot", hit)
+	}
+	cache.add(snaps[2], prompt[:6], 0)
+	if cache.add(snaps[1], prompt[:5], protect) {
+		t.Fatal("a protected add evicted an entry the request used")
+	}
+	held = held[:0]
+	for _, e := range cache.entries {
+		held = append(held, len(e.tokens))
+	}
+	slices.Sort(held)
+	if !slices.Equal(held, []int{4, 6}) {
+		t.Fatalf("cache holds snapshots of %v tokens, want [4 6]", held)
+	}
+	// Unprotected, the same add evicts the least recent (the 4-token one).
+	if !cache.add(snaps[1], prompt[:5], 0) || cache.has(prompt[:4]) {
+		t.Fatal("an unprotected add did not evict the least recently used entry")
 	}
 }
 
@@ -166,4 +195,41 @@ func mustSnapshotAt(t testing.TB, b model.Backend, w *model.Weights, ids []int) 
 		t.Fatal(err)
 	}
 	return s
+}
+
+// TestTightCacheKeepsTheTurnCheckpoint gives the engine a cache that holds
+// the checkpoint snapshot of a turn and not much more: the end-of-prompt and
+// end-of-answer snapshots taken after it must not evict it, so the next turn
+// still prefills only its new tokens.
+func TestTightCacheKeepsTheTurnCheckpoint(t *testing.T) {
+	b, w := demoBackend(t)
+	first := userTurn("What does json.dumps do?")
+	probe := loadDemo(t, "cpu", LoadOptions{CacheBytes: -1})
+	p1, err := probe.Encode(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := p1.Checkpoints[0]
+	checkpointBytes := mustSnapshotAt(t, b, w, p1.IDs[:cp]).Bytes()
+
+	// Room for one and a half checkpoints: any second snapshot would have
+	// to evict the checkpoint.
+	e := loadDemo(t, "cpu", LoadOptions{CacheBytes: checkpointBytes * 3 / 2})
+	stream, _, err := e.SubmitChat(context.Background(), ChatRequest{Render: first, MaxTokens: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := drain(t, stream)
+	second := first
+	second.Messages = append(slices.Clone(first.Messages),
+		chat.Message{Role: "assistant", Content: answer},
+		chat.Message{Role: "user", Content: "What is os.path.join?"})
+	stream, _, err = e.SubmitChat(context.Background(), ChatRequest{Render: second, MaxTokens: 48})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stats := drain(t, stream)
+	if stats.CachedTokens != cp {
+		t.Fatalf("with a tight cache the second turn restored %d tokens, want the checkpoint's %d", stats.CachedTokens, cp)
+	}
 }
