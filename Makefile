@@ -14,8 +14,8 @@ VERSION := $(shell sed -n 's/.*"productVersion": *"\([^"]*\)".*/\1/p' wails.json
 LDFLAGS := -X main.version=$(VERSION)
 
 # Wails v2 needs these tags for a real desktop build; webkit2_41 selects
-# libwebkit2gtk-4.1 on Linux (the only WebKitGTK that Debian 12 ships with
-# libsoup 3). macOS ignores it.
+# libwebkit2gtk-4.1 on Linux (the libsoup 3 build, which distributions keep
+# as they drop 4.0). macOS ignores it.
 TAGS := desktop,production,webkit2_41
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -63,8 +63,9 @@ build: deps frontend/dist/index.html
 frontend/dist/index.html: $(FRONTEND_SOURCES) frontend/node_modules/.package-lock.json
 	cd frontend && $(NPM) run build
 
-## test: everything CI checks, in the order that fails fastest.
-test: deps vet go-test frontend-test smoke darwin-check
+## test: everything CI checks, the quick stages first so that they fail
+## fast; go-test, the engine's tests, takes longest.
+test: deps vet frontend-test smoke darwin-check go-test
 	@echo "make test: all checks passed"
 
 vet:
