@@ -15,8 +15,10 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/cpu"
+	"golang.org/x/sys/unix"
 )
 
 //go:embed shim
@@ -283,16 +285,7 @@ func (b *build) compile(args []string, out string) error {
 }
 
 func (b *build) run() (string, error) {
-	shimDir := filepath.Join(b.dir, "shim-"+b.shimHash)
-	if !exists(filepath.Join(shimDir, "emu_metal.h")) || !exists(filepath.Join(shimDir, "emu_runtime.cc")) {
-		for n, t := range b.shim {
-			if err := writeAtomic(filepath.Join(shimDir, n), []byte(t)); err != nil {
-				return "", err
-			}
-		}
-	}
-	var hparts []string
-	var hnames []string
+	var hparts, hnames []string
 	for n := range b.headers {
 		hnames = append(hnames, n)
 	}
@@ -301,19 +294,10 @@ func (b *build) run() (string, error) {
 		hparts = append(hparts, n, b.headers[n])
 	}
 	srcHash := hashOf(append([]string{b.shimHash}, hparts...)...)
+	shimDir := filepath.Join(b.dir, "shim-"+b.shimHash)
 	srcDir := filepath.Join(b.dir, "src-"+srcHash)
-	for n, t := range b.headers {
-		p := filepath.Join(srcDir, n)
-		if !exists(p) {
-			if err := writeAtomic(p, []byte(t)); err != nil {
-				return "", err
-			}
-		}
-	}
 	objDir := filepath.Join(b.dir, "obj")
-	if err := os.MkdirAll(objDir, 0o755); err != nil {
-		return "", err
-	}
+
 	type job struct{ name, key, src string }
 	var jobs []job
 	var unames []string
@@ -327,11 +311,51 @@ func (b *build) run() (string, error) {
 		key := hashOf(append(append(append([]string{"unit", b.id, b.shimHash, srcHash, n, b.units[n]}, kernelFlags...), hostFlags()...), hparts...)...)
 		jobs = append(jobs, job{n, key, b.units[n]})
 	}
+	var keys, objs []string
+	for _, j := range jobs {
+		keys = append(keys, j.key)
+		objs = append(objs, filepath.Join(objDir, j.key+".o"))
+	}
+	lib := filepath.Join(b.dir, "lib", hashOf(keys...)+".so")
+	if exists(lib) {
+		touch(append([]string{lib}, objs...))
+		return lib, nil
+	}
+
+	// Building: one process at a time per cache, so that parallel test
+	// binaries wait for one build instead of each compiling everything.
+	if err := os.MkdirAll(objDir, 0o755); err != nil {
+		return "", fmt.Errorf("emu: cache directory: %w", err)
+	}
+	unlock, err := lockDir(b.dir)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	if exists(lib) {
+		touch(append([]string{lib}, objs...))
+		return lib, nil
+	}
+	if !exists(filepath.Join(shimDir, "emu_metal.h")) || !exists(filepath.Join(shimDir, "emu_runtime.cc")) {
+		for n, t := range b.shim {
+			if err := writeAtomic(filepath.Join(shimDir, n), []byte(t)); err != nil {
+				return "", err
+			}
+		}
+	}
+	for n, t := range b.headers {
+		p := filepath.Join(srcDir, n)
+		if !exists(p) {
+			if err := writeAtomic(p, []byte(t)); err != nil {
+				return "", err
+			}
+		}
+	}
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runtime.NumCPU())
 	for i, j := range jobs {
-		obj := filepath.Join(objDir, j.key+".o")
+		obj := objs[i]
 		if exists(obj) {
 			continue
 		}
@@ -362,15 +386,6 @@ func (b *build) run() (string, error) {
 	if err := errors.Join(errs...); err != nil {
 		return "", err
 	}
-	var keys, objs []string
-	for _, j := range jobs {
-		keys = append(keys, j.key)
-		objs = append(objs, filepath.Join(objDir, j.key+".o"))
-	}
-	lib := filepath.Join(b.dir, "lib", hashOf(keys...)+".so")
-	if exists(lib) {
-		return lib, nil
-	}
 	if err := os.MkdirAll(filepath.Dir(lib), 0o755); err != nil {
 		return "", err
 	}
@@ -379,5 +394,62 @@ func (b *build) run() (string, error) {
 	if err := b.compile(args, lib); err != nil {
 		return "", fmt.Errorf("emu: linking the kernel library: %w", err)
 	}
+	prune(b.dir)
 	return lib, nil
+}
+
+// lockDir takes an exclusive lock on dir/.lock, waiting for other
+// processes' builds.
+func lockDir(dir string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("emu: locking the build cache: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("emu: locking the build cache %s: %w", dir, err)
+	}
+	return func() {
+		unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// touch marks cache files as used, for prune.
+func touch(paths []string) {
+	now := time.Now()
+	for _, p := range paths {
+		os.Chtimes(p, now, now)
+	}
+}
+
+// pruneAge: cache entries unused this long are deleted after a build, so
+// that a cache kept across many kernel edits does not grow without bound.
+const pruneAge = 14 * 24 * time.Hour
+
+func prune(dir string) {
+	cutoff := time.Now().Add(-pruneAge)
+	for _, sub := range []string{"obj", "lib"} {
+		ents, err := os.ReadDir(filepath.Join(dir, sub))
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if info, err := e.Info(); err == nil && info.ModTime().Before(cutoff) {
+				os.Remove(filepath.Join(dir, sub, e.Name()))
+			}
+		}
+	}
+	// Source and shim directories are only read while compiling; old ones
+	// go by their own time.
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		n := e.Name()
+		if !e.IsDir() || !(strings.HasPrefix(n, "src-") || strings.HasPrefix(n, "shim-")) {
+			continue
+		}
+		if info, err := e.Info(); err == nil && info.ModTime().Before(cutoff) {
+			os.RemoveAll(filepath.Join(dir, n))
+		}
+	}
 }
