@@ -511,6 +511,9 @@ func (r *passResult) parseKernel(file string, c, cw []byte, attrs []attribute, p
 // `template [[host_name("x")]] [[kernel]] decltype(f<args>) f<args>;`.
 func (r *passResult) parseInstance(file string, c, cw []byte, attrs []attribute, a attribute, host string) (instance, error) {
 	line := lineOf(c, a.start)
+	if before := strings.TrimSpace(string(cw[:a.start])); !strings.HasSuffix(before, "template") {
+		return instance{}, &SourceError{file, line, fmt.Sprintf("host_name %q: the emulator supports host_name only on explicit template instantiations (template [[host_name(\"x\")]] kernel void f<T>(…);); name a plain kernel by its function name", host)}
+	}
 	if !identRe.MatchString(host) {
 		return instance{}, &SourceError{file, line, fmt.Sprintf("host_name %q is not an identifier", host)}
 	}

@@ -130,6 +130,8 @@ func TestPassRejects(t *testing.T) {
 			`f.metal:1: a kernel must return void`},
 		{"template [[host_name(\"bad name\")]] kernel void k<float>(device float* x [[buffer(0)]]);\n",
 			`f.metal:1: host_name "bad name" is not an identifier`},
+		{"\n[[host_name(\"other\")]] kernel void k(device float* x [[buffer(0)]]) {\n}\n",
+			`f.metal:2: host_name "other": the emulator supports host_name only on explicit template instantiations`},
 	}
 	for _, c := range cases {
 		_, err := runPass("f.metal", c.src, nil)

@@ -24,6 +24,15 @@
 #include "emu_runtime.h"
 #include "emu_swizzles.h"
 
+// Kernels that test the language version see MSL 3.1 on macOS, the
+// project's floor.
+#ifndef __METAL_VERSION__
+#define __METAL_VERSION__ 310
+#endif
+#ifndef __METAL_MACOS__
+#define __METAL_MACOS__ 1
+#endif
+
 typedef unsigned char uchar;
 typedef unsigned short ushort;
 typedef unsigned int uint;
