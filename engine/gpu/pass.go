@@ -41,6 +41,9 @@ func (a *arena) alloc(n int) (loc, error) {
 	if k := len(a.bufs); k > 0 {
 		size = max(size, 2*a.bufs[k-1].Len())
 	}
+	// Grow geometrically, but never past what the device can make; one
+	// allocation larger than that is the device's error to report.
+	size = max(n, min(size, a.dev.MaxBufferLength()))
 	buf, err := a.dev.NewBuffer(size)
 	if err != nil {
 		return loc{}, fmt.Errorf("scratch of %d bytes: %w", size, err)

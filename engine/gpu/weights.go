@@ -160,13 +160,16 @@ func wrapWeights(dev device.Device, spans []span) (*weightMap, error) {
 // find returns where b lies in the wrapped buffers. Regions may overlap by a
 // page (see wrapWeights); the first that holds all of b wins.
 func (wm *weightMap) find(b []byte) (loc, error) {
-	s := sliceSpan(b)
+	return wm.findSpan(sliceSpan(b))
+}
+
+func (wm *weightMap) findSpan(s span) (loc, error) {
 	for _, r := range wm.regions {
 		if s.start >= r.start && s.end <= r.end {
 			return loc{buf: r.buf, off: int(s.start - r.start)}, nil
 		}
 	}
-	return loc{}, fmt.Errorf("a %d-byte weight slice was not wrapped for the device", len(b))
+	return loc{}, fmt.Errorf("a %d-byte weight range was not wrapped for the device", s.end-s.start)
 }
 
 // matrixSpans lists the byte ranges of m.
@@ -255,27 +258,56 @@ func (wm *weightMap) experts(dev device.Device, es model.Experts) (*devExperts, 
 		return nil, err
 	}
 	d := &devExperts{format: format, out: first.Out, in: first.In, groupSize: first.GroupSize, aligned: true}
+	// Each component's whole stack must lie in one buffer: the buffer is
+	// found by the stack, not by each expert, since buffers may overlap by
+	// a page and an expert near the edge would otherwise land in another.
+	stacks := stackSpans(es)
+	var bases [3]loc
+	for i, st := range stacks {
+		if bases[i], err = wm.findSpan(st); err != nil {
+			return nil, fmt.Errorf("experts %s: %w", first.Name, err)
+		}
+	}
+	if len(stacks) == 1 {
+		bases[1], bases[2] = bases[0], bases[0]
+	}
+	d.data, d.scales, d.biases = bases[0].buf, bases[1].buf, bases[2].buf
+	// at is where a slice of component i lies in that component's buffer.
+	at := func(i int, b []byte) int {
+		if len(stacks) == 1 && i > 0 {
+			return 0
+		}
+		return bases[i].off + int(sliceSpan(b).start-stacks[i].start)
+	}
 	table := make([]byte, 24*len(es))
 	for e := range es {
-		m, err := wm.matrix(&es[e])
+		m := &es[e]
+		if err := m.Validate(); err != nil {
+			return nil, err
+		}
+		f, err := matrixFormat(m)
 		if err != nil {
 			return nil, err
 		}
-		if m.format != format || m.m.Out != d.out || m.m.In != d.in || m.m.GroupSize != d.groupSize {
+		if f != format || m.Out != d.out || m.In != d.in || m.GroupSize != d.groupSize {
 			return nil, fmt.Errorf("expert %s is %s [%d,%d] group %d, expert %s is %s [%d,%d] group %d: experts must share one format",
-				m.m.Name, m.format, m.m.Out, m.m.In, m.m.GroupSize, first.Name, format, d.out, d.in, d.groupSize)
+				m.Name, f, m.Out, m.In, m.GroupSize, first.Name, format, d.out, d.in, d.groupSize)
 		}
-		d.aligned = d.aligned && m.aligned
+		offs := [3]int{at(0, m.Data), at(1, m.Scales), at(2, m.Biases)}
+		elem := 2
+		if m.DType == model.F32 || m.DType == model.Affine {
+			elem = 4
+		}
+		if offs[0]%elem != 0 || offs[1]%2 != 0 || offs[2]%2 != 0 {
+			return nil, fmt.Errorf("expert %s: data, scales or biases are not aligned for GPU loads", m.Name)
+		}
+		d.aligned = d.aligned && offs[0]%8 == 0 && m.RowBytes()%8 == 0
 		if e == 0 {
-			d.data, d.scales, d.biases = m.data.buf, m.scales.buf, m.biases.buf
-			d.expertBytes = m.bytes
+			d.expertBytes = int64(len(m.Data) + len(m.Scales) + len(m.Biases))
 		}
-		if m.data.buf != d.data || m.scales.buf != d.scales || m.biases.buf != d.biases {
-			return nil, fmt.Errorf("expert %s lies in another device buffer than %s: the experts of one projection must be in one file", m.m.Name, first.Name)
+		for i, off := range offs {
+			binary.LittleEndian.PutUint64(table[24*e+8*i:], uint64(off))
 		}
-		binary.LittleEndian.PutUint64(table[24*e:], uint64(m.data.off))
-		binary.LittleEndian.PutUint64(table[24*e+8:], uint64(m.scales.off))
-		binary.LittleEndian.PutUint64(table[24*e+16:], uint64(m.biases.off))
 	}
 	if d.table, err = upload(dev, table); err != nil {
 		return nil, err

@@ -1,0 +1,128 @@
+package gpu
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/suzuran-app/suzuran/engine/checkpoint"
+	"github.com/suzuran-app/suzuran/engine/gpu/emu"
+	"github.com/suzuran-app/suzuran/engine/model"
+)
+
+// TestSnapshotRestore prefills part of the prompt, snapshots, runs on, then
+// restores and runs the same steps again: the logits must be bit-identical
+// (the state, KV cache, token ring and history all come back), and the
+// snapshot's tokens must be the ids consumed so far.
+func TestSnapshotRestore(t *testing.T) {
+	ref := fixtureModels(t)[0]
+	b, w := openModel(t, ref.dir, Options{})
+	seq, err := b.NewSequence(len(ref.prompt) + 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	greedy := &model.Sampling{}
+	half := len(ref.prompt) / 2
+	if _, err := model.Run(b, w, seq, model.Input{IDs: ref.prompt[:half], Sample: greedy}); err != nil {
+		t.Fatal(err)
+	}
+	// One device-fed step before the snapshot, so the ring slot and the
+	// history written on the device are part of what must come back.
+	if _, err := model.Run(b, w, seq, model.Input{Sample: greedy}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := seq.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.Pos() != half+1 {
+		t.Fatalf("snapshot at %d, want %d", snap.Pos(), half+1)
+	}
+	run := func() ([]float32, []int) {
+		var logits []float32
+		var ids []int
+		for i := 0; i < 3; i++ {
+			r, err := model.Run(b, w, seq, model.Input{Logits: model.LogitsLast, Sample: greedy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			logits = append(logits, r.Logits...)
+			ids = append(ids, r.Token)
+		}
+		r, err := model.Run(b, w, seq, model.Input{IDs: ref.prompt[half : half+5], Logits: model.LogitsAll})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return append(logits, r.Logits...), ids
+	}
+	l1, ids1 := run()
+	if err := seq.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	if seq.Pos() != half+1 {
+		t.Fatalf("restored position %d, want %d", seq.Pos(), half+1)
+	}
+	l2, ids2 := run()
+	if fmt.Sprint(ids1) != fmt.Sprint(ids2) {
+		t.Fatalf("tokens after restore %v, before %v", ids2, ids1)
+	}
+	for i := range l1 {
+		if l1[i] != l2[i] {
+			t.Fatalf("logit %d after restore %v, before %v", i, l2[i], l1[i])
+		}
+	}
+	toks := snap.Tokens()
+	if fmt.Sprint(toks[:half]) != fmt.Sprint(ref.prompt[:half]) || len(toks) != half+1 || toks[half] < 0 {
+		t.Fatalf("snapshot tokens %v: want the prompt's first %d then the sampled id", toks, half)
+	}
+}
+
+// TestSplitWeights wraps the checkpoint in buffers no longer than a small
+// maximum, as on a device whose buffers are shorter than the file, and
+// checks that the model still reproduces the reference.
+func TestSplitWeights(t *testing.T) {
+	for _, c := range []struct {
+		ref    *reference
+		maxLen int
+	}{{fixtureModels(t)[0], 1 << 20}, {fixtureModels(t)[1], 512 << 10}} {
+		t.Run(c.ref.name, func(t *testing.T) {
+			m, err := checkpoint.Load(c.ref.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			dev, err := emu.New(emu.Options{MaxBufferLength: c.maxLen})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := New(dev, m.Weights, Options{KVCacheF32: true, OwnDevice: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if n := len(b.wm.regions); n < 2 {
+				t.Fatalf("weights in %d buffer(s) under a %d-byte limit: the test does not split", n, c.maxLen)
+			} else {
+				t.Logf("%d-byte limit: weights in %d buffers", c.maxLen, n)
+			}
+			for _, r := range b.wm.regions {
+				if int(r.end-r.start) > c.maxLen || r.start%pageSize != 0 {
+					t.Fatalf("wrapped region [%#x, %#x) breaks the limit or page alignment", r.start, r.end)
+				}
+			}
+			seq, err := b.NewSequence(len(c.ref.prompt))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := model.Run(b, m.Weights, seq, model.Input{IDs: c.ref.prompt, Logits: model.LogitsAll, Sample: &model.Sampling{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := relError(res.Logits, c.ref.logits); e > fixtureTolerance {
+				t.Fatalf("prompt logits: relative error %.3g > %g", e, fixtureTolerance)
+			}
+			if res.Token != c.ref.genIDs[0] {
+				t.Fatalf("first greedy token %d, want %d", res.Token, c.ref.genIDs[0])
+			}
+		})
+	}
+}
