@@ -554,7 +554,7 @@ func f32ToF16(f float32) uint16 {
 // float → bfloat must round to nearest even (ties included) and float →
 // half likewise; the values below sit on and around the ties.
 func TestConversions(t *testing.T) {
-	vals := []float32{0, -0.0, 1, -1, 3.14159265, 65504, 65520, 1e-8, 6e-8, 1e-5, -2.5e-5,
+	vals := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 3.14159265, 65504, 65520, 1e-8, 6e-8, 1e-5, -2.5e-5,
 		float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 1e30, -1e-30}
 	for _, bits := range []uint32{0x3f808000, 0x3f818000, 0x3f807fff, 0x3f808001, 0x7f7f8000, 0x3f801000, 0x3f803000} {
 		vals = append(vals, math.Float32frombits(bits))
