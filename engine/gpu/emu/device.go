@@ -83,7 +83,7 @@ func New(opts Options) (*Device, error) {
 		maxLen = 4 << 30
 	}
 	d := &Device{lib: lib, seed: opts.Seed, threads: threads, maxLen: maxLen,
-		pipelines: map[string]*pipeline{}, queue: make(chan *commandBuffer, 64), done: make(chan struct{})}
+		pipelines: map[string]*pipeline{}, queue: make(chan *commandBuffer, 256), done: make(chan struct{})}
 	go d.run()
 	return d, nil
 }
@@ -203,7 +203,6 @@ type commandBuffer struct {
 	dispatches []device.Dispatch
 	barriers   int
 	committed  bool
-	recordErr  error
 	done       chan struct{}
 	err        error
 }
@@ -212,8 +211,8 @@ type commandBuffer struct {
 // Metal's setBytes does, so the caller may reuse its slice.
 func (c *commandBuffer) Dispatch(d device.Dispatch) {
 	if c.committed {
-		c.recordErr = errors.Join(c.recordErr, errors.New("emu: Dispatch after Commit"))
-		return
+		// Metal asserts on this too; the queue may already be running it.
+		panic("emu: Dispatch on a command buffer that was already committed")
 	}
 	args := make([]device.Arg, len(d.Args))
 	copy(args, d.Args)
@@ -256,9 +255,6 @@ func (c *commandBuffer) Wait() error {
 }
 
 func (c *commandBuffer) execute() error {
-	if c.recordErr != nil {
-		return c.recordErr
-	}
 	for i, d := range c.dispatches {
 		if err := c.dev.dispatch(d); err != nil {
 			name := "<nil pipeline>"
