@@ -90,16 +90,13 @@ func runChat(cmd *cobra.Command, o chatOptions) error {
 	if !slices.Contains(engine.Backends(), o.backend) {
 		return fmt.Errorf("unknown backend %q: this build has %s", o.backend, strings.Join(engine.Backends(), ", "))
 	}
-	dir, note, err := resolveModel(o.model)
+	dir, err := commandModel(cmd, o.model)
 	if err != nil {
 		return err
 	}
-	if note != "" {
-		fmt.Fprintln(stderr, note)
-	}
 	// Thinking is on by default, as the model card has it, but not for the
 	// demo model, which was trained without it.
-	think := o.think == "on" || (o.think == "" && note == "")
+	think := o.think == "on" || (o.think == "" && !isDemoModel(dir))
 
 	e, err := engine.Load(dir, engine.LoadOptions{Backend: o.backend, Threads: o.threads})
 	if err != nil {
@@ -464,7 +461,7 @@ func (s *chatSession) interactive(r io.Reader) error {
 
 // modelLabel names the model folder for the banner.
 func modelLabel(dir string) string {
-	if strings.Contains(dir, "suzuran-tiny-"+models.Version()) {
+	if isDemoModel(dir) {
 		return models.DemoName + " (demo)"
 	}
 	return dir

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/spf13/cobra"
+
 	"github.com/suzuran-app/suzuran/assets/models"
 )
 
@@ -92,6 +94,25 @@ func resolveModel(flag string) (dir string, note string, err error) {
 		path = "settings.json"
 	}
 	return dir, fmt.Sprintf(demoNote, path), nil
+}
+
+// commandModel resolves a command's --model flag and prints the demo note,
+// when there is one, to the command's stderr: the one call every command
+// with --model makes.
+func commandModel(cmd *cobra.Command, flag string) (string, error) {
+	dir, note, err := resolveModel(flag)
+	if err != nil {
+		return "", err
+	}
+	if note != "" {
+		fmt.Fprintln(cmd.ErrOrStderr(), note)
+	}
+	return dir, nil
+}
+
+// isDemoModel reports whether dir is the installed demo model.
+func isDemoModel(dir string) bool {
+	return filepath.Base(dir) == models.FolderName()
 }
 
 // checkModelDir checks that a model folder named by source exists and looks like one.

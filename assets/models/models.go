@@ -86,6 +86,10 @@ func Version() string {
 	return hex.EncodeToString(h[:6])
 }
 
+// FolderName is the name of the installed demo model's folder,
+// suzuran-tiny-<Version>.
+func FolderName() string { return demoFolder + "-" + Version() }
+
 // DemoFS returns the embedded model folder's files (for tests and tools
 // that want to read them without installing).
 func DemoFS() fs.FS {
@@ -117,7 +121,7 @@ func Install(root string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(root, demoFolder+"-"+Version())
+	dir := filepath.Join(root, FolderName())
 	if verifyDir(dir, entries) == nil {
 		return dir, nil
 	}
