@@ -1,11 +1,13 @@
 // Package bench measures the engine the same way every time, on the real
 // model's shapes: prefill (time to first token and tokens/s) for the prompt
 // lengths asked, decode tokens/s after each prompt, each as the median of
-// several runs with its minimum and maximum; peak resident memory; the
-// machine's memory bandwidth, measured in the same run with a large copy,
-// and the fraction of it that decode achieves given the bytes a decode step
-// must read; per-layer costs and the figures projected to the full model's
-// 40 layers; and, for GPU backends, the per-step counters.
+// several runs with its minimum and maximum, with the process's CPU time
+// beside the wall time (on a shared machine the two part); peak resident
+// memory; the memory bandwidth, measured in the same run with a large copy
+// (on the host, and for a GPU target also on the device with a copy
+// kernel), and the fraction of it that decode achieves given the bytes a
+// decode step must read; per-layer costs and the figures projected to the
+// full model's 40 layers; and, for GPU backends, the per-step counters.
 //
 // Run takes a loaded model and a backend; the Report it returns is what
 // `suzuran bench --json` prints, with the machine, the commit and the
