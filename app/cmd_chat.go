@@ -277,6 +277,9 @@ type replyWriter struct {
 	inReasoning  bool
 	wroteContent bool
 	lastByte     byte
+	// errOpen is set while reasoning written to stderr lacks its final
+	// newline.
+	errOpen bool
 }
 
 func (w *replyWriter) show(events []chat.Event) {
@@ -290,8 +293,9 @@ func (w *replyWriter) show(events []chat.Event) {
 					w.inReasoning = true
 				}
 				w.write(w.s.out, ev.Text)
-			} else {
+			} else if ev.Text != "" {
 				io.WriteString(w.s.errOut, ev.Text)
+				w.errOpen = !strings.HasSuffix(ev.Text, "\n")
 			}
 		case chat.ContentDelta, chat.ToolCallArguments:
 			w.leaveReasoning()
@@ -329,6 +333,10 @@ func (w *replyWriter) leaveReasoning() {
 // end finishes the answer: a newline, then the empty line that separates
 // answers.
 func (w *replyWriter) end() {
+	if w.errOpen {
+		io.WriteString(w.s.errOut, "\n")
+		w.errOpen = false
+	}
 	if w.inReasoning {
 		io.WriteString(w.s.out, ansiReset)
 		w.inReasoning = false
