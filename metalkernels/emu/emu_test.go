@@ -623,6 +623,23 @@ func TestVectors(t *testing.T) {
 	}
 }
 
+func TestMaxThreadsAttribute(t *testing.T) {
+	k := kernel(t, "limited")
+	if k.MaxThreadsPerThreadgroup() != 64 || kernel(t, "add_f32").MaxThreadsPerThreadgroup() != 1024 {
+		t.Errorf("limits %d and %d, want 64 and 1024", k.MaxThreadsPerThreadgroup(), kernel(t, "add_f32").MaxThreadsPerThreadgroup())
+	}
+	out := alloc(t, 4*128)
+	if err := k.Dispatch(Size3{X: 1}, Size3{X: 128}, []Arg{{Index: 0, Buffer: out}}, 0); err == nil || !strings.Contains(err.Error(), "max_total_threads_per_threadgroup(64)") {
+		t.Errorf("128 threads: got %v", err)
+	}
+	dispatch(t, k, Size3{X: 2}, Size3{X: 64}, []Arg{{Index: 0, Buffer: out}}, 0)
+	for i, v := range f32s(out) {
+		if v != 1 {
+			t.Fatalf("out[%d] = %v", i, v)
+		}
+	}
+}
+
 func TestDeadlockReported(t *testing.T) {
 	out := alloc(t, 4*64)
 	err := kernel(t, "divergent_barrier").Dispatch(Size3{X: 2}, Size3{X: 64}, []Arg{{Index: 0, Buffer: out}}, 0)

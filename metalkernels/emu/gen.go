@@ -50,7 +50,7 @@ func collectEntries(file string, res *passResult, templates map[string]*kernelDe
 		if k.template {
 			continue
 		}
-		out = append(out, entry{host: k.name, call: k.name, params: k.params, file: file, line: k.line})
+		out = append(out, entry{host: k.name, call: k.name, params: k.params, file: file, line: k.line, maxThreads: k.maxThreads})
 	}
 	for _, in := range res.instances {
 		t, ok := templates[in.name]
@@ -64,7 +64,7 @@ func collectEntries(file string, res *passResult, templates map[string]*kernelDe
 			}
 			params = in.params
 		}
-		out = append(out, entry{host: in.host, call: in.name + in.args, params: params, file: file, line: in.line})
+		out = append(out, entry{host: in.host, call: in.name + in.args, params: params, file: file, line: in.line, maxThreads: t.maxThreads})
 	}
 	return out, nil
 }

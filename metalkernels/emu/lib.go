@@ -172,6 +172,7 @@ type Kernel struct {
 	// dispatches (guarded by the library's mutex), to run small
 	// dispatches on the calling thread alone.
 	nsPerGroup float64
+	maxThreads int
 }
 
 // smallDispatchNs: below this much estimated work a dispatch runs on the
@@ -198,7 +199,7 @@ func (l *Library) Kernel(name string) (*Kernel, error) {
 	if err != nil {
 		return nil, fmt.Errorf("emu: kernel %s: %w", name, err)
 	}
-	k := &Kernel{lib: l, name: name, fn: fn, params: e.params}
+	k := &Kernel{lib: l, name: name, fn: fn, params: e.params, maxThreads: e.maxThreads}
 	for i := range k.minSize {
 		r, _, _ := purego.SyscallN(ks, uintptr(i))
 		k.minSize[i] = int64(r)
@@ -218,6 +219,15 @@ func (k *Kernel) Name() string { return k.name }
 // Params lists the kernel's parameters in declaration order.
 func (k *Kernel) Params() []Param { return k.params }
 
+// MaxThreadsPerThreadgroup is the kernel's
+// [[max_total_threads_per_threadgroup(n)]], or 1024 without one.
+func (k *Kernel) MaxThreadsPerThreadgroup() int {
+	if k.maxThreads > 0 {
+		return k.maxThreads
+	}
+	return 1024
+}
+
 // Dispatch runs the kernel over groups threadgroups of threads threads each
 // and returns when it has finished. seed 0 runs each threadgroup's threads
 // in order; any other seed shuffles them at every barrier (and fills
@@ -229,6 +239,9 @@ func (k *Kernel) Dispatch(groups, threads Size3, args []Arg, seed uint64) error 
 	}
 	if threads.X < 1 || threads.Y < 1 || threads.Z < 1 || threads.X*threads.Y*threads.Z > 1024 {
 		return fmt.Errorf("emu: kernel %s: %d×%d×%d threads per threadgroup; must be 1 to 1024", k.name, threads.X, threads.Y, threads.Z)
+	}
+	if n := threads.X * threads.Y * threads.Z; n > k.MaxThreadsPerThreadgroup() {
+		return fmt.Errorf("emu: kernel %s: %d threads per threadgroup, over its [[max_total_threads_per_threadgroup(%d)]]", k.name, n, k.maxThreads)
 	}
 	if uint64(groups.X)*uint64(groups.Y)*uint64(groups.Z) > 1<<40 {
 		return fmt.Errorf("emu: kernel %s: grid %v too large", k.name, groups)

@@ -52,16 +52,19 @@ type kernelDef struct {
 	file     string
 	line     int
 	body     [2]int // offsets of { and } of the body in the file
+	// maxThreads is [[max_total_threads_per_threadgroup(n)]], 0 if absent.
+	maxThreads int
 }
 
 // entry is one kernel the library exports: a host name and the C++
 // expression that names the function to call.
 type entry struct {
-	host   string
-	call   string // gemv<FmtF32> or rmsnorm_f32
-	params []Param
-	file   string
-	line   int
+	host       string
+	call       string // gemv<FmtF32> or rmsnorm_f32
+	params     []Param
+	file       string
+	line       int
+	maxThreads int
 }
 
 type attribute struct {
@@ -226,11 +229,12 @@ func blank(b []byte, a, e int) {
 }
 
 var (
-	defineRe   = regexp.MustCompile(`(?m)^[ \t]*#[ \t]*define[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]+(.*)$`)
-	hostNameRe = regexp.MustCompile(`^\s*host_name\s*\(\s*"([^"]*)"\s*\)\s*$`)
-	indexRe    = regexp.MustCompile(`^\s*(buffer|threadgroup)\s*\(\s*([^)]*?)\s*\)\s*$`)
-	halfLitRe  = regexp.MustCompile(`\b((?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][+-]?[0-9]+)?)[hH]\b`)
-	identRe    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	defineRe     = regexp.MustCompile(`(?m)^[ \t]*#[ \t]*define[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]+(.*)$`)
+	hostNameRe   = regexp.MustCompile(`^\s*host_name\s*\(\s*"([^"]*)"\s*\)\s*$`)
+	indexRe      = regexp.MustCompile(`^\s*(buffer|threadgroup)\s*\(\s*([^)]*?)\s*\)\s*$`)
+	halfLitRe    = regexp.MustCompile(`\b((?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(?:[eE][+-]?[0-9]+)?)[hH]\b`)
+	identRe      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	maxThreadsRe = regexp.MustCompile(`^\s*max_total_threads_per_threadgroup\s*\(\s*([^)]*?)\s*\)\s*$`)
 )
 
 // runPass processes one file. defines holds the integer #defines seen so far
@@ -502,8 +506,24 @@ func (r *passResult) parseKernel(file string, c, cw []byte, attrs []attribute, p
 			}
 		}
 	}
+	// Function attributes sit between the previous declaration and the
+	// name.
+	maxThreads := 0
+	start := strings.LastIndexAny(string(cw[:p]), ";}") + 1
+	for _, a := range attrs {
+		if a.start < start || a.end > i {
+			continue
+		}
+		if m := maxThreadsRe.FindStringSubmatch(a.text); m != nil {
+			n, err := evalInt(m[1], r.defines)
+			if err != nil || n < 1 || n > 1024 {
+				return &SourceError{file, lineOf(c, a.start), fmt.Sprintf("kernel %s: [[%s]]: want 1 to 1024", name, a.text)}
+			}
+			maxThreads = n
+		}
+	}
 	r.kernels = append(r.kernels, kernelDef{name: name, template: isTemplate, params: params, file: file,
-		line: lineOf(c, p), body: [2]int{b, end}})
+		line: lineOf(c, p), body: [2]int{b, end}, maxThreads: maxThreads})
 	return nil
 }
 

@@ -193,9 +193,11 @@ type pipeline struct{ k *kemu.Kernel }
 
 func (p *pipeline) Name() string { return p.k.Name() }
 
-// MaxThreadsPerThreadgroup is Metal's upper bound; real pipelines may be
-// lower on a Mac (a register-heavy kernel), which only a Mac can tell.
-func (p *pipeline) MaxThreadsPerThreadgroup() int { return 1024 }
+// MaxThreadsPerThreadgroup is the kernel's
+// [[max_total_threads_per_threadgroup(n)]], else Metal's 1024; a real
+// pipeline may allow fewer on a Mac (a register-heavy kernel), which only a
+// Mac can tell.
+func (p *pipeline) MaxThreadsPerThreadgroup() int { return p.k.MaxThreadsPerThreadgroup() }
 func (p *pipeline) ThreadExecutionWidth() int     { return 32 }
 
 type commandBuffer struct {

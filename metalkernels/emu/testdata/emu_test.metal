@@ -387,3 +387,10 @@ kernel void extras(const device float* x [[buffer(0)]],
     o[6] = 0.0f;
     o[7] = 0.0f;
 }
+
+// Declares its own threadgroup size limit.
+[[max_total_threads_per_threadgroup(64)]]
+kernel void limited(device float* out [[buffer(0)]],
+                    uint i [[thread_position_in_grid]]) {
+    out[i] = 1.0f;
+}
