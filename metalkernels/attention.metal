@@ -139,7 +139,7 @@ template [[host_name("attn_kv_write_f32")]] [[kernel]] decltype(attn_kv_write<Ca
 
 // Grid: (q_heads, splits, T), 32 threads. Query t sees keys [0, pos0+t];
 // chunk c covers keys [c·split_len, (c+1)·split_len). A chunk wholly past the
-// query's last key writes max -inf and sum 0, which the reduce ignores.
+// query's last key writes sum 0, which the reduce skips.
 template <typename C>
 kernel void attn_split(constant AttnParams& p [[buffer(0)]],
                            const device float* q [[buffer(1)]],
@@ -167,7 +167,7 @@ kernel void attn_split(constant AttnParams& p [[buffer(0)]],
         qr[i] = j < n ? qh[j] * p.scale : 0.0f;
         acc[i] = 0.0f;
     }
-    float m = -INFINITY;
+    float m = NO_VALUE;
     float l = 0.0f;
     const device typename C::T* kb = k_cache + ulong(kvh) * p.max_seq * n;
     const device typename C::T* vb = v_cache + ulong(kvh) * p.max_seq * n;
@@ -245,9 +245,11 @@ kernel void attn_reduce_gate_f32(constant AttnParams& p [[buffer(0)]],
     uint t = tg.y;
     uint n = p.head_dim;
     ulong base = (ulong(t) * p.q_heads + h) * p.splits;
-    float big = -INFINITY;
+    float big = NO_VALUE;
     for (uint c = 0; c < p.splits; c++) {
-        big = max(big, part_m[base + c]);
+        if (part_l[base + c] > 0.0f) { // chunks past the query's keys hold nothing
+            big = max(big, part_m[base + c]);
+        }
     }
     float denom = 0.0f;
     for (uint c = 0; c < p.splits; c++) {
@@ -311,7 +313,7 @@ kernel void attn_prefill(constant AttnParams& p [[buffer(0)]],
         qr[i] = j < n ? qh[j] * p.scale : 0.0f;
         acc[i] = 0.0f;
     }
-    float m = -INFINITY;
+    float m = NO_VALUE;
     float l = 0.0f;
     const device typename C::T* kb = k_cache + ulong(kvh) * p.max_seq * n;
     const device typename C::T* vb = v_cache + ulong(kvh) * p.max_seq * n;

@@ -23,6 +23,17 @@ inline ushort float_to_bf16(float f) {
     return ushort(u >> 16);
 }
 
+// Metal compiles with fast math by default, under which the compiler may
+// assume no value is infinite or NaN: comparisons with -INFINITY and isnan
+// can fold away. Kernels therefore start maxima at NO_VALUE, a finite
+// sentinel below every real value, and test for NaN and −∞ on the bits.
+#define NO_VALUE (-FLT_MAX)
+
+inline bool is_nan_or_neg_inf(float x) {
+    uint u = as_type<uint>(x);
+    return (u & 0x7fffffffu) > 0x7f800000u || u == 0xff800000u;
+}
+
 inline float silu(float x) { return x / (1.0f + exp(-x)); }
 inline float sigmoid(float x) { return 1.0f / (1.0f + exp(-x)); }
 inline float softplus(float x) { return x > 20.0f ? x : log(1.0f + exp(x)); }

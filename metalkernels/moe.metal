@@ -39,10 +39,10 @@ kernel void moe_router_topk_f32(constant RouterParams& p [[buffer(0)]],
                                 uint lane [[thread_index_in_simdgroup]]) {
     const device float* lr = logits + ulong(t) * p.logits_stride;
     float v[MOE_MAX_PER_LANE];
-    float m = -INFINITY;
+    float m = NO_VALUE;
     for (uint i = 0; i < MOE_MAX_PER_LANE; i++) {
         uint e = lane + 32 * i;
-        v[i] = e < p.experts ? lr[e] : -INFINITY;
+        v[i] = e < p.experts ? lr[e] : NO_VALUE;
         m = max(m, v[i]);
     }
     m = simd_max(m);

@@ -23,7 +23,7 @@ kernel void argmax_partial_f32(constant ArgmaxParams& p [[buffer(0)]],
                                uint lane [[thread_index_in_simdgroup]]) {
     uint begin = c * p.chunk;
     uint end = min(begin + p.chunk, p.vocab);
-    float best = -INFINITY;
+    float best = NO_VALUE;
     uint best_id = 0xffffffffu;
     for (uint i = begin + lane; i < end; i += 32) {
         float v = logits[i];
@@ -46,7 +46,7 @@ kernel void argmax_final_i32(constant ArgmaxParams& p [[buffer(0)]],
                              const device int* part_id [[buffer(2)]],
                              device int* out [[buffer(3)]],
                              uint lane [[thread_index_in_simdgroup]]) {
-    float best = -INFINITY;
+    float best = NO_VALUE;
     uint best_id = 0xffffffffu;
     for (uint c = lane; c < p.chunks; c += 32) {
         float v = part_val[c];
@@ -171,7 +171,7 @@ inline void topk_reduce(thread float& val, thread uint& id, threadgroup float* r
         red_id[sg] = best;
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    float v = -INFINITY;
+    float v = NO_VALUE;
     uint b = TOPK_NONE;
     for (uint s = 0; s < TOPK_THREADS / 32; s++) {
         if (red_val[s] > v || (red_val[s] == v && red_id[s] < b)) {
@@ -201,25 +201,25 @@ kernel void sample_topk_partial_f32(constant TopKParams& p [[buffer(0)]],
     uint base = c * TOPK_THREADS * TOPK_PER_THREAD;
     for (uint r = 0; r < TOPK_PER_THREAD; r++) {
         uint i = base + r * TOPK_THREADS + tid;
-        float x = i < p.vocab ? logits[i] : -INFINITY;
-        v[r] = isnan(x) ? -INFINITY : x; // NaN and −inf never compete
+        float x = i < p.vocab ? logits[i] : NO_VALUE;
+        v[r] = is_nan_or_neg_inf(x) ? NO_VALUE : x; // NaN and −inf never compete
     }
     for (uint s = 0; s < p.k; s++) {
-        float best = -INFINITY;
+        float best = NO_VALUE;
         uint best_id = TOPK_NONE;
         for (uint r = 0; r < TOPK_PER_THREAD; r++) {
-            if (v[r] > best) { // ids rise with r: ties keep the lower id
+            if (v[r] > best) { // ids rise with r: ties keep the lower id; NO_VALUE never wins
                 best = v[r];
                 best_id = base + r * TOPK_THREADS + tid;
             }
         }
         topk_reduce(best, best_id, red_val, red_id, sg, lane);
         if (best_id != TOPK_NONE && best_id >= base && (best_id - base) % TOPK_THREADS == tid) {
-            v[(best_id - base) / TOPK_THREADS] = -INFINITY;
+            v[(best_id - base) / TOPK_THREADS] = NO_VALUE;
         }
         if (tid == 0) {
             cand_val[c * p.k + s] = best;
-            cand_id[c * p.k + s] = best == -INFINITY ? TOPK_NONE : best_id;
+            cand_id[c * p.k + s] = best_id; // TOPK_NONE when nothing was left
         }
     }
 }
@@ -249,13 +249,13 @@ kernel void sample_topk_final_f32(constant TopKParams& p [[buffer(0)]],
     threadgroup uint top_id[TOPK_MAX];
     uint n = p.chunks * p.k;
     for (uint s = 0; s < p.k; s++) {
-        float best = -INFINITY;
+        float best = NO_VALUE;
         uint best_id = TOPK_NONE;
         uint best_at = TOPK_NONE;
         for (uint i = tid; i < n; i += TOPK_THREADS) {
             float x = cand_val[i];
             uint id = cand_id[i];
-            if (id != TOPK_NONE && (x > best || (x == best && id < best_id))) {
+            if (id != TOPK_NONE && x > NO_VALUE && (x > best || (x == best && id < best_id))) {
                 best = x;
                 best_id = id;
                 best_at = i;
@@ -264,7 +264,7 @@ kernel void sample_topk_final_f32(constant TopKParams& p [[buffer(0)]],
         uint mine = best_id;
         topk_reduce(best, best_id, red_val, red_id, sg, lane);
         if (best_id != TOPK_NONE && mine == best_id) {
-            cand_val[best_at] = -INFINITY; // taken
+            cand_val[best_at] = NO_VALUE; // taken
         }
         if (tid == 0) {
             top_val[s] = best;
