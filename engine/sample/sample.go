@@ -13,7 +13,9 @@
 //     lowest id on a tie), and nothing below runs;
 //  3. temperature: logits divided by Temperature;
 //  4. top-k: the K largest logits, found by partial selection (a size-K
-//     min-heap, O(V log K)), never by sorting the whole vocabulary;
+//     min-heap, O(V log K)), never by sorting the whole vocabulary; exactly
+//     K survive, the lower id first among equal logits (transformers keeps
+//     every token tied with the K-th, which differs only on exact ties);
 //  5. softmax over the survivors (float64);
 //  6. top-p then min-p, as transformers' TopPLogitsWarper and
 //     MinPLogitsWarper in that order: top-p keeps the shortest prefix of the
