@@ -114,9 +114,9 @@ func DefaultRoot() (string, error) {
 
 // Install makes sure the demo model exists as a verified folder under root
 // and returns its path, root/suzuran-tiny-<Version>. An existing folder is
-// checked against the manifest (about 11 ms for the 8 MB; the first install
-// takes about 60 ms) and rewritten when
-// anything differs, so a damaged install repairs itself.
+// checked against the manifest and rewritten when anything differs, so a
+// damaged install repairs itself. Measured on the 2-core development
+// machine: 11 ms to verify an existing folder, 60 ms for the first install.
 func Install(root string) (string, error) {
 	entries, err := manifest()
 	if err != nil {
