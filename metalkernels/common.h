@@ -47,13 +47,22 @@ struct WeightRef {
     const device ushort* biases;
     uint in;
     uint group_size;
-    uint aligned; // nonzero: every row starts on 8 bytes (checked by the host)
+    uint flags; // ROWS_ALIGNED_8 | X_ALIGNED_16, as the host checked them
 };
+
+// Vector loads need natural alignment on Metal. safetensors does not align
+// tensors, and activations are aligned only when their row stride allows,
+// so the host says per dispatch what holds.
+#define ROWS_ALIGNED_8 1u // every weight row starts on 8 bytes
+#define X_ALIGNED_16 2u   // every activation row x starts on 16 bytes
 
 // Each format supplies:
 //   dot(w, row, x, lane): this lane's share of Σ_j W[row,j]·x[j]; the 32 lanes
 //       of a SIMD group together cover the row, the caller sums with simd_sum.
+//   dot_rows<R>(w, row0, n, x, lane, acc): the same for rows row0..row0+n−1
+//       (n ≤ R) at once, so that each load of x serves every row.
 //   at(w, row, j): one element, dequantized.
+//   load8(w, row, j, dst): elements j..j+7 into threadgroup memory.
 // Reading x and the codes in runs of four or eight keeps the loads wide; rows
 // whose length does not allow it fall back to single elements.
 
@@ -74,6 +83,12 @@ struct FmtF32 {
         }
         return acc;
     }
+    template <uint R>
+    static void dot_rows(WeightRef w, uint row0, uint n, const device float* x, uint lane, thread float* acc) {
+        for (uint r = 0; r < R; r++) {
+            acc[r] = r < n ? dot(w, row0 + r, x, lane) : 0.0f;
+        }
+    }
 };
 
 struct FmtF16 {
@@ -93,6 +108,12 @@ struct FmtF16 {
         }
         return acc;
     }
+    template <uint R>
+    static void dot_rows(WeightRef w, uint row0, uint n, const device float* x, uint lane, thread float* acc) {
+        for (uint r = 0; r < R; r++) {
+            acc[r] = r < n ? dot(w, row0 + r, x, lane) : 0.0f;
+        }
+    }
 };
 
 struct FmtBF16 {
@@ -108,7 +129,7 @@ struct FmtBF16 {
         const device ushort* r = (const device ushort*)w.data + ulong(row) * w.in;
         float acc = 0.0f;
         uint j0 = 0;
-        if (w.aligned != 0 && (w.in & 3u) == 0) {
+        if ((w.flags & (ROWS_ALIGNED_8 | X_ALIGNED_16)) == (ROWS_ALIGNED_8 | X_ALIGNED_16) && (w.in & 3u) == 0) {
             // Four elements per lane per step: 8-byte loads of the row,
             // which Metal allows only on 8-byte boundaries (safetensors
             // does not align tensors, so the host says when they are).
@@ -127,6 +148,12 @@ struct FmtBF16 {
             acc += bf16_to_float(r[j]) * x[j];
         }
         return acc;
+    }
+    template <uint R>
+    static void dot_rows(WeightRef w, uint row0, uint n, const device float* x, uint lane, thread float* acc) {
+        for (uint r = 0; r < R; r++) {
+            acc[r] = r < n ? dot(w, row0 + r, x, lane) : 0.0f;
+        }
     }
 };
 
@@ -183,6 +210,52 @@ struct FmtAffine {
             acc += bf16_to_float(sc[g]) * sq + bf16_to_float(bi[g]) * sx;
         }
         return acc;
+    }
+    // Rows share each word's x values: eight (or four) activations loaded
+    // once, as float4s when aligned, serve all the rows.
+    template <uint R>
+    static void dot_rows(WeightRef w, uint row0, uint n, const device float* x, uint lane, thread float* acc) {
+        const uint per = 32 / B;
+        const uint mask = (1u << B) - 1u;
+        uint nwords = w.in / per;
+        uint groups = w.in / w.group_size;
+        for (uint r = 0; r < R; r++) {
+            acc[r] = 0.0f;
+        }
+        bool vec = (w.flags & X_ALIGNED_16) != 0;
+        for (uint i = lane; i < nwords; i += 32) {
+            uint j = i * per;
+            float xv[8];
+            if (vec) {
+                for (uint e = 0; e < per; e += 4) {
+                    float4 v4 = *(const device float4*)(x + j + e);
+                    xv[e] = v4.x;
+                    xv[e + 1] = v4.y;
+                    xv[e + 2] = v4.z;
+                    xv[e + 3] = v4.w;
+                }
+            } else {
+                for (uint e = 0; e < per; e++) {
+                    xv[e] = x[j + e];
+                }
+            }
+            float sx = 0.0f;
+            for (uint e = 0; e < per; e++) {
+                sx += xv[e];
+            }
+            uint g = j / w.group_size;
+            for (uint r = 0; r < R; r++) {
+                if (r < n) {
+                    ulong row = row0 + r;
+                    uint word = ((const device uint*)w.data)[row * nwords + i];
+                    float sq = 0.0f;
+                    for (uint e = 0; e < per; e++) {
+                        sq += float((word >> (B * e)) & mask) * xv[e];
+                    }
+                    acc[r] += bf16_to_float(w.scales[row * groups + g]) * sq + bf16_to_float(w.biases[row * groups + g]) * sx;
+                }
+            }
+        }
     }
 };
 

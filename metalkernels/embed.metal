@@ -36,7 +36,7 @@ kernel void embed(constant EmbedParams& p [[buffer(0)]],
     wr.biases = biases;
     wr.in = p.hidden;
     wr.group_size = p.group_size;
-    wr.aligned = 0; // element reads only
+    wr.flags = 0; // element reads only
     int id = ids[t];
     float v = 0.0f;
     if (id >= 0 && uint(id) < p.vocab) {

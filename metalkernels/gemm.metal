@@ -32,7 +32,7 @@ kernel void gemm(constant GemmParams& p [[buffer(0)]],
     wr.biases = biases;
     wr.in = p.in;
     wr.group_size = p.group_size;
-    wr.aligned = 0; // element reads only
+    wr.flags = 0; // element reads only
     uint n0 = tg.x * GEMM_BN;
     uint m0 = tg.y * GEMM_BM;
     simdgroup_float8x8 c00 = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);

@@ -1,8 +1,9 @@
 // gemv.metal: y[t] = W·x[t] for a few token rows, the decode projections.
 //
 // Each SIMD group owns GEMV_ROWS consecutive output rows; its 32 lanes walk
-// the row together, dequantizing codes in registers (common.h formats) and
-// accumulating in f32, then simd_sum reduces. No threadgroup memory, no
+// the rows together, dequantizing codes in registers (common.h formats) and
+// accumulating in f32 (each x load serving all the rows), then simd_sum
+// reduces. No threadgroup memory, no
 // barriers: the weights are read exactly once per token row, which is what
 // bounds decode speed. Grid: x = ceil(out / (GEMV_ROWS·GEMV_SIMDGROUPS)),
 // y = token rows; threads per threadgroup = 32·GEMV_SIMDGROUPS.
@@ -17,7 +18,7 @@ struct GemvParams {
     uint x_stride;   // floats between token rows of x
     uint y_stride;   // floats between token rows of y
     uint group_size; // affine group size (ignored by float formats)
-    uint aligned;    // rows start on 8 bytes
+    uint flags;      // ROWS_ALIGNED_8 | X_ALIGNED_16 (common.h)
 };
 
 template <typename F>
@@ -36,18 +37,20 @@ kernel void gemv(constant GemvParams& p [[buffer(0)]],
     wr.biases = biases;
     wr.in = p.in;
     wr.group_size = p.group_size;
-    wr.aligned = p.aligned;
+    wr.flags = p.flags;
     const device float* xt = x + ulong(tg.y) * p.x_stride;
     device float* yt = y + ulong(tg.y) * p.y_stride;
     uint row0 = (tg.x * GEMV_SIMDGROUPS + sg) * GEMV_ROWS;
-    for (uint r = 0; r < GEMV_ROWS; r++) {
-        uint row = row0 + r;
-        if (row >= p.out) {
-            break;
-        }
-        float s = simd_sum(F::dot(wr, row, xt, lane));
+    if (row0 >= p.out) {
+        return;
+    }
+    uint n = min(uint(GEMV_ROWS), p.out - row0);
+    float acc[GEMV_ROWS];
+    F::template dot_rows<GEMV_ROWS>(wr, row0, n, xt, lane, acc);
+    for (uint r = 0; r < n; r++) {
+        float s = simd_sum(acc[r]);
         if (lane == 0) {
-            yt[row] = s;
+            yt[row0 + r] = s;
         }
     }
 }

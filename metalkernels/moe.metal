@@ -97,32 +97,32 @@ struct ExpertParams {
     uint h_stride;      // floats per (token, slot) row of h: max(I, shared)
     uint group_size;    // affine group size (routed experts)
     uint shared_group_size;
-    uint aligned;        // routed experts' rows start on 8 bytes
-    uint shared_aligned; // the shared expert's rows do
+    uint flags;          // ROWS_ALIGNED_8 | X_ALIGNED_16 for the routed experts
+    uint shared_flags;   // the same for the shared expert
 };
 
 inline WeightRef expert_ref(const device uchar* data, const device uchar* scales,
                             const device uchar* biases, const device ulong* table,
-                            uint e, uint in, uint group_size, uint aligned) {
+                            uint e, uint in, uint group_size, uint flags) {
     WeightRef w;
     w.data = data + table[3 * e + 0];
     w.scales = (const device ushort*)(scales + table[3 * e + 1]);
     w.biases = (const device ushort*)(biases + table[3 * e + 2]);
     w.in = in;
     w.group_size = group_size;
-    w.aligned = aligned;
+    w.flags = flags;
     return w;
 }
 
 inline WeightRef plain_ref(const device uchar* data, const device uchar* scales,
-                           const device uchar* biases, uint in, uint group_size, uint aligned) {
+                           const device uchar* biases, uint in, uint group_size, uint flags) {
     WeightRef w;
     w.data = data;
     w.scales = (const device ushort*)scales;
     w.biases = (const device ushort*)biases;
     w.in = in;
     w.group_size = group_size;
-    w.aligned = aligned;
+    w.flags = flags;
     return w;
 }
 
@@ -154,23 +154,27 @@ kernel void moe_gate_up(constant ExpertParams& p [[buffer(0)]],
     uint t = tg.z;
     uint e = uint(ids[ulong(t) * p.slots + slot]);
     bool shared = e >= p.experts;
-    WeightRef wg = shared ? plain_ref(sgate, sgate_scales, sgate_biases, p.hidden, p.shared_group_size, p.shared_aligned)
-                          : expert_ref(gate, gate_scales, gate_biases, gate_table, e, p.hidden, p.group_size, p.aligned);
-    WeightRef wu = shared ? plain_ref(sup, sup_scales, sup_biases, p.hidden, p.shared_group_size, p.shared_aligned)
-                          : expert_ref(up, up_scales, up_biases, up_table, e, p.hidden, p.group_size, p.aligned);
+    WeightRef wg = shared ? plain_ref(sgate, sgate_scales, sgate_biases, p.hidden, p.shared_group_size, p.shared_flags)
+                          : expert_ref(gate, gate_scales, gate_biases, gate_table, e, p.hidden, p.group_size, p.flags);
+    WeightRef wu = shared ? plain_ref(sup, sup_scales, sup_biases, p.hidden, p.shared_group_size, p.shared_flags)
+                          : expert_ref(up, up_scales, up_biases, up_table, e, p.hidden, p.group_size, p.flags);
     uint rows = shared ? p.shared_inter : p.inter;
     const device float* xt = x + ulong(t) * p.hidden;
     device float* ht = h + (ulong(t) * p.slots + slot) * p.h_stride;
     uint row0 = (tg.x * MOE_SIMDGROUPS + sg) * MOE_ROWS;
-    for (uint r = 0; r < MOE_ROWS; r++) {
-        uint row = row0 + r;
-        if (row >= rows) {
-            break;
-        }
-        float g = simd_sum(F::dot(wg, row, xt, lane));
-        float u = simd_sum(F::dot(wu, row, xt, lane));
+    if (row0 >= rows) {
+        return;
+    }
+    uint n = min(uint(MOE_ROWS), rows - row0);
+    float ga[MOE_ROWS];
+    float ua[MOE_ROWS];
+    F::template dot_rows<MOE_ROWS>(wg, row0, n, xt, lane, ga);
+    F::template dot_rows<MOE_ROWS>(wu, row0, n, xt, lane, ua);
+    for (uint r = 0; r < n; r++) {
+        float g = simd_sum(ga[r]);
+        float u = simd_sum(ua[r]);
         if (lane == 0) {
-            ht[row] = silu(g) * u;
+            ht[row0 + r] = silu(g) * u;
         }
     }
 }
@@ -196,6 +200,10 @@ kernel void moe_down_combine(constant ExpertParams& p [[buffer(0)]],
                              uint lane [[thread_index_in_simdgroup]]) {
     uint t = tg.y;
     uint row0 = (tg.x * MOE_SIMDGROUPS + sg) * MOE_ROWS;
+    if (row0 >= p.hidden) {
+        return;
+    }
+    uint n = min(uint(MOE_ROWS), p.hidden - row0);
     float acc[MOE_ROWS];
     for (uint r = 0; r < MOE_ROWS; r++) {
         acc[r] = 0.0f;
@@ -204,22 +212,18 @@ kernel void moe_down_combine(constant ExpertParams& p [[buffer(0)]],
         uint e = uint(ids[ulong(t) * p.slots + slot]);
         float wt = weights[ulong(t) * p.slots + slot];
         bool shared = e >= p.experts;
-        WeightRef wd = shared ? plain_ref(sdown, sdown_scales, sdown_biases, p.shared_inter, p.shared_group_size, p.shared_aligned)
-                              : expert_ref(down, down_scales, down_biases, down_table, e, p.inter, p.group_size, p.aligned);
+        WeightRef wd = shared ? plain_ref(sdown, sdown_scales, sdown_biases, p.shared_inter, p.shared_group_size, p.shared_flags)
+                              : expert_ref(down, down_scales, down_biases, down_table, e, p.inter, p.group_size, p.flags);
         const device float* ht = h + (ulong(t) * p.slots + slot) * p.h_stride;
-        for (uint r = 0; r < MOE_ROWS; r++) {
-            uint row = row0 + r;
-            if (row < p.hidden) {
-                acc[r] += wt * simd_sum(F::dot(wd, row, ht, lane));
-            }
+        float part[MOE_ROWS];
+        F::template dot_rows<MOE_ROWS>(wd, row0, n, ht, lane, part);
+        for (uint r = 0; r < n; r++) {
+            acc[r] += wt * simd_sum(part[r]);
         }
     }
     if (lane == 0) {
-        for (uint r = 0; r < MOE_ROWS; r++) {
-            uint row = row0 + r;
-            if (row < p.hidden) {
-                y[ulong(t) * p.hidden + row] = acc[r];
-            }
+        for (uint r = 0; r < n; r++) {
+            y[ulong(t) * p.hidden + row0 + r] = acc[r];
         }
     }
 }

@@ -140,7 +140,7 @@ inline WeightRef grouped_ref(const device uchar* data, const device uchar* scale
         w.group_size = gs;
     }
     w.in = in;
-    w.aligned = 0; // element reads only
+    w.flags = 0; // element reads only
     return w;
 }
 

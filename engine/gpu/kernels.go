@@ -49,12 +49,23 @@ func params(fields ...any) []byte {
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
-// flag is a bool as a kernel parameter.
-func flag(b bool) int {
-	if b {
-		return 1
+// Alignment flags of common.h: vector loads need natural alignment.
+const (
+	rowsAligned8 = 1 // ROWS_ALIGNED_8: every weight row starts on 8 bytes
+	xAligned16   = 2 // X_ALIGNED_16: every activation row starts on 16 bytes
+)
+
+// loadFlags says which vector loads a dispatch may use: weight rows
+// aligned (checked at load) and activation rows at off + 4·stride·i.
+func loadFlags(rows bool, xOff, xStride int) int {
+	f := 0
+	if rows {
+		f |= rowsAligned8
 	}
-	return 0
+	if xOff%16 == 0 && xStride%4 == 0 {
+		f |= xAligned16
+	}
+	return f
 }
 
 // encoder records dispatches into one command buffer, resolving pipelines
@@ -131,7 +142,7 @@ func (e *encoder) gemv(w *devMatrix, x, y *act) {
 	e.dispatch("gemv_"+w.format+"_f32",
 		device.Size3{X: ceilDiv(m.Out, perGroup), Y: x.rows}, device.Size3{X: simdWidth * gemvSimdgroups},
 		int64(x.rows)*w.bytes+x.bytes(), y.bytes(),
-		bytesArg(0, params(m.In, m.Out, x.stride, y.stride, m.GroupSize, flag(w.aligned))),
+		bytesArg(0, params(m.In, m.Out, x.stride, y.stride, m.GroupSize, loadFlags(w.aligned, x.off, x.stride))),
 		w.data.arg(1), w.scales.arg(2), w.biases.arg(3), x.arg(4), y.arg(5))
 }
 
@@ -323,11 +334,11 @@ type moeShape struct {
 	hidden, inter, sharedInter, experts, slots, hStride, groupSize, sharedGroupSize int
 }
 
-// params packs ExpertParams; aligned and sharedAligned say whether the
-// routed and shared matrices of this kernel allow 8-byte row loads.
-func (s moeShape) params(aligned, sharedAligned bool) []byte {
+// params packs ExpertParams with the load flags of the routed and the
+// shared matrices.
+func (s moeShape) params(flags, sharedFlags int) []byte {
 	return params(s.hidden, s.inter, s.sharedInter, s.experts, s.slots, s.hStride, s.groupSize, s.sharedGroupSize,
-		flag(aligned), flag(sharedAligned))
+		flags, sharedFlags)
 }
 
 // moeGateUp records h = silu(gate_e·x)⊙up_e·x for every (token, slot).
@@ -339,7 +350,8 @@ func (e *encoder) moeGateUp(s moeShape, rows int, x, ids, h loc, gate, up *devEx
 		device.Size3{X: ceilDiv(max(s.inter, s.sharedInter), perGroup), Y: s.slots, Z: rows},
 		device.Size3{X: simdWidth * moeSimdgroups},
 		read, int64(4*rows*(s.slots-1)*s.inter+4*rows*s.sharedInter),
-		bytesArg(0, s.params(gate.aligned && up.aligned, sGate.aligned && sUp.aligned)), x.arg(1), ids.arg(2), h.arg(3),
+		bytesArg(0, s.params(loadFlags(gate.aligned && up.aligned, x.off, s.hidden), loadFlags(sGate.aligned && sUp.aligned, x.off, s.hidden))),
+		x.arg(1), ids.arg(2), h.arg(3),
 		device.Arg{Index: 4, Buffer: gate.data}, device.Arg{Index: 5, Buffer: gate.scales},
 		device.Arg{Index: 6, Buffer: gate.biases}, device.Arg{Index: 7, Buffer: gate.table},
 		device.Arg{Index: 8, Buffer: up.data}, device.Arg{Index: 9, Buffer: up.scales},
@@ -356,7 +368,8 @@ func (e *encoder) moeDownCombine(s moeShape, rows int, h, ids, weights, y loc, d
 	e.dispatch("moe_down_combine_"+down.format+"_f32",
 		device.Size3{X: ceilDiv(s.hidden, perGroup), Y: rows}, device.Size3{X: simdWidth * moeSimdgroups},
 		read, int64(4*rows*s.hidden),
-		bytesArg(0, s.params(down.aligned, sDown.aligned)), h.arg(1), ids.arg(2), weights.arg(3), y.arg(4),
+		bytesArg(0, s.params(loadFlags(down.aligned, h.off, s.hStride), loadFlags(sDown.aligned, h.off, s.hStride))),
+		h.arg(1), ids.arg(2), weights.arg(3), y.arg(4),
 		device.Arg{Index: 5, Buffer: down.data}, device.Arg{Index: 6, Buffer: down.scales},
 		device.Arg{Index: 7, Buffer: down.biases}, device.Arg{Index: 8, Buffer: down.table},
 		sDown.data.arg(9), sDown.scales.arg(10), sDown.biases.arg(11))

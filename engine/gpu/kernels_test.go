@@ -193,22 +193,28 @@ func TestGEMV(t *testing.T) {
 		format          string
 		out, in, groups int
 		rows            int
+		xOff            int // bytes before x: 4 makes its rows unaligned for vector loads
 	}{
-		{"f32", 37, 203, 0, 3},
-		{"f16", 29, 96, 0, 2},
-		{"bf16", 45, 204, 0, 3}, // multiple of 4: the vector path
-		{"bf16", 13, 201, 0, 1}, // the scalar path
-		{"q4", 37, 320, 64, 3},
-		{"q4", 9, 96, 32, 1},
-		{"q8", 21, 192, 64, 2},
+		{"f32", 37, 203, 0, 3, 0},
+		{"f16", 29, 96, 0, 2, 0},
+		{"bf16", 45, 204, 0, 3, 0}, // multiple of 4: the vector path
+		{"bf16", 45, 204, 0, 2, 4}, // x unaligned: the scalar path
+		{"bf16", 13, 201, 0, 1, 0}, // odd width: the scalar path
+		{"q4", 37, 320, 64, 3, 0},
+		{"q4", 37, 320, 64, 2, 4},
+		{"q4", 9, 96, 32, 1, 0},
+		{"q8", 21, 192, 64, 2, 0},
+		{"q8", 6, 64, 64, 3, 4},
 	}
 	for _, c := range cases {
-		t.Run(fmt.Sprintf("%s_%dx%d_rows%d", c.format, c.out, c.in, c.rows), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s_%dx%d_rows%d_xoff%d", c.format, c.out, c.in, c.rows, c.xOff), func(t *testing.T) {
 			m := randMatrix(rng, c.format, c.out, c.in, c.groups)
 			x := randFloats(rng, c.rows*c.in, 1)
 			got := twice(t, func(r *kernelRig) [][]byte {
 				dm := r.devMatrixOf(m)
-				xa := actAt(r.buf(f32Bytes(x)), c.rows, c.in)
+				xb := r.buf(append(make([]byte, c.xOff), f32Bytes(x)...))
+				xb.off += c.xOff
+				xa := actAt(xb, c.rows, c.in)
 				y := actAt(r.zeros(4*c.rows*c.out), c.rows, c.out)
 				r.run(func(e *encoder) { e.gemv(dm, xa, y) })
 				return [][]byte{f32Bytes(r.floatsAt(y.loc, c.rows*c.out))}

@@ -323,6 +323,39 @@ inline void switch_out(Worker* w, Fiber* f) {
 #endif
 }
 
+// start_stack gives a fiber that has not run yet a stack.
+inline void start_stack(Worker* w, int i) {
+    if (w->stack_of[i] < 0) {
+        w->stack_of[i] = w->free_stacks.back();
+        w->free_stacks.pop_back();
+        init_fiber(w, w->stack_of[i], &w->fibers[i]);
+    }
+}
+
+int pick(Worker* w);
+
+// yield leaves a fiber that now waits (or, if the barrier it arrived at let
+// it go, may go on) for the next ready fiber, directly rather than through
+// the scheduler: half the switches per barrier. With nothing ready it goes
+// back to the scheduler, which then reports the deadlock.
+void yield(Worker* w, Fiber* f) {
+    int i = pick(w);
+    if (i < 0) {
+        switch_out(w, f);
+        return;
+    }
+    Fiber* next = &w->fibers[i];
+    if (next == f) return;
+    start_stack(w, i);
+    emu::cur = next;
+    w->current = i;
+#ifdef EMU_UCONTEXT
+    swapcontext(static_cast<ucontext_t*>(f->sp), static_cast<ucontext_t*>(next->sp));
+#else
+    emu_switch_ctx(&f->sp, next->sp);
+#endif
+}
+
 const char* op_name(int op) {
     switch (op) {
         case emu::kOpBarrier: return "simdgroup_barrier";
@@ -511,14 +544,12 @@ void run_group(Worker* w, const Desc* d, uint32_t x, uint32_t y, uint32_t z, uin
         if (w->faulted) break;
         int i = pick(w);
         if (i < 0) break;
-        Fiber* f = &w->fibers[i];
-        if (w->stack_of[i] < 0) {
-            w->stack_of[i] = w->free_stacks.back();
-            w->free_stacks.pop_back();
-            init_fiber(w, w->stack_of[i], f);
-        }
-        switch_in(w, f);
-        if (f->state == kDone) w->free_stacks.push_back(w->stack_of[i]);
+        start_stack(w, i);
+        switch_in(w, &w->fibers[i]);
+        // Control comes back from whichever fiber finished (or found
+        // nothing ready): fibers pass control among themselves at barriers.
+        int back = w->current;
+        if (w->fibers[back].state == kDone) w->free_stacks.push_back(w->stack_of[back]);
     }
     w->running = false;
     emu::cur = nullptr;
@@ -643,7 +674,7 @@ void emu_tg_barrier() {
     f->state = kWaitGroup;
     w->arrived++;
     if (w->arrived == w->g.n) release_group(w);
-    switch_out(w, f);
+    yield(w, f);
 }
 
 const unsigned char (*emu_simd_xchg(int op, const void* v, size_t n, uint32_t* mask))[16] {
@@ -664,7 +695,7 @@ const unsigned char (*emu_simd_xchg(int op, const void* v, size_t n, uint32_t* m
     f->op = op;
     s.arrived++;
     if (s.arrived == s.live) release_simd(w, int(f->sg));
-    switch_out(w, f);
+    yield(w, f);
     // The mask is read before this lane's next collective, which cannot
     // complete (and overwrite it) without this lane.
     *mask = s.mask;
