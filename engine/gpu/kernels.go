@@ -104,6 +104,10 @@ func (e *encoder) dispatch(name string, groups, threads device.Size3, read, writ
 	if groups.X == 0 {
 		return
 	}
+	if n := threads.X * threads.Y * threads.Z; n > p.MaxThreadsPerThreadgroup() {
+		e.err = fmt.Errorf("kernel %s: %d threads per threadgroup, the pipeline allows %d", name, n, p.MaxThreadsPerThreadgroup())
+		return
+	}
 	e.cb.Dispatch(device.Dispatch{Pipeline: p, Threadgroups: groups, Threads: threads, Args: args,
 		ReadBytes: read, WriteBytes: write})
 	e.cb.Barrier()

@@ -67,14 +67,6 @@ func (r *kernelRig) floatsAt(l loc, n int) []float32 {
 	return floats(l.buf.Bytes()[l.off : l.off+4*n])
 }
 
-func (r *kernelRig) ints(l loc, n int) []int32 {
-	out := make([]int32, n)
-	for i := range out {
-		out[i] = int32(binary.LittleEndian.Uint32(l.buf.Bytes()[l.off+4*i:]))
-	}
-	return out
-}
-
 // twice runs body under two fiber orders and checks that the byte slices it
 // returns are identical; it returns the first run's.
 func twice(t *testing.T, body func(r *kernelRig) [][]byte) [][]byte {
