@@ -930,3 +930,23 @@ func TestExtras(t *testing.T) {
 		}
 	}
 }
+
+// 50 SIMD sums and 50 threadgroup barriers per thread, 8 threadgroups of
+// 128 threads, on one OS thread: the cost of switching fibers.
+func BenchmarkCollectives(b *testing.B) {
+	lib, err := Compile(testSources(b), Options{PathPrefix: "testdata/", Threads: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	k, err := lib.Kernel("collectives")
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := alloc(b, 4*128*8)
+	b.ResetTimer()
+	for range b.N {
+		if err := k.Dispatch(Size3{X: 8}, Size3{X: 128}, []Arg{{Index: 0, Buffer: out}}, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -394,3 +394,15 @@ kernel void limited(device float* out [[buffer(0)]],
                     uint i [[thread_position_in_grid]]) {
     out[i] = 1.0f;
 }
+
+// Many collectives and barriers, for measuring the runner's switching cost.
+kernel void collectives(device float* out [[buffer(0)]],
+                        uint tid [[thread_index_in_threadgroup]],
+                        uint tg [[threadgroup_position_in_grid]]) {
+    float v = float(tid);
+    for (uint i = 0; i < 50; i++) {
+        v = simd_sum(v) * 0.001f + float(i);
+        threadgroup_barrier(mem_flags::mem_none);
+    }
+    out[tg * 128 + tid] = v;
+}
