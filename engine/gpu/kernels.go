@@ -75,11 +75,27 @@ type encoder struct {
 	cb    device.CommandBuffer
 	stats *Counters
 	err   error
+	// together is set while recording a group of independent dispatches.
+	together bool
 }
 
-// dispatch records one kernel launch followed by a barrier: every kernel of a
-// pass reads what the one before it wrote, and the scratch memory of a block
-// is reused by the next, so the order must hold.
+// independent records the dispatches fn makes with no barrier between them
+// and one after, so that a concurrent encoder (Metal's) may overlap them.
+// They must read only what was written before the group and write disjoint
+// memory: the projections of one input into separate outputs, for example.
+func (e *encoder) independent(fn func()) {
+	e.together = true
+	fn()
+	e.together = false
+	if e.err == nil {
+		e.cb.Barrier()
+	}
+}
+
+// dispatch records one kernel launch followed by a barrier (unless inside
+// independent): every kernel of a pass reads what the one before it wrote,
+// and the scratch memory of a block is reused by the next, so the order
+// must hold.
 func (e *encoder) dispatch(name string, groups, threads device.Size3, read, write int64, args ...device.Arg) {
 	if e.err != nil {
 		return
@@ -110,7 +126,9 @@ func (e *encoder) dispatch(name string, groups, threads device.Size3, read, writ
 	}
 	e.cb.Dispatch(device.Dispatch{Pipeline: p, Threadgroups: groups, Threads: threads, Args: args,
 		ReadBytes: read, WriteBytes: write})
-	e.cb.Barrier()
+	if !e.together {
+		e.cb.Barrier()
+	}
 	e.stats.Dispatches++
 	e.stats.ReadBytes += read
 	e.stats.WriteBytes += write

@@ -287,10 +287,12 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, x model.Activation) model.
 	bb := p.newAct(t, shape.valueHeads, false)
 	mixed := p.newAct(t, channels, false)
 	o := p.newAct(t, vw, false)
-	p.project(&w.QKV, in, qkv)
-	p.project(&w.Z, in, z)
-	p.project(&w.A, in, a)
-	p.project(&w.B, in, bb)
+	p.enc.independent(func() {
+		p.project(&w.QKV, in, qkv)
+		p.project(&w.Z, in, z)
+		p.project(&w.A, in, a)
+		p.project(&w.B, in, bb)
+	})
 	p.enc.conv(qkv, loc{buf: dd.conv}, loc{buf: conv}, c.ConvKernel, mixed)
 	p.enc.deltaNetScan(shape, t, mixed.loc, a.loc, bb.loc, loc{buf: dd.aLog}, loc{buf: dd.dtBias}, loc{buf: state}, o.loc)
 	p.enc.gatedNorm(o.loc, z.loc, t*shape.valueHeads, shape.valueDim, loc{buf: dd.norm}, c.RMSNormEps, o.loc)
@@ -337,12 +339,16 @@ func (p *pass) Attention(layer int, w *model.Attention, x model.Activation) mode
 	v := p.newAct(t, w.V.Out, false)
 	q := p.newAct(t, s.qHeads*s.headDim, false)
 	o := p.newAct(t, s.qHeads*s.headDim, false)
-	p.project(&w.Q, in, qg)
-	p.project(&w.K, in, k)
-	p.project(&w.V, in, v)
+	p.enc.independent(func() {
+		p.project(&w.Q, in, qg)
+		p.project(&w.K, in, k)
+		p.project(&w.V, in, v)
+	})
 	inv := loc{buf: p.b.invFreq}
-	p.enc.attnQNormRope(s, qg.loc, p.vec(w.QNorm), inv, q.loc)
-	p.enc.attnKVWrite(s, k.loc, v.loc, p.vec(w.KNorm), inv, loc{buf: kc}, loc{buf: vc})
+	p.enc.independent(func() {
+		p.enc.attnQNormRope(s, qg.loc, p.vec(w.QNorm), inv, q.loc)
+		p.enc.attnKVWrite(s, k.loc, v.loc, p.vec(w.KNorm), inv, loc{buf: kc}, loc{buf: vc})
+	})
 	if t >= attnPrefillMinRows {
 		p.enc.attnPrefill(s, q.loc, loc{buf: kc}, loc{buf: vc}, qg.loc, o.loc)
 	} else {
@@ -375,8 +381,11 @@ func (p *pass) MoE(layer int, w *model.MoE, x model.Activation) model.Activation
 	logits := p.newAct(t, e+1, false)
 	routerOut := &act{loc: logits.loc, rows: t, width: e, stride: e + 1}
 	gateOut := &act{loc: loc{logits.buf, logits.off + 4*e}, rows: t, width: 1, stride: e + 1}
-	p.projectDev(dm.router, in, routerOut)
-	p.projectDev(dm.sharedGG, in, gateOut)
+	// Both write the same rows of logits, in disjoint columns.
+	p.enc.independent(func() {
+		p.projectDev(dm.router, in, routerOut)
+		p.projectDev(dm.sharedGG, in, gateOut)
+	})
 	ids := p.scratch(4 * t * slots)
 	weights := p.scratch(4 * t * slots)
 	p.enc.routerTopK(e, k, t, logits.loc, e+1, ids, weights)
