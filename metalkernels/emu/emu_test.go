@@ -658,7 +658,11 @@ func TestMemoryFaults(t *testing.T) {
 			t.Fatalf("seed %d: got %v, want a fault just past buffer(0)", seed, err)
 		}
 	}
-	err := kernel(t, "stack_hog").Dispatch(Size3{X: 2}, Size3{X: 32}, []Arg{{Index: 0, Buffer: out}}, 0)
+	err := kernel(t, "read_before_start").Dispatch(Size3{X: 1}, Size3{X: 1}, []Arg{{Index: 0, Buffer: out}}, 0)
+	if err == nil || !strings.Contains(err.Error(), "4096 bytes before the start of [[buffer(0)]] (256 bytes)") {
+		t.Fatalf("got %v, want a fault before buffer(0)", err)
+	}
+	err = kernel(t, "stack_hog").Dispatch(Size3{X: 2}, Size3{X: 32}, []Arg{{Index: 0, Buffer: out}}, 0)
 	if err == nil || !strings.Contains(err.Error(), "overflowed its 64 KiB stack") {
 		t.Fatalf("got %v, want a stack overflow", err)
 	}

@@ -334,9 +334,12 @@ func (k *Kernel) Dispatch(groups, threads Size3, args []Arg, seed uint64) error 
 }
 
 // Memory is page-backed memory outside Go's heap, for device buffers: its
-// address never changes, and its last byte sits right before an
-// inaccessible guard page, so a kernel running off the end of a buffer
-// crashes instead of silently reading or corrupting a neighbour.
+// address never changes, its last byte sits right before an inaccessible
+// guard page, and another guard page precedes its first page, so a kernel
+// running off either end of a buffer faults (a dispatch error naming the
+// buffer) instead of silently reading or corrupting a neighbour. Past the
+// end the fault is immediate; before the start it comes once the access
+// leaves the padding in front of the data (less than a page).
 type Memory struct {
 	mapping []byte
 	data    []byte
@@ -354,15 +357,19 @@ func Alloc(n int) (*Memory, error) {
 	if body == 0 {
 		body = page
 	}
-	m, err := unix.Mmap(-1, 0, body+page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	m, err := unix.Mmap(-1, 0, page+body+page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 	if err != nil {
 		return nil, fmt.Errorf("emu: allocating %d bytes: %w", n, err)
 	}
-	if err := unix.Mprotect(m[body:], unix.PROT_NONE); err != nil {
+	if err := unix.Mprotect(m[:page], unix.PROT_NONE); err != nil {
 		unix.Munmap(m)
 		return nil, fmt.Errorf("emu: guard page: %w", err)
 	}
-	start := body - padded
+	if err := unix.Mprotect(m[page+body:], unix.PROT_NONE); err != nil {
+		unix.Munmap(m)
+		return nil, fmt.Errorf("emu: guard page: %w", err)
+	}
+	start := page + body - padded
 	return &Memory{mapping: m, data: m[start : start+n : start+n]}, nil
 }
 

@@ -470,6 +470,11 @@ void describe_memory_fault(Worker* w, const Desc* d) {
                          (unsigned long)a, (unsigned long long)(a - b - len), i, (unsigned long long)len);
                 break;
             }
+            if (a < b && b - a <= (1u << 20)) {
+                snprintf(where, sizeof where, "address %#lx is %llu bytes before the start of [[buffer(%d)]] (%llu bytes)",
+                         (unsigned long)a, (unsigned long long)(b - a), i, (unsigned long long)len);
+                break;
+            }
         }
     }
     set_fault(w, "%s in thread %u (position in threadgroup %u,%u,%u): %s",
