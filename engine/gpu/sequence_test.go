@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
@@ -124,5 +125,55 @@ func TestSplitWeights(t *testing.T) {
 				t.Fatalf("first greedy token %d, want %d", res.Token, c.ref.genIDs[0])
 			}
 		})
+	}
+}
+
+// TestFiberOrderEndToEnd runs a chunked prefill and a few decode steps of
+// the tiny model under two shuffled fiber orders: every logit must have the
+// same bits, which a missing barrier anywhere in the pipeline would break.
+func TestFiberOrderEndToEnd(t *testing.T) {
+	ref := fixtureModels(t)[1]
+	m, err := checkpoint.Load(ref.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	run := func(seed uint64) []float32 {
+		b, err := New(openTestDevice(t, seed), m.Weights, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq, err := b.NewSequence(len(ref.prompt) + 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		greedy := &model.Sampling{}
+		var logits []float32
+		for start := 0; start < len(ref.prompt); start += prefillChunk {
+			end := min(start+prefillChunk, len(ref.prompt))
+			in := model.Input{IDs: ref.prompt[start:end], Logits: model.LogitsAll}
+			if end == len(ref.prompt) {
+				in.Sample = greedy
+			}
+			r, err := model.Run(b, m.Weights, seq, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			logits = append(logits, r.Logits...)
+		}
+		for i := 0; i < 3; i++ {
+			r, err := model.Run(b, m.Weights, seq, model.Input{Logits: model.LogitsLast, Sample: greedy})
+			if err != nil {
+				t.Fatal(err)
+			}
+			logits = append(logits, r.Logits...)
+		}
+		return logits
+	}
+	a, b := run(3), run(0xdeadbeef)
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
+			t.Fatalf("logit %d differs between fiber orders: %v, %v", i, a[i], b[i])
+		}
 	}
 }
