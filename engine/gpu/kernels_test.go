@@ -230,7 +230,7 @@ func TestGEMV(t *testing.T) {
 
 func TestEmbed(t *testing.T) {
 	rng := testRand(t)
-	for _, format := range []string{"f32", "bf16", "q4", "q8"} {
+	for _, format := range []string{"f32", "f16", "bf16", "q4", "q8"} {
 		t.Run(format, func(t *testing.T) {
 			vocab, hidden := 50, 320
 			m := randMatrix(rng, format, vocab, hidden, 64)
@@ -715,7 +715,7 @@ func TestMoEExperts(t *testing.T) {
 		rows    int
 	}
 	var cases []mcase
-	for _, f := range []string{"bf16", "q4", "q8", "f32"} {
+	for _, f := range []string{"bf16", "q4", "q8", "f32", "f16"} {
 		cases = append(cases, mcase{f, false, 3}, mcase{f, true, 37})
 	}
 	for _, c := range cases {
@@ -1031,5 +1031,20 @@ func TestSample(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestCopy(t *testing.T) {
+	rng := testRand(t)
+	const n = 1000 // not a multiple of the 256-thread groups
+	src := randFloats(rng, n, 1)
+	got := twice(t, func(r *kernelRig) [][]byte {
+		dst := r.zeros(4 * (n + 1))
+		r.run(func(e *encoder) { e.copyF32(r.buf(f32Bytes(src)), dst, n) })
+		return [][]byte{dst.buf.Bytes()}
+	})
+	// A copy is exact, and the element past the end stays untouched.
+	if !bytes.Equal(got[0][:4*n], f32Bytes(src)) || !bytes.Equal(got[0][4*n:], make([]byte, 4)) {
+		t.Fatal("copy_f32 did not copy exactly n floats")
 	}
 }
