@@ -51,6 +51,13 @@ type Options struct {
 	// PrefillChunk is the most prompt tokens one pass consumes; between
 	// chunks a cancelled request stops. 0 means 512.
 	PrefillChunk int
+	// Pipelined starts each decode step before the host reads the token
+	// of the step before, which the backend then feeds from its own memory:
+	// a GPU is never idle while the host reads, streams and encodes. The
+	// cost is one step computed after the last token and thrown away, so
+	// it is for backends whose passes run asynchronously (Load turns it on
+	// for every backend but cpu, whose passes finish inside Start).
+	Pipelined bool
 }
 
 // Request is one generation.

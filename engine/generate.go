@@ -37,7 +37,7 @@ func (g *generation) run() error {
 
 	sampling := req.Sampling
 	sampling.GeneratedFrom = len(req.Prompt)
-	first, err := g.prefill(&sampling)
+	cur, err := g.prefill(&sampling)
 	if errors.Is(err, errCancelled) {
 		g.stats.FinishReason = FinishCancelled
 		return err
@@ -45,30 +45,57 @@ func (g *generation) run() error {
 	if err != nil {
 		return err
 	}
-	g.stats.PrefillDuration = time.Since(g.start)
-	decodeStart := time.Now()
-	defer func() { g.stats.DecodeDuration = time.Since(decodeStart) }()
+	var decodeStart time.Time
+	defer func() {
+		if !decodeStart.IsZero() {
+			g.stats.DecodeDuration = time.Since(decodeStart)
+		}
+	}()
 
 	budget := e.opts.ContextTokens - len(req.Prompt) + 1 // the last token is never consumed
 	if req.MaxTokens > 0 {
 		budget = min(budget, req.MaxTokens)
 	}
+	step := func() (model.Pass, error) {
+		p, err := model.Start(e.backend, e.weights, e.seq, model.Input{Sample: &sampling})
+		if err != nil {
+			return nil, fmt.Errorf("decode step %d: %w", g.stats.GeneratedTokens+1, err)
+		}
+		return p, nil
+	}
 	dec := e.tok.NewStreamDecoder()
 	stops := newStopMatcher(req.Stop)
-	tok := first
 	var generated []int
 	for {
+		// cur samples token GeneratedTokens+1. Pipelined, the step after it
+		// starts before the host reads that token: the device feeds it from
+		// its own memory, so it never waits for the host.
+		var next model.Pass
+		if e.opts.Pipelined && g.stats.GeneratedTokens+2 <= budget && ctx.Err() == nil {
+			if next, err = step(); err != nil {
+				g.drain(cur)
+				return err
+			}
+		}
+		res, err := cur.Wait()
+		if err != nil {
+			g.drain(next)
+			return fmt.Errorf("decode step %d: %w", g.stats.GeneratedTokens+1, err)
+		}
+		tok := res.Token
+		if decodeStart.IsZero() {
+			g.stats.PrefillDuration = time.Since(g.start)
+			decodeStart = time.Now()
+		}
 		g.stats.GeneratedTokens++
 		generated = append(generated, tok)
 		isEOS := e.eos[tok]
-		// Start the next step before handing this token out, so a GPU
-		// backend computes while the host streams. Not after EOS, at the
+		// Not pipelined, the next step starts as soon as the token is known
+		// to need one, before the token is streamed. Not after EOS, at the
 		// budget, or once cancelled: the step would be thrown away.
-		var next model.Pass
-		if !isEOS && g.stats.GeneratedTokens < budget && ctx.Err() == nil {
-			next, err = model.Start(e.backend, e.weights, e.seq, model.Input{Sample: &sampling})
-			if err != nil {
-				return fmt.Errorf("decode step %d: %w", g.stats.GeneratedTokens, err)
+		if !e.opts.Pipelined && !isEOS && g.stats.GeneratedTokens < budget && ctx.Err() == nil {
+			if next, err = step(); err != nil {
+				return err
 			}
 		}
 		text, stopped := "", false
@@ -85,7 +112,7 @@ func (g *generation) run() error {
 			g.stats.FinishReason = FinishStop
 		case g.stats.GeneratedTokens >= budget:
 			g.stats.FinishReason = FinishLength
-		case ctx.Err() != nil:
+		case ctx.Err() != nil || next == nil:
 			g.stats.FinishReason = FinishCancelled
 		}
 		if g.stats.FinishReason != "" {
@@ -101,11 +128,7 @@ func (g *generation) run() error {
 			}
 			return nil
 		}
-		res, err := next.Wait()
-		if err != nil {
-			return fmt.Errorf("decode step %d: %w", g.stats.GeneratedTokens, err)
-		}
-		tok = res.Token
+		cur = next
 	}
 }
 
@@ -150,9 +173,10 @@ func (g *generation) send(ev Event) bool {
 }
 
 // prefill brings the sequence to the whole prompt, restoring the longest
-// cached prefix, snapshotting at the checkpoints on the way, and returns the
-// first sampled token.
-func (g *generation) prefill(sampling *model.Sampling) (int, error) {
+// cached prefix and snapshotting at the checkpoints on the way, and returns
+// the started pass over the last prompt token, which samples the first new
+// token.
+func (g *generation) prefill(sampling *model.Sampling) (model.Pass, error) {
 	e, req, ctx := g.e, &g.job.req, g.job.ctx
 	prompt := req.Prompt
 	n := len(prompt)
@@ -163,11 +187,11 @@ func (g *generation) prefill(sampling *model.Sampling) (int, error) {
 	pos := 0
 	if hit := e.cache.lookup(prompt, n-1); hit != nil {
 		if err := e.seq.Restore(hit.snap); err != nil {
-			return -1, fmt.Errorf("restoring a cached prefix of %d tokens: %w", len(hit.tokens), err)
+			return nil, fmt.Errorf("restoring a cached prefix of %d tokens: %w", len(hit.tokens), err)
 		}
 		pos = len(hit.tokens)
 	} else if err := e.seq.Restore(e.empty); err != nil {
-		return -1, fmt.Errorf("resetting the sequence: %w", err)
+		return nil, fmt.Errorf("resetting the sequence: %w", err)
 	}
 	g.stats.CachedTokens = pos
 	g.stats.PrefilledTokens = n - pos
@@ -182,18 +206,18 @@ func (g *generation) prefill(sampling *model.Sampling) (int, error) {
 		}
 		for pos < mark {
 			if ctx.Err() != nil {
-				return -1, errCancelled
+				return nil, errCancelled
 			}
 			end := min(pos+e.opts.PrefillChunk, mark)
 			if _, err := model.Run(e.backend, e.weights, e.seq, model.Input{IDs: prompt[pos:end]}); err != nil {
-				return -1, fmt.Errorf("prefill of tokens %d..%d: %w", pos, end, err)
+				return nil, fmt.Errorf("prefill of tokens %d..%d: %w", pos, end, err)
 			}
 			pos = end
 		}
 		if e.opts.CacheBytes > 0 && !e.cache.has(prompt[:pos]) {
 			snap, err := e.seq.Snapshot()
 			if err != nil {
-				return -1, fmt.Errorf("snapshot at %d tokens: %w", pos, err)
+				return nil, fmt.Errorf("snapshot at %d tokens: %w", pos, err)
 			}
 			// A checkpoint (where the next turn diverges) may evict
 			// anything; the end-of-prompt snapshot, useful only to
@@ -206,11 +230,11 @@ func (g *generation) prefill(sampling *model.Sampling) (int, error) {
 		}
 	}
 	if ctx.Err() != nil {
-		return -1, errCancelled
+		return nil, errCancelled
 	}
-	res, err := model.Run(e.backend, e.weights, e.seq, model.Input{IDs: prompt[n-1:], Sample: sampling})
+	p, err := model.Start(e.backend, e.weights, e.seq, model.Input{IDs: prompt[n-1:], Sample: sampling})
 	if err != nil {
-		return -1, fmt.Errorf("prefill of the last prompt token: %w", err)
+		return nil, fmt.Errorf("prefill of the last prompt token: %w", err)
 	}
-	return res.Token, nil
+	return p, nil
 }

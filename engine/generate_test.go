@@ -264,3 +264,51 @@ func TestConcurrentRequests(t *testing.T) {
 		}
 	}
 }
+
+// TestPipelinedDecode runs the pipelined decode loop (each step started
+// before the previous token is read, as on a GPU) on the cpu backend, whose
+// passes finish inside Start, so the order of work is deterministic: the
+// answers, stop strings and cancellation must behave exactly as without
+// pipelining.
+func TestPipelinedDecode(t *testing.T) {
+	e := newDemoEngine(t, Options{Pipelined: true})
+	for _, c := range greedyCases(t) {
+		ids, text, stats := collect(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 48})
+		if !slices.Equal(ids, c.GreedyIDs) || text != c.GreedyText || stats.GeneratedTokens != len(c.GreedyIDs) {
+			t.Errorf("%q: %v %q (%d tokens), want %v %q", c.Question, ids, text, stats.GeneratedTokens, c.GreedyIDs, c.GreedyText)
+		}
+	}
+	c := greedyCases(t)[0]
+	_, text, stats := collect(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 48, Stop: []string{"Tiny"}})
+	if want := c.GreedyText[:strings.Index(c.GreedyText, "Tiny")]; text != want || stats.FinishReason != FinishStop {
+		t.Errorf("stop string: %q (%s), want %q (stop)", text, stats.FinishReason, want)
+	}
+	ids, _, stats := collect(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 5})
+	if !slices.Equal(ids, c.GreedyIDs[:5]) || stats.FinishReason != FinishLength {
+		t.Errorf("max 5 tokens: %v (%s)", ids, stats.FinishReason)
+	}
+
+	never := newDemoEngine(t, Options{Pipelined: true, EOS: []int{4095}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stream, err := never.Submit(ctx, Request{Prompt: c.PromptIDs, MaxTokens: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens, after := 0, 0
+	for ev := range stream.Events {
+		if ev.Token >= 0 {
+			tokens++
+			if tokens > 3 {
+				after++
+			}
+			if tokens == 3 {
+				cancel()
+			}
+		}
+	}
+	final, _ := stream.Result()
+	if after > 1 || final.FinishReason != FinishCancelled || final.GeneratedTokens > 4 {
+		t.Errorf("cancel after 3 tokens: %d more arrived, result %+v", after, final)
+	}
+}

@@ -84,6 +84,7 @@ func Load(dir string, lo LoadOptions) (*Engine, error) {
 		QueueSize:     lo.QueueSize,
 		CacheBytes:    lo.CacheBytes,
 		PrefillChunk:  lo.PrefillChunk,
+		Pipelined:     lo.Backend != "" && lo.Backend != "cpu",
 	})
 	if err != nil {
 		backend.Close()
