@@ -2,23 +2,24 @@
 //
 // emu_dispatch runs a dispatch's threadgroups on the calling thread and a
 // pool of worker threads, which take threadgroups from a shared counter.
-// One worker runs one threadgroup at a time: its threads are fibers, started
-// in thread order (or a seed's shuffled order) and each run until it waits
-// in a barrier or a SIMD-group collective; when the last live thread a
-// barrier waits for arrives, the waiting fibers become ready again. The
-// scheduler runs on the worker's own stack and picks the next ready fiber —
-// the first one in thread order, or a seeded random one, so that code which
-// is only correct in one order (a missing barrier) gives different bits under
-// different seeds. When nothing is ready but threads are still waiting, the
-// threadgroup has deadlocked (a barrier not every thread reaches), which is
-// reported as a fault.
+// One worker runs one threadgroup at a time: its threads are fibers, each
+// running until it waits in a barrier or a SIMD-group collective; when the
+// last thread a barrier waits for arrives, the waiting fibers become ready
+// again. A waiting fiber hands control straight to the next ready one — the
+// first in thread order, or a seeded random one, so that code which is only
+// correct in one order (a missing barrier) gives different bits under
+// different seeds. The worker's own stack runs the scheduler loop, which
+// starts the first fiber, takes back control when a fiber finishes, and
+// reports a deadlock when threads still wait but none is ready (a barrier
+// not every thread reaches).
 //
 // Context switches are a few instructions of assembly on x86-64 (saving the
 // callee-saved registers; the FP control words are left alone, since every
 // fiber of the process runs with the same ones and kernels cannot change
-// them); other platforms use ucontext. Signals are blocked on every thread while it runs fibers, so no
-// asynchronous signal handler (the Go runtime's included) ever runs on a
-// fiber stack; memory faults stay deliverable and become dispatch errors.
+// them); other platforms use ucontext. Signals are blocked on every thread
+// while it runs fibers, so no asynchronous signal handler (the Go
+// runtime's included) ever runs on a fiber stack; memory faults stay
+// deliverable and become dispatch errors (on_fault).
 #if defined(__APPLE__)
 #define _XOPEN_SOURCE 700  // ucontext on macOS
 #define _DARWIN_C_SOURCE 1
