@@ -2,16 +2,25 @@ module github.com/suzuran-app/suzuran
 
 go 1.26.0
 
-require github.com/spf13/cobra v1.10.2
+require (
+	fyne.io/systray v1.12.2
+	github.com/ardanlabs/jinja v1.8.0
+	github.com/dlclark/regexp2 v1.12.0
+	github.com/ebitengine/purego v0.11.3
+	github.com/godbus/dbus/v5 v5.1.0
+	github.com/mattn/go-isatty v0.0.20
+	github.com/rs/zerolog v1.35.1
+	github.com/spf13/cobra v1.10.2
+	github.com/spf13/pflag v1.0.9
+	github.com/wailsapp/wails/v2 v2.9.2
+	golang.org/x/sys v0.50.0
+	golang.org/x/text v0.44.0
+	gopkg.in/natefinch/lumberjack.v2 v2.2.1
+)
 
 require (
-	fyne.io/systray v1.12.2 // indirect
-	github.com/ardanlabs/jinja v1.8.0 // indirect
 	github.com/bep/debounce v1.2.1 // indirect
-	github.com/dlclark/regexp2 v1.12.0 // indirect
-	github.com/ebitengine/purego v0.11.3 // indirect
 	github.com/go-ole/go-ole v1.2.6 // indirect
-	github.com/godbus/dbus/v5 v5.1.0 // indirect
 	github.com/google/uuid v1.3.0 // indirect
 	github.com/inconshreveable/mousetrap v1.1.0 // indirect
 	github.com/jchv/go-winloader v0.0.0-20210711035445-715c2860da7e // indirect
@@ -22,23 +31,16 @@ require (
 	github.com/leaanthony/slicer v1.6.0 // indirect
 	github.com/leaanthony/u v1.1.0 // indirect
 	github.com/mattn/go-colorable v0.1.14 // indirect
-	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/pkg/browser v0.0.0-20210911075715-681adbf594b8 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/rivo/uniseg v0.4.4 // indirect
-	github.com/rs/zerolog v1.35.1 // indirect
 	github.com/samber/lo v1.38.1 // indirect
-	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/tkrajina/go-reflector v0.5.6 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/valyala/fasttemplate v1.2.2 // indirect
 	github.com/wailsapp/go-webview2 v1.0.16 // indirect
 	github.com/wailsapp/mimetype v1.4.1 // indirect
-	github.com/wailsapp/wails/v2 v2.9.2 // indirect
 	golang.org/x/crypto v0.23.0 // indirect
 	golang.org/x/exp v0.0.0-20230522175609-2e198f4a06a1 // indirect
 	golang.org/x/net v0.25.0 // indirect
-	golang.org/x/sys v0.50.0 // indirect
-	golang.org/x/text v0.44.0 // indirect
-	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
 )
