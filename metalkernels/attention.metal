@@ -25,6 +25,8 @@
 
 #define ATTN_MAX_DIM 512
 #define ATTN_PER_LANE (ATTN_MAX_DIM / 32)
+#define PREFILL_QUERIES 8
+#define PREFILL_TILE 2048 // floats per K (and per V) tile: 16 KiB in all
 
 struct AttnParams {
     uint head_dim;
@@ -137,52 +139,34 @@ kernel void attn_kv_write(constant AttnParams& p [[buffer(0)]],
 template [[host_name("attn_kv_write_bf16")]] [[kernel]] decltype(attn_kv_write<CacheBF16>) attn_kv_write<CacheBF16>;
 template [[host_name("attn_kv_write_f32")]] [[kernel]] decltype(attn_kv_write<CacheF32>) attn_kv_write<CacheF32>;
 
-// Grid: (q_heads, splits, T), 32 threads. Query t sees keys [0, pos0+t];
-// chunk c covers keys [c·split_len, (c+1)·split_len). A chunk wholly past the
-// query's last key writes sum 0, which the reduce skips.
+// load_tile stages cache rows [k0, k0+count) of one kv head as f32 in
+// threadgroup memory, all threads of the group taking part.
 template <typename C>
-kernel void attn_split(constant AttnParams& p [[buffer(0)]],
-                           const device float* q [[buffer(1)]],
-                           const device typename C::T* k_cache [[buffer(2)]],
-                           const device typename C::T* v_cache [[buffer(3)]],
-                           device float* part_o [[buffer(4)]],
-                           device float* part_m [[buffer(5)]],
-                           device float* part_l [[buffer(6)]],
-                           uint3 tg [[threadgroup_position_in_grid]],
-                           uint lane [[thread_index_in_simdgroup]]) {
-    uint h = tg.x;
-    uint c = tg.y;
-    uint t = tg.z;
-    uint kvh = h / (p.q_heads / p.kv_heads);
-    uint n = p.head_dim;
-    uint last = p.pos0 + t; // inclusive
-    uint k0 = c * p.split_len;
-    uint k1 = min(k0 + p.split_len, last + 1);
-
-    float qr[ATTN_PER_LANE];
-    float acc[ATTN_PER_LANE];
-    const device float* qh = q + (ulong(t) * p.q_heads + h) * n;
-    for (uint i = 0; i < ATTN_PER_LANE; i++) {
-        uint j = lane + 32 * i;
-        qr[i] = j < n ? qh[j] * p.scale : 0.0f;
-        acc[i] = 0.0f;
+inline void load_tile(threadgroup float* k_tile, threadgroup float* v_tile, const device typename C::T* kb,
+                      const device typename C::T* vb, uint k0, uint count, uint n, uint tid, uint nthreads) {
+    for (uint i = tid; i < count * n; i += nthreads) {
+        k_tile[i] = C::load(kb[ulong(k0) * n + i]);
+        v_tile[i] = C::load(vb[ulong(k0) * n + i]);
     }
-    float m = NO_VALUE;
-    float l = 0.0f;
-    const device typename C::T* kb = k_cache + ulong(kvh) * p.max_seq * n;
-    const device typename C::T* vb = v_cache + ulong(kvh) * p.max_seq * n;
-    // Four keys per step: their four partial dot products reduce in one
-    // vector simd_sum, and the softmax state is rescaled once per step.
+}
+
+// attend runs one query's online softmax over the staged keys [k0, k1)
+// (the tile starts at key tile0): running max m, sum l and output acc in
+// registers, lanes splitting the head dimension. Four keys per step: their
+// partial dot products reduce in one vector simd_sum, and the state is
+// rescaled once per step.
+inline void attend(const threadgroup float* k_tile, const threadgroup float* v_tile, uint tile0, uint k0, uint k1,
+                   uint n, uint lane, thread float* qr, thread float* acc, thread float& m, thread float& l) {
     for (uint key = k0; key < k1; key += 4) {
         float4 s4 = float4(0.0f);
         for (uint u = 0; u < 4; u++) {
             if (key + u < k1) {
-                const device typename C::T* kr = kb + ulong(key + u) * n;
+                const threadgroup float* kr = k_tile + (key + u - tile0) * n;
                 float d = 0.0f;
                 for (uint i = 0; i < ATTN_PER_LANE; i++) {
                     uint j = lane + 32 * i;
                     if (j < n) {
-                        d += qr[i] * C::load(kr[j]);
+                        d += qr[i] * kr[j];
                     }
                 }
                 s4[u] = d;
@@ -204,16 +188,68 @@ kernel void attn_split(constant AttnParams& p [[buffer(0)]],
             if (key + u < k1) {
                 float e = exp(s4[u] - m_new);
                 l += e;
-                const device typename C::T* vr = vb + ulong(key + u) * n;
+                const threadgroup float* vr = v_tile + (key + u - tile0) * n;
                 for (uint i = 0; i < ATTN_PER_LANE; i++) {
                     uint j = lane + 32 * i;
                     if (j < n) {
-                        acc[i] += e * C::load(vr[j]);
+                        acc[i] += e * vr[j];
                     }
                 }
             }
         }
         m = m_new;
+    }
+}
+
+// Grid: (kv_heads, splits, T); 32 threads per query head sharing the kv
+// head (q_heads/kv_heads SIMD groups). Query t sees keys [0, pos0+t]; chunk
+// c covers keys [c·split_len, (c+1)·split_len), staged tile by tile in
+// threadgroup memory so that the kv head's rows are read once for all its
+// query heads (GQA). A chunk wholly past the query's last key writes sum 0,
+// which the reduce skips.
+template <typename C>
+kernel void attn_split(constant AttnParams& p [[buffer(0)]],
+                       const device float* q [[buffer(1)]],
+                       const device typename C::T* k_cache [[buffer(2)]],
+                       const device typename C::T* v_cache [[buffer(3)]],
+                       device float* part_o [[buffer(4)]],
+                       device float* part_m [[buffer(5)]],
+                       device float* part_l [[buffer(6)]],
+                       uint3 tg [[threadgroup_position_in_grid]],
+                       uint tid [[thread_index_in_threadgroup]],
+                       uint sg [[simdgroup_index_in_threadgroup]],
+                       uint lane [[thread_index_in_simdgroup]],
+                       uint nthreads [[threads_per_threadgroup]]) {
+    threadgroup float k_tile[PREFILL_TILE];
+    threadgroup float v_tile[PREFILL_TILE];
+    uint kvh = tg.x;
+    uint c = tg.y;
+    uint t = tg.z;
+    uint h = kvh * (p.q_heads / p.kv_heads) + sg;
+    uint n = p.head_dim;
+    uint last = p.pos0 + t; // inclusive
+    uint k0 = c * p.split_len;
+    uint k1 = min(k0 + p.split_len, last + 1);
+
+    float qr[ATTN_PER_LANE];
+    float acc[ATTN_PER_LANE];
+    const device float* qh = q + (ulong(t) * p.q_heads + h) * n;
+    for (uint i = 0; i < ATTN_PER_LANE; i++) {
+        uint j = lane + 32 * i;
+        qr[i] = j < n ? qh[j] * p.scale : 0.0f;
+        acc[i] = 0.0f;
+    }
+    float m = NO_VALUE;
+    float l = 0.0f;
+    const device typename C::T* kb = k_cache + ulong(kvh) * p.max_seq * n;
+    const device typename C::T* vb = v_cache + ulong(kvh) * p.max_seq * n;
+    uint tile_keys = PREFILL_TILE / n;
+    for (uint t0 = k0; t0 < k1; t0 += tile_keys) {
+        uint count = min(tile_keys, k1 - t0);
+        load_tile<C>(k_tile, v_tile, kb, vb, t0, count, n, tid, nthreads);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        attend(k_tile, v_tile, t0, t0, t0 + count, n, lane, qr, acc, m, l);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
     }
     ulong slot = (ulong(t) * p.q_heads + h) * p.splits + c;
     for (uint i = 0; i < ATTN_PER_LANE; i++) {
@@ -279,8 +315,6 @@ kernel void attn_reduce_gate_f32(constant AttnParams& p [[buffer(0)]],
 // reduces four keys per simd_sum; the gate is applied at the end, so no
 // reduce pass follows. Query head h reads kv head h / (q_heads/kv_heads).
 // Grid: (ceil(T / PREFILL_QUERIES), q_heads); threads 32·PREFILL_QUERIES.
-#define PREFILL_QUERIES 8
-#define PREFILL_TILE 2048 // floats per K (and per V) tile: 16 KiB in all
 
 template <typename C>
 kernel void attn_prefill(constant AttnParams& p [[buffer(0)]],
@@ -319,55 +353,10 @@ kernel void attn_prefill(constant AttnParams& p [[buffer(0)]],
     const device typename C::T* vb = v_cache + ulong(kvh) * p.max_seq * n;
     for (uint k0 = 0; k0 < block_end; k0 += tile_keys) {
         uint count = min(tile_keys, block_end - k0);
-        for (uint i = tid; i < count * n; i += 32 * PREFILL_QUERIES) {
-            k_tile[i] = C::load(kb[ulong(k0) * n + i]);
-            v_tile[i] = C::load(vb[ulong(k0) * n + i]);
-        }
+        load_tile<C>(k_tile, v_tile, kb, vb, k0, count, n, tid, 32 * PREFILL_QUERIES);
         threadgroup_barrier(mem_flags::mem_threadgroup);
         // Keys of this tile this query may see: [k0, min(k0+count, last+1)).
-        uint k1 = min(k0 + count, last + 1);
-        for (uint key = k0; key < k1; key += 4) {
-            float4 s4 = float4(0.0f);
-            for (uint u = 0; u < 4; u++) {
-                if (key + u < k1) {
-                    const threadgroup float* kr = k_tile + (key + u - k0) * n;
-                    float d = 0.0f;
-                    for (uint i = 0; i < ATTN_PER_LANE; i++) {
-                        uint j = lane + 32 * i;
-                        if (j < n) {
-                            d += qr[i] * kr[j];
-                        }
-                    }
-                    s4[u] = d;
-                }
-            }
-            s4 = simd_sum(s4);
-            float m_new = m;
-            for (uint u = 0; u < 4; u++) {
-                if (key + u < k1) {
-                    m_new = max(m_new, s4[u]);
-                }
-            }
-            float correction = exp(m - m_new);
-            l *= correction;
-            for (uint i = 0; i < ATTN_PER_LANE; i++) {
-                acc[i] *= correction;
-            }
-            for (uint u = 0; u < 4; u++) {
-                if (key + u < k1) {
-                    float e = exp(s4[u] - m_new);
-                    l += e;
-                    const threadgroup float* vr = v_tile + (key + u - k0) * n;
-                    for (uint i = 0; i < ATTN_PER_LANE; i++) {
-                        uint j = lane + 32 * i;
-                        if (j < n) {
-                            acc[i] += e * vr[j];
-                        }
-                    }
-                }
-            }
-            m = m_new;
-        }
+        attend(k_tile, v_tile, k0, k0, min(k0 + count, last + 1), n, lane, qr, acc, m, l);
         threadgroup_barrier(mem_flags::mem_threadgroup);
     }
     if (live) {

@@ -132,6 +132,7 @@ func (b *Backend) checkConfig() error {
 	check(c.HeadDim <= attnMaxDim, "head_dim %d: the attention kernels hold at most %d", c.HeadDim, attnMaxDim)
 	check(c.RotaryDim%2 == 0 && c.RotaryDim <= c.HeadDim, "rotary dims %d must be even and at most head_dim %d", c.RotaryDim, c.HeadDim)
 	check(c.NumKVHeads > 0 && c.NumHeads%c.NumKVHeads == 0, "%d query heads do not share %d kv heads evenly", c.NumHeads, c.NumKVHeads)
+	check(c.NumKVHeads > 0 && c.NumHeads/c.NumKVHeads <= 32, "%d query heads per kv head: the decode attention kernel serves at most 32", c.NumHeads/max(c.NumKVHeads, 1))
 	check(c.LinearKeyHeadDim <= dnMaxKeyDim, "linear_key_head_dim %d: the DeltaNet kernel holds at most %d", c.LinearKeyHeadDim, dnMaxKeyDim)
 	check(c.LinearKeyHeads > 0 && c.LinearValueHeads%c.LinearKeyHeads == 0, "%d value heads do not share %d key heads evenly", c.LinearValueHeads, c.LinearKeyHeads)
 	check(c.ConvKernel >= 1 && c.ConvKernel <= convMaxKernel, "linear_conv_kernel_dim %d: the conv kernel takes 1..%d", c.ConvKernel, convMaxKernel)

@@ -291,20 +291,22 @@ func (e *encoder) attnKVWrite(s attnShape, k, v, kNorm, invFreq, kCache, vCache 
 		bytesArg(0, s.params()), k.arg(1), v.arg(2), kNorm.arg(3), invFreq.arg(4), kCache.arg(5), vCache.arg(6))
 }
 
-// attnSplit records the chunked attention; it reads each query's causal
-// prefix of the cache once per query head (the GQA heads of one kv head
-// share it through the cache, but are counted as separate reads).
+// attnSplit records the chunked attention. A threadgroup serves all the
+// query heads of one kv head, staging the kv head's rows once for them.
 func (e *encoder) attnSplit(s attnShape, q, kCache, vCache, partO, partM, partL loc) {
+	if s.headDim > prefillTile {
+		e.fail(fmt.Errorf("head_dim %d does not fit the attention tile of %d floats", s.headDim, prefillTile))
+		return
+	}
 	keys := int64(0)
 	for t := 0; t < s.rows; t++ {
 		keys += int64(s.pos0 + t + 1)
 	}
-	// Each kv head's keys are read by its group of query heads together;
-	// the declaration counts one read per kv head, the floor an attention
-	// kernel can reach.
 	kvRead := keys * int64(s.kvHeads*s.headDim*2*s.kvElem())
 	parts := int64(s.rows * s.qHeads * s.splits())
-	e.dispatch("attn_split_"+s.kvName()+"_f32", device.Size3{X: s.qHeads, Y: s.splits(), Z: s.rows}, device.Size3{X: simdWidth},
+	group := s.qHeads / s.kvHeads
+	e.dispatch("attn_split_"+s.kvName()+"_f32", device.Size3{X: s.kvHeads, Y: s.splits(), Z: s.rows},
+		device.Size3{X: simdWidth * group},
 		int64(4*s.rows*s.qHeads*s.headDim)+kvRead, parts*int64(4*(s.headDim+2)),
 		bytesArg(0, s.params()), q.arg(1), kCache.arg(2), vCache.arg(3), partO.arg(4), partM.arg(5), partL.arg(6))
 }
