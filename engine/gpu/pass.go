@@ -134,14 +134,14 @@ func (b *Backend) Begin(s model.Sequence, in model.Input) (model.Pass, error) {
 	b.count++
 	b.mu.Unlock()
 
-	p := &pass{b: b, seq: seq, in: in, rows: rows, pos0: seq.pos, sc: sc, sampleSlot: -1,
-		gens: map[*act]int{}, decode: rows == 1}
-	sc.owner = p
-	sc.pass.reset()
 	cb, err := b.dev.NewCommandBuffer()
 	if err != nil {
 		return nil, err
 	}
+	p := &pass{b: b, seq: seq, in: in, rows: rows, pos0: seq.pos, sc: sc, sampleSlot: -1,
+		gens: map[*act]int{}, decode: rows == 1}
+	sc.owner = p
+	sc.pass.reset()
 	p.cnt.CommandBuffers++
 	p.enc = encoder{b: b, cb: cb, stats: &p.cnt}
 	seq.inFlight++
@@ -530,6 +530,8 @@ func (p *pass) Submit() {
 	}
 	p.state = 1
 	if p.failed() {
+		// Nothing ran: the sequence keeps the ids it had.
+		p.seq.ids = p.seq.ids[:min(len(p.seq.ids), p.pos0)]
 		return
 	}
 	p.enc.cb.Commit()
