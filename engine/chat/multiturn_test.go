@@ -2,6 +2,7 @@ package chat
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -212,5 +213,9 @@ func TestLoadTemplateFromConfig(t *testing.T) {
 	}
 	if _, err := LoadTemplate(t.TempDir()); err == nil {
 		t.Error("a folder without any template loaded")
+	}
+	missing := filepath.Join(dir, "no-such-folder")
+	if _, err := LoadTemplate(missing); err == nil || !strings.Contains(err.Error(), "no folder "+missing) {
+		t.Errorf("LoadTemplate of a missing folder: %v, want an error saying there is no such folder", err)
 	}
 }

@@ -30,6 +30,15 @@ type Template struct {
 // chat_template.jinja when present (as current checkpoints ship it), else
 // the chat_template field of tokenizer_config.json.
 func LoadTemplate(dir string) (*Template, error) {
+	// A missing folder would otherwise surface as a missing template field,
+	// which sends the user looking in the wrong place.
+	if fi, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("chat template: there is no folder %s: pass the model folder that holds chat_template.jinja or tokenizer_config.json", dir)
+	} else if err != nil {
+		return nil, fmt.Errorf("chat template: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("chat template: %s is not a folder: pass the model folder that holds chat_template.jinja or tokenizer_config.json", dir)
+	}
 	configPath := filepath.Join(dir, "tokenizer_config.json")
 	var config map[string]json.RawMessage
 	if data, err := os.ReadFile(configPath); err == nil {

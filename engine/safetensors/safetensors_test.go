@@ -110,6 +110,13 @@ func TestWriterAtomic(t *testing.T) {
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("aborted file left behind: %v", entries)
 	}
+	// A folder that does not exist is reported under the name the caller
+	// gave, not the temporary file's.
+	missing := filepath.Join(dir, "no-such-folder", "x.safetensors")
+	_, err = Create(missing, []TensorSpec{{Name: "a", DType: F32, Shape: []int{1}}}, nil)
+	if err == nil || !strings.Contains(err.Error(), missing) || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Create in a missing folder: %v, want an error naming %s", err, missing)
+	}
 }
 
 func TestParseHeaderErrors(t *testing.T) {

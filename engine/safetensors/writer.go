@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -90,7 +92,12 @@ func Create(path string, specs []TensorSpec, metadata map[string]string) (*Write
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return nil, err
+		// The temporary name means nothing to the caller; name the target.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return nil, fmt.Errorf("writing %s: %w", path, err)
 	}
 	w := &Writer{path: path, tmp: tmp, bw: bufio.NewWriterSize(tmp, 1<<20), specs: specs, ends: ends, index: index}
 	var n [8]byte
