@@ -81,7 +81,7 @@ func TestChatPipedAnswersTheReference(t *testing.T) {
 	}
 }
 
-// TestChatPipedConversation sends three lines: two turns of one
+// TestChatPipedConversation sends four lines: two turns of one
 // conversation, /reset, and the first question again. The second answer must
 // be the greedy answer to the whole conversation, computed with only the new
 // tokens prefilled, and the repeated question after /reset must give the
@@ -132,12 +132,13 @@ func TestChatPipedConversation(t *testing.T) {
 		t.Fatalf("want 3 statistics lines on stderr, got:\n%s", stderr)
 	}
 	// Turn 2 restores the 14 tokens up to the first turn's assistant
-	// header (see engine.TestMultiTurnReusesThePrefix); the repeated first
-	// question restores all of its 18 prompt tokens but the last.
-	if !strings.Contains(stats[1], "(14 more from the cache)") {
+	// header (see engine.TestMultiTurnReusesThePrefix); so does the
+	// repeated first question, which then computes its 4-token generation
+	// prompt.
+	if !strings.Contains(stats[1], "prefill 38 tokens (14 more from the cache)") {
 		t.Errorf("second turn did not reuse the cached prefix: %s", stats[1])
 	}
-	if !strings.Contains(stats[2], "prefill 1 tokens (17 more from the cache)") {
+	if !strings.Contains(stats[2], "prefill 4 tokens (14 more from the cache)") {
 		t.Errorf("the repeated question did not reuse its cached prompt: %s", stats[2])
 	}
 }

@@ -53,6 +53,9 @@ func (e *Engine) SubmitChat(ctx context.Context, r ChatRequest) (*Stream, chat.P
 		MaxTokens:   r.MaxTokens,
 		Stop:        r.Stop,
 		Checkpoints: prompt.Checkpoints,
+		// Only tool results continue a conversation after the whole
+		// answer; a user turn diverges at the checkpoint.
+		SnapshotAnswer: len(r.Render.Tools) > 0,
 	})
 	return s, prompt, err
 }

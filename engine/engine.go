@@ -76,10 +76,22 @@ type Request struct {
 	// Checkpoints are prompt positions (token counts) where the engine
 	// snapshots the state for later requests, typically the start of the
 	// last assistant turn (chat.PromptCheckpoints: where the next turn of
-	// the conversation diverges). The engine also always snapshots at
-	// len(Prompt)-1.
+	// the conversation diverges). The engine also snapshots at
+	// len(Prompt)-1, to serve the same prompt again, unless a checkpoint
+	// lies at most RecomputeTokens before it (recomputing those few tokens
+	// is cheaper than keeping another snapshot).
 	Checkpoints []int
+	// SnapshotAnswer asks for a snapshot after the answer too, for a next
+	// prompt that repeats this one and the whole answer: a conversation
+	// whose next turn carries tool results (SubmitChat sets it when tools
+	// are offered). A plain next user turn diverges at the checkpoint
+	// instead, as the template drops the answer's thinking block.
+	SnapshotAnswer bool
 }
+
+// RecomputeTokens is how close a checkpoint must be to the end of a prompt
+// for the engine to skip the end-of-prompt snapshot.
+const RecomputeTokens = 64
 
 // Event is one step of a request's stream. Every token produces one event;
 // the last event has Token −1 and a non-nil Stats.

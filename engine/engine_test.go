@@ -290,7 +290,7 @@ func TestContinuationReusesTheAnswer(t *testing.T) {
 		t.Run(backend, func(t *testing.T) {
 			c := greedyCases(t)[1]
 			e := loadDemo(t, backend, LoadOptions{})
-			answer, _, _ := collect(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 48})
+			answer, _, _ := collect(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 48, SnapshotAnswer: true})
 			next := slices.Concat(c.PromptIDs, answer, []int{198}, greedyCases(t)[2].PromptIDs)
 			got, _, stats := collect(t, e, Request{Prompt: next, MaxTokens: 8})
 			// The end-of-answer snapshot holds what the sequence consumed:

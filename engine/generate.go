@@ -117,7 +117,7 @@ func (g *generation) run() error {
 		}
 		if g.stats.FinishReason != "" {
 			g.drain(next)
-			if g.stats.FinishReason != FinishCancelled {
+			if g.stats.FinishReason != FinishCancelled && req.SnapshotAnswer {
 				g.snapshotEnd(generated)
 			}
 			if !stopped {
@@ -196,9 +196,12 @@ func (g *generation) prefill(sampling *model.Sampling) (model.Pass, error) {
 	g.stats.CachedTokens = pos
 	g.stats.PrefilledTokens = n - pos
 
-	// Feed the prompt up to each checkpoint, snapshotting there; the last
-	// token is fed alone with the sample block.
-	marks := append(slices.Clone(req.Checkpoints), n-1)
+	// Feed the prompt up to each checkpoint, snapshotting there, then the
+	// rest with the sample block.
+	marks := slices.Clone(req.Checkpoints)
+	if !slices.ContainsFunc(marks, func(m int) bool { return m < n && n-1-m <= RecomputeTokens }) {
+		marks = append(marks, n-1)
+	}
 	slices.Sort(marks)
 	for _, mark := range slices.Compact(marks) {
 		if mark <= pos || mark > n-1 {
@@ -229,12 +232,23 @@ func (g *generation) prefill(sampling *model.Sampling) (model.Pass, error) {
 			e.cache.add(snap, prompt[:pos], protect)
 		}
 	}
-	if ctx.Err() != nil {
-		return nil, errCancelled
+	// The rest, the last chunk with the sample block.
+	for {
+		if ctx.Err() != nil {
+			return nil, errCancelled
+		}
+		if n-pos <= e.opts.PrefillChunk {
+			break
+		}
+		end := pos + e.opts.PrefillChunk
+		if _, err := model.Run(e.backend, e.weights, e.seq, model.Input{IDs: prompt[pos:end]}); err != nil {
+			return nil, fmt.Errorf("prefill of tokens %d..%d: %w", pos, end, err)
+		}
+		pos = end
 	}
-	p, err := model.Start(e.backend, e.weights, e.seq, model.Input{IDs: prompt[n-1:], Sample: sampling})
+	p, err := model.Start(e.backend, e.weights, e.seq, model.Input{IDs: prompt[pos:], Sample: sampling})
 	if err != nil {
-		return nil, fmt.Errorf("prefill of the last prompt token: %w", err)
+		return nil, fmt.Errorf("prefill of tokens %d..%d: %w", pos, n, err)
 	}
 	return p, nil
 }

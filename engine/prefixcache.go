@@ -14,13 +14,15 @@ import (
 // lookup returns the longest snapshot whose tokens are a prefix of the new
 // prompt, and the engine prefills the rest.
 //
-// Where snapshots are taken (the engine decides, see Request.Checkpoints):
-// at the start of the prompt's last assistant turn, which is where the next
-// turn of the same conversation diverges (the template renders an earlier
-// answer without the generation prompt's thinking block), and one token
-// before the end of the prompt, which serves regenerating the same answer
-// (one token is left so that the pass that samples the first new token has
-// something to consume).
+// Where snapshots are taken (see Request.Checkpoints and SnapshotAnswer):
+//   - at the start of the prompt's last assistant turn, where the next turn
+//     of the same conversation diverges (the template renders an earlier
+//     answer without the generation prompt's thinking block);
+//   - one token before the end of the prompt, which serves the same prompt
+//     again (one token is left for the pass that samples the first new
+//     token to consume), unless a checkpoint lies a few tokens before it;
+//   - after the answer, when the next prompt will repeat it whole (tool
+//     calls).
 type prefixCache struct {
 	budget int64
 	used   int64

@@ -198,14 +198,15 @@ func mustSnapshotAt(t testing.TB, b model.Backend, w *model.Weights, ids []int) 
 }
 
 // TestTightCacheKeepsTheTurnCheckpoint gives the engine a cache that holds
-// the checkpoint snapshot of a turn and not much more: the end-of-prompt and
-// end-of-answer snapshots taken after it must not evict it, so the next turn
+// the checkpoint snapshot of a turn and not much more, and asks for an
+// end-of-answer snapshot too (as a request with tools does): that later,
+// less useful snapshot must not evict the checkpoint, so the next user turn
 // still prefills only its new tokens.
 func TestTightCacheKeepsTheTurnCheckpoint(t *testing.T) {
 	b, w := demoBackend(t)
 	first := userTurn("What does json.dumps do?")
-	probe := loadDemo(t, "cpu", LoadOptions{CacheBytes: -1})
-	p1, err := probe.Encode(first)
+	e := loadDemo(t, "cpu", LoadOptions{CacheBytes: -1})
+	p1, err := e.Encode(first)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,17 +215,13 @@ func TestTightCacheKeepsTheTurnCheckpoint(t *testing.T) {
 
 	// Room for one and a half checkpoints: any second snapshot would have
 	// to evict the checkpoint.
-	e := loadDemo(t, "cpu", LoadOptions{CacheBytes: checkpointBytes * 3 / 2})
-	stream, _, err := e.SubmitChat(context.Background(), ChatRequest{Render: first, MaxTokens: 48})
-	if err != nil {
-		t.Fatal(err)
-	}
-	answer, _ := drain(t, stream)
+	e = loadDemo(t, "cpu", LoadOptions{CacheBytes: checkpointBytes * 3 / 2})
+	_, answer, _ := collect(t, e, Request{Prompt: p1.IDs, Checkpoints: p1.Checkpoints, SnapshotAnswer: true, MaxTokens: 48})
 	second := first
 	second.Messages = append(slices.Clone(first.Messages),
 		chat.Message{Role: "assistant", Content: answer},
 		chat.Message{Role: "user", Content: "What is os.path.join?"})
-	stream, _, err = e.SubmitChat(context.Background(), ChatRequest{Render: second, MaxTokens: 48})
+	stream, _, err := e.SubmitChat(context.Background(), ChatRequest{Render: second, MaxTokens: 48})
 	if err != nil {
 		t.Fatal(err)
 	}
