@@ -1,7 +1,7 @@
 // deltanet.metal: the Gated DeltaNet recurrence, f32 state.
 //
-// deltanet_scan_f32 runs the pass's tokens in order (a prefill chunk, or the
-// single token of a decode step). Each SIMD group owns DN_COLS value columns
+// deltanet_scan_f32 runs a prefill chunk's tokens in order; deltanet_step_f32
+// is the same kernel fixed at the single token of a decode step. Each SIMD group owns DN_COLS value columns
 // of one value head: its lanes hold those columns' state rows in registers
 // (row dk = lane + 32·i), so every inner product over dk — the L2 norms of q
 // and k, Sᵀk and Sᵀq for all DN_COLS columns at once — is one vector
@@ -33,7 +33,10 @@ struct DeltaNetParams {
     uint value_dim;   // Dv
 };
 
-kernel void deltanet_scan_f32(constant DeltaNetParams& p [[buffer(0)]],
+// Rows is the number of tokens when fixed at compile time (1: the decode
+// step, whose token loop the compiler unrolls away), or 0 to take p.rows.
+template <uint Rows>
+kernel void deltanet(constant DeltaNetParams& p [[buffer(0)]],
                               const device float* conv [[buffer(1)]],
                               const device float* a [[buffer(2)]],
                               const device float* b [[buffer(3)]],
@@ -69,7 +72,8 @@ kernel void deltanet_scan_f32(constant DeltaNetParams& p [[buffer(0)]],
     }
     float neg_a = -exp(a_log[j]);
     float q_scale = rsqrt(float(dk));
-    for (uint t = 0; t < p.rows; t++) {
+    uint rows = Rows != 0 ? Rows : p.rows;
+    for (uint t = 0; t < rows; t++) {
         const device float* row = conv + ulong(t) * width;
         const device float* qh = row + ulong(kh) * dk;
         const device float* kh_ = row + ulong(p.key_heads) * dk + ulong(kh) * dk;
@@ -126,3 +130,6 @@ kernel void deltanet_scan_f32(constant DeltaNetParams& p [[buffer(0)]],
         }
     }
 }
+
+template [[host_name("deltanet_scan_f32")]] [[kernel]] decltype(deltanet<0>) deltanet<0>;
+template [[host_name("deltanet_step_f32")]] [[kernel]] decltype(deltanet<1>) deltanet<1>;

@@ -238,7 +238,11 @@ type deltaNetShape struct {
 func (e *encoder) deltaNetScan(s deltaNetShape, rows int, conv, a, b, aLog, dtBias, state, o loc) {
 	stateBytes := int64(4 * s.valueHeads * s.valueDim * s.keyDim)
 	width := 2*s.keyHeads*s.keyDim + s.valueHeads*s.valueDim
-	e.dispatch("deltanet_scan_f32",
+	name := "deltanet_scan_f32"
+	if rows == 1 {
+		name = "deltanet_step_f32"
+	}
+	e.dispatch(name,
 		device.Size3{X: ceilDiv(s.valueDim, dnCols*dnSimdgroups), Y: s.valueHeads}, device.Size3{X: simdWidth * dnSimdgroups},
 		int64(4*rows*(width+2*s.valueHeads))+int64(8*s.valueHeads)+stateBytes,
 		int64(4*rows*s.valueHeads*s.valueDim)+stateBytes,
