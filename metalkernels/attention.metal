@@ -2,8 +2,9 @@
 //
 //   attn_q_norm_rope_f32   q = RoPE(RMSNorm(query part of Wq·x)) per head
 //   attn_kv_write_<kv>     k = RoPE(RMSNorm(Wk·x)), v → the KV cache (bf16 or f32)
-//   attn_split_<kv>_f32    one (query, head, key chunk): online softmax over
-//                          the chunk, partial output with its max and sum
+//   attn_split_<kv>_f32    one (query, kv head, key chunk): online softmax of
+//                          each of the kv head's query heads over the chunk,
+//                          partial outputs with their max and sum
 //   attn_reduce_gate_f32   merges the chunks, applies sigmoid(gate)
 //   attn_prefill_<kv>_f32  a prefill chunk's causal attention in one pass,
 //                          key tiles in threadgroup memory shared by a block
@@ -12,10 +13,11 @@
 // Splitting over the key length keeps every GPU core busy when a single
 // decode query faces a long context; the same pair also serves passes of a
 // few rows (grid z = query rows, each attending causally to its own
-// prefix). One SIMD group per
-// threadgroup: lanes split the head dimension, so a lane holds at most
-// ATTN_MAX_DIM/32 elements of q and of the running output, and a dot product
-// is one simd_sum — no threadgroup memory or barriers.
+// prefix). Both attention kernels stage key and value rows in threadgroup
+// tiles read by several SIMD groups (the query heads of a kv head, or a
+// block of queries), one SIMD group per query: lanes split the head
+// dimension, so a lane holds at most ATTN_MAX_DIM/32 elements of q and of
+// the running output, and four dot products are one simd_sum.
 //
 // Layouts: qg [T, q_heads, 2·head_dim] (query ‖ gate per head, as Wq writes
 // it); k, v [T, kv_heads·head_dim]; cache [kv_heads, max_seq, head_dim];

@@ -3,9 +3,8 @@
 // Each SIMD group owns GEMV_ROWS consecutive output rows; its 32 lanes walk
 // the rows together, dequantizing codes in registers (common.h formats) and
 // accumulating in f32 (each x load serving all the rows), then simd_sum
-// reduces. No threadgroup memory, no
-// barriers: the weights are read exactly once per token row, which is what
-// bounds decode speed. Grid: x = ceil(out / (GEMV_ROWS·GEMV_SIMDGROUPS)),
+// reduces. No threadgroup memory, no barriers: the weights are read exactly
+// once per token row, which is what bounds decode speed. Grid: x = ceil(out / (GEMV_ROWS·GEMV_SIMDGROUPS)),
 // y = token rows; threads per threadgroup = 32·GEMV_SIMDGROUPS.
 #include "common.h"
 
