@@ -132,13 +132,12 @@ func TestChatPipedConversation(t *testing.T) {
 		t.Fatalf("want 3 statistics lines on stderr, got:\n%s", stderr)
 	}
 	// Turn 2 restores the 14 tokens up to the first turn's assistant
-	// header (see engine.TestMultiTurnReusesThePrefix); so does the
-	// repeated first question, which then computes its 4-token generation
-	// prompt.
+	// header (see engine.TestMultiTurnReusesThePrefix); the repeated first
+	// question restores all of its 18 prompt tokens but the last.
 	if !strings.Contains(stats[1], "prefill 38 tokens (14 more from the cache)") {
 		t.Errorf("second turn did not reuse the cached prefix: %s", stats[1])
 	}
-	if !strings.Contains(stats[2], "prefill 4 tokens (14 more from the cache)") {
+	if !strings.Contains(stats[2], "prefill 1 tokens (17 more from the cache)") {
 		t.Errorf("the repeated question did not reuse its cached prompt: %s", stats[2])
 	}
 }

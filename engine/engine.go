@@ -76,10 +76,9 @@ type Request struct {
 	// Checkpoints are prompt positions (token counts) where the engine
 	// snapshots the state for later requests, typically the start of the
 	// last assistant turn (chat.PromptCheckpoints: where the next turn of
-	// the conversation diverges). The engine also snapshots at
-	// len(Prompt)-1, to serve the same prompt again, unless a checkpoint
-	// lies at most RecomputeTokens before it (recomputing those few tokens
-	// is cheaper than keeping another snapshot).
+	// the conversation diverges). The engine also snapshots at the end of
+	// every prompt, at len(Prompt)-1 (one token is left for the pass that
+	// samples the first new token), to serve the same prompt again.
 	Checkpoints []int
 	// SnapshotAnswer asks for a snapshot after the answer too, for a next
 	// prompt that repeats this one and the whole answer: a conversation
@@ -88,10 +87,6 @@ type Request struct {
 	// instead, as the template drops the answer's thinking block.
 	SnapshotAnswer bool
 }
-
-// RecomputeTokens is how close a checkpoint must be to the end of a prompt
-// for the engine to skip the end-of-prompt snapshot.
-const RecomputeTokens = 64
 
 // Event is one step of a request's stream. Every token produces one event;
 // the last event has Token −1 and a non-nil Stats.

@@ -198,10 +198,7 @@ func (g *generation) prefill(sampling *model.Sampling) (model.Pass, error) {
 
 	// Feed the prompt up to each checkpoint, snapshotting there, then the
 	// rest with the sample block.
-	marks := slices.Clone(req.Checkpoints)
-	if !slices.ContainsFunc(marks, func(m int) bool { return m < n && n-1-m <= RecomputeTokens }) {
-		marks = append(marks, n-1)
-	}
+	marks := append(slices.Clone(req.Checkpoints), n-1)
 	slices.Sort(marks)
 	for _, mark := range slices.Compact(marks) {
 		if mark <= pos || mark > n-1 {

@@ -313,25 +313,17 @@ func TestPipelinedDecode(t *testing.T) {
 	}
 }
 
-// TestSamePromptAgain: a prompt without checkpoints (a raw completion) is
-// snapshotted one token before its end, so sending it again computes one
-// token; with a checkpoint near its end, the checkpoint serves instead.
+// TestSamePromptAgain: every prompt is snapshotted one token before its
+// end, so sending it again computes one token.
 func TestSamePromptAgain(t *testing.T) {
 	e := loadDemo(t, "cpu", LoadOptions{})
-	c := greedyCases(t)[5]
-	n := len(c.PromptIDs)
-	collect(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 2})
-	ids, _, stats := collect(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 2})
-	if stats.CachedTokens != n-1 || !slices.Equal(ids, c.GreedyIDs[:2]) {
-		t.Errorf("raw prompt again: %d cached, ids %v; want %d cached, %v", stats.CachedTokens, ids, n-1, c.GreedyIDs[:2])
-	}
-
-	c = greedyCases(t)[6]
-	n = len(c.PromptIDs)
-	cp := n - 4 // after "<|im_start|>assistant\n", before the thinking block
-	collect(t, e, Request{Prompt: c.PromptIDs, Checkpoints: []int{cp}, MaxTokens: 2})
-	ids, _, stats = collect(t, e, Request{Prompt: c.PromptIDs, Checkpoints: []int{cp}, MaxTokens: 2})
-	if stats.CachedTokens != cp || !slices.Equal(ids, c.GreedyIDs[:2]) {
-		t.Errorf("chat prompt again: %d cached, ids %v; want %d cached, %v", stats.CachedTokens, ids, cp, c.GreedyIDs[:2])
+	for _, c := range greedyCases(t)[5:] {
+		n := len(c.PromptIDs)
+		checkpoints := []int{n - 4} // after "<|im_start|>assistant\n"
+		collect(t, e, Request{Prompt: c.PromptIDs, Checkpoints: checkpoints, MaxTokens: 2})
+		ids, _, stats := collect(t, e, Request{Prompt: c.PromptIDs, Checkpoints: checkpoints, MaxTokens: 2})
+		if stats.CachedTokens != n-1 || !slices.Equal(ids, c.GreedyIDs[:2]) {
+			t.Errorf("%q again: %d cached, ids %v; want %d cached, %v", c.Question, stats.CachedTokens, ids, n-1, c.GreedyIDs[:2])
+		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 //     answer without the generation prompt's thinking block);
 //   - one token before the end of the prompt, which serves the same prompt
 //     again (one token is left for the pass that samples the first new
-//     token to consume), unless a checkpoint lies a few tokens before it;
+//     token to consume); it may evict only entries older than the request;
 //   - after the answer, when the next prompt will repeat it whole (tool
 //     calls).
 type prefixCache struct {
