@@ -3,36 +3,12 @@ package chat
 import (
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
-
-// fixturesDir finds ../shared/fixtures next to the module root.
-func fixturesDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-	fx := filepath.Join(dir, "..", "shared", "fixtures")
-	if _, err := os.Stat(fx); err != nil {
-		t.Fatalf("fixtures not found at %s: %v", fx, err)
-	}
-	return fx
-}
 
 type chatCase struct {
 	Name                string          `json:"name"`
@@ -65,7 +41,7 @@ func (c chatCase) request(t testing.TB) RenderRequest {
 
 func loadChatCases(t testing.TB) []chatCase {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(fixturesDir(t), "chat", "chat-public.json"))
+	data, err := os.ReadFile(fixtures.Path(t, "chat", "chat-public.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +59,7 @@ func loadChatCases(t testing.TB) []chatCase {
 
 func tinyModel(t testing.TB) (*Template, *tokenizer.Tokenizer) {
 	t.Helper()
-	dir := filepath.Join(fixturesDir(t), "qwen35moe-tiny", "hf-bf16")
+	dir := fixtures.Path(t, "qwen35moe-tiny", "hf-bf16")
 	tmpl, err := LoadTemplate(dir)
 	if err != nil {
 		t.Fatal(err)

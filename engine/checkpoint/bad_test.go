@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/safetensors"
 )
@@ -128,8 +129,8 @@ func expectError(t *testing.T, dir string, kind error, mentions ...string) {
 }
 
 func TestBadFolders(t *testing.T) {
-	hub := fixture(t, "qwen35moe-tiny", "hf-bf16")
-	mlx := fixture(t, "qwen35moe-tiny", "mlx-4bit")
+	hub := fixtures.Path(t, "qwen35moe-tiny", "hf-bf16")
+	mlx := fixtures.Path(t, "qwen35moe-tiny", "mlx-4bit")
 	const hubL3 = "model.language_model.layers.3."
 	const mlxL0 = "language_model.model.layers.0."
 
@@ -376,7 +377,7 @@ func sameMatrix(t *testing.T, a, b model.Matrix) {
 }
 
 func TestShardedLoadsLikeSingle(t *testing.T) {
-	for _, src := range []string{fixture(t, "qwen35moe-tiny", "hf-bf16"), fixture(t, "qwen35moe-tiny", "mlx-4bit")} {
+	for _, src := range []string{fixtures.Path(t, "qwen35moe-tiny", "hf-bf16"), fixtures.Path(t, "qwen35moe-tiny", "mlx-4bit")} {
 		d := copyFolder(t, src)
 		shard(t, d, 3)
 		if _, err := os.Stat(filepath.Join(d, safetensors.SingleFileName)); err == nil {
@@ -398,7 +399,7 @@ func TestShardedLoadsLikeSingle(t *testing.T) {
 // TestUnfusedExperts rewrites the hub's fused experts as the per-expert
 // tensors save_pretrained may write, and checks they bind to the same values.
 func TestUnfusedExperts(t *testing.T) {
-	src := fixture(t, "qwen35moe-tiny", "hf-bf16")
+	src := fixtures.Path(t, "qwen35moe-tiny", "hf-bf16")
 	d := copyFolder(t, src)
 	p := filepath.Join(d, "model.safetensors")
 	e := readTensors(t, p)
@@ -440,7 +441,7 @@ func TestUnfusedExperts(t *testing.T) {
 // TestCorruptHeadersNeverPanic flips bytes across the safetensors header of
 // a real checkpoint: every variant must load or fail with an error.
 func TestCorruptHeadersNeverPanic(t *testing.T) {
-	src := fixture(t, "qwen35moe-tiny", "mlx-4bit")
+	src := fixtures.Path(t, "qwen35moe-tiny", "mlx-4bit")
 	d := copyFolder(t, src)
 	p := filepath.Join(d, "model.safetensors")
 	orig, err := os.ReadFile(p)

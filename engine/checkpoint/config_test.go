@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
@@ -17,7 +18,7 @@ import (
 func TestFullSizeConfigs(t *testing.T) {
 	for _, name := range []string{"config.json", "config.mlx-4bit.json"} {
 		t.Run(name, func(t *testing.T) {
-			path := fixture(t, "qwen3.6-35b-a3b", name)
+			path := fixtures.Path(t, "qwen3.6-35b-a3b", name)
 			raw, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -70,7 +71,7 @@ func TestFullSizeConfigs(t *testing.T) {
 // a bare text config, full_attention_interval instead of layer_types, flat
 // legacy rope fields, and generation_config.json supplying more EOS ids.
 func TestConfigVariants(t *testing.T) {
-	src := fixture(t, "qwen35moe-tiny", "hf-bf16")
+	src := fixtures.Path(t, "qwen35moe-tiny", "hf-bf16")
 	base := load(t, src).Weights.Config
 
 	t.Run("bare text config with legacy fields", func(t *testing.T) {
@@ -123,7 +124,7 @@ func TestConfigVariants(t *testing.T) {
 
 // TestParseConfigNeverPanics feeds truncated and type-confused configs.
 func TestParseConfigNeverPanics(t *testing.T) {
-	raw, err := os.ReadFile(fixture(t, "qwen35moe-tiny", "mlx-4bit", "config.json"))
+	raw, err := os.ReadFile(fixtures.Path(t, "qwen35moe-tiny", "mlx-4bit", "config.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
@@ -101,9 +102,9 @@ func TestLoadFixtures(t *testing.T) {
 		layout Layout
 		quant  bool
 	}{
-		{fixture(t, "qwen35moe-tiny", "hf-bf16"), Hub, false},
-		{fixture(t, "qwen35moe-tiny", "mlx-4bit"), MLX, true},
-		{filepath.Join(sharedDir(t), "demo", "suzuran-tiny"), MLX, true},
+		{fixtures.Path(t, "qwen35moe-tiny", "hf-bf16"), Hub, false},
+		{fixtures.Path(t, "qwen35moe-tiny", "mlx-4bit"), MLX, true},
+		{fixtures.Shared(t, "demo", "suzuran-tiny"), MLX, true},
 		{filepath.Join("testdata", "qwen35moe-alt", "hf-bf16"), Hub, false},
 		{filepath.Join("testdata", "qwen35moe-alt", "mlx-4bit"), MLX, true},
 	}
@@ -140,7 +141,7 @@ func TestLoadFixtures(t *testing.T) {
 // TestConfigValues pins the parsed config of the tiny fixture against its
 // config.json and generation_config.json.
 func TestConfigValues(t *testing.T) {
-	m := load(t, fixture(t, "qwen35moe-tiny", "mlx-4bit"))
+	m := load(t, fixtures.Path(t, "qwen35moe-tiny", "mlx-4bit"))
 	c := m.Weights.Config
 	want := []model.LayerType{model.LinearAttention, model.LinearAttention, model.LinearAttention, model.FullAttention}
 	for i, lt := range want {
@@ -174,7 +175,7 @@ func TestConfigValues(t *testing.T) {
 func TestMLXMatchesHub(t *testing.T) {
 	for _, name := range []string{"qwen35moe-tiny", "qwen35moe-alt"} {
 		t.Run(name, func(t *testing.T) {
-			root := fixture(t, name)
+			root := fixtures.Path(t, name)
 			if name == "qwen35moe-alt" {
 				root = filepath.Join("testdata", name)
 			}

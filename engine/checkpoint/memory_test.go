@@ -8,23 +8,9 @@ import (
 	"time"
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/synth"
 )
-
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared")
-		}
-		if p := filepath.Dir(dir); p != dir {
-			dir = p
-		} else {
-			t.Fatal("go.mod not found")
-		}
-	}
-}
 
 func heapAlloc() uint64 {
 	runtime.GC()
@@ -39,13 +25,13 @@ func heapAlloc() uint64 {
 // heap grows by less than 2 % of the checkpoint's size: the matrices must be
 // views into the mapping, not copies.
 func TestLoadHeapGrowth(t *testing.T) {
-	cfg, err := os.ReadFile(filepath.Join(sharedDir(t), "fixtures", "qwen3.6-35b-a3b", "config.mlx-4bit.json"))
+	cfg, err := os.ReadFile(fixtures.Path(t, "qwen3.6-35b-a3b", "config.mlx-4bit.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "full-width")
 	res, err := synth.Write(dir, synth.Options{Config: cfg, Layers: 2, Seed: 1,
-		TokenizerDir: filepath.Join(sharedDir(t), "demo", "suzuran-tiny")})
+		TokenizerDir: fixtures.Shared(t, "demo", "suzuran-tiny")})
 	if err != nil {
 		t.Fatal(err)
 	}

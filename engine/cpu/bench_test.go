@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/synth"
 )
@@ -94,7 +95,7 @@ var benchWeights *model.Weights
 
 func benchSetup(b *testing.B) (*Backend, *model.Weights) {
 	if benchWeights == nil {
-		shared := filepath.Join(moduleRoot(b), "..", "shared")
+		shared := fixtures.Shared(b)
 		cfg, err := os.ReadFile(filepath.Join(shared, synth.FullSizeConfig))
 		if err != nil {
 			b.Fatal(err)

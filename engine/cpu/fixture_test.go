@@ -4,11 +4,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/safetensors"
 )
@@ -20,24 +20,6 @@ import (
 // 1+w, a wrong head mapping or a RoPE pairing error moves logits by 1e-1 or
 // more of their scale).
 const fixtureTolerance = 1e-3
-
-// moduleRoot walks up from the test's directory to the folder holding go.mod.
-func moduleRoot(t testing.TB) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
 
 // reference is one model folder with the transformers outputs for it.
 type reference struct {
@@ -100,10 +82,10 @@ func loadReference(t testing.TB, refPath, modelDir, prefix string) *reference {
 // fixtureModels lists the reference checkpoints: the shared tiny model and
 // the alternative sizes under engine/checkpoint/testdata, both layouts each.
 func fixtureModels(t testing.TB) []*reference {
-	root := moduleRoot(t)
+	root := fixtures.ModuleRoot(t)
 	var refs []*reference
 	for _, base := range []string{
-		filepath.Join(root, "..", "shared", "fixtures", "qwen35moe-tiny"),
+		fixtures.Path(t, "qwen35moe-tiny"),
 		filepath.Join(root, "engine", "checkpoint", "testdata", "qwen35moe-alt"),
 	} {
 		for _, layout := range []struct{ dir, prefix string }{{"hf-bf16", "hf"}, {"mlx-4bit", "mlx"}} {
@@ -126,20 +108,6 @@ func openModel(t testing.TB, dir string) (*Backend, *model.Weights) {
 		t.Fatal(err)
 	}
 	return b, m.Weights
-}
-
-// relError is max|got-want| / max|want|: the error measured against the
-// scale of the whole output, so tiny entries do not dominate.
-func relError(got, want []float32) float64 {
-	if len(got) != len(want) {
-		return math.Inf(1)
-	}
-	var maxDiff, maxRef float64
-	for i := range want {
-		maxDiff = max(maxDiff, math.Abs(float64(got[i])-float64(want[i])))
-		maxRef = max(maxRef, math.Abs(float64(want[i])))
-	}
-	return maxDiff / maxRef
 }
 
 // TestFixtures runs each reference checkpoint's prompt in one pass and
@@ -181,13 +149,13 @@ func checkReference(t *testing.T, ref *reference) {
 	H := ref.size
 	for l := range res.Hidden {
 		want := ref.hidden[l*T*H : (l+1)*T*H]
-		if e := relError(res.Hidden[l], want); e > fixtureTolerance || math.IsNaN(e) {
+		if e := fixtures.RelError(res.Hidden[l], want); e > fixtureTolerance || math.IsNaN(e) {
 			t.Fatalf("residual stream after layer %d (0: embedding) drifts: relative error %.3g > %g", l, e, fixtureTolerance)
 		} else {
 			t.Logf("hidden %d: relative error %.2e", l, e)
 		}
 	}
-	e := relError(res.Logits, ref.logits)
+	e := fixtures.RelError(res.Logits, ref.logits)
 	t.Logf("prompt logits [%d, %d]: relative error %.2e", T, ref.vocab, e)
 	if e > fixtureTolerance || math.IsNaN(e) {
 		t.Fatalf("prompt logits: relative error %.3g > %g", e, fixtureTolerance)
@@ -209,7 +177,7 @@ func checkReference(t *testing.T, ref *reference) {
 	if fmt.Sprint(ids) != fmt.Sprint(ref.genIDs) {
 		t.Fatalf("greedy continuation\n got %v\nwant %v", ids, ref.genIDs)
 	}
-	e = relError(genLogits, ref.genLogits)
+	e = fixtures.RelError(genLogits, ref.genLogits)
 	t.Logf("generated logits [%d, %d]: relative error %.2e", len(ids), ref.vocab, e)
 	if e > fixtureTolerance || math.IsNaN(e) {
 		t.Fatalf("generated logits: relative error %.3g > %g", e, fixtureTolerance)

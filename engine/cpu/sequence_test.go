@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
@@ -39,7 +40,7 @@ func TestPrefillInPieces(t *testing.T) {
 			whole := prefillPieces(t, b, w, one, ref.prompt)
 			split, _ := b.NewSequence(len(ref.prompt))
 			pieces := prefillPieces(t, b, w, split, ref.prompt, 37, 1, 3, 20)
-			if e := relError(pieces, whole); e > 1e-5 || math.IsNaN(e) {
+			if e := fixtures.RelError(pieces, whole); e > 1e-5 || math.IsNaN(e) {
 				t.Fatalf("logits of a prompt in pieces differ from one pass: relative error %.3g > 1e-5", e)
 			} else {
 				t.Logf("relative difference %.2e", e)
@@ -55,7 +56,7 @@ func TestPrefillInPieces(t *testing.T) {
 				t.Fatal(err)
 			}
 			last := whole[(len(ref.prompt)-1)*ref.vocab:]
-			if e := relError(res.Logits, last); e > 1e-5 || math.IsNaN(e) {
+			if e := fixtures.RelError(res.Logits, last); e > 1e-5 || math.IsNaN(e) {
 				t.Fatalf("chunked prefill's last logits differ from one pass: relative error %.3g > 1e-5", e)
 			}
 			if res.Token != model.ArgMax(last) || chunked.Pos() != len(ref.prompt) {

@@ -3,13 +3,12 @@ package logits
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/cpu"
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/safetensors"
 )
 
@@ -17,19 +16,6 @@ import (
 // largest logit on these models; 1e-3 (the bound) is far below the
 // 1e-1 that a real mistake (a missing 1+w, a wrong head mapping) causes.
 const tolerance = 1e-3
-
-func moduleRoot(t *testing.T) string {
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		if filepath.Dir(dir) == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = filepath.Dir(dir)
-	}
-}
 
 type file struct {
 	t *testing.T
@@ -69,27 +55,15 @@ func (f file) ints(name string) []int {
 	return out
 }
 
-func relError(got, want []float32) float64 {
-	if len(got) != len(want) {
-		return math.Inf(1)
-	}
-	var d, m float64
-	for i := range want {
-		d = max(d, math.Abs(float64(got[i])-float64(want[i])))
-		m = max(m, math.Abs(float64(want[i])))
-	}
-	return d / m
-}
-
 // TestReferences runs the logits path on the CPU backend for the tiny
 // fixture model and the alternative-size checkpoint (300-token prompt;
 // other head counts, GQA ratio, key and value head dims that differ),
 // both layouts, writes the file, reads it back and compares it with
 // transformers' outputs.
 func TestReferences(t *testing.T) {
-	root := moduleRoot(t)
+	root := fixtures.ModuleRoot(t)
 	for _, base := range []string{
-		filepath.Join(root, "..", "shared", "fixtures", "qwen35moe-tiny"),
+		fixtures.Path(t, "qwen35moe-tiny"),
 		filepath.Join(root, "engine", "checkpoint", "testdata", "qwen35moe-alt"),
 	} {
 		ref := open(t, filepath.Join(base, "reference.safetensors"))
@@ -122,7 +96,7 @@ func TestReferences(t *testing.T) {
 					{"prompt_logits", layout.prefix + ".prompt_logits"},
 					{"gen_logits", layout.prefix + ".gen_logits"},
 				} {
-					e := relError(got.floats(c.got), ref.floats(c.want))
+					e := fixtures.RelError(got.floats(c.got), ref.floats(c.want))
 					t.Logf("%s: relative error %.2e", c.got, e)
 					if !(e <= tolerance) {
 						t.Errorf("%s: relative error %.3g > %g", c.got, e, tolerance)
@@ -137,7 +111,7 @@ func TestReferences(t *testing.T) {
 }
 
 func TestComputeRejects(t *testing.T) {
-	m, err := checkpoint.Load(filepath.Join(moduleRoot(t), "..", "shared", "fixtures", "qwen35moe-tiny", "mlx-4bit"))
+	m, err := checkpoint.Load(fixtures.Path(t, "qwen35moe-tiny", "mlx-4bit"))
 	if err != nil {
 		t.Fatal(err)
 	}

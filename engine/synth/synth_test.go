@@ -11,27 +11,13 @@ import (
 	"unsafe"
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
-func sharedDir(t testing.TB) string {
-	t.Helper()
-	dir, _ := os.Getwd()
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared")
-		}
-		if p := filepath.Dir(dir); p != dir {
-			dir = p
-		} else {
-			t.Fatal("go.mod not found")
-		}
-	}
-}
-
 func readConfig(t *testing.T, parts ...string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(append([]string{sharedDir(t), "fixtures"}, parts...)...))
+	b, err := os.ReadFile(fixtures.Path(t, parts...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +46,7 @@ func TestWriteLoadsInBothLayouts(t *testing.T) {
 		t.Run(layout.String(), func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "model")
 			res, err := Write(dir, Options{Config: cfg, Layers: 2, Layout: layout, Seed: 1,
-				TokenizerDir: filepath.Join(sharedDir(t), "fixtures", "qwen35moe-tiny", "mlx-4bit")})
+				TokenizerDir: fixtures.Path(t, "qwen35moe-tiny", "mlx-4bit")})
 			if err != nil {
 				t.Fatal(err)
 			}

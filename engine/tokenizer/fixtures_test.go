@@ -7,31 +7,9 @@ import (
 	"slices"
 	"sync"
 	"testing"
-)
 
-// fixturesDir finds ../shared/fixtures next to the module root.
-func fixturesDir(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("go.mod not found above the test directory")
-		}
-		dir = parent
-	}
-	fx := filepath.Join(dir, "..", "shared", "fixtures")
-	if _, err := os.Stat(fx); err != nil {
-		t.Fatalf("fixtures not found at %s: %v", fx, err)
-	}
-	return fx
-}
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
+)
 
 type encodeCase struct {
 	Text    string `json:"text"`
@@ -66,7 +44,7 @@ var (
 // qwen3 loads the real 151k-token Qwen3 tokenizer once per test binary.
 func qwen3(t testing.TB) *Tokenizer {
 	t.Helper()
-	dir := filepath.Join(fixturesDir(t), "tokenizer", "qwen3")
+	dir := fixtures.Path(t, "tokenizer", "qwen3")
 	qwen3Once.Do(func() { qwen3Tok, qwen3Err = Load(dir) })
 	if qwen3Err != nil {
 		t.Fatal(qwen3Err)
@@ -77,7 +55,7 @@ func qwen3(t testing.TB) *Tokenizer {
 // The fixtures were made by Hugging Face tokenizers' encode, which
 // recognises special tokens, so they are compared with EncodeWithSpecials.
 func TestFixtureEncodings(t *testing.T) {
-	fx := fixturesDir(t)
+	fx := fixtures.Path(t)
 	tiny, err := Load(filepath.Join(fx, "qwen35moe-tiny", "hf-bf16"))
 	if err != nil {
 		t.Fatal(err)

@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 )
 
 // The hand-written reader must agree with encoding/json on the real files
 // and on escapes they may contain.
 func TestJSONScannerMatchesEncodingJSON(t *testing.T) {
-	fx := fixturesDir(t)
+	fx := fixtures.Path(t)
 	for _, path := range []string{
 		filepath.Join(fx, "tokenizer", "qwen3", "tokenizer.json"),
 		filepath.Join(fx, "qwen35moe-tiny", "hf-bf16", "tokenizer.json"),

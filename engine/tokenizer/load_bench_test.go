@@ -1,12 +1,13 @@
 package tokenizer
 
 import (
-	"path/filepath"
 	"testing"
+
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 )
 
 func BenchmarkLoadQwen3(b *testing.B) {
-	dir := filepath.Join(fixturesDir(b), "tokenizer", "qwen3")
+	dir := fixtures.Path(b, "tokenizer", "qwen3")
 	for b.Loop() {
 		if _, err := Load(dir); err != nil {
 			b.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 )
 
 // These tests compare against @lenml/tokenizers, a JavaScript port of
@@ -190,7 +192,7 @@ func wideCorpus() []string {
 }
 
 func TestWideCorpusAgainstNode(t *testing.T) {
-	fx := fixturesDir(t)
+	fx := fixtures.Path(t)
 	corpus := wideCorpus()
 	qwen3Dir := filepath.Join(fx, "tokenizer", "qwen3")
 	qwen3JSON, err := os.ReadFile(filepath.Join(qwen3Dir, "tokenizer.json"))

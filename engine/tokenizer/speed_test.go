@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 )
 
 // benchDocument builds a deterministic document of exactly n characters
@@ -97,7 +99,7 @@ func TestEncodeSpeedAgainstNode(t *testing.T) {
 	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(fixturesDir(t), "tokenizer", "qwen3")
+	dir := fixtures.Path(t, "tokenizer", "qwen3")
 	reply := runNode(t, nodeRequest{
 		Tokenizer: filepath.Join(dir, "tokenizer.json"),
 		Config:    filepath.Join(dir, "tokenizer_config.json"),

@@ -3,12 +3,13 @@ package tokenizer
 import (
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 )
 
 func TestSpecialTokensInUserText(t *testing.T) {
@@ -66,7 +67,7 @@ func TestInvalidUTF8Input(t *testing.T) {
 // The two merge strategies must agree exactly; the heap one only runs on
 // long words in normal use.
 func TestMergeStrategiesAgree(t *testing.T) {
-	tiny, err := Load(filepath.Join(fixturesDir(t), "qwen35moe-tiny", "hf-bf16"))
+	tiny, err := Load(fixtures.Path(t, "qwen35moe-tiny", "hf-bf16"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func TestStreamDecoder(t *testing.T) {
 // Wrapping the Qwen3.5 pattern in a group changes its text but not its
 // meaning, so both paths must encode the corpus identically.
 func TestRegexFallbackMatchesScanner(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join(fixturesDir(t), "qwen35moe-tiny", "hf-bf16", "tokenizer.json"))
+	data, err := os.ReadFile(fixtures.Path(t, "qwen35moe-tiny", "hf-bf16", "tokenizer.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
