@@ -118,7 +118,7 @@ random weights and --layers layers, and measures that.
 	f.IntVar(&s.Runs, "runs", 3, "runs per prompt length (median, min and max are reported)")
 	f.IntVar(&s.LongRuns, "long-runs", 0, "runs for prompts over --long-prompt tokens (0: --runs)")
 	f.IntVar(&s.LongPrompt, "long-prompt", 1024, "prompt length above which --long-runs applies")
-	f.IntVar(&s.Chunk, "chunk", 0, "prefill chunk length (0: the whole prompt in one pass)")
+	f.IntVar(&s.Chunk, "chunk", 512, "prefill chunk length, as the engine prefills (0: the whole prompt in one pass)")
 	f.IntVar(&s.Warmup, "warmup", 32, "prompt length of the untimed warm-up")
 	f.StringVar(&s.LayerCosts, "layer-costs", "", "per-layer method: blocks, prefixes or off (default: blocks for cpu, prefixes for GPU backends)")
 	f.IntVar(&s.PrefixPrompt, "prefix-prompt", 512, "prompt length of the per-layer prefix runs (prefixes method)")
