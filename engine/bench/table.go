@@ -45,6 +45,12 @@ func Table(out io.Writer, reports []*Report) error {
 		}
 		return fmt.Sprint(s.Runs)
 	})
+	add("prefill chunk, tokens", func(r *Report) string {
+		if r.Settings.Chunk <= 0 {
+			return "whole prompt"
+		}
+		return fmt.Sprint(r.Settings.Chunk)
+	})
 	add("wall time of the benchmark", func(r *Report) string { return fmt.Sprintf("%.0f s", r.Seconds) })
 	add("load average (1 min) at start / end", func(r *Report) string {
 		return fmt.Sprintf("%.2f / %.2f on %d cores", r.Machine.LoadStart[0], r.Machine.LoadEnd[0], r.Machine.Cores)
