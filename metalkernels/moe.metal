@@ -153,12 +153,12 @@ kernel void moe_gate_up(constant ExpertParams& p [[buffer(0)]],
     uint slot = tg.y;
     uint t = tg.z;
     uint e = uint(ids[ulong(t) * p.slots + slot]);
-    bool shared = e >= p.experts;
-    WeightRef wg = shared ? plain_ref(sgate, sgate_scales, sgate_biases, p.hidden, p.shared_group_size, p.shared_flags)
+    bool is_shared = e >= p.experts;
+    WeightRef wg = is_shared ? plain_ref(sgate, sgate_scales, sgate_biases, p.hidden, p.shared_group_size, p.shared_flags)
                           : expert_ref(gate, gate_scales, gate_biases, gate_table, e, p.hidden, p.group_size, p.flags);
-    WeightRef wu = shared ? plain_ref(sup, sup_scales, sup_biases, p.hidden, p.shared_group_size, p.shared_flags)
+    WeightRef wu = is_shared ? plain_ref(sup, sup_scales, sup_biases, p.hidden, p.shared_group_size, p.shared_flags)
                           : expert_ref(up, up_scales, up_biases, up_table, e, p.hidden, p.group_size, p.flags);
-    uint rows = shared ? p.shared_inter : p.inter;
+    uint rows = is_shared ? p.shared_inter : p.inter;
     const device float* xt = x + ulong(t) * p.hidden;
     device float* ht = h + (ulong(t) * p.slots + slot) * p.h_stride;
     uint row0 = (tg.x * MOE_SIMDGROUPS + sg) * MOE_ROWS;
@@ -211,8 +211,8 @@ kernel void moe_down_combine(constant ExpertParams& p [[buffer(0)]],
     for (uint slot = 0; slot < p.slots; slot++) {
         uint e = uint(ids[ulong(t) * p.slots + slot]);
         float wt = weights[ulong(t) * p.slots + slot];
-        bool shared = e >= p.experts;
-        WeightRef wd = shared ? plain_ref(sdown, sdown_scales, sdown_biases, p.shared_inter, p.shared_group_size, p.shared_flags)
+        bool is_shared = e >= p.experts;
+        WeightRef wd = is_shared ? plain_ref(sdown, sdown_scales, sdown_biases, p.shared_inter, p.shared_group_size, p.shared_flags)
                               : expert_ref(down, down_scales, down_biases, down_table, e, p.inter, p.group_size, p.flags);
         const device float* ht = h + (ulong(t) * p.slots + slot) * p.h_stride;
         float part[MOE_ROWS];
