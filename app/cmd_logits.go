@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -103,12 +105,10 @@ logits that chose each token. The layout is that of the reference fixtures.`,
 	return cmd
 }
 
+// backendNames lists the backends sorted, so that messages read the same
+// every time.
 func backendNames() []string {
-	var names []string
-	for name := range logitsBackends {
-		names = append(names, name)
-	}
-	return names
+	return slices.Sorted(maps.Keys(logitsBackends))
 }
 
 // parseIDs reads "1,2,3" (spaces allowed) into token ids.

@@ -2,8 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
-	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -25,10 +23,7 @@ func TestLogitsCommandEmu(t *testing.T) {
 	}
 	defer ref.Close()
 	promptT, _ := ref.Tensor("prompt_ids")
-	var ids []string
-	for i := range promptT.NumElements() {
-		ids = append(ids, strconv.Itoa(int(int32(binary.LittleEndian.Uint32(promptT.Data[4*i:])))))
-	}
+	ids := promptFlag(promptT)
 	wantIDs, _ := ref.Tensor("mlx.gen_ids")
 	gen := wantIDs.NumElements()
 	out := filepath.Join(t.TempDir(), "out.safetensors")
@@ -36,7 +31,7 @@ func TestLogitsCommandEmu(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	cmd.SetOut(&stdout)
 	cmd.SetErr(&stderr)
-	cmd.SetArgs([]string{"--model", filepath.Join(tiny, "mlx-4bit"), "--ids", strings.Join(ids, ","),
+	cmd.SetArgs([]string{"--model", filepath.Join(tiny, "mlx-4bit"), "--ids", ids,
 		"--gen", strconv.Itoa(gen), "--backend", "emu", "--stats", "--out", out})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
@@ -53,16 +48,10 @@ func TestLogitsCommandEmu(t *testing.T) {
 	for _, name := range []string{"prompt_logits", "gen_logits"} {
 		got, _ := f.Tensor(name)
 		want, _ := ref.Tensor("mlx." + name)
-		g, _ := safetensors.ToFloat32(got)
-		w, _ := safetensors.ToFloat32(want)
-		var d, m float64
-		for i := range w {
-			d = max(d, math.Abs(float64(g[i]-w[i])))
-			m = max(m, math.Abs(float64(w[i])))
-		}
-		t.Logf("%s: relative error %.2e", name, d/m)
-		if !(d/m <= 1e-3) {
-			t.Fatalf("%s: relative error %.3g > 1e-3", name, d/m)
+		e := relError(got, want)
+		t.Logf("%s: relative error %.2e", name, e)
+		if !(e <= 1e-3) {
+			t.Fatalf("%s: relative error %.3g > 1e-3", name, e)
 		}
 	}
 	for _, line := range []string{

@@ -26,15 +26,12 @@ func TestLogitsCommand(t *testing.T) {
 	}
 	defer ref.Close()
 	promptT, _ := ref.Tensor("prompt_ids")
-	var ids []string
-	for i := range promptT.NumElements() {
-		ids = append(ids, strconv.Itoa(int(int32(binary.LittleEndian.Uint32(promptT.Data[4*i:])))))
-	}
+	ids := promptFlag(promptT)
 	out := filepath.Join(t.TempDir(), "out.safetensors")
 	cmd := newLogitsCmd()
 	var stdout bytes.Buffer
 	cmd.SetOut(&stdout)
-	cmd.SetArgs([]string{"--model", filepath.Join(alt, "mlx-4bit"), "--ids", strings.Join(ids, ","), "--gen", "3", "--out", out})
+	cmd.SetArgs([]string{"--model", filepath.Join(alt, "mlx-4bit"), "--ids", ids, "--gen", "3", "--out", out})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
@@ -52,15 +49,8 @@ func TestLogitsCommand(t *testing.T) {
 	}
 	got, _ := f.Tensor("prompt_logits")
 	want, _ := ref.Tensor("mlx.prompt_logits")
-	g, _ := safetensors.ToFloat32(got)
-	w, _ := safetensors.ToFloat32(want)
-	var d, m float64
-	for i := range w {
-		d = max(d, math.Abs(float64(g[i]-w[i])))
-		m = max(m, math.Abs(float64(w[i])))
-	}
-	if !(d/m <= 1e-3) {
-		t.Fatalf("prompt_logits: relative error %.3g > 1e-3", d/m)
+	if e := relError(got, want); !(e <= 1e-3) {
+		t.Fatalf("prompt_logits: relative error %.3g > 1e-3", e)
 	}
 	gotIDs, _ := f.Tensor("gen_ids")
 	wantIDs, _ := ref.Tensor("mlx.gen_ids")
@@ -72,19 +62,49 @@ func TestLogitsCommand(t *testing.T) {
 	}
 }
 
+// TestLogitsCommandErrors checks that bad input fails with a message that
+// names what to fix.
 func TestLogitsCommandErrors(t *testing.T) {
-	for _, args := range [][]string{
-		{"--model", "/nonexistent", "--ids", "1,2", "--out", "x"},
-		{"--model", ".", "--ids", "1,a", "--out", "x"},
-		{"--model", ".", "--ids", "1", "--backend", "nope", "--out", "x"},
-		{"--ids", "1", "--out", "x"},
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", "/nonexistent", "--ids", "1,2", "--out", "x"}, "/nonexistent"},
+		{[]string{"--model", ".", "--ids", "1,a", "--out", "x"}, `--ids: "a" is not a token id`},
+		{[]string{"--model", ".", "--ids", "1", "--backend", "nope", "--out", "x"}, `unknown backend "nope": choose one of cpu, emu`},
+		{[]string{"--ids", "1", "--out", "x"}, `"model" not set`},
 	} {
 		cmd := newLogitsCmd()
-		cmd.SetArgs(args)
+		cmd.SetArgs(c.args)
 		cmd.SetOut(&bytes.Buffer{})
 		cmd.SetErr(&bytes.Buffer{})
-		if err := cmd.Execute(); err == nil {
-			t.Errorf("suzuran logits %v succeeded", args)
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("suzuran logits %v: error %v, want one containing %q", c.args, err, c.want)
 		}
 	}
+}
+
+// promptFlag turns a reference file's I32 prompt_ids into --ids' value.
+func promptFlag(ids safetensors.Tensor) string {
+	var s []string
+	for i := range ids.NumElements() {
+		s = append(s, strconv.Itoa(int(int32(binary.LittleEndian.Uint32(ids.Data[4*i:])))))
+	}
+	return strings.Join(s, ",")
+}
+
+// relError is max|got-want| / max|want| over two float tensors: +Inf when
+// their sizes differ or one does not convert, NaN when got holds a NaN.
+func relError(got, want safetensors.Tensor) float64 {
+	g, err1 := safetensors.ToFloat32(got)
+	w, err2 := safetensors.ToFloat32(want)
+	if err1 != nil || err2 != nil || len(g) != len(w) {
+		return math.Inf(1)
+	}
+	var d, m float64
+	for i := range w {
+		d = max(d, math.Abs(float64(g[i])-float64(w[i])))
+		m = max(m, math.Abs(float64(w[i])))
+	}
+	return d / m
 }
