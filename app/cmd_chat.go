@@ -36,7 +36,7 @@ type chatOptions struct {
 func newChatCmd() *cobra.Command {
 	var o chatOptions
 	cmd := &cobra.Command{
-		Use:   "chat [--model DIR] [--backend cpu] [--think on|off] [--temperature T] [--max-tokens N] [--system TEXT]",
+		Use:   "chat [--model DIR] [--backend cpu|emu|metal] [--think on|off] [--temperature T] [--max-tokens N] [--system TEXT]",
 		Short: "Chat with the model in the terminal",
 		Long: `chat is a terminal chat on the engine. Answers stream as they are generated,
 thinking shown dimmed; after each answer the prefill and decode speeds are
@@ -65,7 +65,7 @@ trained without thinking.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.model, "model", "", "model folder (default: the configured model, else the demo model)")
-	f.StringVar(&o.backend, "backend", "cpu", "backend to run on: "+strings.Join(engine.Backends(), ", "))
+	f.StringVar(&o.backend, "backend", defaultBackend(), "backend to run on: "+strings.Join(engine.Backends(), ", "))
 	f.StringVar(&o.think, "think", "", "thinking: on or off (default on; off for the demo model)")
 	f.Float64Var(&o.temperature, "temperature", 0, "sampling temperature; 0 is greedy (default: the model card's)")
 	f.IntVar(&o.maxTokens, "max-tokens", 0, "most tokens per answer (default: as many as the context holds)")
@@ -125,6 +125,14 @@ func runChat(cmd *cobra.Command, o chatOptions) error {
 		return s.interactive(stdin)
 	}
 	return s.script(stdin)
+}
+
+// defaultBackend is Metal where this build has it (macOS), else the CPU.
+func defaultBackend() string {
+	if slices.Contains(engine.Backends(), "metal") {
+		return "metal"
+	}
+	return "cpu"
 }
 
 // isTerminal reports whether w (or r) is a terminal.
