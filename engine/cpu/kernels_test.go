@@ -95,6 +95,8 @@ func TestAxpyDot(t *testing.T) {
 			if e := math.Abs(float64(dot(a, b))-want) / mag; e > 1e-5 {
 				t.Errorf("dot n=%d: error %.3g of Σ|a·b|", n, e)
 			}
+			// axpy rounds one product and one sum per element (two f32
+			// roundings, 1.2e-7 relative); 1e-6 of 1+|w| bounds that.
 			y := append([]float32(nil), b...)
 			axpy(y, a, 0.75)
 			for i := range y {
@@ -143,6 +145,9 @@ func TestTopKSoftmax(t *testing.T) {
 	if want := []int{5, 1, 3, 4}; idx[0] != want[0] || idx[1] != want[1] || idx[2] != want[2] || idx[3] != want[3] {
 		t.Fatalf("top-4 of %v: %v, want %v (ties: lower index first)", x, idx, want)
 	}
+	// Softmax of eight values: f32 exp and one division per entry, each
+	// within a few ulp (< 1e-7 for probabilities ≤ 1); their sum rounds
+	// eight more times, hence 1e-6 for it.
 	p := make([]float32, len(x))
 	softmax(p, x)
 	var sum float64
@@ -166,7 +171,10 @@ func sumExp(x []float32) float64 {
 	return s
 }
 
-// TestRMSNorm checks x·rsqrt(mean(x²)+eps)·w against float64.
+// TestRMSNorm checks x·rsqrt(mean(x²)+eps)·w against float64. Tolerance
+// 1e-6 of 1+|y|: the f32 path rounds a 37-term sum of squares, a square
+// root and two products, a few 1e-7 at most, while a wrong eps, a missing
+// weight or a mean over the wrong length is off by far more.
 func TestRMSNorm(t *testing.T) {
 	rng := rand.New(rand.NewPCG(13, 14))
 	x, w := randomVector(rng, 37), randomVector(rng, 37)
