@@ -266,9 +266,11 @@ func Run(t Target, s Settings, log io.Writer) (*Report, error) {
 			CPUSeconds: Summarize(decCPU),
 			Traffic:    DecodeTraffic(t.Weights, p+s.Gen/2, t.KVElemBytes)}
 		if pre != nil {
-			c := pre.Costs(runs, p)
+			shape := Describe(t.Weights)
+			dn, att := shape.DeltaNetLayers, shape.AttentionLayers
+			c := pre.Costs(runs, p, dn, att)
 			pr.Layers = &c
-			d := dec.Costs(runs*s.Gen, 1)
+			d := dec.Costs(runs*s.Gen, 1, dn, att)
 			dr.Layers = &d
 		}
 		r.Prefill = append(r.Prefill, pr)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/gpu/emu"
@@ -99,6 +100,27 @@ func TestFitPrefixes(t *testing.T) {
 	}
 }
 
+// TestBlockCosts checks the per-layer arithmetic on made-up times: two
+// prompts, each run through 3 DeltaNet and 1 attention layer (in however
+// many chunks), must give costs per prompt and per layer.
+func TestBlockCosts(t *testing.T) {
+	s := time.Second
+	b := BlockTimes{DeltaNet: 3 * s, Attention: 2 * s, MoE: 4 * s, Head: s / 2, Total: 10 * s}
+	c := b.Costs(2, 100, 3, 1)
+	want := LayerCosts{Method: "blocks", MoEMs: 500, HeadMs: 250, FixedMs: 500,
+		DeltaNetLayerMs: 1000, AttentionLayerMs: 1500,
+		Projected40Ms: 500 + 30*1000 + 10*1500, ProjectedTokPerSec: 100 / 45.5}
+	// The values are exact in binary except the rate, which is compared to
+	// a relative 1e-12 (float64 division).
+	if math.Abs(c.ProjectedTokPerSec-want.ProjectedTokPerSec) > 1e-12*want.ProjectedTokPerSec {
+		t.Errorf("rate %v, want %v", c.ProjectedTokPerSec, want.ProjectedTokPerSec)
+	}
+	c.ProjectedTokPerSec = want.ProjectedTokPerSec
+	if c != want {
+		t.Errorf("Costs = %+v\nwant    %+v", c, want)
+	}
+}
+
 // TestDecodeTraffic counts a hand-built model's bytes.
 func TestDecodeTraffic(t *testing.T) {
 	mat := func(data, scales, biases, out int) model.Matrix {
@@ -170,7 +192,7 @@ func TestRunOnTinyModel(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer closeFn()
-			s := Settings{Prompts: []int{16, 40}, Gen: 3, Runs: 2, LongRuns: 1, LongPrompt: 20, Warmup: 8,
+			s := Settings{Prompts: []int{16, 40}, Gen: 3, Runs: 2, LongRuns: 1, LongPrompt: 20, Warmup: 8, Chunk: 16,
 				CopyBytes: 4 << 20, Copies: 2, LayerCosts: method, PrefixPrompt: 16, PrefixGen: 2}
 			var log bytes.Buffer
 			r, err := Run(tg, s, &log)

@@ -49,27 +49,31 @@ func (c *LayerCosts) project(tokens int) {
 // when called (cpu); a recording backend's blocks return at once.
 type BlockTimes struct {
 	DeltaNet, Attention, MoE, Head, Total time.Duration
-	// Calls of each block, to average per layer.
-	DeltaNetCalls, AttentionCalls, MoECalls, HeadCalls int
 }
 
-// Costs turns the times of passes of tokens tokens each into per-layer
-// costs per pass, over passes passes.
-func (b *BlockTimes) Costs(passes, tokens int) LayerCosts {
+// Costs turns the times into per-layer costs per unit of work: units is the
+// number of prompts (prefill, however many chunks each took) or of decode
+// steps timed, tokens the tokens of one unit, and deltaNetLayers and
+// attentionLayers the layers of each kind one pass runs.
+func (b *BlockTimes) Costs(units, tokens, deltaNetLayers, attentionLayers int) LayerCosts {
 	ms := func(d time.Duration, n int) float64 {
 		if n == 0 {
 			return 0
 		}
 		return d.Seconds() * 1e3 / float64(n)
 	}
-	moe := ms(b.MoE, b.MoECalls)
+	moe := ms(b.MoE, units*(deltaNetLayers+attentionLayers))
 	c := LayerCosts{
-		Method:           "blocks",
-		MoEMs:            moe,
-		DeltaNetLayerMs:  ms(b.DeltaNet, b.DeltaNetCalls) + moe,
-		AttentionLayerMs: ms(b.Attention, b.AttentionCalls) + moe,
-		HeadMs:           ms(b.Head, passes),
-		FixedMs:          ms(b.Total-b.DeltaNet-b.Attention-b.MoE, passes),
+		Method:  "blocks",
+		MoEMs:   moe,
+		HeadMs:  ms(b.Head, units),
+		FixedMs: ms(b.Total-b.DeltaNet-b.Attention-b.MoE, units),
+	}
+	if deltaNetLayers > 0 {
+		c.DeltaNetLayerMs = ms(b.DeltaNet, units*deltaNetLayers) + moe
+	}
+	if attentionLayers > 0 {
+		c.AttentionLayerMs = ms(b.Attention, units*attentionLayers) + moe
 	}
 	c.project(tokens)
 	return c
@@ -82,29 +86,26 @@ type timedPass struct {
 }
 
 func (p timedPass) DeltaNet(layer int, w *model.DeltaNet, x model.Activation) model.Activation {
-	defer p.since(&p.t.DeltaNet, &p.t.DeltaNetCalls, time.Now())
+	defer since(&p.t.DeltaNet, time.Now())
 	return p.Pass.DeltaNet(layer, w, x)
 }
 
 func (p timedPass) Attention(layer int, w *model.Attention, x model.Activation) model.Activation {
-	defer p.since(&p.t.Attention, &p.t.AttentionCalls, time.Now())
+	defer since(&p.t.Attention, time.Now())
 	return p.Pass.Attention(layer, w, x)
 }
 
 func (p timedPass) MoE(layer int, w *model.MoE, x model.Activation) model.Activation {
-	defer p.since(&p.t.MoE, &p.t.MoECalls, time.Now())
+	defer since(&p.t.MoE, time.Now())
 	return p.Pass.MoE(layer, w, x)
 }
 
 func (p timedPass) Head(x model.Activation, w *model.Matrix) model.Activation {
-	defer p.since(&p.t.Head, &p.t.HeadCalls, time.Now())
+	defer since(&p.t.Head, time.Now())
 	return p.Pass.Head(x, w)
 }
 
-func (p timedPass) since(d *time.Duration, calls *int, start time.Time) {
-	*d += time.Since(start)
-	*calls++
-}
+func since(d *time.Duration, start time.Time) { *d += time.Since(start) }
 
 // PrefixTime is the measured time of a pass through the first layers of
 // the model: DeltaNet and Attention count the layers of each kind it ran.
