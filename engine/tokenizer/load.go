@@ -243,9 +243,12 @@ func (t *Tokenizer) setModel(m *modelJSON) error {
 	}
 
 	maxID := 0
-	for _, id := range vocab {
+	for s, id := range vocab {
 		if id < 0 {
 			return fmt.Errorf("model.vocab has negative id %d", id)
+		}
+		if id > maxTokenID {
+			return fmt.Errorf("model.vocab: %q has id %d, beyond %d: the file is corrupt or not a language model's vocabulary", s, id, maxTokenID)
 		}
 		maxID = max(maxID, id)
 	}
@@ -289,11 +292,21 @@ func (t *Tokenizer) setModel(m *modelJSON) error {
 	return nil
 }
 
+// maxTokenID bounds the ids a tokenizer.json may use. Ids index a table
+// that is allocated up front, so an absurd id in a corrupt file must be an
+// error rather than an allocation of gigabytes; real vocabularies stay
+// below 300,000, and ids are int32 inside the BPE.
+const maxTokenID = 1<<22 - 1
+
 func (t *Tokenizer) setAddedTokens(list []addedTokenJSON) error {
 	t.added = make(map[string]addedToken, len(list))
 	t.special = make(map[int]bool)
 	maxID := len(t.pieces) - 1
 	for _, a := range list {
+		// Checked before the id table grows to the largest id.
+		if a.ID > maxTokenID {
+			return fmt.Errorf("added_tokens: %q has id %d, beyond %d: the file is corrupt", a.Content, a.ID, maxTokenID)
+		}
 		maxID = max(maxID, a.ID)
 	}
 	if maxID >= len(t.pieces) {
