@@ -16,7 +16,7 @@ import (
 // of the largest (f32 activations and KV cache; it lands near 1e-5), and
 // --stats must report the pipeline counters in words on stderr.
 func TestLogitsCommandEmu(t *testing.T) {
-	tiny := filepath.Join("..", "..", "shared", "fixtures", "qwen35moe-tiny")
+	tiny := filepath.Join(sharedFixtures(t), "qwen35moe-tiny")
 	ref, err := safetensors.Open(filepath.Join(tiny, "reference.safetensors"))
 	if err != nil {
 		t.Fatal(err)
