@@ -100,10 +100,11 @@ darwin-check:
 # checkpoint with the full model's width and vocabulary and 4 layers (3
 # DeltaNet + 1 attention), then measures the cpu backend: prompts of 512 and
 # 4,096 tokens, each prefilled in 512-token chunks as the engine does and
-# followed by 64 decode steps, 3 runs of each. On the project's 2-core machine
-# that takes 2 minutes when it is quiet and stays under 15 under a load of 10
-# (the 4,096-token prefill is the long part), first checkpoint build included.
-# On macOS it measures metal the same way with 128 decode steps. Where the build has the kernel emulator
+# followed by 64 decode steps, 3 runs of each; on the project's shared 2-core
+# machine the whole target took 4 minutes, first checkpoint build included
+# (BENCHMARKS.md). On macOS it measures metal the same way with 128 decode
+# steps. The binary is stamped with its git revision (-buildvcs=auto), which
+# the reports carry. Where the build has the kernel emulator
 # it measures emu with an 8-token prompt and 4 decode steps: emu runs the GPU
 # code path on the CPU, so its timings are not GPU speed; its counters are the
 # GPU pipeline's. Reports go to bin/bench/<backend>.json and the table puts
@@ -114,7 +115,7 @@ BENCH_CONFIG ?=
 BENCH_FLAGS := --synthetic $(if $(BENCH_CONFIG),--config $(BENCH_CONFIG))
 bench:
 	@mkdir -p $(BENCH_DIR)
-	$(GO) build -o $(BENCH_DIR)/suzuran ./app
+	$(GO) build -buildvcs=auto -o $(BENCH_DIR)/suzuran ./app
 	@kinds=$$($(BENCH_DIR)/suzuran bench --list-backends); reports=(); \
 	run() { \
 		echo "== suzuran bench --backend $$*"; \

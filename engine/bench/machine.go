@@ -25,8 +25,10 @@ type Machine struct {
 // Commit identifies the code that ran.
 type Commit struct {
 	Revision string `json:"revision"`
-	// Dirty says the working tree had uncommitted changes to tracked
-	// files; DirtyFiles lists them when git could be asked.
+	// Dirty says the working tree differed from Revision: from the
+	// binary's stamp (go build -buildvcs, which counts untracked files
+	// too) or, without one, from git at run time (tracked files only).
+	// DirtyFiles lists the tracked files git reported changed at run time.
 	Dirty      bool     `json:"dirty"`
 	DirtyFiles []string `json:"dirty_files,omitempty"`
 }
