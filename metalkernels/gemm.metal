@@ -43,7 +43,7 @@ kernel void gemm(constant GemmParams& p [[buffer(0)]],
         gemm_load_x(xs, x, p.x_stride, m0, p.rows, p.in, k0, tid);
         gemm_load_w<F>(ws, wr, n0, p.out, k0, tid);
         threadgroup_barrier(mem_flags::mem_threadgroup);
-        gemm_mma(xs, ws, sg, c00, c01, c10, c11);
+        gemm_mma(xs, ws, sg, min(uint(GEMM_BM), p.rows - m0), c00, c01, c10, c11);
         threadgroup_barrier(mem_flags::mem_threadgroup);
     }
     gemm_store(cs, sg, c00, c01, c10, c11);

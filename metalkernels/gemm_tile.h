@@ -47,26 +47,35 @@ inline void gemm_load_x(threadgroup float* xs, const device float* x, uint x_str
     }
 }
 
-// acc += xs·wsᵀ for this SIMD group's quarter of the tile.
-inline void gemm_mma(const threadgroup float* xs, const threadgroup float* ws, uint sg,
+// acc += xs·wsᵀ for this SIMD group's quarter of the tile. rows is how
+// many of the tile's BM rows hold data: 8-row blocks past it are padding
+// and are skipped (a whole SIMD group at a time, so control stays uniform),
+// which matters for expert tiles that hold a token or two.
+inline void gemm_mma(const threadgroup float* xs, const threadgroup float* ws, uint sg, uint rows,
                      thread simdgroup_float8x8& c00, thread simdgroup_float8x8& c01,
                      thread simdgroup_float8x8& c10, thread simdgroup_float8x8& c11) {
     uint sm = (sg / 2) * 16;
     uint sn = (sg % 2) * 16;
+    if (sm >= rows) {
+        return;
+    }
+    bool lower = sm + 8 < rows;
     for (uint kk = 0; kk < GEMM_BK; kk += 8) {
         simdgroup_float8x8 a0;
-        simdgroup_float8x8 a1;
         simdgroup_float8x8 b0;
         simdgroup_float8x8 b1;
         simdgroup_load(a0, xs + sm * GEMM_BK + kk, GEMM_BK);
-        simdgroup_load(a1, xs + (sm + 8) * GEMM_BK + kk, GEMM_BK);
         // B = Wᵀ: element (k, n) is ws[n·BK + k], a transposed load.
         simdgroup_load(b0, ws + sn * GEMM_BK + kk, GEMM_BK, ulong2(0, 0), true);
         simdgroup_load(b1, ws + (sn + 8) * GEMM_BK + kk, GEMM_BK, ulong2(0, 0), true);
         simdgroup_multiply_accumulate(c00, a0, b0, c00);
         simdgroup_multiply_accumulate(c01, a0, b1, c01);
-        simdgroup_multiply_accumulate(c10, a1, b0, c10);
-        simdgroup_multiply_accumulate(c11, a1, b1, c11);
+        if (lower) {
+            simdgroup_float8x8 a1;
+            simdgroup_load(a1, xs + (sm + 8) * GEMM_BK + kk, GEMM_BK);
+            simdgroup_multiply_accumulate(c10, a1, b0, c10);
+            simdgroup_multiply_accumulate(c11, a1, b1, c11);
+        }
     }
 }
 

@@ -199,8 +199,8 @@ kernel void moe_gemm_gate_up(constant GroupedParams& p [[buffer(0)]],
         gemm_load_w<F>(wg, rg, n0, width, k0, tid);
         gemm_load_w<F>(wu, ru, n0, width, k0, tid);
         threadgroup_barrier(mem_flags::mem_threadgroup);
-        gemm_mma(xt, wg, sg, g00, g01, g10, g11);
-        gemm_mma(xt, wu, sg, u00, u01, u10, u11);
+        gemm_mma(xt, wg, sg, tile.z, g00, g01, g10, g11);
+        gemm_mma(xt, wu, sg, tile.z, u00, u01, u10, u11);
         threadgroup_barrier(mem_flags::mem_threadgroup);
     }
     // The weight tiles are free now: they take the two results.
@@ -253,7 +253,7 @@ kernel void moe_gemm_down(constant GroupedParams& p [[buffer(0)]],
         gemm_load_x(ht, h0, p.h_stride, 0, tile.z, width, k0, tid);
         gemm_load_w<F>(wd, rd, n0, p.hidden, k0, tid);
         threadgroup_barrier(mem_flags::mem_threadgroup);
-        gemm_mma(ht, wd, sg, c00, c01, c10, c11);
+        gemm_mma(ht, wd, sg, tile.z, c00, c01, c10, c11);
         threadgroup_barrier(mem_flags::mem_threadgroup);
     }
     gemm_store(cs, sg, c00, c01, c10, c11);
