@@ -47,6 +47,17 @@ inline void gemm_load_x(threadgroup float* xs, const device float* x, uint x_str
     }
 }
 
+// Stage the x rows named by rows[0..valid) (rows past valid are zero) ×
+// columns [k0, k0+BK): a gather, for expert tiles whose rows are tokens.
+inline void gemm_load_x_rows(threadgroup float* xs, const device float* x, uint x_stride,
+                             const device uint* rows, uint valid, uint in, uint k0, uint tid) {
+    for (uint i = tid; i < GEMM_BM * GEMM_BK; i += GEMM_THREADS) {
+        uint r = i / GEMM_BK;
+        uint k = k0 + i % GEMM_BK;
+        xs[i] = (r < valid && k < in) ? x[ulong(rows[r]) * x_stride + k] : 0.0f;
+    }
+}
+
 // acc += xs·wsᵀ for this SIMD group's quarter of the tile. rows is how
 // many of the tile's BM rows hold data: 8-row blocks past it are padding
 // and are skipped (a whole SIMD group at a time, so control stays uniform),

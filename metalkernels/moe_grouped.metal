@@ -4,9 +4,9 @@
 //   moe_plan_u32             histogram of expert ids (threadgroup atomics),
 //                            prefix scan into row offsets, scatter cursors
 //                            and the block map of the grouped GEMMs
-//   moe_scatter_rows_f32     each (token, slot) takes the next row of its
-//                            expert (device atomics) and copies its token's
-//                            activations there
+//   moe_scatter_rows_u32     each (token, slot) takes the next row of its
+//                            expert (device atomics); the row remembers
+//                            its token
 //   moe_gemm_gate_up_<w>_f32 per block-map tile: h = silu(X·gateᵀ)⊙(X·upᵀ)
 //   moe_gemm_down_<w>_f32    per tile: Y = H·downᵀ
 //   moe_combine_f32          y[t] = Σ_slot weight·Y[row of (t, slot)], in
@@ -83,35 +83,26 @@ kernel void moe_plan_u32(constant PlanParams& p [[buffer(0)]],
 }
 
 struct ScatterParams {
-    uint hidden;
-    uint slots;    // k+1
-    uint x_stride; // floats between token rows of x
+    uint assignments; // n = T·slots
+    uint slots;       // k+1
 };
 
-// Grid: one threadgroup of 64 threads per assignment (token·slots + slot).
-// row_of: [n], the row each assignment landed in; xs: [n, hidden].
-kernel void moe_scatter_rows_f32(constant ScatterParams& p [[buffer(0)]],
+// Grid: ceil(n/256) × 256 threads, one per assignment (token·slots + slot).
+// row_of: [n], the row each assignment landed in; token_of: [n], the token
+// whose activations each row multiplies (the grouped GEMM gathers them, so
+// no copy of the activations in expert order is ever made).
+kernel void moe_scatter_rows_u32(constant ScatterParams& p [[buffer(0)]],
                                  const device int* ids [[buffer(1)]],
                                  device atomic_uint* cursor [[buffer(2)]],
-                                 const device float* x [[buffer(3)]],
-                                 device uint* row_of [[buffer(4)]],
-                                 device float* xs [[buffer(5)]],
-                                 uint i [[threadgroup_position_in_grid]],
-                                 uint tid [[thread_index_in_threadgroup]],
-                                 uint nthreads [[threads_per_threadgroup]]) {
-    threadgroup uint row_tg[1];
-    if (tid == 0) {
-        uint row = atomic_fetch_add_explicit(&cursor[uint(ids[i])], 1u, memory_order_relaxed);
-        row_tg[0] = row;
-        row_of[i] = row;
+                                 device uint* row_of [[buffer(3)]],
+                                 device uint* token_of [[buffer(4)]],
+                                 uint i [[thread_position_in_grid]]) {
+    if (i >= p.assignments) {
+        return;
     }
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    uint row = row_tg[0];
-    const device float* src = x + ulong(i / p.slots) * p.x_stride;
-    device float* dst = xs + ulong(row) * p.hidden;
-    for (uint j = tid; j < p.hidden; j += nthreads) {
-        dst[j] = src[j];
-    }
+    uint row = atomic_fetch_add_explicit(&cursor[uint(ids[i])], 1u, memory_order_relaxed);
+    row_of[i] = row;
+    token_of[row] = i / p.slots;
 }
 
 struct GroupedParams {
@@ -122,6 +113,7 @@ struct GroupedParams {
     uint h_stride;     // floats per row of h
     uint group_size;
     uint shared_group_size;
+    uint x_stride;     // floats between token rows of x
 };
 
 inline WeightRef grouped_ref(const device uchar* data, const device uchar* scales, const device uchar* biases,
@@ -145,11 +137,12 @@ inline WeightRef grouped_ref(const device uchar* data, const device uchar* scale
 }
 
 // Grid: (ceil(max(I, shared)/BN), bound); GEMM_THREADS threads.
-// xs: [n, H] in expert order; h: [n, h_stride].
+// x: [T, H] token activations, gathered through token_of [n]; h: [n, h_stride]
+// in expert order.
 template <typename F>
 kernel void moe_gemm_gate_up(constant GroupedParams& p [[buffer(0)]],
                              const device uint4* tiles [[buffer(1)]],
-                             const device float* xs [[buffer(2)]],
+                             const device float* x [[buffer(2)]],
                              device float* h [[buffer(3)]],
                              const device uchar* gate [[buffer(4)]],
                              const device uchar* gate_scales [[buffer(5)]],
@@ -165,6 +158,7 @@ kernel void moe_gemm_gate_up(constant GroupedParams& p [[buffer(0)]],
                              const device uchar* sup [[buffer(15)]],
                              const device uchar* sup_scales [[buffer(16)]],
                              const device uchar* sup_biases [[buffer(17)]],
+                             const device uint* token_of [[buffer(18)]],
                              uint2 tg [[threadgroup_position_in_grid]],
                              uint tid [[thread_index_in_threadgroup]],
                              uint sg [[simdgroup_index_in_threadgroup]]) {
@@ -185,7 +179,6 @@ kernel void moe_gemm_gate_up(constant GroupedParams& p [[buffer(0)]],
                                e, p.experts, p.hidden, p.group_size, p.shared_group_size);
     WeightRef ru = grouped_ref(up, up_scales, up_biases, up_table, sup, sup_scales, sup_biases,
                                e, p.experts, p.hidden, p.group_size, p.shared_group_size);
-    const device float* x0 = xs + ulong(tile.y) * p.hidden;
     simdgroup_float8x8 g00 = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
     simdgroup_float8x8 g01 = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
     simdgroup_float8x8 g10 = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
@@ -195,7 +188,7 @@ kernel void moe_gemm_gate_up(constant GroupedParams& p [[buffer(0)]],
     simdgroup_float8x8 u10 = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
     simdgroup_float8x8 u11 = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
     for (uint k0 = 0; k0 < p.hidden; k0 += GEMM_BK) {
-        gemm_load_x(xt, x0, p.hidden, 0, tile.z, p.hidden, k0, tid);
+        gemm_load_x_rows(xt, x, p.x_stride, token_of + tile.y, tile.z, p.hidden, k0, tid);
         gemm_load_w<F>(wg, rg, n0, width, k0, tid);
         gemm_load_w<F>(wu, ru, n0, width, k0, tid);
         threadgroup_barrier(mem_flags::mem_threadgroup);

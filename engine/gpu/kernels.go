@@ -460,16 +460,17 @@ func (e *encoder) moePlan(n, groups int, ids, offsets, cursor, tiles loc) {
 		bytesArg(0, params(n, groups, bound)), ids.arg(1), offsets.arg(2), cursor.arg(3), tiles.arg(4))
 }
 
-// moeScatter records the copy of each (token, slot)'s activations into its
-// expert's next row.
-func (e *encoder) moeScatter(n, slots, hidden int, ids, cursor loc, x *act, rowOf, xs loc) {
-	e.dispatch("moe_scatter_rows_f32", device.Size3{X: n}, device.Size3{X: 64},
-		int64(4*n)+int64(4*n*hidden), int64(4*n)+int64(4*n*hidden),
-		bytesArg(0, params(hidden, slots, x.stride)), ids.arg(1), cursor.arg(2), x.arg(3), rowOf.arg(4), xs.arg(5))
+// moeScatter records each (token, slot) taking the next row of its expert:
+// rowOf [n] and tokenOf [n] come out.
+func (e *encoder) moeScatter(n, slots int, ids, cursor, rowOf, tokenOf loc) {
+	const threads = 256
+	e.dispatch("moe_scatter_rows_u32", device.Size3{X: ceilDiv(n, threads)}, device.Size3{X: threads},
+		int64(4*n), int64(8*n),
+		bytesArg(0, params(n, slots)), ids.arg(1), cursor.arg(2), rowOf.arg(3), tokenOf.arg(4))
 }
 
-func (s moeShape) groupedParams() []byte {
-	return params(s.hidden, s.inter, s.sharedInter, s.experts, s.hStride, s.groupSize, s.sharedGroupSize)
+func (s moeShape) groupedParams(xStride int) []byte {
+	return params(s.hidden, s.inter, s.sharedInter, s.experts, s.hStride, s.groupSize, s.sharedGroupSize, xStride)
 }
 
 // groupedWeightBytes bounds what the tiles read of one projection: each
@@ -478,20 +479,21 @@ func groupedWeightBytes(tiles int, expertBytes, sharedBytes int64) int64 {
 	return int64(tiles) * max(expertBytes, sharedBytes)
 }
 
-// moeGemmGateUp records h = silu(X·gateᵀ)⊙(X·upᵀ) per block-map tile.
-func (e *encoder) moeGemmGateUp(s moeShape, n int, tiles, xs, h loc, gate, up *devExperts, sGate, sUp *devMatrix) {
+// moeGemmGateUp records h = silu(X·gateᵀ)⊙(X·upᵀ) per block-map tile, the
+// rows of X gathered from x through tokenOf.
+func (e *encoder) moeGemmGateUp(s moeShape, n int, tiles loc, x *act, tokenOf, h loc, gate, up *devExperts, sGate, sUp *devMatrix) {
 	bound := planBound(n, s.experts+1)
 	e.dispatch("moe_gemm_gate_up_"+gate.format+"_f32",
 		device.Size3{X: ceilDiv(max(s.inter, s.sharedInter), gemmBN), Y: bound}, device.Size3{X: gemmThreads},
-		groupedWeightBytes(bound, gate.expertBytes+up.expertBytes, sGate.bytes+sUp.bytes)+int64(4*n*s.hidden)+int64(16*bound),
+		groupedWeightBytes(bound, gate.expertBytes+up.expertBytes, sGate.bytes+sUp.bytes)+int64(4*n*s.hidden)+int64(16*bound+4*n),
 		int64(4*n*s.hStride),
-		bytesArg(0, s.groupedParams()), tiles.arg(1), xs.arg(2), h.arg(3),
+		bytesArg(0, s.groupedParams(x.stride)), tiles.arg(1), x.arg(2), h.arg(3),
 		device.Arg{Index: 4, Buffer: gate.data}, device.Arg{Index: 5, Buffer: gate.scales},
 		device.Arg{Index: 6, Buffer: gate.biases}, device.Arg{Index: 7, Buffer: gate.table},
 		device.Arg{Index: 8, Buffer: up.data}, device.Arg{Index: 9, Buffer: up.scales},
 		device.Arg{Index: 10, Buffer: up.biases}, device.Arg{Index: 11, Buffer: up.table},
 		sGate.data.arg(12), sGate.scales.arg(13), sGate.biases.arg(14),
-		sUp.data.arg(15), sUp.scales.arg(16), sUp.biases.arg(17))
+		sUp.data.arg(15), sUp.scales.arg(16), sUp.biases.arg(17), tokenOf.arg(18))
 }
 
 // moeGemmDown records ye = H·downᵀ per block-map tile.
@@ -501,7 +503,7 @@ func (e *encoder) moeGemmDown(s moeShape, n int, tiles, h, ye loc, down *devExpe
 		device.Size3{X: ceilDiv(s.hidden, gemmBN), Y: bound}, device.Size3{X: gemmThreads},
 		groupedWeightBytes(bound, down.expertBytes, sDown.bytes)+int64(4*n*s.hStride)+int64(16*bound),
 		int64(4*n*s.hidden),
-		bytesArg(0, s.groupedParams()), tiles.arg(1), h.arg(2), ye.arg(3),
+		bytesArg(0, s.groupedParams(0)), tiles.arg(1), h.arg(2), ye.arg(3),
 		device.Arg{Index: 4, Buffer: down.data}, device.Arg{Index: 5, Buffer: down.scales},
 		device.Arg{Index: 6, Buffer: down.biases}, device.Arg{Index: 7, Buffer: down.table},
 		sDown.data.arg(8), sDown.scales.arg(9), sDown.biases.arg(10))

@@ -803,10 +803,10 @@ func TestMoEExperts(t *testing.T) {
 					groups := experts + 1
 					cursor := r.zeros(4 * groups)
 					offsets, tiles = r.zeros(4*(groups+1)), r.zeros(16*planBound(n, groups))
-					rowOf, xs, ye := r.zeros(4*n), r.zeros(4*n*hidden), r.zeros(4*n*hidden)
+					rowOf, tokenOf, ye := r.zeros(4*n), r.zeros(4*n), r.zeros(4*n*hidden)
 					e.moePlan(n, groups, idl, offsets, cursor, tiles)
-					e.moeScatter(n, slots, hidden, idl, cursor, actAt(xl, rows, hidden), rowOf, xs)
-					e.moeGemmGateUp(s, n, tiles, xs, h, g, u, r.devMatrixOf(sGate), r.devMatrixOf(sUp))
+					e.moeScatter(n, slots, idl, cursor, rowOf, tokenOf)
+					e.moeGemmGateUp(s, n, tiles, actAt(xl, rows, hidden), tokenOf, h, g, u, r.devMatrixOf(sGate), r.devMatrixOf(sUp))
 					e.moeGemmDown(s, n, tiles, h, ye, dn, r.devMatrixOf(sDown))
 					e.moeCombine(rows, slots, hidden, ye, rowOf, wl, y)
 				})

@@ -400,8 +400,9 @@ func (p *pass) MoE(layer int, w *model.MoE, x model.Activation) model.Activation
 		p.enc.moeDownCombine(s, t, h, ids, weights, out.loc, dm.down, dm.sDown)
 		return out
 	}
-	// A chunk: sort the rows by expert on the GPU and run grouped GEMMs
-	// over the block map, so each expert's weights are read once per tile.
+	// A chunk: sort the (token, slot) rows by expert on the GPU and run
+	// grouped GEMMs over the block map, gathering each row's token, so each
+	// expert's weights are read once per tile.
 	n := t * slots
 	groups := e + 1
 	if groups > planMax {
@@ -412,11 +413,11 @@ func (p *pass) MoE(layer int, w *model.MoE, x model.Activation) model.Activation
 	cursor := p.scratch(4 * groups)
 	tiles := p.scratch(16 * planBound(n, groups))
 	rowOf := p.scratch(4 * n)
-	xs := p.scratch(4 * n * c.HiddenSize)
+	tokenOf := p.scratch(4 * n)
 	ye := p.scratch(4 * n * c.HiddenSize)
 	p.enc.moePlan(n, groups, ids, offsets, cursor, tiles)
-	p.enc.moeScatter(n, slots, c.HiddenSize, ids, cursor, in, rowOf, xs)
-	p.enc.moeGemmGateUp(s, n, tiles, xs, h, dm.gate, dm.up, dm.sGate, dm.sUp)
+	p.enc.moeScatter(n, slots, ids, cursor, rowOf, tokenOf)
+	p.enc.moeGemmGateUp(s, n, tiles, in, tokenOf, h, dm.gate, dm.up, dm.sGate, dm.sUp)
 	s.groupSize, s.sharedGroupSize = dm.down.groupSize, dm.sDown.m.GroupSize
 	p.enc.moeGemmDown(s, n, tiles, h, ye, dm.down, dm.sDown)
 	p.enc.moeCombine(t, slots, c.HiddenSize, ye, rowOf, weights, out.loc)
