@@ -107,13 +107,49 @@ func (s *sequence) buffers() []device.Buffer {
 	return append(out, s.tokens, s.history)
 }
 
-// snapshot is a host copy of a sequence's device state.
+// byteRange is a span of one device buffer.
+type byteRange struct {
+	buf    device.Buffer
+	off, n int
+}
+
+// stateRanges lists, in a fixed order, the device bytes that hold the
+// sequence's state at position pos: per layer the cached keys and values of
+// positions [0, pos) of each kv head, or the conv and recurrent state; then
+// the token ring and history[:pos]. The order and lengths depend only on
+// the model and pos, not on the sequence's capacity, so a snapshot restores
+// into any sequence that can hold pos tokens.
+func (s *sequence) stateRanges(pos int) []byteRange {
+	c := &s.b.cfg
+	elem := 2
+	if s.b.opt.KVCacheF32 {
+		elem = 4
+	}
+	row := c.HeadDim * elem
+	var out []byteRange
+	for i := range s.b.w.Layers {
+		if k, ok := s.kCache[i]; ok {
+			for _, buf := range []device.Buffer{k, s.vCache[i]} {
+				for h := 0; h < c.NumKVHeads; h++ {
+					out = append(out, byteRange{buf, h * s.maxToks * row, pos * row})
+				}
+			}
+		}
+		for _, m := range []map[int]device.Buffer{s.conv, s.state} {
+			if buf, ok := m[i]; ok {
+				out = append(out, byteRange{buf, 0, buf.Len()})
+			}
+		}
+	}
+	return append(out, byteRange{s.tokens, 0, s.tokens.Len()}, byteRange{s.history, 0, 4 * pos})
+}
+
+// snapshot is a host copy of a sequence's device state at pos.
 type snapshot struct {
 	b        *Backend
-	maxToks  int
 	pos      int
 	ids      []int
-	data     [][]byte // in the order of sequence.buffers
+	data     []byte // the stateRanges(pos) of the sequence, back to back
 	lastSlot int
 	ring     int
 	sampled  int
@@ -121,24 +157,24 @@ type snapshot struct {
 
 func (sn *snapshot) Pos() int      { return sn.pos }
 func (sn *snapshot) Tokens() []int { return sn.ids }
-func (sn *snapshot) Bytes() int64 {
-	var n int64
-	for _, d := range sn.data {
-		n += int64(len(d))
-	}
-	return n
-}
+func (sn *snapshot) Bytes() int64  { return int64(len(sn.data)) }
 
 // Snapshot implements model.Sequence. It reads device memory, so no pass
-// may be in flight.
+// may be in flight. Only the cache rows in use are copied.
 func (s *sequence) Snapshot() (model.Snapshot, error) {
 	if s.inFlight > 0 {
 		return nil, errors.New("snapshot while a pass is in flight: wait for it first")
 	}
-	sn := &snapshot{b: s.b, maxToks: s.maxToks, pos: s.pos, ids: append([]int(nil), s.ids...),
+	sn := &snapshot{b: s.b, pos: s.pos, ids: append([]int(nil), s.ids...),
 		lastSlot: s.lastSlot, ring: s.ring, sampled: s.lastSampled}
-	for _, buf := range s.buffers() {
-		sn.data = append(sn.data, append([]byte(nil), buf.Bytes()...))
+	ranges := s.stateRanges(s.pos)
+	n := 0
+	for _, r := range ranges {
+		n += r.n
+	}
+	sn.data = make([]byte, 0, n)
+	for _, r := range ranges {
+		sn.data = append(sn.data, r.buf.Bytes()[r.off:r.off+r.n]...)
 	}
 	return sn, nil
 }
@@ -149,14 +185,16 @@ func (s *sequence) Restore(m model.Snapshot) error {
 	if !ok || sn.b != s.b {
 		return errors.New("snapshot comes from another backend")
 	}
-	if sn.maxToks != s.maxToks {
-		return fmt.Errorf("snapshot of a %d-token sequence cannot restore one of %d tokens", sn.maxToks, s.maxToks)
+	if sn.pos > s.maxToks {
+		return fmt.Errorf("a snapshot at position %d cannot restore a sequence of %d tokens", sn.pos, s.maxToks)
 	}
 	if s.inFlight > 0 {
 		return errors.New("restore while a pass is in flight: wait for it first")
 	}
-	for i, buf := range s.buffers() {
-		copy(buf.Bytes(), sn.data[i])
+	data := sn.data
+	for _, r := range s.stateRanges(sn.pos) {
+		copy(r.buf.Bytes()[r.off:r.off+r.n], data[:r.n])
+		data = data[r.n:]
 	}
 	s.pos, s.ids, s.lastSlot, s.ring = sn.pos, append([]int(nil), sn.ids...), sn.lastSlot, sn.ring
 	s.lastSampled = sn.sampled

@@ -71,6 +71,25 @@ func TestSnapshotRestore(t *testing.T) {
 			t.Fatalf("logit %d after restore %v, before %v", i, l2[i], l1[i])
 		}
 	}
+	// The same snapshot restores into a new sequence of another capacity:
+	// only the cache rows in use were saved.
+	other, err := b.NewSequence(len(ref.prompt) + 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	seq = other
+	l3, ids3 := run()
+	if fmt.Sprint(ids3) != fmt.Sprint(ids1) {
+		t.Fatalf("tokens in a larger restored sequence %v, before %v", ids3, ids1)
+	}
+	for i := range l1 {
+		if l1[i] != l3[i] {
+			t.Fatalf("logit %d in a larger restored sequence %v, before %v", i, l3[i], l1[i])
+		}
+	}
 	toks := snap.Tokens()
 	if fmt.Sprint(toks[:half]) != fmt.Sprint(ref.prompt[:half]) || len(toks) != half+1 || toks[half] < 0 {
 		t.Fatalf("snapshot tokens %v: want the prompt's first %d then the sampled id", toks, half)
