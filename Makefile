@@ -101,8 +101,8 @@ darwin-check:
 # DeltaNet + 1 attention), then measures the cpu backend: prompts of 512 and
 # 4,096 tokens, each prefilled in 512-token chunks as the engine does and
 # followed by 64 decode steps, 3 runs of each; on the project's shared 2-core
-# machine the whole target took 4 minutes, first checkpoint build included
-# (BENCHMARKS.md). On macOS it measures metal the same way with 128 decode
+# machine the whole target took under 3 minutes, first checkpoint build
+# included (BENCHMARKS.md). On macOS it measures metal the same way with 128 decode
 # steps. The binary is stamped with its git revision (-buildvcs=auto), which
 # the reports carry. Where the build has the kernel emulator
 # it measures emu with an 8-token prompt and 4 decode steps: emu runs the GPU
