@@ -234,8 +234,15 @@ type deltaNetShape struct {
 	keyHeads, valueHeads, keyDim, valueDim int
 }
 
+// deltaNetBufs are the DeltaNet recurrence's operands: the conv output
+// (q ‖ k ‖ v), the gate inputs a and b, the per-head A_log and dt_bias, the
+// recurrent state and the output.
+type deltaNetBufs struct {
+	conv, a, b, aLog, dtBias, state, o loc
+}
+
 // deltaNetScan records the recurrence over rows tokens.
-func (e *encoder) deltaNetScan(s deltaNetShape, rows int, conv, a, b, aLog, dtBias, state, o loc) {
+func (e *encoder) deltaNetScan(s deltaNetShape, rows int, d deltaNetBufs) {
 	stateBytes := int64(4 * s.valueHeads * s.valueDim * s.keyDim)
 	width := 2*s.keyHeads*s.keyDim + s.valueHeads*s.valueDim
 	name := "deltanet_scan_f32"
@@ -247,7 +254,7 @@ func (e *encoder) deltaNetScan(s deltaNetShape, rows int, conv, a, b, aLog, dtBi
 		int64(4*rows*(width+2*s.valueHeads))+int64(8*s.valueHeads)+stateBytes,
 		int64(4*rows*s.valueHeads*s.valueDim)+stateBytes,
 		bytesArg(0, params(rows, s.keyHeads, s.valueHeads, s.keyDim, s.valueDim)),
-		conv.arg(1), a.arg(2), b.arg(3), aLog.arg(4), dtBias.arg(5), state.arg(6), o.arg(7))
+		d.conv.arg(1), d.a.arg(2), d.b.arg(3), d.aLog.arg(4), d.dtBias.arg(5), d.state.arg(6), d.o.arg(7))
 }
 
 // attnShape is the attention layer's geometry for one pass.
@@ -281,23 +288,32 @@ func (s attnShape) params() []byte {
 		s.eps, float32(1/math.Sqrt(float64(s.headDim))), s.rows)
 }
 
-func (e *encoder) attnQNormRope(s attnShape, qg, qNorm, invFreq, q loc) {
+// attnBufs are the attention kernels' operands: the projections (qg is
+// query ‖ gate per head), the norm weights and RoPE frequencies, the cache,
+// the normalised queries, the split partials and the gated output.
+type attnBufs struct {
+	qg, k, v, qNorm, kNorm, invFreq loc
+	kCache, vCache                  loc
+	q, partO, partM, partL, o       loc
+}
+
+func (e *encoder) attnQNormRope(s attnShape, b attnBufs) {
 	n := int64(4 * s.rows * s.qHeads * s.headDim)
 	e.dispatch("attn_q_norm_rope_f32", device.Size3{X: s.qHeads, Y: s.rows}, device.Size3{X: simdWidth},
 		n+int64(4*s.headDim+2*s.rotaryDim), n,
-		bytesArg(0, s.params()), qg.arg(1), qNorm.arg(2), invFreq.arg(3), q.arg(4))
+		bytesArg(0, s.params()), b.qg.arg(1), b.qNorm.arg(2), b.invFreq.arg(3), b.q.arg(4))
 }
 
-func (e *encoder) attnKVWrite(s attnShape, k, v, kNorm, invFreq, kCache, vCache loc) {
+func (e *encoder) attnKVWrite(s attnShape, b attnBufs) {
 	n := int64(s.rows * s.kvHeads * s.headDim)
 	e.dispatch("attn_kv_write_"+s.kvName(), device.Size3{X: s.kvHeads, Y: s.rows}, device.Size3{X: simdWidth},
 		8*n+int64(4*s.headDim+2*s.rotaryDim), 2*int64(s.kvElem())*n,
-		bytesArg(0, s.params()), k.arg(1), v.arg(2), kNorm.arg(3), invFreq.arg(4), kCache.arg(5), vCache.arg(6))
+		bytesArg(0, s.params()), b.k.arg(1), b.v.arg(2), b.kNorm.arg(3), b.invFreq.arg(4), b.kCache.arg(5), b.vCache.arg(6))
 }
 
 // attnSplit records the chunked attention. A threadgroup serves all the
 // query heads of one kv head, staging the kv head's rows once for them.
-func (e *encoder) attnSplit(s attnShape, q, kCache, vCache, partO, partM, partL loc) {
+func (e *encoder) attnSplit(s attnShape, b attnBufs) {
 	if s.headDim > prefillTile {
 		e.fail(fmt.Errorf("head_dim %d does not fit the attention tile of %d floats", s.headDim, prefillTile))
 		return
@@ -312,7 +328,7 @@ func (e *encoder) attnSplit(s attnShape, q, kCache, vCache, partO, partM, partL 
 	e.dispatch("attn_split_"+s.kvName()+"_f32", device.Size3{X: s.kvHeads, Y: s.splits(), Z: s.rows},
 		device.Size3{X: simdWidth * group},
 		int64(4*s.rows*s.qHeads*s.headDim)+kvRead, parts*int64(4*(s.headDim+2)),
-		bytesArg(0, s.params()), q.arg(1), kCache.arg(2), vCache.arg(3), partO.arg(4), partM.arg(5), partL.arg(6))
+		bytesArg(0, s.params()), b.q.arg(1), b.kCache.arg(2), b.vCache.arg(3), b.partO.arg(4), b.partM.arg(5), b.partL.arg(6))
 }
 
 // Prefill attention geometry (attention.metal).
@@ -325,28 +341,28 @@ const (
 )
 
 // attnPrefill records the tiled causal attention of a chunk, gate applied.
-func (e *encoder) attnPrefill(s attnShape, q, kCache, vCache, qg, o loc) {
+func (e *encoder) attnPrefill(s attnShape, b attnBufs) {
 	if s.headDim > prefillTile {
 		e.fail(fmt.Errorf("head_dim %d does not fit the prefill attention tile of %d floats", s.headDim, prefillTile))
 		return
 	}
 	blocks := ceilDiv(s.rows, prefillQueries)
 	var keys int64
-	for b := 0; b < blocks; b++ {
-		keys += int64(s.pos0 + min((b+1)*prefillQueries, s.rows))
+	for blk := 0; blk < blocks; blk++ {
+		keys += int64(s.pos0 + min((blk+1)*prefillQueries, s.rows))
 	}
 	n := int64(4 * s.rows * s.qHeads * s.headDim)
 	e.dispatch("attn_prefill_"+s.kvName()+"_f32", device.Size3{X: blocks, Y: s.qHeads}, device.Size3{X: simdWidth * prefillQueries},
 		2*n+keys*int64(s.qHeads*s.headDim*2*s.kvElem()), n,
-		bytesArg(0, s.params()), q.arg(1), kCache.arg(2), vCache.arg(3), qg.arg(4), o.arg(5))
+		bytesArg(0, s.params()), b.q.arg(1), b.kCache.arg(2), b.vCache.arg(3), b.qg.arg(4), b.o.arg(5))
 }
 
-func (e *encoder) attnReduceGate(s attnShape, partO, partM, partL, qg, o loc) {
+func (e *encoder) attnReduceGate(s attnShape, b attnBufs) {
 	parts := int64(s.rows * s.qHeads * s.splits())
 	n := int64(4 * s.rows * s.qHeads * s.headDim)
 	e.dispatch("attn_reduce_gate_f32", device.Size3{X: s.qHeads, Y: s.rows}, device.Size3{X: simdWidth},
 		parts*int64(4*(s.headDim+2))+n, n,
-		bytesArg(0, s.params()), partO.arg(1), partM.arg(2), partL.arg(3), qg.arg(4), o.arg(5))
+		bytesArg(0, s.params()), b.partO.arg(1), b.partM.arg(2), b.partL.arg(3), b.qg.arg(4), b.o.arg(5))
 }
 
 // routerTopK records softmax/top-k/renormalise over logits [rows, stride]
@@ -369,8 +385,20 @@ func (s moeShape) params(flags, sharedFlags int) []byte {
 		flags, sharedFlags)
 }
 
+// moeBufs are the expert kernels' operands: the normalised input x, the
+// routing (ids and weights, [rows, slots]), the expert activations h, the
+// routing plan of a chunk and the output y.
+type moeBufs struct {
+	x                      *act
+	ids, weights, h, y     loc
+	offsets, cursor, tiles loc // the plan: row offsets, scatter cursors, block map
+	rowOf, tokenOf, ye     loc // each assignment's row, each row's token, per-row outputs
+}
+
 // moeGateUp records h = silu(gate_e·x)⊙up_e·x for every (token, slot).
-func (e *encoder) moeGateUp(s moeShape, rows int, x, ids, h loc, gate, up *devExperts, sGate, sUp *devMatrix) {
+func (e *encoder) moeGateUp(s moeShape, rows int, b moeBufs, w *devMoE) {
+	gate, up, sGate, sUp := w.gate, w.up, w.sGate, w.sUp
+	x, ids, h := b.x.loc, b.ids, b.h
 	perGroup := moeRows * moeSimdgroups
 	read := int64(rows) * (int64(s.slots-1)*(gate.expertBytes+up.expertBytes) + sGate.bytes + sUp.bytes)
 	read += int64(4*rows*s.hidden + 4*rows*s.slots)
@@ -389,7 +417,9 @@ func (e *encoder) moeGateUp(s moeShape, rows int, x, ids, h loc, gate, up *devEx
 }
 
 // moeDownCombine records y = Σ_slot weight·down_e·h_slot.
-func (e *encoder) moeDownCombine(s moeShape, rows int, h, ids, weights, y loc, down *devExperts, sDown *devMatrix) {
+func (e *encoder) moeDownCombine(s moeShape, rows int, b moeBufs, w *devMoE) {
+	down, sDown := w.down, w.sDown
+	h, ids, weights, y := b.h, b.ids, b.weights, b.y
 	perGroup := moeRows * moeSimdgroups
 	read := int64(rows) * (int64(s.slots-1)*down.expertBytes + sDown.bytes)
 	read += int64(4*rows*(s.slots-1)*s.inter+4*rows*s.sharedInter) + int64(8*rows*s.slots)
@@ -453,7 +483,8 @@ func (e *encoder) gemm(w *devMatrix, x, y *act) {
 func planBound(n, groups int) int { return ceilDiv(n, gemmBM) + min(groups, n) }
 
 // moePlan records the histogram, scan and block map.
-func (e *encoder) moePlan(n, groups int, ids, offsets, cursor, tiles loc) {
+func (e *encoder) moePlan(n, groups int, b moeBufs) {
+	ids, offsets, cursor, tiles := b.ids, b.offsets, b.cursor, b.tiles
 	bound := planBound(n, groups)
 	e.dispatch("moe_plan_u32", device.Size3{X: 1}, device.Size3{X: planThreads},
 		int64(4*n), int64(4*(groups+1)+4*groups+16*bound),
@@ -462,7 +493,8 @@ func (e *encoder) moePlan(n, groups int, ids, offsets, cursor, tiles loc) {
 
 // moeScatter records each (token, slot) taking the next row of its expert:
 // rowOf [n] and tokenOf [n] come out.
-func (e *encoder) moeScatter(n, slots int, ids, cursor, rowOf, tokenOf loc) {
+func (e *encoder) moeScatter(n, slots int, b moeBufs) {
+	ids, cursor, rowOf, tokenOf := b.ids, b.cursor, b.rowOf, b.tokenOf
 	const threads = 256
 	e.dispatch("moe_scatter_rows_u32", device.Size3{X: ceilDiv(n, threads)}, device.Size3{X: threads},
 		int64(4*n), int64(8*n),
@@ -481,7 +513,9 @@ func groupedWeightBytes(tiles int, expertBytes, sharedBytes int64) int64 {
 
 // moeGemmGateUp records h = silu(X·gateᵀ)⊙(X·upᵀ) per block-map tile, the
 // rows of X gathered from x through tokenOf.
-func (e *encoder) moeGemmGateUp(s moeShape, n int, tiles loc, x *act, tokenOf, h loc, gate, up *devExperts, sGate, sUp *devMatrix) {
+func (e *encoder) moeGemmGateUp(s moeShape, n int, b moeBufs, w *devMoE) {
+	gate, up, sGate, sUp := w.gate, w.up, w.sGate, w.sUp
+	x, tiles, tokenOf, h := b.x, b.tiles, b.tokenOf, b.h
 	bound := planBound(n, s.experts+1)
 	e.dispatch("moe_gemm_gate_up_"+gate.format+"_f32",
 		device.Size3{X: ceilDiv(max(s.inter, s.sharedInter), gemmBN), Y: bound}, device.Size3{X: gemmThreads},
@@ -497,7 +531,9 @@ func (e *encoder) moeGemmGateUp(s moeShape, n int, tiles loc, x *act, tokenOf, h
 }
 
 // moeGemmDown records ye = H·downᵀ per block-map tile.
-func (e *encoder) moeGemmDown(s moeShape, n int, tiles, h, ye loc, down *devExperts, sDown *devMatrix) {
+func (e *encoder) moeGemmDown(s moeShape, n int, b moeBufs, w *devMoE) {
+	down, sDown := w.down, w.sDown
+	tiles, h, ye := b.tiles, b.h, b.ye
 	bound := planBound(n, s.experts+1)
 	e.dispatch("moe_gemm_down_"+down.format+"_f32",
 		device.Size3{X: ceilDiv(s.hidden, gemmBN), Y: bound}, device.Size3{X: gemmThreads},
@@ -510,7 +546,8 @@ func (e *encoder) moeGemmDown(s moeShape, n int, tiles, h, ye loc, down *devExpe
 }
 
 // moeCombine records y[t] = Σ_slot weight·ye[row_of[t, slot]].
-func (e *encoder) moeCombine(rows, slots, hidden int, ye, rowOf, weights, y loc) {
+func (e *encoder) moeCombine(rows, slots, hidden int, b moeBufs) {
+	ye, rowOf, weights, y := b.ye, b.rowOf, b.weights, b.y
 	const threads = 256
 	e.dispatch("moe_combine_f32", device.Size3{X: ceilDiv(hidden, threads), Y: rows}, device.Size3{X: threads},
 		int64(4*rows*slots*hidden+8*rows*slots), int64(4*rows*hidden),

@@ -469,8 +469,8 @@ func TestDeltaNetScan(t *testing.T) {
 				stl := r.buf(f32Bytes(state))
 				o := r.zeros(4 * c.rows * s.valueHeads * s.valueDim)
 				r.run(func(e *encoder) {
-					e.deltaNetScan(s, c.rows, r.buf(f32Bytes(conv)), r.buf(f32Bytes(a)), r.buf(f32Bytes(b)),
-						r.buf(f32Bytes(aLog)), r.buf(f32Bytes(dt)), stl, o)
+					e.deltaNetScan(s, c.rows, deltaNetBufs{conv: r.buf(f32Bytes(conv)), a: r.buf(f32Bytes(a)), b: r.buf(f32Bytes(b)),
+						aLog: r.buf(f32Bytes(aLog)), dtBias: r.buf(f32Bytes(dt)), state: stl, o: o})
 				})
 				return [][]byte{f32Bytes(r.floatsAt(o, c.rows*s.valueHeads*s.valueDim)), f32Bytes(r.floatsAt(stl, len(state)))}
 			})
@@ -554,13 +554,17 @@ func TestAttention(t *testing.T) {
 				pO, pM, pL := r.zeros(4*parts*d), r.zeros(4*parts), r.zeros(4*parts)
 				o := r.zeros(4 * s.rows * s.qHeads * d)
 				o2 := r.zeros(4 * s.rows * s.qHeads * d)
-				qgl, invl := r.buf(f32Bytes(qg)), r.buf(f32Bytes(inv))
+				b := attnBufs{qg: r.buf(f32Bytes(qg)), k: r.buf(f32Bytes(k)), v: r.buf(f32Bytes(v)),
+					qNorm: r.buf(f32Bytes(qn)), kNorm: r.buf(f32Bytes(kn)), invFreq: r.buf(f32Bytes(inv)),
+					kCache: kc, vCache: vc, q: q, partO: pO, partM: pM, partL: pL, o: o}
+				prefill := b
+				prefill.o = o2
 				r.run(func(e *encoder) {
-					e.attnQNormRope(s, qgl, r.buf(f32Bytes(qn)), invl, q)
-					e.attnKVWrite(s, r.buf(f32Bytes(k)), r.buf(f32Bytes(v)), r.buf(f32Bytes(kn)), invl, kc, vc)
-					e.attnSplit(s, q, kc, vc, pO, pM, pL)
-					e.attnReduceGate(s, pO, pM, pL, qgl, o)
-					e.attnPrefill(s, q, kc, vc, qgl, o2)
+					e.attnQNormRope(s, b)
+					e.attnKVWrite(s, b)
+					e.attnSplit(s, b)
+					e.attnReduceGate(s, b)
+					e.attnPrefill(s, prefill)
 				})
 				return [][]byte{f32Bytes(r.floatsAt(q, s.rows*s.qHeads*d)), append([]byte(nil), kc.buf.Bytes()...),
 					append([]byte(nil), vc.buf.Bytes()...), f32Bytes(r.floatsAt(o, s.rows*s.qHeads*d)),
@@ -793,26 +797,29 @@ func TestMoEExperts(t *testing.T) {
 				idl := r.buf(idb)
 				xl := r.buf(f32Bytes(x))
 				wl := r.buf(f32Bytes(wts))
-				var offsets, tiles loc
+				w := &devMoE{gate: g, up: u, down: dn, sGate: r.devMatrixOf(sGate), sUp: r.devMatrixOf(sUp), sDown: r.devMatrixOf(sDown)}
+				b := moeBufs{x: actAt(xl, rows, hidden), ids: idl, weights: wl, h: h, y: y}
+				groups := experts + 1
+				if c.grouped {
+					b.cursor = r.zeros(4 * groups)
+					b.offsets, b.tiles = r.zeros(4*(groups+1)), r.zeros(16*planBound(n, groups))
+					b.rowOf, b.tokenOf, b.ye = r.zeros(4*n), r.zeros(4*n), r.zeros(4*n*hidden)
+				}
 				r.run(func(e *encoder) {
 					if !c.grouped {
-						e.moeGateUp(s, rows, xl, idl, h, g, u, r.devMatrixOf(sGate), r.devMatrixOf(sUp))
-						e.moeDownCombine(s, rows, h, idl, wl, y, dn, r.devMatrixOf(sDown))
+						e.moeGateUp(s, rows, b, w)
+						e.moeDownCombine(s, rows, b, w)
 						return
 					}
-					groups := experts + 1
-					cursor := r.zeros(4 * groups)
-					offsets, tiles = r.zeros(4*(groups+1)), r.zeros(16*planBound(n, groups))
-					rowOf, tokenOf, ye := r.zeros(4*n), r.zeros(4*n), r.zeros(4*n*hidden)
-					e.moePlan(n, groups, idl, offsets, cursor, tiles)
-					e.moeScatter(n, slots, idl, cursor, rowOf, tokenOf)
-					e.moeGemmGateUp(s, n, tiles, actAt(xl, rows, hidden), tokenOf, h, g, u, r.devMatrixOf(sGate), r.devMatrixOf(sUp))
-					e.moeGemmDown(s, n, tiles, h, ye, dn, r.devMatrixOf(sDown))
-					e.moeCombine(rows, slots, hidden, ye, rowOf, wl, y)
+					e.moePlan(n, groups, b)
+					e.moeScatter(n, slots, b)
+					e.moeGemmGateUp(s, n, b, w)
+					e.moeGemmDown(s, n, b, w)
+					e.moeCombine(rows, slots, hidden, b)
 				})
 				var plan []byte
 				if c.grouped {
-					plan = append(append(plan, offsets.buf.Bytes()...), tiles.buf.Bytes()...)
+					plan = append(append(plan, b.offsets.buf.Bytes()...), b.tiles.buf.Bytes()...)
 				}
 				return [][]byte{f32Bytes(r.floatsAt(y, rows*hidden)), plan}
 			})

@@ -294,7 +294,8 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, x model.Activation) model.
 		p.project(&w.B, in, bb)
 	})
 	p.enc.conv(qkv, loc{buf: dd.conv}, loc{buf: conv}, c.ConvKernel, mixed)
-	p.enc.deltaNetScan(shape, t, mixed.loc, a.loc, bb.loc, loc{buf: dd.aLog}, loc{buf: dd.dtBias}, loc{buf: state}, o.loc)
+	p.enc.deltaNetScan(shape, t, deltaNetBufs{conv: mixed.loc, a: a.loc, b: bb.loc,
+		aLog: loc{buf: dd.aLog}, dtBias: loc{buf: dd.dtBias}, state: loc{buf: state}, o: o.loc})
 	p.enc.gatedNorm(o.loc, z.loc, t*shape.valueHeads, shape.valueDim, loc{buf: dd.norm}, c.RMSNormEps, o.loc)
 	p.project(&w.Out, o, out)
 	return out
@@ -344,20 +345,21 @@ func (p *pass) Attention(layer int, w *model.Attention, x model.Activation) mode
 		p.project(&w.K, in, k)
 		p.project(&w.V, in, v)
 	})
-	inv := loc{buf: p.b.invFreq}
+	bufs := attnBufs{qg: qg.loc, k: k.loc, v: v.loc, qNorm: p.vec(w.QNorm), kNorm: p.vec(w.KNorm),
+		invFreq: loc{buf: p.b.invFreq}, kCache: loc{buf: kc}, vCache: loc{buf: vc}, q: q.loc, o: o.loc}
 	p.enc.independent(func() {
-		p.enc.attnQNormRope(s, qg.loc, p.vec(w.QNorm), inv, q.loc)
-		p.enc.attnKVWrite(s, k.loc, v.loc, p.vec(w.KNorm), inv, loc{buf: kc}, loc{buf: vc})
+		p.enc.attnQNormRope(s, bufs)
+		p.enc.attnKVWrite(s, bufs)
 	})
 	if t >= attnPrefillMinRows {
-		p.enc.attnPrefill(s, q.loc, loc{buf: kc}, loc{buf: vc}, qg.loc, o.loc)
+		p.enc.attnPrefill(s, bufs)
 	} else {
 		parts := t * s.qHeads * s.splits()
-		partO := p.scratch(4 * parts * s.headDim)
-		partM := p.scratch(4 * parts)
-		partL := p.scratch(4 * parts)
-		p.enc.attnSplit(s, q.loc, loc{buf: kc}, loc{buf: vc}, partO, partM, partL)
-		p.enc.attnReduceGate(s, partO, partM, partL, qg.loc, o.loc)
+		bufs.partO = p.scratch(4 * parts * s.headDim)
+		bufs.partM = p.scratch(4 * parts)
+		bufs.partL = p.scratch(4 * parts)
+		p.enc.attnSplit(s, bufs)
+		p.enc.attnReduceGate(s, bufs)
 	}
 	p.project(&w.O, o, out)
 	return out
@@ -386,18 +388,17 @@ func (p *pass) MoE(layer int, w *model.MoE, x model.Activation) model.Activation
 		p.projectDev(dm.router, in, routerOut)
 		p.projectDev(dm.sharedGG, in, gateOut)
 	})
-	ids := p.scratch(4 * t * slots)
-	weights := p.scratch(4 * t * slots)
-	p.enc.routerTopK(e, k, t, logits.loc, e+1, ids, weights)
+	b := moeBufs{x: in, ids: p.scratch(4 * t * slots), weights: p.scratch(4 * t * slots), y: out.loc}
+	p.enc.routerTopK(e, k, t, logits.loc, e+1, b.ids, b.weights)
 	s := moeShape{hidden: c.HiddenSize, inter: dm.gate.out, sharedInter: dm.sGate.m.Out, experts: e, slots: slots,
 		groupSize: dm.gate.groupSize, sharedGroupSize: dm.sGate.m.GroupSize}
 	s.hStride = max(s.inter, s.sharedInter)
-	h := p.scratch(4 * t * slots * s.hStride)
+	b.h = p.scratch(4 * t * slots * s.hStride)
 	if t <= gemvMaxRows {
 		// Few rows: read each chosen expert's rows by id, once per token.
-		p.enc.moeGateUp(s, t, in.loc, ids, h, dm.gate, dm.up, dm.sGate, dm.sUp)
+		p.enc.moeGateUp(s, t, b, dm)
 		s.groupSize, s.sharedGroupSize = dm.down.groupSize, dm.sDown.m.GroupSize
-		p.enc.moeDownCombine(s, t, h, ids, weights, out.loc, dm.down, dm.sDown)
+		p.enc.moeDownCombine(s, t, b, dm)
 		return out
 	}
 	// A chunk: sort the (token, slot) rows by expert on the GPU and run
@@ -409,18 +410,18 @@ func (p *pass) MoE(layer int, w *model.MoE, x model.Activation) model.Activation
 		p.enc.fail(fmt.Errorf("%d experts: the routing plan holds at most %d", e, planMax-1))
 		return out
 	}
-	offsets := p.scratch(4 * (groups + 1))
-	cursor := p.scratch(4 * groups)
-	tiles := p.scratch(16 * planBound(n, groups))
-	rowOf := p.scratch(4 * n)
-	tokenOf := p.scratch(4 * n)
-	ye := p.scratch(4 * n * c.HiddenSize)
-	p.enc.moePlan(n, groups, ids, offsets, cursor, tiles)
-	p.enc.moeScatter(n, slots, ids, cursor, rowOf, tokenOf)
-	p.enc.moeGemmGateUp(s, n, tiles, in, tokenOf, h, dm.gate, dm.up, dm.sGate, dm.sUp)
+	b.offsets = p.scratch(4 * (groups + 1))
+	b.cursor = p.scratch(4 * groups)
+	b.tiles = p.scratch(16 * planBound(n, groups))
+	b.rowOf = p.scratch(4 * n)
+	b.tokenOf = p.scratch(4 * n)
+	b.ye = p.scratch(4 * n * c.HiddenSize)
+	p.enc.moePlan(n, groups, b)
+	p.enc.moeScatter(n, slots, b)
+	p.enc.moeGemmGateUp(s, n, b, dm)
 	s.groupSize, s.sharedGroupSize = dm.down.groupSize, dm.sDown.m.GroupSize
-	p.enc.moeGemmDown(s, n, tiles, h, ye, dm.down, dm.sDown)
-	p.enc.moeCombine(t, slots, c.HiddenSize, ye, rowOf, weights, out.loc)
+	p.enc.moeGemmDown(s, n, b, dm)
+	p.enc.moeCombine(t, slots, c.HiddenSize, b)
 	return out
 }
 
