@@ -151,6 +151,9 @@ func printSavedReports(cmd *cobra.Command, files []string) error {
 		if err := json.Unmarshal(b, &r); err != nil {
 			return fmt.Errorf("%s: not a bench report: %w", f, err)
 		}
+		if r.Kind == "" || r.Backend == "" {
+			return fmt.Errorf("%s: not a bench report (it names no backend); write one with suzuran bench --out", f)
+		}
 		reports = append(reports, &r)
 	}
 	return bench.Table(cmd.OutOrStdout(), reports)
