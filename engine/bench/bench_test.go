@@ -321,8 +321,9 @@ func TestEnsureSynthetic(t *testing.T) {
 }
 
 // TestEmuCounters measures the GPU backend on the emulator with a short
-// prompt and checks the per-step counters the report carries; the timings
-// of emu are not GPU speed and are not checked beyond being positive.
+// prompt and checks the per-step counters the report carries and the prefix
+// runs; the timings of emu are not GPU speed and are not checked beyond
+// being positive.
 func TestEmuCounters(t *testing.T) {
 	m := tinyModel(t)
 	tg, closeFn, err := Open("emu", m, 2)
@@ -330,9 +331,19 @@ func TestEmuCounters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeFn()
-	r, err := Run(tg, Settings{Prompts: []int{5}, Gen: 3, Runs: 1, Warmup: 2, CopyBytes: 1 << 20, Copies: 1, LayerCosts: "off"}, nil)
+	// The prefix runs are the per-layer method of the GPU backends (metal
+	// on a Mac): they must work on the GPU backend, whose passes only
+	// record, with the model cut to its first n layers.
+	r, err := Run(tg, Settings{Prompts: []int{5}, Gen: 3, Runs: 1, Warmup: 2, CopyBytes: 1 << 20, Copies: 1,
+		LayerCosts: "prefixes", PrefixPrompt: 5, PrefixGen: 2}, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := len(r.PrefixTimes["decode"]); n != 4 || len(m.Weights.Layers) != 4 {
+		t.Errorf("%d decode prefix times and %d layers after the run, want 4 and 4", n, len(m.Weights.Layers))
+	}
+	if r.Decode[0].Layers == nil || r.Decode[0].Layers.Method != "prefixes" {
+		t.Errorf("decode layer costs %+v, want the prefix fit", r.Decode[0].Layers)
 	}
 	checkStat(t, "emu decode tok/s", r.Decode[0].TokPerSec, 1)
 	got := map[string]float64{}
