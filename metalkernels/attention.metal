@@ -221,7 +221,11 @@ kernel void attn_split(constant AttnParams& p [[buffer(0)]],
                        uint tid [[thread_index_in_threadgroup]],
                        uint sg [[simdgroup_index_in_threadgroup]],
                        uint lane [[thread_index_in_simdgroup]],
-                       uint nthreads [[threads_per_threadgroup]]) {
+                       uint3 tg_size [[threads_per_threadgroup]]) {
+    // MSL wants [[threads_per_threadgroup]] with as many components as
+    // [[threadgroup_position_in_grid]] (uint3 here); a scalar beside a
+    // vector is rejected by Apple's compiler, though C++ takes it.
+    uint nthreads = tg_size.x * tg_size.y * tg_size.z;
     threadgroup float k_tile[PREFILL_TILE];
     threadgroup float v_tile[PREFILL_TILE];
     uint kvh = tg.x;

@@ -222,11 +222,11 @@ struct FmtAffine {
         for (uint r = 0; r < R; r++) {
             acc[r] = 0.0f;
         }
-        bool vec = (w.flags & X_ALIGNED_16) != 0;
+        bool x_vec4 = (w.flags & X_ALIGNED_16) != 0;
         for (uint i = lane; i < nwords; i += 32) {
             uint j = i * per;
             float xv[8];
-            if (vec) {
+            if (x_vec4) {
                 for (uint e = 0; e < per; e += 4) {
                     float4 v4 = *(const device float4*)(x + j + e);
                     xv[e] = v4.x;
