@@ -699,6 +699,9 @@ func TestErrorsNameTheMetalLine(t *testing.T) {
 			"bad.metal:3: kernel parameter \"uint i\" has no"},
 		{"#include <metal_stdlib>\nkernel void k(device float* x [[buffer(0)]], uint i [[sample_id]]) {\n}\n",
 			"bad.metal:2: parameter \"uint i\": attribute [[sample_id]] is not supported"},
+		// g++ takes a helper's generic pointer; Metal does not (lint.go).
+		{"#include <metal_stdlib>\ninline float at(const float* x, uint i) { return x[i]; }\nkernel void k(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n    x[i] = at(x, i);\n}\n",
+			"bad.metal:2: parameter \"const float* x\": a pointer or reference parameter needs an address space"},
 	}
 	for _, c := range cases {
 		_, err := Compile(map[string]string{"bad.metal": c.src}, Options{PathPrefix: "x/"})

@@ -303,6 +303,11 @@ func runPass(file, src string, defines map[string]string) (*passResult, error) {
 		}
 	}
 
+	// What C++ would accept but Apple's compiler would not (lint.go).
+	if err := lintSource(file, c, cw, res.kernels, res.instances); err != nil {
+		return nil, err
+	}
+
 	// Threadgroup declarations and qualifiers.
 	for _, p := range words(cw, "threadgroup") {
 		if err := res.rewriteThreadgroup(file, cw, out, p); err != nil {

@@ -22,7 +22,7 @@ kernel void scale(constant P& p [[buffer(0)]],
     threadgroup float tile[64][2];
     threadgroup atomic_uint count;
     threadgroup float* alias = &tile[0][0];
-    const char* s = "device constant thread";
+    constant char* s = "device constant thread";
     float h = 1.5h + 2h;
     y[gid.x] = x[gid.x] * T(h) + alias[0] + scratch[0];
 }

@@ -173,7 +173,7 @@ kernel void positions(device uint* out [[buffer(0)]],
                       uint3 tgpos [[threadgroup_position_in_grid]],
                       ushort3 lpos [[thread_position_in_threadgroup]],
                       uint tid [[thread_index_in_threadgroup]],
-                      uint3 tpg [[threads_per_threadgroup]],
+                      ushort3 tpg [[threads_per_threadgroup]], // MSL: the type of thread_position_in_threadgroup
                       uint3 groups [[threadgroups_per_grid]],
                       uint3 grid [[threads_per_grid]],
                       uint sg [[simdgroup_index_in_threadgroup]],
@@ -192,7 +192,7 @@ kernel void positions(device uint* out [[buffer(0)]],
     o[7] = lpos.y;
     o[8] = lpos.z;
     o[9] = tid;
-    o[10] = tpg.x * tpg.y * tpg.z;
+    o[10] = uint(tpg.x) * tpg.y * tpg.z;
     o[11] = groups.x * groups.y * groups.z;
     o[12] = sg;
     o[13] = lane;

@@ -1,0 +1,187 @@
+package emu
+
+import (
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/suzuran-app/suzuran/metalkernels"
+)
+
+const lintHead = "#include <metal_stdlib>\nusing namespace metal;\n"
+
+// Each case is MSL that g++ compiles through the shim (the address spaces
+// expand to nothing there) but Apple's compiler rejects; the lint must
+// name the line (lintHead is lines 1-2, so the snippet starts at line 3).
+func TestLintRejectsWhatMetalRejects(t *testing.T) {
+	cases := []struct {
+		name, src, want string
+	}{
+		{"helper pointer parameter",
+			"inline float first(const float* x) { return x[0]; }\n",
+			"bad.metal:3: parameter \"const float* x\": a pointer or reference parameter needs an address space"},
+		{"helper reference parameter",
+			"\ninline void bump(float& acc, float v) { acc += v; }\n",
+			"bad.metal:4: parameter \"float& acc\""},
+		{"template helper pointer parameter",
+			"template <typename T>\ninline T load(T* p,\n             uint i) { return p[i]; }\n",
+			"bad.metal:4: parameter \"T* p\""},
+		{"member function parameter",
+			"struct Acc {\n    float s;\n    void add(thread float* v) { s += v[0]; }\n    void sub(float* v) { s -= v[0]; }\n};\n",
+			"bad.metal:6: parameter \"float* v\""},
+		{"local pointer",
+			"kernel void k(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n    float* p = x + i;\n    p[0] = 1.0f;\n}\n",
+			"bad.metal:4: variable \"float* p\": a pointer or reference type needs an address space"},
+		{"local reference",
+			"kernel void k(device float* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n    float& r = x[i];\n    r = 1.0f;\n}\n",
+			"bad.metal:4: variable \"float& r\""},
+		{"struct member pointer",
+			"struct Ref {\n    const uchar* data;\n    uint n;\n};\n",
+			"bad.metal:4: variable \"const uchar* data\""},
+		{"function returning a pointer",
+			"inline float* row(device float* x, uint i) { return x + i; }\n",
+			"bad.metal:3: function returning \"inline float* row\""},
+		{"C cast",
+			"inline float word(device uchar* b) {\n    return ((const float*)b)[0];\n}\n",
+			"bad.metal:4: cast to a pointer or reference without an address space"},
+		{"named cast",
+			"inline float word(device uchar* b) {\n    return reinterpret_cast<const float*>(b)[0];\n}\n",
+			"bad.metal:4: reinterpret_cast to a pointer or reference without an address space"},
+		{"double",
+			"inline float twice(float x) {\n    double d = x;\n    return float(d * 2);\n}\n",
+			"bad.metal:4: \"double\" is not MSL"},
+		{"std library",
+			"inline float smaller(float a, float b) { return std::min(a, b); }\n",
+			"bad.metal:3: std:: is not available in MSL"},
+		{"lambda",
+			"inline float sq(float x) {\n    auto f = [&](float v) { return v * v; };\n    return f(x);\n}\n",
+			"bad.metal:4: lambda expression: MSL 3.1 has none"},
+		{"goto",
+			"inline float f(float x) {\nagain:\n    if (x > 1.0f) { x *= 0.5f; goto again; }\n    return x;\n}\n",
+			"bad.metal:5: \"goto\" is not MSL"},
+		{"virtual",
+			"struct Op {\n    virtual float run(float x) { return x; }\n};\n",
+			"bad.metal:4: \"virtual\" is not MSL"},
+		{"derived class",
+			"struct Base { float a; };\nstruct Derived : Base { float b; };\n",
+			"bad.metal:4: struct Derived derives from another class"},
+		{"static local",
+			"inline float f(float x) {\n    static float last;\n    return x + last;\n}\n",
+			"bad.metal:4: a static variable \"last\" must be in the constant address space"},
+		{"static member",
+			"struct Tile {\n    static const uint rows = 8;\n};\n",
+			"bad.metal:4: a static variable \"rows\" must be in the constant address space"},
+		{"program-scope variable",
+			"\nfloat table[2] = {1.0f, 2.0f};\n",
+			"bad.metal:4: a program-scope variable \"table\" must be in the constant address space"},
+		{"position vector and scalar",
+			"kernel void k(device float* x [[buffer(0)]],\n              uint3 tg [[threadgroup_position_in_grid]],\n              uint n [[threads_per_threadgroup]]) {\n    x[tg.x] = float(n);\n}\n",
+			"bad.metal:3: kernel k: [[threads_per_threadgroup]] has 1 components but [[threadgroup_position_in_grid]] has 3"},
+		{"position int",
+			"kernel void k(device float* x [[buffer(0)]], int i [[thread_position_in_grid]]) {\n    x[i] = 1.0f;\n}\n",
+			"bad.metal:3: kernel k: [[thread_position_in_grid]] is int; MSL takes ushort or uint"},
+		{"scalar-only position",
+			"kernel void k(device float* x [[buffer(0)]], uint2 lane [[thread_index_in_simdgroup]]) {\n    x[lane.x] = 1.0f;\n}\n",
+			"bad.metal:3: kernel k: [[thread_index_in_simdgroup]] is uint2; MSL takes a scalar"},
+		{"threadgroup types differ",
+			"kernel void k(device float* x [[buffer(0)]], ushort2 l [[thread_position_in_threadgroup]],\n              uint2 n [[threads_per_threadgroup]]) {\n    x[l.x] = float(n.x);\n}\n",
+			"bad.metal:3: kernel k: [[thread_position_in_threadgroup]] is ushort2 but [[threads_per_threadgroup]] is uint2"},
+		{"instantiation parameters",
+			"template <typename T>\nkernel void k(device T* x [[buffer(0)]], uint i [[thread_position_in_grid]]) { x[i] = T(1); }\ntemplate [[host_name(\"k_f32\")]] kernel void k<float>(float* x [[buffer(0)]], uint i [[thread_position_in_grid]]);\n",
+			"bad.metal:5: parameter \"float* x\""},
+	}
+	for _, c := range cases {
+		_, err := runPass("bad.metal", lintHead+c.src, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v\nwant an error containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+// Correct MSL, written the ways the kernels write it, passes: the lint must
+// not mistake expressions for declarations.
+func TestLintAcceptsMSL(t *testing.T) {
+	src := lintHead + `#define N 4
+constant float kTable[2] = {1.0f, 2.0f};
+struct Tile {
+    static constant constexpr uint rows = 8;
+    device float* dst;
+    const device ushort* scales;
+    void operator()(uint j, float v) const { dst[j] = v; }
+};
+template <typename T, int M>
+inline void stage(threadgroup T* s, const device T* x, thread float& acc, constant uint& n) {
+    for (uint i = 0; i < n * M; i += 32) {
+        s[i] = x[i];
+        acc += float(x[i]) * 2.0f;
+    }
+}
+inline float pick(const device float* x, uint i) {
+    const device float4* v = (const device float4*)x;
+    thread const float* q = nullptr;
+    auto& first = x[0];
+    float a = x[i] * x[i + 1], b = x[i] & 1 ? 1.0f : 0.0f;
+    return v[0].x + first + a + b + (q != nullptr ? 1.0f : 0.0f) + kTable[i & 1];
+}
+kernel void k(constant uint& n [[buffer(0)]],
+              device float* y [[buffer(1)]],
+              uint3 tg [[threadgroup_position_in_grid]],
+              uint3 size [[threads_per_threadgroup]],
+              ushort lane [[thread_index_in_simdgroup]]) {
+    threadgroup float tile[N * 32];
+    Tile t;
+    t.dst = y;
+    t(lane, float(tg.x * size.x));
+    float acc = 0.0f;
+    stage<float, N>(tile, y, acc, n);
+    y[lane] *= acc;
+}
+template <typename T>
+kernel void gen(device T* x [[buffer(0)]], uint i [[thread_position_in_grid]]) { x[i] = T(1); }
+template [[host_name("gen_f32")]] [[kernel]] decltype(gen<float>) gen<float>;
+template [[host_name("gen_f16")]] kernel void gen<half>(device half* x [[buffer(0)]], uint i [[thread_position_in_grid]]);
+`
+	if _, err := runPass("ok.metal", src, nil); err != nil {
+		t.Fatalf("correct MSL rejected:\n%v", err)
+	}
+}
+
+// The project's kernels and the emulator's own test kernels pass the lint
+// (headers first, as Compile runs them, for their #defines).
+func TestLintAcceptsProjectKernels(t *testing.T) {
+	sets := map[string]map[string]string{"metalkernels/": metalkernels.Sources(), "testdata/": {}}
+	for _, n := range []string{"emu_test.metal", "emu_test_common.h"} {
+		b, err := os.ReadFile("testdata/" + n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sets["testdata/"][n] = string(b)
+	}
+	for prefix, sources := range sets {
+		var names []string
+		for n := range sources {
+			names = append(names, n)
+		}
+		// Headers (.h) sort before .metal files here: their #defines
+		// name buffer indices.
+		sort.Slice(names, func(i, j int) bool {
+			hi, hj := strings.HasSuffix(names[i], ".h"), strings.HasSuffix(names[j], ".h")
+			if hi != hj {
+				return hi
+			}
+			return names[i] < names[j]
+		})
+		defines := map[string]string{}
+		for _, n := range names {
+			res, err := runPass(prefix+n, sources[n], defines)
+			if err != nil {
+				t.Errorf("%v", err)
+				continue
+			}
+			for k, v := range res.defines {
+				defines[k] = v
+			}
+		}
+	}
+}
