@@ -198,6 +198,11 @@ func (b *build) prepare(sources map[string]string) error {
 	templates := map[string]*kernelDef{}
 	results := map[string]*passResult{}
 	var errs []error
+	for _, n := range names {
+		if err := lintIncludes(b.opts.PathPrefix+n, sources[n], sources); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	// Headers first: their #defines may name buffer indices and they may
 	// hold kernel templates.
 	for _, n := range names {

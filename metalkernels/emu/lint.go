@@ -3,6 +3,7 @@ package emu
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -697,4 +698,43 @@ func (l *linter) positionTypes(kernel string, line int, params []Param) {
 			bad(fmt.Sprintf("[[thread_index_in_threadgroup]] is %s but [[thread_position_in_threadgroup]] is %s; MSL wants uint then", ti, t))
 		}
 	}
+}
+
+// metalHeaders are the standard headers Apple's compiler provides that the
+// shim supplies too.
+var metalHeaders = map[string]bool{
+	"metal_stdlib": true, "metal_atomic": true, "metal_common": true, "metal_compute": true,
+	"metal_functional": true, "metal_geometric": true, "metal_integer": true, "metal_limits": true,
+	"metal_math": true, "metal_matrix": true, "metal_numeric": true, "metal_pack": true,
+	"metal_quadgroup": true, "metal_relational": true, "metal_simdgroup": true,
+	"metal_simdgroup_matrix": true, "metal_type_traits": true, "metal_uniform": true,
+}
+
+var includeRe = regexp.MustCompile(`^\s*#\s*include\s*([<"])([^>"]*)[>"]`)
+
+// lintIncludes makes the emulator resolve #include the way the Metal device
+// does. newLibraryWithSource has no file system: engine/gpu/metal writes
+// each project header named in quotes in place, from the same sources map,
+// and fails on any other; the compiler itself knows only Metal's standard
+// headers. g++ would also find a quoted name in the shim or the system
+// headers, and a <…> name among the C++ library, so such an include would
+// build here and fail on a Mac.
+func lintIncludes(file, src string, sources map[string]string) error {
+	var errs []error
+	for i, line := range strings.Split(src, "\n") {
+		m := includeRe.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		name := m[2]
+		switch {
+		case m[1] == `"`:
+			if _, ok := sources[name]; !ok {
+				errs = append(errs, &SourceError{file, i + 1, fmt.Sprintf("#include %q: no such file among the kernel sources; the Metal device resolves quoted includes only from them (a project header at the root of metalkernels/)", name)})
+			}
+		case !metalHeaders[name]:
+			errs = append(errs, &SourceError{file, i + 1, fmt.Sprintf("#include <%s>: not a Metal standard header; kernels include <metal_stdlib> (or another metal_* header) and the project's own headers in quotes", name)})
+		}
+	}
+	return errors.Join(errs...)
 }

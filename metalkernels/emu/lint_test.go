@@ -185,3 +185,34 @@ func TestLintAcceptsProjectKernels(t *testing.T) {
 		}
 	}
 }
+
+// Includes resolve as on the Metal device: quoted names only from the
+// sources, <…> only Metal's own headers. g++ would find both kinds
+// elsewhere (the shim directory, the C++ library).
+func TestLintIncludes(t *testing.T) {
+	sources := map[string]string{
+		"common.h": "#pragma once\n#include <metal_stdlib>\n",
+		"a.metal":  "#include <metal_stdlib>\n#include <metal_simdgroup_matrix>\n  #  include \"common.h\"\n",
+		"b.metal":  "#include <metal_stdlib>\n#include \"emu_metal.h\"\n#include <cmath>\n#include \"common.h\"\n",
+	}
+	if err := lintIncludes("a.metal", sources["a.metal"], sources); err != nil {
+		t.Errorf("a.metal: %v", err)
+	}
+	err := lintIncludes("b.metal", sources["b.metal"], sources)
+	for _, want := range []string{
+		"b.metal:2: #include \"emu_metal.h\": no such file among the kernel sources",
+		"b.metal:3: #include <cmath>: not a Metal standard header",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v\nwant an error containing %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "b.metal:4") {
+		t.Errorf("common.h is among the sources, yet: %v", err)
+	}
+	// Compile runs the check before the compiler.
+	_, err = Compile(map[string]string{"c.metal": "#include <metal_stdlib>\n#include \"missing.h\"\n"}, Options{PathPrefix: "x/"})
+	if err == nil || !strings.Contains(err.Error(), "x/c.metal:2: #include \"missing.h\"") {
+		t.Errorf("Compile: got %v, want the missing include named at x/c.metal:2", err)
+	}
+}
