@@ -198,9 +198,17 @@ func (b *build) prepare(sources map[string]string) error {
 	templates := map[string]*kernelDef{}
 	results := map[string]*passResult{}
 	var errs []error
+	// The functions the headers define, for the lint's check of calls
+	// into them from other files.
+	known := map[string][]funcSig{}
 	for _, n := range names {
 		if err := lintIncludes(b.opts.PathPrefix+n, sources[n], sources); err != nil {
 			errs = append(errs, err)
+		}
+		if !strings.HasSuffix(n, ".metal") {
+			for k, v := range collectSignatures(sources[n]) {
+				known[k] = append(known[k], v...)
+			}
 		}
 	}
 	// Headers first: their #defines may name buffer indices and they may
@@ -209,7 +217,7 @@ func (b *build) prepare(sources map[string]string) error {
 		if strings.HasSuffix(n, ".metal") {
 			continue
 		}
-		res, err := runPass(b.opts.PathPrefix+n, sources[n], nil)
+		res, err := runPassKnown(b.opts.PathPrefix+n, sources[n], nil, known)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -228,7 +236,7 @@ func (b *build) prepare(sources map[string]string) error {
 		if !strings.HasSuffix(n, ".metal") {
 			continue
 		}
-		res, err := runPass(b.opts.PathPrefix+n, sources[n], defines)
+		res, err := runPassKnown(b.opts.PathPrefix+n, sources[n], defines, known)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -159,6 +159,15 @@ type linter struct {
 	toks []token
 	errs []error
 	seen map[string]bool
+	defs []funcDef // function definitions, in order
+}
+
+// funcDef is a function definition: its name, the parentheses of its
+// parameter list and the braces of its body (token indices).
+type funcDef struct {
+	name        string
+	open, close int
+	body        [2]int
 }
 
 func (l *linter) errorf(off int, format string, args ...any) {
@@ -222,7 +231,9 @@ func (l *linter) hasAddressSpace(a, b int) bool {
 // lintSource runs every check on one file. cw is the code with comments,
 // strings and attributes blanked; kernels are the file's kernels as the
 // pass parsed them, instances its host_name instantiations.
-func lintSource(file string, c, cw []byte, kernels []kernelDef, instances []instance) error {
+// known holds the signatures of functions defined in the project's headers,
+// for calls from this file into them.
+func lintSource(file string, c, cw []byte, kernels []kernelDef, instances []instance, known map[string][]funcSig) error {
 	l := &linter{file: file, c: c, toks: tokenize(cw), seen: map[string]bool{}}
 	scopes := l.scopes()
 	l.keywords()
@@ -230,6 +241,7 @@ func lintSource(file string, c, cw []byte, kernels []kernelDef, instances []inst
 	l.casts()
 	l.functions(scopes)
 	l.declarations(scopes)
+	l.calls(known)
 	for _, k := range kernels {
 		l.positionTypes(k.name, k.line, k.params)
 	}
@@ -449,6 +461,9 @@ func (l *linter) functions(scopes []int) {
 		}
 		switch l.tok(after) {
 		case "{":
+			if body := l.closeOf(after); body > 0 && isIdentTok(l.tok(name)) {
+				l.defs = append(l.defs, funcDef{name: l.tok(name), open: i, close: k, body: [2]int{after, body}})
+			}
 		case ";":
 			if scopes[i] == scopeCode {
 				continue
@@ -475,7 +490,7 @@ func (l *linter) params(open, close int) {
 		for j := a; j < end; j++ {
 			if tt := l.tok(j); tt == "*" || tt == "&" {
 				if !l.hasAddressSpace(a, j) {
-					l.errorf(l.toks[a].off, "parameter %q: a pointer or reference parameter needs an address space (device, constant, thread or threadgroup); MSL has no generic one", l.text(a, end))
+					l.errorf(l.toks[a].off, "parameter %q: a pointer or reference parameter needs an address space (device, constant, thread or threadgroup); MSL has no generic one", l.src(a, end))
 				}
 				return
 			}
@@ -499,16 +514,13 @@ func (l *linter) params(open, close int) {
 	check(start, close)
 }
 
-func (l *linter) text(a, b int) string {
-	var parts []string
-	for j := a; j < b; j++ {
-		parts = append(parts, l.toks[j].text)
+// src is the source text of toks[a:b], its white space collapsed.
+func (l *linter) src(a, b int) string {
+	if a >= b {
+		return ""
 	}
-	s := strings.Join(parts, " ")
-	for _, r := range []struct{ from, to string }{{" *", "*"}, {" &", "&"}, {" ::", "::"}, {":: ", "::"}, {"< ", "<"}, {" >", ">"}, {" ,", ","}} {
-		s = strings.ReplaceAll(s, r.from, r.to)
-	}
-	return s
+	end := l.toks[b-1].off + len(l.toks[b-1].text)
+	return strings.Join(strings.Fields(string(l.c[l.toks[a].off:end])), " ")
 }
 
 // declarations checks statements that declare variables or members: a
@@ -604,7 +616,7 @@ func (l *linter) declaration(a, stop, end, scope int) {
 				if isFunc {
 					what = "function returning"
 				}
-				l.errorf(l.toks[a].off, "%s %q: a pointer or reference type needs an address space (device, constant, thread or threadgroup); MSL has no generic one", what, l.text(a, name+1))
+				l.errorf(l.toks[a].off, "%s %q: a pointer or reference type needs an address space (device, constant, thread or threadgroup); MSL has no generic one", what, l.src(a, name+1))
 			}
 		}
 	}
@@ -737,4 +749,332 @@ func lintIncludes(file, src string, sources map[string]string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ---------------------------------------------------------------- calls
+//
+// The shim expands every address space to nothing, so g++ also accepts a
+// call that passes threadgroup memory to a helper written for device
+// memory, which Metal rejects (there is no conversion between address
+// spaces). calls checks the arguments of calls to the project's own
+// functions where it can tell their address space from a declaration in the
+// calling function: a pointer, an array, pointer arithmetic on one, an
+// element, or the address of a variable. Anything else is taken on trust.
+
+// paramSpace describes one parameter: a pointer or reference and the
+// address space it names ("" for other parameters).
+type paramSpace struct {
+	ptr, ref bool
+	space    string
+	text     string
+}
+
+// funcSig is one definition's parameters.
+type funcSig []paramSpace
+
+// varInfo is what a declaration says about a variable.
+type varInfo struct {
+	pos   int // token index of the declaration
+	ptr   bool
+	ref   bool
+	array bool
+	space string // of the pointee (pointers, references) or of the object
+}
+
+// signatures returns the parameter spaces of every function defined in the
+// file, by name (overloads in order).
+func (l *linter) signatures() map[string][]funcSig {
+	out := map[string][]funcSig{}
+	for _, d := range l.defs {
+		var sig funcSig
+		l.eachParam(d.open, d.close, func(a, b int) {
+			sig = append(sig, l.paramSpace(a, b))
+		})
+		out[d.name] = append(out[d.name], sig)
+	}
+	return out
+}
+
+// eachParam calls fn with the token range of each parameter (default
+// arguments cut off) between open and close.
+func (l *linter) eachParam(open, close int, fn func(a, b int)) {
+	depth := 0
+	start := open + 1
+	emit := func(a, b int) {
+		for j := a; j < b; j++ {
+			if l.tok(j) == "=" {
+				b = j
+				break
+			}
+		}
+		if b > a && !(b == a+1 && l.tok(a) == "void") {
+			fn(a, b)
+		}
+	}
+	for j := open + 1; j < close; j++ {
+		switch l.tok(j) {
+		case "(", "<", "[", "{":
+			depth++
+		case ")", ">", "]", "}":
+			depth--
+		case ">>":
+			depth -= 2
+		case ",":
+			if depth == 0 {
+				emit(start, j)
+				start = j + 1
+			}
+		}
+	}
+	emit(start, close)
+}
+
+func (l *linter) paramSpace(a, b int) paramSpace {
+	p := paramSpace{text: l.src(a, b)}
+	for j := a; j < b; j++ {
+		switch t := l.tok(j); {
+		case t == "*":
+			p.ptr = true
+		case t == "&":
+			p.ref = true
+		case addressSpaces[t] && p.space == "":
+			p.space = t
+		}
+	}
+	if p.ptr {
+		p.ref = false // a reference to a pointer is still passed a pointer
+	}
+	return p
+}
+
+// variable reads a declaration at toks[a:…]: type words, a name, then '=',
+// ';', ',', '[', ')' or the end b. It returns the name and what it is.
+func (l *linter) variable(a, b int) (string, varInfo, bool) {
+	j := a
+	name := -1
+	idents := 0
+	for j < b {
+		t := l.tok(j)
+		switch {
+		case t == "<":
+			k := l.closeOf(j)
+			if k < 0 || k >= b {
+				return "", varInfo{}, false
+			}
+			j = k
+		case t == "*" || t == "&" || t == "::":
+		case isIdentTok(t) && !notNames[t] && unsupported[t] == "" && t != "operator":
+			idents++
+			name = j
+		default:
+			goto done
+		}
+		j++
+	}
+done:
+	if name < 0 || idents < 2 {
+		return "", varInfo{}, false
+	}
+	if j < b {
+		switch l.tok(j) {
+		case "=", ";", ",", "[", ")":
+		default:
+			return "", varInfo{}, false
+		}
+	}
+	v := varInfo{pos: name, array: j < b && l.tok(j) == "["}
+	for k := a; k < name; k++ {
+		switch t := l.tok(k); {
+		case t == "*":
+			v.ptr = true
+		case t == "&":
+			v.ref = true
+		case addressSpaces[t] && v.space == "":
+			v.space = t
+		}
+	}
+	if v.space == "" {
+		if v.ptr || v.ref {
+			return "", varInfo{}, false // reported by the declaration check
+		}
+		v.space = "thread" // a local or a parameter passed by value
+	}
+	return l.tok(name), v, true
+}
+
+// calls checks the calls inside every function body of the file.
+func (l *linter) calls(known map[string][]funcSig) {
+	funcs := map[string][]funcSig{}
+	for k, v := range known {
+		funcs[k] = append(funcs[k], v...)
+	}
+	for k, v := range l.signatures() {
+		funcs[k] = append(funcs[k], v...)
+	}
+	for _, d := range l.defs {
+		vars := map[string][]varInfo{}
+		l.eachParam(d.open, d.close, func(a, b int) {
+			if n, v, ok := l.variable(a, b); ok {
+				v.pos = d.open
+				vars[n] = append(vars[n], v)
+			}
+		})
+		// Declarations in the body, in order.
+		start := true
+		for i := d.body[0] + 1; i < d.body[1]; i++ {
+			t := l.tok(i)
+			if t == ";" || t == "{" || t == "}" || t == "(" && l.tok(i-1) == "for" {
+				start = true
+				continue
+			}
+			if start {
+				start = false
+				end := i
+				for end < d.body[1] && l.tok(end) != ";" && l.tok(end) != "{" && l.tok(end) != "}" {
+					end++
+				}
+				if n, v, ok := l.variable(i, end); ok {
+					vars[n] = append(vars[n], v)
+				}
+			}
+		}
+		lookup := func(name string, at int) (varInfo, bool) {
+			var best varInfo
+			found := false
+			for _, v := range vars[name] {
+				if v.pos < at {
+					best, found = v, true
+				}
+			}
+			return best, found
+		}
+		for i := d.body[0] + 1; i < d.body[1]; i++ {
+			name := l.tok(i)
+			sigs, ok := funcs[name]
+			if !ok || !isIdentTok(name) {
+				continue
+			}
+			if p := l.tok(i - 1); p == "." || p == "->" || p == "::" {
+				continue // a member or qualified call: another function
+			}
+			open := i + 1
+			if l.tok(open) == "<" {
+				k := l.closeOf(open)
+				if k < 0 {
+					continue
+				}
+				open = k + 1
+			}
+			if l.tok(open) != "(" {
+				continue
+			}
+			close := l.closeOf(open)
+			if close < 0 {
+				continue
+			}
+			var args [][2]int
+			l.eachParam(open, close, func(a, b int) { args = append(args, [2]int{a, b}) })
+			var mismatch string
+			matched := false
+			for _, sig := range sigs {
+				if len(sig) != len(args) {
+					continue
+				}
+				bad := ""
+				for n, arg := range args {
+					if msg := l.argMismatch(sig[n], arg[0], arg[1], lookup); msg != "" {
+						bad = fmt.Sprintf("%s: argument %d %s", name, n+1, msg)
+						break
+					}
+				}
+				if bad == "" {
+					matched = true
+					break
+				}
+				if mismatch == "" {
+					mismatch = bad
+				}
+			}
+			if !matched && mismatch != "" {
+				l.errorf(l.toks[i].off, "%s; MSL does not convert between address spaces (write an overload for this space, or take the space as a template parameter)", mismatch)
+			}
+		}
+	}
+}
+
+// argMismatch returns why the argument toks[a:b] cannot bind to p, or "".
+func (l *linter) argMismatch(p paramSpace, a, b int, lookup func(string, int) (varInfo, bool)) string {
+	if p.space == "" || !(p.ptr || p.ref) {
+		return ""
+	}
+	addr := false
+	if l.tok(a) == "&" {
+		addr = true
+		a++
+	}
+	name := l.tok(a)
+	if !isIdentTok(name) {
+		return ""
+	}
+	v, ok := lookup(name, a)
+	if !ok {
+		return ""
+	}
+	elem := l.tok(a+1) == "[" && l.closeOf(a+1) == b-1
+	arith := l.tok(a+1) == "+" || l.tok(a+1) == "-"
+	alone := a+1 == b
+	var space string
+	var isPtr bool // the argument is a pointer value (else an lvalue)
+	switch {
+	case addr && alone && !v.ptr:
+		space, isPtr = v.space, true // &object
+	case addr && elem && (v.ptr || v.array):
+		space, isPtr = v.space, true // &p[i]
+	case alone && (v.ptr || v.array):
+		space, isPtr = v.space, true
+	case alone && !v.ptr:
+		space = v.space // an object or a reference
+	case arith && !addr && (v.ptr || v.array):
+		space, isPtr = v.space, true
+	case elem && !addr && (v.ptr || v.array):
+		space = v.space
+	default:
+		return ""
+	}
+	if isPtr != p.ptr || space == p.space {
+		return ""
+	}
+	what := "points to"
+	if !isPtr {
+		what = "is"
+	}
+	return fmt.Sprintf("(%s) %s %s memory, but parameter %q takes %s", l.src(a-btoi(addr), b), what, space, p.text, p.space)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// collectSignatures returns the function signatures defined in a header,
+// for checking the calls other files make into it.
+func collectSignatures(src string) map[string][]funcSig {
+	c := code(src)
+	cw := make([]byte, len(c))
+	copy(cw, c)
+	for i := 0; i+1 < len(cw); i++ {
+		if cw[i] == '[' && cw[i+1] == '[' {
+			end := strings.Index(string(cw[i:]), "]]")
+			if end < 0 {
+				break
+			}
+			blank(cw, i, i+end+2)
+			i += end + 1
+		}
+	}
+	l := &linter{c: c, toks: tokenize(cw), seen: map[string]bool{}}
+	l.functions(l.scopes())
+	return l.signatures()
 }

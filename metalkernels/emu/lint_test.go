@@ -173,8 +173,19 @@ func TestLintAcceptsProjectKernels(t *testing.T) {
 			return names[i] < names[j]
 		})
 		defines := map[string]string{}
+		known := map[string][]funcSig{}
 		for _, n := range names {
-			res, err := runPass(prefix+n, sources[n], defines)
+			if strings.HasSuffix(n, ".h") {
+				for k, v := range collectSignatures(sources[n]) {
+					known[k] = append(known[k], v...)
+				}
+			}
+		}
+		if len(known["bf16_to_float"]) == 0 && prefix == "metalkernels/" {
+			t.Fatalf("no signatures collected from common.h: %v", known)
+		}
+		for _, n := range names {
+			res, err := runPassKnown(prefix+n, sources[n], defines, known)
 			if err != nil {
 				t.Errorf("%v", err)
 				continue
@@ -214,5 +225,52 @@ func TestLintIncludes(t *testing.T) {
 	_, err = Compile(map[string]string{"c.metal": "#include <metal_stdlib>\n#include \"missing.h\"\n"}, Options{PathPrefix: "x/"})
 	if err == nil || !strings.Contains(err.Error(), "x/c.metal:2: #include \"missing.h\"") {
 		t.Errorf("Compile: got %v, want the missing include named at x/c.metal:2", err)
+	}
+}
+
+// Calls into the project's functions with memory of another address space:
+// g++ sees plain pointers, Metal has no conversion.
+func TestLintCallAddressSpaces(t *testing.T) {
+	helpers := `inline float sum4(const device float* x) { return x[0] + x[1] + x[2] + x[3]; }
+inline void bump(thread float& acc, float v) { acc += v; }
+inline float first(const device float* x) { return x[0]; }
+inline float first(const threadgroup float* x) { return x[0]; }
+`
+	kernel := func(body string) string {
+		return lintHead + helpers + "kernel void k(device float* y [[buffer(0)]], uint i [[thread_index_in_threadgroup]]) {\n" +
+			"    threadgroup float tile[64];\n    float acc = 0.0f;\n    float local[4];\n" + body + "}\n"
+	}
+	// lintHead is 2 lines, helpers 4, the kernel's opening and declarations
+	// 4: the body starts at line 11.
+	cases := []struct{ name, body, want string }{
+		{"threadgroup array to device", "    y[i] = sum4(tile);\n",
+			"bad.metal:11: sum4: argument 1 (tile) points to threadgroup memory, but parameter \"const device float* x\" takes device"},
+		{"threadgroup arithmetic to device", "    y[i] = sum4(tile + 4);\n",
+			"bad.metal:11: sum4: argument 1 (tile + 4) points to threadgroup memory"},
+		{"thread array to device", "    y[i] = sum4(local);\n",
+			"bad.metal:11: sum4: argument 1 (local) points to thread memory"},
+		{"address of a local", "    y[i] = sum4(&acc);\n",
+			"bad.metal:11: sum4: argument 1 (&acc) points to thread memory"},
+		{"device element to thread reference", "    bump(y[i], 1.0f);\n",
+			"bad.metal:11: bump: argument 1 (y[i]) is device memory, but parameter \"thread float& acc\" takes thread"},
+	}
+	for _, c := range cases {
+		_, err := runPass("bad.metal", kernel(c.body), nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v\nwant an error containing %q", c.name, err, c.want)
+		}
+	}
+	// Matching spaces, and an overload per space, pass.
+	ok := "    bump(acc, sum4(y));\n    bump(local[1], sum4(y + 4) + first(tile) + first(y + i));\n    y[i] = acc + local[1];\n"
+	if _, err := runPass("ok.metal", kernel(ok), nil); err != nil {
+		t.Errorf("matching address spaces rejected: %v", err)
+	}
+	// A header's helper, called from a .metal file, through Compile.
+	_, err := Compile(map[string]string{
+		"h.h":     "#pragma once\n#include <metal_stdlib>\nusing namespace metal;\ninline float sum2(const device float* x) { return x[0] + x[1]; }\n",
+		"u.metal": "#include \"h.h\"\nkernel void k(device float* y [[buffer(0)]], uint i [[thread_index_in_threadgroup]]) {\n    threadgroup float t[2];\n    t[i & 1] = y[i];\n    threadgroup_barrier(mem_flags::mem_threadgroup);\n    y[i] = sum2(t);\n}\n",
+	}, Options{PathPrefix: "x/"})
+	if err == nil || !strings.Contains(err.Error(), "x/u.metal:6: sum2: argument 1 (t) points to threadgroup memory") {
+		t.Errorf("call into a header: got %v", err)
 	}
 }

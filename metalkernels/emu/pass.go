@@ -240,6 +240,12 @@ var (
 // runPass processes one file. defines holds the integer #defines seen so far
 // (from included headers), for attribute indices written as macros.
 func runPass(file, src string, defines map[string]string) (*passResult, error) {
+	return runPassKnown(file, src, defines, nil)
+}
+
+// runPassKnown is runPass with the signatures of the functions the
+// project's headers define, so that the lint can check calls into them.
+func runPassKnown(file, src string, defines map[string]string, known map[string][]funcSig) (*passResult, error) {
 	c := code(src)
 	out := []byte(src)
 	res := &passResult{defines: map[string]string{}, tgDecl: map[int]bool{}}
@@ -304,7 +310,7 @@ func runPass(file, src string, defines map[string]string) (*passResult, error) {
 	}
 
 	// What C++ would accept but Apple's compiler would not (lint.go).
-	if err := lintSource(file, c, cw, res.kernels, res.instances); err != nil {
+	if err := lintSource(file, c, cw, res.kernels, res.instances, known); err != nil {
 		return nil, err
 	}
 
