@@ -1,6 +1,7 @@
 package emu
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -602,11 +603,20 @@ func (r *passResult) parseInstance(file string, c, cw []byte, attrs []attribute,
 		open := a.end + stop
 		cl := match(cw, open)
 		if cl > 0 && cl < end {
-			// An instantiation may repeat the attributes or leave them to
-			// the template; only a complete list replaces the template's.
-			if params, err := parseParams(file, c, attrs, open, cl, r.defines); err == nil {
-				inst.params, inst.hasPar = params, true
+			// An instantiation that spells out its parameters repeats
+			// their attributes: Apple's compiler wants the full
+			// declaration, attributes included, where g++ would take the
+			// template's.
+			params, err := parseParams(file, c, attrs, open, cl, r.defines)
+			if err != nil {
+				msg := err.Error()
+				var se *SourceError
+				if errors.As(err, &se) {
+					msg = se.Msg
+				}
+				return instance{}, &SourceError{file, line, fmt.Sprintf("host_name %q: %s; an explicit instantiation that spells out its parameter list must repeat each parameter's attribute, as in the template (or write template [[host_name(\"%s\")]] [[kernel]] decltype(%s%s) %s%s;)", host, msg, host, inst.name, inst.args, inst.name, inst.args)}
 			}
+			inst.params, inst.hasPar = params, true
 		}
 	}
 	return inst, nil

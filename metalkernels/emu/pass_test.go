@@ -27,7 +27,7 @@ kernel void scale(constant P& p [[buffer(0)]],
     y[gid.x] = x[gid.x] * T(h) + alias[0] + scratch[0];
 }
 template [[host_name("scale_f32")]] [[kernel]] decltype(scale<float>) scale<float>;
-template [[host_name("scale_f16")]] kernel void scale<half>(constant P& p, const device half* x, device half* y, threadgroup float* scratch, uint2 gid, ushort lane);
+template [[host_name("scale_f16")]] kernel void scale<half>(constant P& p [[buffer(0)]], const device half* x [[buffer(1)]], device half* y [[buffer(OUT_BUF)]], threadgroup float* scratch [[threadgroup(0)]], uint2 gid [[thread_position_in_grid]], ushort lane [[thread_index_in_simdgroup]]);
 
 [[kernel]] void plain(device uint* out [[buffer(0)]], uint i [[thread_index_in_threadgroup]]) {
     out[i] = i;
@@ -90,9 +90,9 @@ func TestPassRewrites(t *testing.T) {
 	if in0.host != "scale_f32" || in0.name != "scale" || in0.args != "<float>" || in0.hasPar {
 		t.Errorf("decltype instantiation: %+v", in0)
 	}
-	// The spelled-out instantiation has no attributes, so the template's
-	// are used.
-	if in1.host != "scale_f16" || in1.name != "scale" || in1.args != "<half>" || in1.hasPar {
+	// The spelled-out instantiation repeats the attributes (Metal wants
+	// them), and its list is the one bound.
+	if in1.host != "scale_f16" || in1.name != "scale" || in1.args != "<half>" || !in1.hasPar || len(in1.params) != 6 || in1.params[2].Index != 2 {
 		t.Errorf("spelled-out instantiation: %+v", in1)
 	}
 	ents, err := collectEntries("p.metal", res, map[string]*kernelDef{"scale": &res.kernels[0]})
@@ -132,6 +132,8 @@ func TestPassRejects(t *testing.T) {
 			`f.metal:1: host_name "bad name" is not an identifier`},
 		{"\n[[host_name(\"other\")]] kernel void k(device float* x [[buffer(0)]]) {\n}\n",
 			`f.metal:2: host_name "other": the emulator supports host_name only on explicit template instantiations`},
+		{"template <typename T>\nkernel void k(device T* x [[buffer(0)]], uint i [[thread_position_in_grid]]) {\n}\n\ntemplate [[host_name(\"k_f32\")]] kernel void k<float>(device float* x, uint i);\n",
+			`f.metal:5: host_name "k_f32": kernel parameter "device float* x" has no [[buffer(n)]], [[threadgroup(n)]] or position attribute; an explicit instantiation that spells out its parameter list must repeat each parameter's attribute`},
 	}
 	for _, c := range cases {
 		_, err := runPass("f.metal", c.src, nil)
