@@ -934,6 +934,7 @@ func (l *linter) calls(known map[string][]funcSig) {
 					end++
 				}
 				if n, v, ok := l.variable(i, end); ok {
+					l.initializer(v, i, end, vars)
 					vars[n] = append(vars[n], v)
 				}
 			}
@@ -949,6 +950,9 @@ func (l *linter) calls(known map[string][]funcSig) {
 			return best, found
 		}
 		for i := d.body[0] + 1; i < d.body[1]; i++ {
+			if l.tok(i) == "(" {
+				l.castSpace(i, lookup)
+			}
 			name := l.tok(i)
 			sigs, ok := funcs[name]
 			if !ok || !isIdentTok(name) {
@@ -1002,53 +1006,59 @@ func (l *linter) calls(known map[string][]funcSig) {
 	}
 }
 
-// argMismatch returns why the argument toks[a:b] cannot bind to p, or "".
-func (l *linter) argMismatch(p paramSpace, a, b int, lookup func(string, int) (varInfo, bool)) string {
-	if p.space == "" || !(p.ptr || p.ref) {
-		return ""
-	}
+// argSpace tells, from the declarations lookup finds, which address space
+// the expression toks[a:b] is in: a pointer value (isPtr) pointing into
+// space, or an lvalue in space. ok is false when it cannot tell.
+func (l *linter) argSpace(a, b int, lookup func(string, int) (varInfo, bool)) (space string, isPtr, ok bool) {
 	addr := false
 	if l.tok(a) == "&" {
 		addr = true
 		a++
 	}
 	name := l.tok(a)
-	if !isIdentTok(name) {
-		return ""
+	if !isIdentTok(name) || a >= b {
+		return "", false, false
 	}
-	v, ok := lookup(name, a)
-	if !ok {
-		return ""
+	v, found := lookup(name, a)
+	if !found {
+		return "", false, false
 	}
 	elem := l.tok(a+1) == "[" && l.closeOf(a+1) == b-1
-	arith := l.tok(a+1) == "+" || l.tok(a+1) == "-"
+	arith := (l.tok(a+1) == "+" || l.tok(a+1) == "-") && a+2 < b
 	alone := a+1 == b
-	var space string
-	var isPtr bool // the argument is a pointer value (else an lvalue)
 	switch {
 	case addr && alone && !v.ptr:
-		space, isPtr = v.space, true // &object
+		return v.space, true, true // &object
 	case addr && elem && (v.ptr || v.array):
-		space, isPtr = v.space, true // &p[i]
+		return v.space, true, true // &p[i]
+	case addr:
+		return "", false, false
 	case alone && (v.ptr || v.array):
-		space, isPtr = v.space, true
-	case alone && !v.ptr:
-		space = v.space // an object or a reference
-	case arith && !addr && (v.ptr || v.array):
-		space, isPtr = v.space, true
-	case elem && !addr && (v.ptr || v.array):
-		space = v.space
-	default:
+		return v.space, true, true
+	case alone:
+		return v.space, false, true // an object or a reference
+	case arith && (v.ptr || v.array):
+		return v.space, true, true
+	case elem && (v.ptr || v.array):
+		return v.space, false, true
+	}
+	return "", false, false
+}
+
+// argMismatch returns why the argument toks[a:b] cannot bind to p, or "".
+func (l *linter) argMismatch(p paramSpace, a, b int, lookup func(string, int) (varInfo, bool)) string {
+	if p.space == "" || !(p.ptr || p.ref) {
 		return ""
 	}
-	if isPtr != p.ptr || space == p.space {
+	space, isPtr, ok := l.argSpace(a, b, lookup)
+	if !ok || isPtr != p.ptr || space == p.space {
 		return ""
 	}
 	what := "points to"
 	if !isPtr {
 		what = "is"
 	}
-	return fmt.Sprintf("(%s) %s %s memory, but parameter %q takes %s", l.src(a-btoi(addr), b), what, space, p.text, p.space)
+	return fmt.Sprintf("(%s) %s %s memory, but parameter %q takes %s", l.src(a, b), what, space, p.text, p.space)
 }
 
 func btoi(b bool) int {
@@ -1077,4 +1087,84 @@ func collectSignatures(src string) map[string][]funcSig {
 	l := &linter{c: c, toks: tokenize(cw), seen: map[string]bool{}}
 	l.functions(l.scopes())
 	return l.signatures()
+}
+
+// initializer checks that a pointer or reference declared at toks[a:end]
+// with an initializer gets memory of its own address space.
+func (l *linter) initializer(v varInfo, a, end int, vars map[string][]varInfo) {
+	if !(v.ptr || v.ref) {
+		return
+	}
+	eq := v.pos + 1
+	for eq < end && l.tok(eq) == "[" {
+		if k := l.closeOf(eq); k > 0 {
+			eq = k + 1
+		} else {
+			return
+		}
+	}
+	if l.tok(eq) != "=" {
+		return
+	}
+	lookup := func(name string, at int) (varInfo, bool) {
+		var best varInfo
+		found := false
+		for _, w := range vars[name] {
+			if w.pos < at {
+				best, found = w, true
+			}
+		}
+		return best, found
+	}
+	space, isPtr, ok := l.argSpace(eq+1, end, lookup)
+	if !ok || isPtr != v.ptr || space == v.space {
+		return
+	}
+	what := "points to"
+	if !isPtr {
+		what = "is"
+	}
+	l.errorf(l.toks[a].off, "%q is initialized with %s, which %s %s memory; MSL does not convert between address spaces", l.src(a, eq), l.src(eq+1, end), what, space)
+}
+
+// castSpace checks a cast at the parenthesis open to a pointer type with an
+// address space: its operand must point into the same space, since MSL
+// cannot cast a pointer from one address space to another.
+func (l *linter) castSpace(open int, lookup func(string, int) (varInfo, bool)) {
+	k := l.closeOf(open)
+	if k < 0 || k-open < 3 || l.tok(k-1) != "*" {
+		return
+	}
+	ok, star := l.pointerType(open+1, k)
+	if !ok || !l.hasAddressSpace(open+1, star) {
+		return
+	}
+	target := ""
+	for j := open + 1; j < star; j++ {
+		if addressSpaces[l.tok(j)] {
+			target = l.tok(j)
+		}
+	}
+	// The operand: a name (not followed by a postfix operator, which would
+	// bind first), or a parenthesized expression.
+	a, b := k+1, k+2
+	switch next := l.tok(k + 1); {
+	case next == "(":
+		cl := l.closeOf(k + 1)
+		if cl < 0 {
+			return
+		}
+		a, b = k+2, cl
+	case isIdentTok(next):
+		if p := l.tok(k + 2); p == "[" || p == "." || p == "(" || p == "->" || p == "::" {
+			return
+		}
+	default:
+		return
+	}
+	space, isPtr, known := l.argSpace(a, b, lookup)
+	if !known || !isPtr || space == target {
+		return
+	}
+	l.errorf(l.toks[open].off, "cast of %s, which points to %s memory, to a %s pointer: MSL cannot move a pointer to another address space", l.src(a, b), space, target)
 }

@@ -253,6 +253,14 @@ inline float first(const threadgroup float* x) { return x[0]; }
 			"bad.metal:11: sum4: argument 1 (&acc) points to thread memory"},
 		{"device element to thread reference", "    bump(y[i], 1.0f);\n",
 			"bad.metal:11: bump: argument 1 (y[i]) is device memory, but parameter \"thread float& acc\" takes thread"},
+		{"pointer initialized from another space", "    const device float* p = tile + 2;\n    y[i] = p[0];\n",
+			"bad.metal:11: \"const device float* p\" is initialized with tile + 2, which points to threadgroup memory"},
+		{"reference bound to another space", "    thread float& r = y[i];\n    r = 1.0f;\n",
+			"bad.metal:11: \"thread float& r\" is initialized with y[i], which is device memory"},
+		{"cast between spaces", "    y[i] = ((device float*)tile)[0];\n",
+			"bad.metal:11: cast of tile, which points to threadgroup memory, to a device pointer"},
+		{"cast of an expression between spaces", "    y[i] = *(const device float4*)(local + 0);\n",
+			"bad.metal:11: cast of local + 0, which points to thread memory, to a device pointer"},
 	}
 	for _, c := range cases {
 		_, err := runPass("bad.metal", kernel(c.body), nil)
@@ -261,7 +269,8 @@ inline float first(const threadgroup float* x) { return x[0]; }
 		}
 	}
 	// Matching spaces, and an overload per space, pass.
-	ok := "    bump(acc, sum4(y));\n    bump(local[1], sum4(y + 4) + first(tile) + first(y + i));\n    y[i] = acc + local[1];\n"
+	ok := "    threadgroup float* tp = tile + 4;\n    thread float& lr = local[0];\n    const device float4* v4 = (const device float4*)(y + i);\n    lr += tp[0] + v4[0].x + ((threadgroup float*)tile)[1];\n" +
+		"    bump(acc, sum4(y));\n    bump(local[1], sum4(y + 4) + first(tile) + first(y + i));\n    y[i] = acc + local[1];\n"
 	if _, err := runPass("ok.metal", kernel(ok), nil); err != nil {
 		t.Errorf("matching address spaces rejected: %v", err)
 	}
