@@ -28,6 +28,7 @@ import (
 //     thread_local, derived classes, and lambdas, which arrive only in MSL
 //     3.2);
 //   - static and program-scope variables are in the constant address space;
+//   - no INFINITY, NAN, isnan, isinf, …: Metal compiles with fast math;
 //   - kernel position attributes have the types MSL allows: ushort or uint
 //     (vectors of up to 3 where the attribute has components), and the
 //     grid-shaped ones agree on their component count.
@@ -51,6 +52,15 @@ var unsupported = map[string]string{
 	"noexcept":     "MSL has no noexcept",
 	"register":     "MSL has no register storage class",
 	"thread_local": "MSL has no thread_local",
+}
+
+// fastMathUnsafe are the names whose meaning Metal's default fast math
+// takes away: the compiler assumes no value is infinite or NaN, so a -INFINITY
+// sentinel's comparisons and isnan tests may fold to constants. The emulator
+// computes IEEE single precision and would not show it.
+var fastMathUnsafe = map[string]bool{
+	"INFINITY": true, "NAN": true, "HUGE_VALF": true,
+	"isnan": true, "isinf": true, "isfinite": true, "isnormal": true,
 }
 
 // notNames are keywords that may precede '(' without naming a function.
@@ -297,6 +307,9 @@ func (l *linter) keywords() {
 	for i, t := range l.toks {
 		if why, ok := unsupported[t.text]; ok {
 			l.errorf(t.off, "%q is not MSL: %s", t.text, why)
+		}
+		if fastMathUnsafe[t.text] && l.tok(i-1) != "." && l.tok(i-1) != "->" {
+			l.errorf(t.off, "%s under Metal's default fast math: the compiler assumes no value is infinite or NaN and may fold this away; start maxima at a finite sentinel (-FLT_MAX) and test NaN or ±inf on the bits (as_type<uint>)", t.text)
 		}
 		if t.text == "delete" && l.tok(i-1) != "=" {
 			l.errorf(t.off, "\"delete\" is not MSL: MSL has no new or delete")
