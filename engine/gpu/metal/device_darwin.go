@@ -240,6 +240,12 @@ func (d *Device) Pipeline(name string) (device.Pipeline, error) {
 		maxThreads: int(send(state, selMaxTotalThreadsPerThreadgroup)),
 		simdWidth:  int(send(state, selThreadExecutionWidth)),
 	}
+	if p.simdWidth != simdWidth {
+		// Every kernel strides by 32 lanes and reduces with simd_sum over
+		// 32: any other width would give wrong results, not an error.
+		send(state, selRelease)
+		return nil, fmt.Errorf("metal: kernel %q runs %d-lane SIMD groups on %s; the kernels are written for %d", name, p.simdWidth, d.name, simdWidth)
+	}
 	d.pipelines[name] = p
 	return p, nil
 }

@@ -28,7 +28,8 @@ const (
 	dispatchTypeConcurrent    = 1 // MTLDispatchTypeConcurrent
 	barrierScopeBuffers       = 1 // MTLBarrierScopeBuffers
 	languageVersion3_1        = 0x30001
-	commandBufferStatusError  = 5 // MTLCommandBufferStatusError
+	commandBufferStatusError  = 5  // MTLCommandBufferStatusError
+	simdWidth                 = 32 // lanes per SIMD group the kernels are written for
 	nsUTF8StringEncoding      = 4
 )
 
