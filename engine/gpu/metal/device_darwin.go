@@ -258,6 +258,15 @@ func (d *Device) compileLocked() error {
 		return d.libErr
 	}
 	d.compiled = true
+	// The kernels need SIMD-group reductions and simdgroup matrices, which
+	// Apple GPUs have from the Apple7 family (M1) on. Below it — GitHub's
+	// hosted macOS runners expose an "Apple Paravirtual device" of the
+	// Apple5 family — kernels may build and still compute garbage, so say
+	// so here. supportsFamily: returns a BOOL, in the low byte of x0.
+	if send(d.dev, selSupportsFamily, gpuFamilyApple7)&0xff == 0 {
+		d.libErr = fmt.Errorf("metal: %s is not of the Apple7 GPU family (M1) or later, which the kernels need (SIMD-group reductions, simdgroup matrices); run on an Apple silicon Mac rather than a virtual machine, or use --backend cpu", d.name)
+		return d.libErr
+	}
 	units, err := TranslationUnits(d.sources, d.prefix)
 	if err != nil {
 		d.libErr = err

@@ -13,7 +13,10 @@
 //     with newBufferWithBytesNoCopy, so weights are never copied.
 //   - Pipeline compiles the embedded MSL once, at language version 3.1
 //     (macOS 14, every Apple Silicon Mac), and caches one compute pipeline
-//     state per kernel name.
+//     state per kernel name. It refuses GPUs below the Apple7 family and
+//     pipelines whose SIMD width is not 32, where the kernels would compute
+//     wrong results rather than fail (GitHub's hosted macOS runners expose
+//     such a GPU: an Apple5 "Apple Paravirtual device").
 //   - A command buffer records into one concurrent compute encoder; Barrier
 //     is a buffer-scope memory barrier, so dispatches between barriers may
 //     overlap on the GPU. The recording, from NewCommandBuffer to Commit,

@@ -28,8 +28,9 @@ const (
 	dispatchTypeConcurrent    = 1 // MTLDispatchTypeConcurrent
 	barrierScopeBuffers       = 1 // MTLBarrierScopeBuffers
 	languageVersion3_1        = 0x30001
-	commandBufferStatusError  = 5  // MTLCommandBufferStatusError
-	simdWidth                 = 32 // lanes per SIMD group the kernels are written for
+	commandBufferStatusError  = 5    // MTLCommandBufferStatusError
+	simdWidth                 = 32   // lanes per SIMD group the kernels are written for
+	gpuFamilyApple7           = 1007 // MTLGPUFamilyApple7: M1 and later
 	nsUTF8StringEncoding      = 4
 )
 
@@ -65,6 +66,7 @@ var (
 	selDispatchThreadgroups, selMemoryBarrierWithScope         objc.SEL
 	selEndEncoding, selCommit, selWaitUntilCompleted           objc.SEL
 	selStatus, selError, selFunctionNames                      objc.SEL
+	selSupportsFamily                                          objc.SEL
 )
 
 // loadSymbols opens libobjc, CoreGraphics and Metal and resolves what this
@@ -155,6 +157,7 @@ func loadSymbolsOnce() error {
 		{&selStatus, "status"},
 		{&selError, "error"},
 		{&selFunctionNames, "functionNames"},
+		{&selSupportsFamily, "supportsFamily:"},
 	}
 	for _, s := range sels {
 		*s.sel = objc.RegisterName(s.name)
