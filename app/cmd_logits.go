@@ -48,7 +48,7 @@ func newLogitsCmd() *cobra.Command {
 		stats                  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "logits --model DIR --ids 1,2,3 [--gen N] [--backend cpu|emu] [--stats] --out FILE",
+		Use:   "logits [--model DIR] --ids 1,2,3 [--gen N] [--backend cpu|emu] [--stats] --out FILE",
 		Short: "Write a prompt's logits (and a greedy continuation) as safetensors, to check an engine against a reference",
 		Long: `logits runs the prompt given as token ids through the model in one pass and
 writes prompt_logits F32 [T,V]; with --gen N it also decodes N tokens greedily
@@ -64,7 +64,11 @@ logits that chose each token. The layout is that of the reference fixtures.`,
 			if !ok {
 				return fmt.Errorf("unknown backend %q: choose one of %s", backend, strings.Join(backendNames(), ", "))
 			}
-			m, err := checkpoint.Load(dir)
+			modelDir, err := commandModel(cmd, dir)
+			if err != nil {
+				return err
+			}
+			m, err := checkpoint.Load(modelDir)
 			if err != nil {
 				return err
 			}
@@ -92,14 +96,14 @@ logits that chose each token. The layout is that of the reference fixtures.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dir, "model", "", "model folder (config.json and safetensors weights)")
+	f.StringVar(&dir, "model", "", "model folder (config.json and safetensors weights; default: the configured model, else the demo model)")
 	f.StringVar(&ids, "ids", "", "prompt token ids, comma-separated")
 	f.IntVar(&gen, "gen", 0, "tokens to generate greedily after the prompt")
 	f.StringVar(&backend, "backend", "cpu", "backend to run on")
 	f.IntVar(&threads, "threads", 0, "CPU threads (0: all cores)")
 	f.StringVar(&out, "out", "", "safetensors file to write")
 	f.BoolVar(&stats, "stats", false, "print the GPU backend's per-step counters to stderr")
-	for _, name := range []string{"model", "ids", "out"} {
+	for _, name := range []string{"ids", "out"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd

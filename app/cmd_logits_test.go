@@ -72,7 +72,7 @@ func TestLogitsCommandErrors(t *testing.T) {
 		{[]string{"--model", "/nonexistent", "--ids", "1,2", "--out", "x"}, "/nonexistent"},
 		{[]string{"--model", ".", "--ids", "1,a", "--out", "x"}, `--ids: "a" is not a token id`},
 		{[]string{"--model", ".", "--ids", "1", "--backend", "nope", "--out", "x"}, `unknown backend "nope": choose one of cpu, emu`},
-		{[]string{"--ids", "1", "--out", "x"}, `"model" not set`},
+		{[]string{"--model", ".", "--ids", "1"}, `"out" not set`},
 	} {
 		cmd := newLogitsCmd()
 		cmd.SetArgs(c.args)

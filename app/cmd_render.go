@@ -14,7 +14,7 @@ func init() { register(newRenderCmd()) }
 func newRenderCmd() *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
-		Use:   "render --model DIR",
+		Use:   "render [--model DIR]",
 		Short: "Render a conversation with a model's chat template",
 		Long: `render reads a JSON object on stdin,
 
@@ -26,7 +26,11 @@ no newline added. Messages and tools are those of the OpenAI chat API;
 object keys keep their order, as they do in transformers.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			tmpl, err := chat.LoadTemplate(dir)
+			modelDir, err := commandModel(cmd, dir)
+			if err != nil {
+				return err
+			}
+			tmpl, err := chat.LoadTemplate(modelDir)
 			if err != nil {
 				return err
 			}
@@ -46,7 +50,6 @@ object keys keep their order, as they do in transformers.`,
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&dir, "model", "", "model folder (holding chat_template.jinja or tokenizer_config.json)")
-	_ = cmd.MarkFlagRequired("model")
+	cmd.Flags().StringVar(&dir, "model", "", "model folder (holding chat_template.jinja or tokenizer_config.json; default: the configured model, else the demo model)")
 	return cmd
 }

@@ -19,7 +19,7 @@ func newTokenizeCmd() *cobra.Command {
 		specials bool
 	)
 	cmd := &cobra.Command{
-		Use:   "tokenize --model DIR [--decode]",
+		Use:   "tokenize [--model DIR] [--decode]",
 		Short: "Turn text on stdin into token ids (or ids back into text) with a model's tokenizer",
 		Long: `tokenize reads text on stdin and writes its token ids as a JSON array.
 Special tokens written in the text (<|im_start|>, <|im_end|>) become the
@@ -31,7 +31,11 @@ With --decode it reads a JSON array of ids and writes their text exactly,
 without an added newline.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			tok, err := tokenizer.Load(dir)
+			modelDir, err := commandModel(cmd, dir)
+			if err != nil {
+				return err
+			}
+			tok, err := tokenizer.Load(modelDir)
 			if err != nil {
 				return err
 			}
@@ -68,9 +72,8 @@ without an added newline.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dir, "model", "", "model folder (holding tokenizer.json)")
+	f.StringVar(&dir, "model", "", "model folder (holding tokenizer.json; default: the configured model, else the demo model)")
 	f.BoolVar(&decode, "decode", false, "read JSON ids and write their text")
 	f.BoolVar(&specials, "specials", true, "recognise special tokens written in the text")
-	_ = cmd.MarkFlagRequired("model")
 	return cmd
 }

@@ -58,8 +58,8 @@ func TestResolveModelOrder(t *testing.T) {
 	if _, _, err := resolveModel(filepath.Join(mine, "missing")); err == nil || !strings.Contains(err.Error(), "--model") {
 		t.Fatalf("missing --model folder: %v", err)
 	}
-	if _, _, err := resolveModel(t.TempDir()); err == nil || !strings.Contains(err.Error(), "config.json") {
-		t.Fatalf("folder without config.json: %v", err)
+	if _, _, err := resolveModel(filepath.Join(mine, "config.json")); err == nil || !strings.Contains(err.Error(), "is a file") {
+		t.Fatalf("--model naming a file: %v", err)
 	}
 	if err := os.WriteFile(settings, []byte(`{"model": "/nonexistent/folder"}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -72,5 +72,27 @@ func TestResolveModelOrder(t *testing.T) {
 	}
 	if _, _, err := resolveModel(""); err == nil || !strings.Contains(err.Error(), "settings.json") {
 		t.Fatalf("malformed settings: %v", err)
+	}
+}
+
+// TestCommandsDefaultToTheDemoModel runs every command that takes --model
+// without it: each must work on the demo model, installed from the binary.
+func TestCommandsDefaultToTheDemoModel(t *testing.T) {
+	isolate(t)
+	// "Hello!" is ids 1368 0 in the demo's vocabulary (greedy.json).
+	out, err := runWithStdin(t, "Hello!", "tokenize")
+	if err != nil || strings.Join(strings.Fields(out), "") != "[1368,0]" {
+		t.Errorf("tokenize without --model: %q, %v; want [1368,0]", out, err)
+	}
+	out, err = runWithStdin(t, `{"messages": [{"role": "user", "content": "Hello!"}], "add_generation_prompt": true, "enable_thinking": false}`, "render")
+	if want := "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"; err != nil || out != want {
+		t.Errorf("render without --model: %q, %v; want %q", out, err, want)
+	}
+	file := filepath.Join(t.TempDir(), "logits.safetensors")
+	if _, err := runWithStdin(t, "", "logits", "--ids", "4093,278,198,1368,0", "--out", file); err != nil {
+		t.Errorf("logits without --model: %v", err)
+	}
+	if st, err := os.Stat(file); err != nil || st.Size() == 0 {
+		t.Errorf("logits without --model wrote nothing: %v", err)
 	}
 }
