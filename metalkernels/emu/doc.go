@@ -3,7 +3,12 @@
 // available.
 //
 // Compile runs a source pass over each file (pass.go: attributes,
-// address-space keywords, threadgroup variables, half literals), generates
+// address-space keywords, threadgroup variables, half literals) and a lint
+// (lint.go) that rejects what g++ would accept but Apple's compiler would
+// not — pointers without an address space, memory passed across address
+// spaces, double, std::, lambdas, fast-math-unsafe INFINITY/isnan, MSL's
+// position-attribute types, includes the Metal device cannot resolve —
+// at the .metal line; it generates
 // a C entry point per kernel (gen.go), compiles everything against the shim
 // headers in shim/ (Metal's types, math, SIMD-group functions, simdgroup
 // matrices, atomics) with the system C++ compiler, caches the objects and
