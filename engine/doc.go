@@ -12,12 +12,13 @@
 //
 // One request runs as: prefix-cache lookup → restore → prefill of the rest
 // (in chunks, snapshotting on the way) → decode loop. Each decode step
-// samples inside the pass (model.Input.Sample), so a GPU backend keeps the
-// token on the device; the host reads it back to stream it and to apply the
-// stop rules: the model's EOS ids, stop strings (matched across token
-// boundaries, never emitted), the token budget, and the request's context,
-// which is checked before every pass so a cancelled request ends within one
-// token.
+// samples inside the pass (model.Input.Sample, with engine/sample's rule), so
+// a GPU backend keeps the token on the device and, with Options.Pipelined,
+// runs step N+1 while the host reads token N; the host reads each token back
+// to stream it and to apply the stop rules: the model's EOS ids, stop
+// strings (matched across token boundaries, never emitted), the token
+// budget, and the request's context, which is checked before every pass so
+// a cancelled request ends within one token.
 //
 // The prefix cache (prefixcache.go) exists because Gated DeltaNet state
 // cannot be rolled back: to continue a conversation the engine restores a
