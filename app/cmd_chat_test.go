@@ -218,3 +218,16 @@ func TestChatInterruptStopsTheAnswer(t *testing.T) {
 		t.Fatalf("two interrupts within a second: quit %v, err %v; want quit", quit, err)
 	}
 }
+
+// TestChatMaxTokens: --max-tokens cuts the answer, and the statistics say
+// why it ended. The first three greedy tokens of the json.dumps answer are
+// "`json", ".dumps", "`:".
+func TestChatMaxTokens(t *testing.T) {
+	stdout, stderr := runChatProcess(t, "What does json.dumps do?\n", "--temperature", "0", "--think", "off", "--max-tokens", "3")
+	if stdout != "`json.dumps`:\n\n" {
+		t.Errorf("stdout %q, want the first three tokens and an empty line", stdout)
+	}
+	if !strings.Contains(stderr, "decode 3 tokens") || !strings.Contains(stderr, "· length]") {
+		t.Errorf("stderr lacks the cut answer's statistics:\n%s", stderr)
+	}
+}
