@@ -31,7 +31,11 @@ import (
 //   - no INFINITY, NAN, isnan, isinf, …: Metal compiles with fast math;
 //   - kernel position attributes have the types MSL allows: ushort or uint
 //     (vectors of up to 3 where the attribute has components), and the
-//     grid-shaped ones agree on their component count.
+//     grid-shaped ones agree on their component count;
+//   - calls to the project's functions, pointer and reference initializers
+//     and casts do not move memory between address spaces, where the
+//     declarations in the function show the spaces (calls);
+//   - #include resolves as on the Metal device (lintIncludes).
 
 var addressSpaces = map[string]bool{
 	"device": true, "constant": true, "thread": true, "threadgroup": true,
