@@ -224,6 +224,10 @@ func (b *Backend) NewSequence(maxTokens int) (model.Sequence, error) {
 	return s, nil
 }
 
+// kvWidth is the width of one position's K (or V) row in an attention
+// layer's cache.
+func (b *Backend) kvWidth() int { return b.cfg.NumKVHeads * b.cfg.HeadDim }
+
 func deltaNetChannels(c *model.Config) int {
 	return 2*c.LinearKeyHeads*c.LinearKeyHeadDim + c.LinearValueHeads*c.LinearValueHeadDim
 }
@@ -253,12 +257,16 @@ func (p *snapshot) Bytes() int64 {
 	return n
 }
 
-func copyLayers(src []layerState) []layerState {
+// copyLayers copies the state of the first pos positions: an attention
+// layer's first pos K and V rows (the cache grows by appending, so nothing
+// past them is in use), and every DeltaNet state whole.
+func copyLayers(src []layerState, pos, kvWidth int) []layerState {
 	dst := make([]layerState, len(src))
+	n := pos * kvWidth
 	for i, l := range src {
 		dst[i] = layerState{
-			k:         append([]float32(nil), l.k...),
-			v:         append([]float32(nil), l.v...),
+			k:         append([]float32(nil), l.k[:min(n, len(l.k))]...),
+			v:         append([]float32(nil), l.v[:min(n, len(l.v))]...),
 			conv:      append([]float32(nil), l.conv...),
 			recurrent: append([]float32(nil), l.recurrent...),
 		}
@@ -270,7 +278,13 @@ func (s *sequence) Snapshot() (model.Snapshot, error) {
 	if s.busy {
 		return nil, errors.New("cannot snapshot a sequence while a pass is recording on it")
 	}
-	return &snapshot{b: s.b, tokens: append([]int(nil), s.tokens...), sampled: s.sampled, layers: copyLayers(s.layers)}, nil
+	if s.broken {
+		// A pass that failed halfway may have appended K and V rows
+		// for tokens it never consumed: the state is no prefix's.
+		return nil, errors.New("cannot snapshot a sequence whose last pass failed; restore a snapshot first")
+	}
+	return &snapshot{b: s.b, tokens: append([]int(nil), s.tokens...), sampled: s.sampled,
+		layers: copyLayers(s.layers, len(s.tokens), s.b.kvWidth())}, nil
 }
 
 func (s *sequence) Restore(m model.Snapshot) error {
@@ -286,7 +300,7 @@ func (s *sequence) Restore(m model.Snapshot) error {
 	}
 	s.tokens = append(s.tokens[:0], p.tokens...)
 	s.sampled = p.sampled
-	s.layers = copyLayers(p.layers)
+	s.layers = copyLayers(p.layers, len(p.tokens), s.b.kvWidth())
 	s.broken = false
 	return nil
 }

@@ -110,6 +110,58 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 }
 
+// TestSnapshotHoldsOnlyTheRowsInUse checks that a snapshot's size, which
+// the prefix cache budgets with, is that of the positions consumed and not
+// of the sequence's capacity: each attention layer's K and V rows up to Pos,
+// the DeltaNet states, and the token list. The sizes are counted from the
+// config, not from the snapshot's slices.
+func TestSnapshotHoldsOnlyTheRowsInUse(t *testing.T) {
+	ref := fixtureModels(t)[0]
+	b, w := openModel(t, ref.dir)
+	c := &b.cfg
+	var attention, deltaNet int
+	for _, l := range w.Layers {
+		if l.DeltaNet != nil {
+			deltaNet++
+		} else {
+			attention++
+		}
+	}
+	state := int64(4 * ((c.ConvKernel-1)*deltaNetChannels(c) + c.LinearValueHeads*c.LinearKeyHeadDim*c.LinearValueHeadDim))
+	want := func(pos int) int64 {
+		return int64(8*pos) + int64(attention)*int64(2*4*pos*c.NumKVHeads*c.HeadDim) + int64(deltaNet)*state
+	}
+	// Capacity far past the prompt: a snapshot that copied the capacity
+	// would be several times the expected size.
+	seq, _ := b.NewSequence(8 * len(ref.prompt))
+	prefillPieces(t, b, w, seq, ref.prompt[:60])
+	early, err := seq.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefillPieces(t, b, w, seq, ref.prompt[60:])
+	late, err := seq.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []model.Snapshot{early, late} {
+		if s.Bytes() != want(s.Pos()) {
+			t.Errorf("snapshot at position %d holds %d bytes, want %d", s.Pos(), s.Bytes(), want(s.Pos()))
+		}
+	}
+	// A restored sequence carries only the snapshot's rows too.
+	if err := seq.Restore(early); err != nil {
+		t.Fatal(err)
+	}
+	again, err := seq.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Pos() != 60 || again.Bytes() != want(60) {
+		t.Errorf("after restoring position 60, a snapshot is at %d with %d bytes, want %d", again.Pos(), again.Bytes(), want(60))
+	}
+}
+
 // TestSequenceErrors checks the misuse a caller can run into.
 func TestSequenceErrors(t *testing.T) {
 	ref := fixtureModels(t)[1]
