@@ -25,7 +25,7 @@ func newBenchCmd() *cobra.Command {
 		threads, copyMiB          int
 	)
 	cmd := &cobra.Command{
-		Use:   "bench (--model DIR | --synthetic) [--backend cpu|emu|metal] [--prompt 512,4096] [--gen 128] [--runs N] [--json]",
+		Use:   "bench [--model DIR | --synthetic] [--backend cpu|emu|metal] [--prompt 512,4096] [--gen 128] [--runs N] [--json]",
 		Short: "Measure prefill and decode speed, memory and bandwidth use on a model folder or a synthetic full-width checkpoint",
 		Long: `bench measures, after a warm-up, the time to first token and prefill tokens/s
 for each prompt length, decode tokens/s after each prompt, each as the median
@@ -36,7 +36,9 @@ per-step counters.
 
 --synthetic builds (once, cached by config, layers, layout and seed under the
 user cache folder) a checkpoint with the full model's width and vocabulary,
-random weights and --layers layers, and measures that.
+random weights and --layers layers, and measures that; make bench uses it.
+Without --model or --synthetic, bench measures the configured model, else the
+demo model Suzuran Tiny, as every command with --model does.
 
 --table FILE... prints saved --out reports side by side without running.`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -56,10 +58,18 @@ random weights and --layers layers, and measures that.
 				_, err := fmt.Fprintln(cmd.OutOrStdout(), strings.Join(bench.Kinds(), "\n"))
 				return err
 			}
-			if (dir == "") == !synthetic {
-				return errors.New("give either --model DIR or --synthetic")
+			if dir != "" && synthetic {
+				return errors.New("give either --model DIR or --synthetic, not both")
 			}
 			log := cmd.ErrOrStderr()
+			if !synthetic {
+				// Like every command with --model: the configured
+				// model, else the demo model, when none is given.
+				var err error
+				if dir, err = commandModel(cmd, dir); err != nil {
+					return err
+				}
+			}
 			if synthetic {
 				switch layout {
 				case "mlx":
@@ -105,7 +115,7 @@ random weights and --layers layers, and measures that.
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&dir, "model", "", "model folder to measure")
+	f.StringVar(&dir, "model", "", "model folder to measure (default: the configured model, else the demo model)")
 	f.BoolVar(&synthetic, "synthetic", false, "measure a synthetic full-width checkpoint, built once and cached")
 	f.StringVar(&syn.ConfigPath, "config", "", "config.json the synthetic checkpoint imitates (default: ../shared/"+"fixtures/qwen3.6-35b-a3b/config.mlx-4bit.json beside the checkout)")
 	f.IntVar(&syn.Layers, "layers", 4, "layers of the synthetic checkpoint (4: three DeltaNet, one attention)")

@@ -17,8 +17,7 @@ func TestBenchCommandErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"bench"}, "give either --model DIR or --synthetic"},
-		{[]string{"bench", "--model", tiny, "--synthetic"}, "give either --model DIR or --synthetic"},
+		{[]string{"bench", "--model", tiny, "--synthetic"}, "give either --model DIR or --synthetic, not both"},
 		{[]string{"bench", "--table"}, "--table needs the report files"},
 		{[]string{"bench", "--synthetic", "--layout", "gguf"}, `--layout "gguf"`},
 		{[]string{"bench", "--model", tiny, "--backend", "abacus"}, `unknown backend "abacus"`},

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/suzuran-app/suzuran/assets/models"
 )
 
 // isolate points the user's config and cache folders at fresh temporary
@@ -94,5 +97,19 @@ func TestCommandsDefaultToTheDemoModel(t *testing.T) {
 	}
 	if st, err := os.Stat(file); err != nil || st.Size() == 0 {
 		t.Errorf("logits without --model wrote nothing: %v", err)
+	}
+	// bench (chat has its own tests) measures the demo model and says so.
+	out, stderr, err := execute(t, "bench", "--prompt", "8", "--gen", "2", "--runs", "1", "--warmup", "2",
+		"--copy-mib", "4", "--layer-costs", "off", "--json")
+	var rep struct {
+		Model struct {
+			Dir string `json:"dir"`
+		} `json:"model"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &rep) != nil || !isDemoModel(rep.Model.Dir) {
+		t.Errorf("bench without --model: %v, measured %q; want the demo model\n%s", err, rep.Model.Dir, stderr)
+	}
+	if !strings.Contains(stderr, "using the demo model "+models.DemoName) {
+		t.Errorf("bench without --model does not say it uses the demo model:\n%s", stderr)
 	}
 }
