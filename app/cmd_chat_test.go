@@ -231,3 +231,31 @@ func TestChatMaxTokens(t *testing.T) {
 		t.Errorf("stderr lacks the cut answer's statistics:\n%s", stderr)
 	}
 }
+
+// TestChatReasoningIsDimmed: on a terminal the reasoning streams to stdout
+// between dim and reset escapes, set off from the answer by an empty line;
+// off a terminal it goes to stderr, so stdout holds only answers.
+func TestChatReasoningIsDimmed(t *testing.T) {
+	events := []chat.Event{
+		{Kind: chat.ReasoningDelta, Text: "json is "},
+		{Kind: chat.ReasoningDelta, Text: "a module."},
+		{Kind: chat.ContentDelta, Text: "It serializes."},
+	}
+	for _, terminal := range []bool{true, false} {
+		var out, errOut bytes.Buffer
+		s := &chatSession{out: &out, errOut: &errOut, color: terminal}
+		r := &reply{}
+		w := &replyWriter{s: s, r: r}
+		w.show(events)
+		wantOut, wantErr := "It serializes.", "json is a module."
+		if terminal {
+			wantOut, wantErr = "\x1b[2mjson is a module.\x1b[0m\n\nIt serializes.", ""
+		}
+		if out.String() != wantOut || errOut.String() != wantErr {
+			t.Errorf("terminal %v: stdout %q, stderr %q; want %q and %q", terminal, out.String(), errOut.String(), wantOut, wantErr)
+		}
+		if r.reasoning.String() != "json is a module." || r.content.String() != "It serializes." {
+			t.Errorf("terminal %v: reply kept reasoning %q and content %q", terminal, r.reasoning.String(), r.content.String())
+		}
+	}
+}
