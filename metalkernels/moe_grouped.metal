@@ -9,6 +9,9 @@
 //                            its token
 //   moe_gemm_gate_up_<w>_f32 per block-map tile: h = silu(X·gateᵀ)⊙(X·upᵀ)
 //   moe_gemm_down_<w>_f32    per tile: Y = H·downᵀ
+//   moe_gemm_{gate_up,down}_half_<w>_f32
+//                            the same with half operands (gemm_tile.h),
+//                            64-wide K steps: the default
 //   moe_combine_f32          y[t] = Σ_slot weight·Y[row of (t, slot)], in
 //                            slot order
 //
@@ -285,6 +288,131 @@ kernel void moe_combine_f32(constant CombineParams& p [[buffer(0)]],
     y[ulong(t) * p.hidden + j] = acc;
 }
 
+// The half-operand grouped GEMMs. Tiles keep the block map's BM = 32 rows
+// and BN = 32 outputs; half operands leave room for a 64-wide K step, half
+// the barriers of the f32 tiles: x (hi and lo), gate and up take 4 KiB
+// each, the two f32 results 4 KiB each (24 KiB; the down projection 16).
+#define MOEH_BK 64
+
+// Grid: (ceil(max(I, shared)/BN), bound); GEMM_THREADS threads.
+template <typename F>
+kernel void moe_gemm_gate_up_h(constant GroupedParams& p [[buffer(0)]],
+                               const device uint4* tiles [[buffer(1)]],
+                               const device float* x [[buffer(2)]],
+                               device float* h [[buffer(3)]],
+                               const device uchar* gate [[buffer(4)]],
+                               const device uchar* gate_scales [[buffer(5)]],
+                               const device uchar* gate_biases [[buffer(6)]],
+                               const device ulong* gate_table [[buffer(7)]],
+                               const device uchar* up [[buffer(8)]],
+                               const device uchar* up_scales [[buffer(9)]],
+                               const device uchar* up_biases [[buffer(10)]],
+                               const device ulong* up_table [[buffer(11)]],
+                               const device uchar* sgate [[buffer(12)]],
+                               const device uchar* sgate_scales [[buffer(13)]],
+                               const device uchar* sgate_biases [[buffer(14)]],
+                               const device uchar* sup [[buffer(15)]],
+                               const device uchar* sup_scales [[buffer(16)]],
+                               const device uchar* sup_biases [[buffer(17)]],
+                               const device uint* token_of [[buffer(18)]],
+                               uint2 tg [[threadgroup_position_in_grid]],
+                               uint tid [[thread_index_in_threadgroup]],
+                               uint sg [[simdgroup_index_in_threadgroup]]) {
+    threadgroup half xt[GEMM_BM * MOEH_BK];
+    threadgroup half xtl[GEMM_BM * MOEH_BK];
+    threadgroup half wg[GEMM_BN * MOEH_BK];
+    threadgroup half wu[GEMM_BN * MOEH_BK];
+    threadgroup float gs[GEMM_BM * GEMM_BN];
+    threadgroup float us[GEMM_BM * GEMM_BN];
+    uint4 tile = tiles[tg.y];
+    if (tile.x == MOE_NO_TILE) {
+        return;
+    }
+    uint e = tile.x;
+    uint width = e >= p.experts ? p.shared_inter : p.inter;
+    uint n0 = tg.x * GEMM_BN;
+    if (n0 >= width) {
+        return;
+    }
+    WeightRef rg = grouped_ref(gate, gate_scales, gate_biases, gate_table, sgate, sgate_scales, sgate_biases,
+                               e, p.experts, p.hidden, p.group_size, p.shared_group_size);
+    WeightRef ru = grouped_ref(up, up_scales, up_biases, up_table, sup, sup_scales, sup_biases,
+                               e, p.experts, p.hidden, p.group_size, p.shared_group_size);
+    GemmAcc<GEMM_BM / 16, GEMM_BN / 16> ga;
+    GemmAcc<GEMM_BM / 16, GEMM_BN / 16> ua;
+    gemmh_zero(ga);
+    gemmh_zero(ua);
+    for (uint k0 = 0; k0 < p.hidden; k0 += MOEH_BK) {
+        gemmh_load_x_rows<GEMM_BM, MOEH_BK>(xt, xtl, x, p.x_stride, token_of + tile.y, tile.z, p.hidden, k0, tid);
+        gemmh_load_w<F, GEMM_BN, MOEH_BK>(wg, rg, n0, width, k0, tid);
+        gemmh_load_w<F, GEMM_BN, MOEH_BK>(wu, ru, n0, width, k0, tid);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        gemmh_mma<GEMM_BM / 16, GEMM_BN / 16, MOEH_BK>(xt, xtl, wg, sg, tile.z, ga);
+        gemmh_mma<GEMM_BM / 16, GEMM_BN / 16, MOEH_BK>(xt, xtl, wu, sg, tile.z, ua);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    gemmh_store<GEMM_BM / 16, GEMM_BN / 16, GEMM_BN>(gs, sg, ga);
+    gemmh_store<GEMM_BM / 16, GEMM_BN / 16, GEMM_BN>(us, sg, ua);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint i = tid; i < GEMM_BM * GEMM_BN; i += GEMM_THREADS) {
+        uint m = i / GEMM_BN;
+        uint n = n0 + i % GEMM_BN;
+        if (m < tile.z && n < width) {
+            h[ulong(tile.y + m) * p.h_stride + n] = silu(gs[i]) * us[i];
+        }
+    }
+}
+
+// Grid: (ceil(H/BN), bound); GEMM_THREADS threads. ye: [n, H].
+template <typename F>
+kernel void moe_gemm_down_h(constant GroupedParams& p [[buffer(0)]],
+                            const device uint4* tiles [[buffer(1)]],
+                            const device float* h [[buffer(2)]],
+                            device float* ye [[buffer(3)]],
+                            const device uchar* down [[buffer(4)]],
+                            const device uchar* down_scales [[buffer(5)]],
+                            const device uchar* down_biases [[buffer(6)]],
+                            const device ulong* down_table [[buffer(7)]],
+                            const device uchar* sdown [[buffer(8)]],
+                            const device uchar* sdown_scales [[buffer(9)]],
+                            const device uchar* sdown_biases [[buffer(10)]],
+                            uint2 tg [[threadgroup_position_in_grid]],
+                            uint tid [[thread_index_in_threadgroup]],
+                            uint sg [[simdgroup_index_in_threadgroup]]) {
+    threadgroup half ht[GEMM_BM * MOEH_BK];
+    threadgroup half htl[GEMM_BM * MOEH_BK];
+    threadgroup half wd[GEMM_BN * MOEH_BK];
+    threadgroup float cs[GEMM_BM * GEMM_BN];
+    uint4 tile = tiles[tg.y];
+    if (tile.x == MOE_NO_TILE) {
+        return;
+    }
+    uint e = tile.x;
+    uint width = e >= p.experts ? p.shared_inter : p.inter;
+    uint n0 = tg.x * GEMM_BN;
+    WeightRef rd = grouped_ref(down, down_scales, down_biases, down_table, sdown, sdown_scales, sdown_biases,
+                               e, p.experts, width, p.group_size, p.shared_group_size);
+    const device float* h0 = h + ulong(tile.y) * p.h_stride;
+    GemmAcc<GEMM_BM / 16, GEMM_BN / 16> acc;
+    gemmh_zero(acc);
+    for (uint k0 = 0; k0 < width; k0 += MOEH_BK) {
+        gemmh_load_x<GEMM_BM, MOEH_BK>(ht, htl, h0, p.h_stride, 0, tile.z, width, k0, tid);
+        gemmh_load_w<F, GEMM_BN, MOEH_BK>(wd, rd, n0, p.hidden, k0, tid);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        gemmh_mma<GEMM_BM / 16, GEMM_BN / 16, MOEH_BK>(ht, htl, wd, sg, tile.z, acc);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    gemmh_store<GEMM_BM / 16, GEMM_BN / 16, GEMM_BN>(cs, sg, acc);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint i = tid; i < GEMM_BM * GEMM_BN; i += GEMM_THREADS) {
+        uint m = i / GEMM_BN;
+        uint n = n0 + i % GEMM_BN;
+        if (m < tile.z && n < p.hidden) {
+            ye[ulong(tile.y + m) * p.hidden + n] = cs[i];
+        }
+    }
+}
+
 template [[host_name("moe_gemm_gate_up_f32_f32")]] [[kernel]] decltype(moe_gemm_gate_up<FmtF32>) moe_gemm_gate_up<FmtF32>;
 template [[host_name("moe_gemm_gate_up_f16_f32")]] [[kernel]] decltype(moe_gemm_gate_up<FmtF16>) moe_gemm_gate_up<FmtF16>;
 template [[host_name("moe_gemm_gate_up_bf16_f32")]] [[kernel]] decltype(moe_gemm_gate_up<FmtBF16>) moe_gemm_gate_up<FmtBF16>;
@@ -295,3 +423,13 @@ template [[host_name("moe_gemm_down_f16_f32")]] [[kernel]] decltype(moe_gemm_dow
 template [[host_name("moe_gemm_down_bf16_f32")]] [[kernel]] decltype(moe_gemm_down<FmtBF16>) moe_gemm_down<FmtBF16>;
 template [[host_name("moe_gemm_down_q4_f32")]] [[kernel]] decltype(moe_gemm_down<FmtQ4>) moe_gemm_down<FmtQ4>;
 template [[host_name("moe_gemm_down_q8_f32")]] [[kernel]] decltype(moe_gemm_down<FmtQ8>) moe_gemm_down<FmtQ8>;
+template [[host_name("moe_gemm_gate_up_half_f32_f32")]] [[kernel]] decltype(moe_gemm_gate_up_h<FmtF32>) moe_gemm_gate_up_h<FmtF32>;
+template [[host_name("moe_gemm_gate_up_half_f16_f32")]] [[kernel]] decltype(moe_gemm_gate_up_h<FmtF16>) moe_gemm_gate_up_h<FmtF16>;
+template [[host_name("moe_gemm_gate_up_half_bf16_f32")]] [[kernel]] decltype(moe_gemm_gate_up_h<FmtBF16>) moe_gemm_gate_up_h<FmtBF16>;
+template [[host_name("moe_gemm_gate_up_half_q4_f32")]] [[kernel]] decltype(moe_gemm_gate_up_h<FmtQ4>) moe_gemm_gate_up_h<FmtQ4>;
+template [[host_name("moe_gemm_gate_up_half_q8_f32")]] [[kernel]] decltype(moe_gemm_gate_up_h<FmtQ8>) moe_gemm_gate_up_h<FmtQ8>;
+template [[host_name("moe_gemm_down_half_f32_f32")]] [[kernel]] decltype(moe_gemm_down_h<FmtF32>) moe_gemm_down_h<FmtF32>;
+template [[host_name("moe_gemm_down_half_f16_f32")]] [[kernel]] decltype(moe_gemm_down_h<FmtF16>) moe_gemm_down_h<FmtF16>;
+template [[host_name("moe_gemm_down_half_bf16_f32")]] [[kernel]] decltype(moe_gemm_down_h<FmtBF16>) moe_gemm_down_h<FmtBF16>;
+template [[host_name("moe_gemm_down_half_q4_f32")]] [[kernel]] decltype(moe_gemm_down_h<FmtQ4>) moe_gemm_down_h<FmtQ4>;
+template [[host_name("moe_gemm_down_half_q8_f32")]] [[kernel]] decltype(moe_gemm_down_h<FmtQ8>) moe_gemm_down_h<FmtQ8>;

@@ -23,6 +23,41 @@ type Options struct {
 	// Sampler chooses tokens for the sampling parameters the device does
 	// not run (top-k off or above 256); nil means engine/sample's.
 	Sampler model.Sampler
+	// GEMMOperands is the element type the prefill GEMMs (dense and
+	// grouped expert) stage their tiles in; the zero value is half.
+	GEMMOperands Operands
+}
+
+// Operands is the element type of the prefill GEMMs' staged tiles; the
+// accumulators are f32 either way.
+type Operands int
+
+const (
+	// HalfOperands stages activations and dequantized weights as half:
+	// half the threadgroup memory and bandwidth of f32 tiles, each operand
+	// rounded to 11 significant bits, values clamped to ±65504.
+	HalfOperands Operands = iota
+	// FloatOperands stages them as f32: exact operands, smaller tiles.
+	FloatOperands
+)
+
+// String gives the name ParseOperands reads.
+func (o Operands) String() string {
+	if o == FloatOperands {
+		return "float"
+	}
+	return "half"
+}
+
+// ParseOperands reads "half" or "float" (as for a command-line flag).
+func ParseOperands(s string) (Operands, error) {
+	switch s {
+	case "half", "":
+		return HalfOperands, nil
+	case "float", "f32":
+		return FloatOperands, nil
+	}
+	return 0, fmt.Errorf("GEMM operands %q: want half or float", s)
 }
 
 // Backend is the GPU implementation of model.Backend over one device.

@@ -451,10 +451,14 @@ func (e *encoder) copyF32(src, dst loc, n int) {
 		int64(4*n), int64(4*n), bytesArg(0, params(n)), src.arg(1), dst.arg(2))
 }
 
-// Prefill tiles (gemm_tile.h).
+// Prefill tiles (gemm_tile.h). The grouped GEMMs use gemmBM×gemmBN tiles
+// with either operand type (the block map is cut in gemmBM rows); the dense
+// half GEMM uses gemmHalfBM×gemmHalfBN.
 const (
 	gemmBM      = 32
 	gemmBN      = 32
+	gemmHalfBM  = 64 // GEMMH_BM
+	gemmHalfBN  = 32 // GEMMH_BN
 	gemmThreads = 128
 	// gemvMaxRows is the most token rows a projection runs as a GEMV; past
 	// it a GEMM tile reads each weight once per 32 rows instead of per row.
@@ -463,17 +467,21 @@ const (
 	planMax     = 513 // MOE_PLAN_MAX
 )
 
-// gemm records y = x·Wᵀ with the tiled kernel.
-func (e *encoder) gemm(w *devMatrix, x, y *act) {
+// gemm records y = x·Wᵀ with the tiled kernel for the operand type.
+func (e *encoder) gemm(w *devMatrix, x, y *act, ops Operands) {
 	m := w.m
 	if x.width != m.In || y.width != m.Out || x.rows != y.rows {
 		e.fail(fmt.Errorf("gemm %s: x [%d,%d] → y [%d,%d] does not fit [%d,%d]", m.Name, x.rows, x.width, y.rows, y.width, m.Out, m.In))
 		return
 	}
-	tilesM := ceilDiv(x.rows, gemmBM)
-	e.dispatch("gemm_"+w.format+"_f32",
-		device.Size3{X: ceilDiv(m.Out, gemmBN), Y: tilesM}, device.Size3{X: gemmThreads},
-		int64(tilesM)*w.bytes+x.bytes()*int64(ceilDiv(m.Out, gemmBN)), y.bytes(),
+	name, bm, bn := "gemm_"+w.format+"_f32", gemmBM, gemmBN
+	if ops == HalfOperands {
+		name, bm, bn = "gemm_half_"+w.format+"_f32", gemmHalfBM, gemmHalfBN
+	}
+	tilesM, tilesN := ceilDiv(x.rows, bm), ceilDiv(m.Out, bn)
+	e.dispatch(name,
+		device.Size3{X: tilesN, Y: tilesM}, device.Size3{X: gemmThreads},
+		int64(tilesM)*w.bytes+x.bytes()*int64(tilesN), y.bytes(),
 		bytesArg(0, params(m.In, m.Out, x.rows, x.stride, y.stride, m.GroupSize)),
 		w.data.arg(1), w.scales.arg(2), w.biases.arg(3), x.arg(4), y.arg(5))
 }
@@ -505,6 +513,14 @@ func (s moeShape) groupedParams(xStride int) []byte {
 	return params(s.hidden, s.inter, s.sharedInter, s.experts, s.hStride, s.groupSize, s.sharedGroupSize, xStride)
 }
 
+// groupedKernel names the grouped GEMM kernel for the operand type.
+func (e *encoder) groupedKernel(proj, format string) string {
+	if e.b.opt.GEMMOperands == HalfOperands {
+		return "moe_gemm_" + proj + "_half_" + format + "_f32"
+	}
+	return "moe_gemm_" + proj + "_" + format + "_f32"
+}
+
 // groupedWeightBytes bounds what the tiles read of one projection: each
 // tile reads its expert's whole matrix slice for its column block.
 func groupedWeightBytes(tiles int, expertBytes, sharedBytes int64) int64 {
@@ -517,7 +533,7 @@ func (e *encoder) moeGemmGateUp(s moeShape, n int, b moeBufs, w *devMoE) {
 	gate, up, sGate, sUp := w.gate, w.up, w.sGate, w.sUp
 	x, tiles, tokenOf, h := b.x, b.tiles, b.tokenOf, b.h
 	bound := planBound(n, s.experts+1)
-	e.dispatch("moe_gemm_gate_up_"+gate.format+"_f32",
+	e.dispatch(e.groupedKernel("gate_up", gate.format),
 		device.Size3{X: ceilDiv(max(s.inter, s.sharedInter), gemmBN), Y: bound}, device.Size3{X: gemmThreads},
 		groupedWeightBytes(bound, gate.expertBytes+up.expertBytes, sGate.bytes+sUp.bytes)+int64(4*n*s.hidden)+int64(16*bound+4*n),
 		int64(4*n*s.hStride),
@@ -535,7 +551,7 @@ func (e *encoder) moeGemmDown(s moeShape, n int, b moeBufs, w *devMoE) {
 	down, sDown := w.down, w.sDown
 	tiles, h, ye := b.tiles, b.h, b.ye
 	bound := planBound(n, s.experts+1)
-	e.dispatch("moe_gemm_down_"+down.format+"_f32",
+	e.dispatch(e.groupedKernel("down", down.format),
 		device.Size3{X: ceilDiv(s.hidden, gemmBN), Y: bound}, device.Size3{X: gemmThreads},
 		groupedWeightBytes(bound, down.expertBytes, sDown.bytes)+int64(4*n*s.hStride)+int64(16*bound),
 		int64(4*n*s.hidden),

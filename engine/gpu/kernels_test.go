@@ -717,15 +717,16 @@ func TestMoEExperts(t *testing.T) {
 		format  string
 		grouped bool
 		rows    int
+		ops     Operands // grouped only: the gathers are GEMVs in f32
 	}
 	var cases []mcase
 	for _, f := range []string{"bf16", "q4", "q8", "f32", "f16"} {
-		cases = append(cases, mcase{f, false, 3}, mcase{f, true, 37})
+		cases = append(cases, mcase{f, false, 3, FloatOperands}, mcase{f, true, 37, FloatOperands}, mcase{f, true, 37, HalfOperands})
 	}
 	for _, c := range cases {
 		name := fmt.Sprintf("%s_gather_rows%d", c.format, c.rows)
 		if c.grouped {
-			name = fmt.Sprintf("%s_grouped_rows%d", c.format, c.rows)
+			name = fmt.Sprintf("%s_grouped_%s_rows%d", c.format, c.ops, c.rows)
 		}
 		t.Run(name, func(t *testing.T) {
 			format, rows := c.format, c.rows
@@ -768,6 +769,7 @@ func TestMoEExperts(t *testing.T) {
 				hStride: max(inter, sharedInter), groupSize: gs, sharedGroupSize: gs}
 			n := rows * slots
 			got := twice(t, func(r *kernelRig) [][]byte {
+				r.b.opt.GEMMOperands = c.ops
 				stack := func(ms []*model.Matrix) *devExperts {
 					d := &devExperts{out: ms[0].Out, in: ms[0].In, groupSize: gs}
 					d.format, _ = matrixFormat(ms[0])
@@ -817,35 +819,85 @@ func TestMoEExperts(t *testing.T) {
 					e.moeGemmDown(s, n, b, w)
 					e.moeCombine(rows, slots, hidden, b)
 				})
-				var plan []byte
+				var plan, hOrdered []byte
 				if c.grouped {
 					plan = append(append(plan, b.offsets.buf.Bytes()...), b.tiles.buf.Bytes()...)
+					// h in (token, slot) order: its rows land where the
+					// atomics put them, which may differ between runs.
+					rowOf := b.rowOf.buf.Bytes()
+					hb := b.h.buf.Bytes()
+					for i := 0; i < n; i++ {
+						row := int(binary.LittleEndian.Uint32(rowOf[4*i:]))
+						hOrdered = append(hOrdered, hb[4*row*s.hStride:4*(row+1)*s.hStride]...)
+					}
 				}
-				return [][]byte{f32Bytes(r.floatsAt(y, rows*hidden)), plan}
+				return [][]byte{f32Bytes(r.floatsAt(y, rows*hidden)), plan, hOrdered}
 			})
 			if c.grouped {
 				checkPlan(t, got[1], ids, experts+1, n)
 			}
-			want := make([]float64, rows*hidden)
-			for tt := 0; tt < rows; tt++ {
-				xt := x[tt*hidden:][:hidden]
-				for sl := 0; sl < slots; sl++ {
-					e := int(ids[tt*slots+sl])
-					gm, um, dm := sGate, sUp, sDown
-					if e < experts {
-						gm, um, dm = gate[e], up[e], down[e]
-					}
-					hv := make([]float32, gm.Out)
-					for i := range hv {
-						g, _ := refGEMV(gm, xt, i)
-						u, _ := refGEMV(um, xt, i)
-						hv[i] = float32(g / (1 + math.Exp(-g)) * u)
-					}
-					for row := 0; row < hidden; row++ {
-						dv, _ := refGEMV(dm, hv, row)
-						want[tt*hidden+row] += float64(wts[tt*slots+sl]) * dv
+			// reference computes y in float64 from x and the weights. With
+			// hKernel set, it stages the GEMM operands as the half tiles do
+			// and takes h, the input of the down projection, from the
+			// kernel, so that the down stage is checked on its own inputs.
+			// It also returns the reference h in (token, slot) order.
+			reference := func(hKernel []float32) ([]float64, []float64) {
+				gemv := refGEMV
+				if hKernel != nil {
+					gemv = refGEMVHalf
+				}
+				want := make([]float64, rows*hidden)
+				var hWant []float64
+				for tt := 0; tt < rows; tt++ {
+					xt := x[tt*hidden:][:hidden]
+					for sl := 0; sl < slots; sl++ {
+						e := int(ids[tt*slots+sl])
+						gm, um, dm := sGate, sUp, sDown
+						if e < experts {
+							gm, um, dm = gate[e], up[e], down[e]
+						}
+						hv := make([]float32, gm.Out)
+						for i := range hv {
+							g, _ := gemv(gm, xt, i)
+							u, _ := gemv(um, xt, i)
+							hv[i] = float32(g / (1 + math.Exp(-g)) * u)
+							hWant = append(hWant, g/(1+math.Exp(-g))*u)
+						}
+						if hKernel != nil {
+							hv = hKernel[(tt*slots+sl)*s.hStride:][:gm.Out]
+						}
+						for row := 0; row < hidden; row++ {
+							dv, _ := gemv(dm, hv, row)
+							want[tt*hidden+row] += float64(wts[tt*slots+sl]) * dv
+						}
 					}
 				}
+				return want, hWant
+			}
+			want, _ := reference(nil)
+			if c.ops == HalfOperands {
+				hk := floats(got[2])
+				var hGot []float32
+				for i := 0; i < n; i++ {
+					width := inter
+					if int(ids[i]) == experts {
+						width = sharedInter
+					}
+					hGot = append(hGot, hk[i*s.hStride:][:width]...)
+				}
+				tight, hWant := reference(hk)
+				// From operands staged the same way, the products are exact
+				// in f32 and only the f32 sums differ: h within 1e-5 of
+				// its largest value, y (two chained sums and the weighted
+				// combine) within 1e-5 of the largest output.
+				checkClose(t, "moe h (half operands)", hGot, hWant, 1e-5, maxAbs(hWant))
+				checkClose(t, "moe y (half operands)", floats(got[0]), tight, 1e-5, maxAbs(tight))
+				// Against the unrounded reference: the weights of both
+				// stages rounded to half (≤ 2⁻¹¹ relative each; the
+				// activations keep 22 bits) through two chained products:
+				// about 2·2⁻¹¹ ≈ 1e-3 of the largest output.
+				checkClose(t, "moe y", floats(got[0]), want, 1e-3, maxAbs(want))
+				return
 			}
 			// Two chained f32 products and a weighted sum of three; outputs
 			// cancel, so the bound is relative to the largest output:
@@ -891,6 +943,50 @@ func checkPlan(t *testing.T, plan []byte, ids []int32, groups, n int) {
 	}
 }
 
+// toHalf rounds v to the nearest half, ties to even.
+func toHalf(v float32) float32 {
+	return safetensors.F16ToFloat32(safetensors.Float32ToF16(v))
+}
+
+// halfWeight is what the half GEMMs stage for a dequantized weight: the
+// nearest half (clamped to ±65504).
+func halfWeight(v float32) float64 {
+	return float64(toHalf(min(max(v, -65504), 65504)))
+}
+
+// halfActivation is what the half GEMMs multiply for an activation: the sum
+// of hi = half(v) and lo = half(v − hi) (gemm_split), v clamped to ±65504.
+func halfActivation(v float32) float64 {
+	v = min(max(v, -65504), 65504)
+	hi := toHalf(v)
+	return float64(hi) + float64(toHalf(v-hi))
+}
+
+// refGEMVHalf is refGEMV with the operands the half tiles stage.
+func refGEMVHalf(m *model.Matrix, x []float32, row int) (float64, float64) {
+	var s, mag float64
+	for j := 0; j < m.In; j++ {
+		p := halfWeight(m.At(row, j)) * halfActivation(x[j])
+		s += p
+		mag += math.Abs(p)
+	}
+	return s, mag
+}
+
+// halfTol bounds the half GEMMs against the unrounded float64 reference:
+// each weight is rounded to half (≤ 2⁻¹¹ ≈ 4.9e-4 of itself; bf16 and f16
+// weights are exact), each activation keeps 22 bits as hi + lo, so the sum
+// is off by at most 4.9e-4·Σ|w·x| plus the f32 summation: 6e-4. Against a
+// reference that stages the same operands, the products are exact in f32
+// and only f32Tol remains.
+const halfTol = 6e-4
+
+var operandTypes = []Operands{HalfOperands, FloatOperands}
+
+// TestGEMM runs the dense prefill GEMM with each operand type on sizes that
+// are not tile multiples (and one that is). Half operands are checked twice:
+// against a reference that stages the same operands (f32Tol: only the f32
+// sums differ) and against the unrounded float64 reference (halfTol).
 func TestGEMM(t *testing.T) {
 	rng := testRand(t)
 	cases := []struct {
@@ -903,33 +999,72 @@ func TestGEMM(t *testing.T) {
 		{"bf16", 70, 96, 0, 33},
 		{"q4", 33, 320, 64, 40},
 		{"q8", 21, 192, 64, 9},
-		{"q4", 64, 128, 64, 64}, // whole tiles
+		{"q4", 64, 128, 64, 64}, // whole f32 tiles, whole half tile rows
+		{"q8", 65, 160, 32, 131},
+		{"f16", 19, 72, 0, 12}, // with activations past half's range
 	}
-	for _, c := range cases {
-		t.Run(fmt.Sprintf("%s_%dx%d_rows%d", c.format, c.out, c.in, c.rows), func(t *testing.T) {
-			m := randMatrix(rng, c.format, c.out, c.in, c.groups)
-			x := randFloats(rng, c.rows*c.in, 1)
-			got := twice(t, func(r *kernelRig) [][]byte {
-				dm := r.devMatrixOf(m)
-				xa := actAt(r.buf(f32Bytes(x)), c.rows, c.in)
-				y := actAt(r.zeros(4*c.rows*c.out), c.rows, c.out)
-				r.run(func(e *encoder) { e.gemm(dm, xa, y) })
-				return [][]byte{f32Bytes(r.floatsAt(y.loc, c.rows*c.out))}
-			})
-			y := floats(got[0])
-			worst := 0.0
-			for t0 := 0; t0 < c.rows; t0++ {
-				for row := 0; row < c.out; row++ {
-					want, mag := refGEMV(m, x[t0*c.in:(t0+1)*c.in], row)
-					err := math.Abs(float64(y[t0*c.out+row]) - want)
-					if err > f32Tol*mag {
-						t.Fatalf("row %d token %d: got %v, want %v (tolerance %g)", row, t0, y[t0*c.out+row], want, f32Tol*mag)
-					}
-					worst = max(worst, err/mag)
+	for _, ops := range operandTypes {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s_%s_%dx%d_rows%d", ops, c.format, c.out, c.in, c.rows), func(t *testing.T) {
+				m := randMatrix(rng, c.format, c.out, c.in, c.groups)
+				x := randFloats(rng, c.rows*c.in, 1)
+				if c.rows == 12 {
+					// Staged as ±65504 (the clamp), so the half outputs
+					// match the staged-operand reference only.
+					x[3], x[c.in+5] = 1e5, -7e4
 				}
-			}
-			t.Logf("max error relative to Σ|w·x|: %.3g", worst)
-		})
+				got := twice(t, func(r *kernelRig) [][]byte {
+					dm := r.devMatrixOf(m)
+					xa := actAt(r.buf(f32Bytes(x)), c.rows, c.in)
+					y := actAt(r.zeros(4*c.rows*c.out), c.rows, c.out)
+					r.run(func(e *encoder) { e.gemm(dm, xa, y, ops) })
+					return [][]byte{f32Bytes(r.floatsAt(y.loc, c.rows*c.out))}
+				})
+				y := floats(got[0])
+				worst, worstRounded := 0.0, 0.0
+				for t0 := 0; t0 < c.rows; t0++ {
+					xr := x[t0*c.in : (t0+1)*c.in]
+					for row := 0; row < c.out; row++ {
+						g := float64(y[t0*c.out+row])
+						want, mag := refGEMV(m, xr, row)
+						tol := f32Tol
+						if ops == HalfOperands {
+							tol = halfTol
+							wr, magr := refGEMVHalf(m, xr, row)
+							err := math.Abs(g - wr)
+							if err > f32Tol*magr {
+								t.Fatalf("row %d token %d: got %v, want %v from the staged operands (tolerance %g)", row, t0, g, wr, f32Tol*magr)
+							}
+							worstRounded = max(worstRounded, err/magr)
+						}
+						if math.IsInf(g, 0) || math.IsNaN(g) {
+							t.Fatalf("row %d token %d: %v", row, t0, g)
+						}
+						err := math.Abs(g - want)
+						if c.rows == 12 && ops == HalfOperands && (t0 == 0 || t0 == 1) {
+							continue // clamped rows: checked against the staged operands above
+						}
+						if err > tol*mag {
+							t.Fatalf("row %d token %d: got %v, want %v (tolerance %g)", row, t0, g, want, tol*mag)
+						}
+						worst = max(worst, err/mag)
+					}
+				}
+				t.Logf("max error relative to Σ|w·x|: %.3g against float64; %.3g against the staged operands", worst, worstRounded)
+			})
+		}
+	}
+}
+
+func TestParseOperands(t *testing.T) {
+	for _, o := range operandTypes {
+		got, err := ParseOperands(o.String())
+		if err != nil || got != o {
+			t.Fatalf("ParseOperands(%q) = %v, %v", o.String(), got, err)
+		}
+	}
+	if _, err := ParseOperands("bf16"); err == nil {
+		t.Fatal("ParseOperands accepted bf16")
 	}
 }
 

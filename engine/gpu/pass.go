@@ -312,10 +312,15 @@ func (p *pass) project(m *model.Matrix, x, y *act) {
 }
 
 // projectDev chooses between the GEMV (decode, a few rows) and the tiled
-// GEMM (prefill chunks).
+// GEMM (prefill chunks), the latter with the configured operand type.
 func (p *pass) projectDev(d *devMatrix, x, y *act) {
+	p.projectOps(d, x, y, p.b.opt.GEMMOperands)
+}
+
+// projectOps is projectDev with the GEMM's operand type given.
+func (p *pass) projectOps(d *devMatrix, x, y *act, ops Operands) {
 	if x.rows > gemvMaxRows {
-		p.enc.gemm(d, x, y)
+		p.enc.gemm(d, x, y, ops)
 		return
 	}
 	p.enc.gemv(d, x, y)
@@ -385,8 +390,12 @@ func (p *pass) MoE(layer int, w *model.MoE, x model.Activation) model.Activation
 	gateOut := &act{loc: loc{logits.buf, logits.off + 4*e}, rows: t, width: 1, stride: e + 1}
 	// Both write the same rows of logits, in disjoint columns.
 	p.enc.independent(func() {
-		p.projectDev(dm.router, in, routerOut)
-		p.projectDev(dm.sharedGG, in, gateOut)
+		// f32 operands whatever the option: the router's logits choose
+		// experts, and half rounding (2⁻¹¹ of each operand) flips near-tied
+		// choices that f32 keeps; the matrices are [E+1, H], a small part
+		// of the layer's work.
+		p.projectOps(dm.router, in, routerOut, FloatOperands)
+		p.projectOps(dm.sharedGG, in, gateOut, FloatOperands)
 	})
 	b := moeBufs{x: in, ids: p.scratch(4 * t * slots), weights: p.scratch(4 * t * slots), y: out.loc}
 	p.enc.routerTopK(e, k, t, logits.loc, e+1, b.ids, b.weights)

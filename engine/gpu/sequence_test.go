@@ -114,7 +114,9 @@ func TestSplitWeights(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b, err := New(dev, m.Weights, Options{KVCacheF32: true, OwnDevice: true})
+			// f32 GEMM operands: the path is f32 throughout, so any
+			// mistake in the split mapping shows against fixtureTolerance.
+			b, err := New(dev, m.Weights, Options{KVCacheF32: true, OwnDevice: true, GEMMOperands: FloatOperands})
 			if err != nil {
 				t.Fatal(err)
 			}
