@@ -120,6 +120,7 @@ func TestMetalMatchesEmuAndReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mtl.Close()
+	requireSupportedGPU(t, mtl)
 	em, err := emu.New(emu.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -75,6 +75,7 @@ func newTestDevice(t *testing.T, sources map[string]string) *Device {
 			t.Errorf("Close: %v", err)
 		}
 	})
+	requireSupportedGPU(t, d)
 	return d
 }
 
@@ -361,6 +362,7 @@ func TestProjectKernelsCompile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
+	requireSupportedGPU(t, d)
 	names, err := d.Kernels()
 	if err != nil {
 		t.Fatal(err)
