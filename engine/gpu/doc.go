@@ -36,9 +36,14 @@
 //
 // Activations, accumulators, norms, the DeltaNet state and softmax are f32.
 // The KV cache is bf16 by default (half the memory) or f32
-// (Options.KVCacheF32), which keeps the whole path f32: on the reference
-// fixtures the logits then land within about 1e-5 of transformers' float64
-// run, and about 5e-4 with the bf16 cache.
+// (Options.KVCacheF32). The prefill GEMMs stage their tiles as half by
+// default (Options.GEMMOperands): weights one half each, activations a
+// hi + lo pair of halves (22 bits), f32 accumulators; the router's
+// projection stays f32 because its logits choose experts. With f32 operands
+// and the f32 cache the whole path is f32: on the reference fixtures the
+// logits then land within about 1e-5 of transformers' float64 run; half
+// operands move them by up to about 1e-3 on the 4-bit layouts (the weights'
+// rounding to half) and the bf16 cache by about 5e-4.
 //
 // # Files
 //
