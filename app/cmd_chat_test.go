@@ -12,6 +12,7 @@ import (
 
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
+	"github.com/suzuran-app/suzuran/engine/sample"
 )
 
 // chatReference is greedy.json's answer to question, what transformers
@@ -257,5 +258,46 @@ func TestChatReasoningIsDimmed(t *testing.T) {
 		if r.reasoning.String() != "json is a module." || r.content.String() != "It serializes." {
 			t.Errorf("terminal %v: reply kept reasoning %q and content %q", terminal, r.reasoning.String(), r.content.String())
 		}
+	}
+}
+
+// TestChatCommands: /think on|off switches the template's thinking flag and
+// the model card's sampling defaults for the next request, /reset forgets
+// the conversation, and anything else starting with "/" only prints help.
+func TestChatCommands(t *testing.T) {
+	var errOut bytes.Buffer
+	s := &chatSession{out: &bytes.Buffer{}, errOut: &errOut,
+		history: []chat.Message{{Role: "user", Content: "hi"}, {Role: "assistant", Content: "hello"}}}
+	for _, c := range []struct {
+		line  string
+		think bool
+		note  string
+	}{
+		{"/think on", true, "[thinking on]"},
+		{"/think maybe", true, "commands: /reset, /think on|off"},
+		{"/think off", false, "[thinking off]"},
+	} {
+		errOut.Reset()
+		if !s.command(c.line) {
+			t.Fatalf("%q was not taken as a command", c.line)
+		}
+		req := s.request()
+		want := sample.ModelCardDefaults(c.think)
+		if s.think != c.think || *req.Render.EnableThinking != c.think || req.Sampling.Temperature != want.Temperature || req.Sampling.TopP != want.TopP {
+			t.Errorf("after %q: think %v, request thinking %v sampling %+v; want thinking %v and %+v",
+				c.line, s.think, *req.Render.EnableThinking, req.Sampling, c.think, want)
+		}
+		if !strings.Contains(errOut.String(), c.note) {
+			t.Errorf("after %q: stderr %q, want %q", c.line, errOut.String(), c.note)
+		}
+	}
+	if len(s.request().Render.Messages) != 2 {
+		t.Fatalf("the conversation was lost before /reset")
+	}
+	if !s.command("/reset") || len(s.request().Render.Messages) != 0 || !strings.Contains(errOut.String(), "[new conversation]") {
+		t.Errorf("/reset kept %d messages; stderr %q", len(s.request().Render.Messages), errOut.String())
+	}
+	if s.command("a question") {
+		t.Error("a line without / was taken as a command")
 	}
 }
