@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -33,15 +34,16 @@ func (d *rangeDevice) NewCommandBuffer() (device.CommandBuffer, error) {
 	return &rangeCB{d: d, inner: cb}, err
 }
 
-func (c *rangeCB) Barrier()    { c.inner.Barrier() }
-func (c *rangeCB) Commit()     { c.inner.Commit() }
-func (c *rangeCB) Wait() error { return errors2(c.err, c.inner.Wait()) }
+func (c *rangeCB) Barrier() { c.inner.Barrier() }
+func (c *rangeCB) Commit()  { c.inner.Commit() }
 
-func errors2(a, b error) error {
-	if a != nil {
-		return a
+// Wait returns the first error of the command buffers this one ran as.
+func (c *rangeCB) Wait() error {
+	err := c.inner.Wait()
+	if c.err != nil {
+		return c.err
 	}
-	return b
+	return err
 }
 
 func (c *rangeCB) Dispatch(d device.Dispatch) {
@@ -68,7 +70,7 @@ func argOf(d device.Dispatch, i int) device.Arg {
 			return a
 		}
 	}
-	panic("no argument " + string(rune('0'+i)))
+	panic(fmt.Sprintf("%s: no argument %d", d.Pipeline.Name(), i))
 }
 
 // measure records max |x| over the rows the GEMM d multiplies.
