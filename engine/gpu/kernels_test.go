@@ -2,10 +2,12 @@ package gpu
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -1099,10 +1101,16 @@ func TestArgmax(t *testing.T) {
 }
 
 // TestSample draws tokens on the device and with engine/sample's host
-// sampler from the same logits and parameters: the ids must be equal. The
-// device computes the probabilities in f32 where the host uses f64, so a draw
-// could differ only when the uniform lands within rounding of a boundary —
-// about one chance in a million per draw.
+// sampler from the same logits and parameters. The penalised logits must be
+// equal bit for bit (both sides do the same f32 operations) and so must the
+// top-k survivors (plain comparisons of f32 logits, lower id first on ties).
+// The device then sums the probabilities in f32 where the host uses f64, so
+// the ids may differ when a sum lands within rounding of a decision boundary:
+// with ~240 survivors of mass ~0.4% each, that happens in roughly one draw in
+// ten thousand (the first seed to show it was 1795954632034809036, case 2
+// draw 6: u·kept fell 1.3e-7 of the total mass short of a cumulative
+// boundary). A differing id is accepted only when sampleRef shows it is the
+// choice on the other side of such a boundary, within sampleBoundaryEps.
 func TestSample(t *testing.T) {
 	rng := testRand(t)
 	cases := []model.Sampling{
@@ -1112,7 +1120,15 @@ func TestSample(t *testing.T) {
 		{Temperature: 0.6, TopK: 40, RepetitionPenalty: 1.3, PresencePenalty: 1.5, FrequencyPenalty: 0.4, GeneratedFrom: 30},
 		{RepetitionPenalty: 2, PresencePenalty: 1}, // greedy after penalties
 		{Temperature: 0.9, TopK: 7, MinP: 0.5},
+		{Temperature: 0.3, TopK: 20, TopP: 0.9}, // ties with the largest logit
+		{Temperature: 5, TopK: 4},               // ties across the top-k boundary
 	}
+	// tieRank: for these cases four tokens are given one value that ranks at
+	// that place, so that the order among equal logits (lower id first)
+	// decides the draw order (rank 1, a low temperature puts most of the mass
+	// there) or which of them survive top-k (rank K, a high temperature makes
+	// the last survivor as likely as any).
+	tieRank := map[int]int{6: 1, 7: 4}
 	const vocab = 10007 // three top-k chunks, the last partial
 	for ci, c := range cases {
 		t.Run(fmt.Sprint(ci), func(t *testing.T) {
@@ -1135,8 +1151,12 @@ func TestSample(t *testing.T) {
 					history[d][i] = rng.IntN(60)
 					logits[d][history[d][i]] = 3 + float32(rng.Float64())
 				}
+				if r := tieRank[ci]; r > 0 {
+					tieAtRank(rng, logits[d], r)
+				}
 				seeds[d] = rng.Uint64()
 			}
+			// Each draw returns the token id and the (penalised) row.
 			got := twice(t, func(r *kernelRig) [][]byte {
 				var out [][]byte
 				for d := range logits {
@@ -1160,7 +1180,8 @@ func TestSample(t *testing.T) {
 						chunks := ceilDiv(vocab, topkChunk)
 						e.topK(&s, row, vocab, len(history[d]), r.zeros(4*chunks*s.TopK), r.zeros(4*chunks*s.TopK), tok)
 					})
-					out = append(out, append([]byte(nil), tok.buf.Bytes()[:4]...))
+					out = append(out, append([]byte(nil), tok.buf.Bytes()[:4]...),
+						append([]byte(nil), row.buf.Bytes()[row.off:row.off+4*vocab]...))
 				}
 				return out
 			})
@@ -1168,12 +1189,216 @@ func TestSample(t *testing.T) {
 				s := c
 				s.Seed = seeds[d]
 				want := host.Sample(logits[d], &s, history[d])
-				if g := int(int32(binary.LittleEndian.Uint32(got[d]))); g != want {
-					t.Fatalf("draw %d: device chose %d, host %d", d, g, want)
+				penalised := penalise(logits[d], &s, history[d])
+				if !bytes.Equal(got[2*d+1], f32Bytes(penalised)) {
+					t.Fatalf("draw %d: the device's penalised logits differ from engine/sample's rule", d)
 				}
+				g := int(int32(binary.LittleEndian.Uint32(got[2*d])))
+				if g == want {
+					continue
+				}
+				if s.Temperature <= 0 {
+					t.Fatalf("draw %d: greedy: device chose %d, host %d", d, g, want)
+				}
+				ref := sampleRef(penalised, &s, len(history[d]))
+				if !ref.allows(want) {
+					t.Fatalf("draw %d: host chose %d, which the reference does not allow:\n%s", d, want, ref.report)
+				}
+				if !ref.allows(g) {
+					t.Fatalf("draw %d: device chose %d, host %d; no decision was within %g of a boundary:\n%s",
+						d, g, want, sampleBoundaryEps, ref.report)
+				}
+				t.Logf("draw %d: device chose %d, host %d, a choice within f32 rounding of a boundary:\n%s", d, g, want, ref.report)
 			}
 		})
 	}
+}
+
+// tieAtRank gives four tokens outside the history (ids ≥ 60) one value: the
+// largest logit for rank 1, else one between the (rank−1)-th and rank-th
+// largest, so that the tied tokens start at that rank. Two of them are one
+// thread's stride apart in a top-k chunk, one is in the next chunk and one
+// anywhere, so that every level of the device's selection meets a tie.
+func tieAtRank(rng *rand.Rand, logits []float32, rank int) {
+	var sorted []float32
+	for _, v := range logits {
+		if !math.IsNaN(float64(v)) && !math.IsInf(float64(v), -1) {
+			sorted = append(sorted, v)
+		}
+	}
+	slices.SortFunc(sorted, func(a, b float32) int { return cmp.Compare(b, a) })
+	v := sorted[0]
+	if rank > 1 {
+		v = sorted[rank-2] + (sorted[rank-1]-sorted[rank-2])/2
+	}
+	j := 60 + rng.IntN(topkChunk)
+	ids := []int{j, j + topkThreads, j + topkChunk + 7}
+	for len(ids) < 4 {
+		if id := 60 + rng.IntN(len(logits)-60); !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	for _, id := range ids {
+		logits[id] = v
+	}
+}
+
+// sampleBoundaryEps is how close, as a fraction of the total probability
+// mass, a sum must come to a decision boundary for the device's f32 result
+// to be allowed to fall on the other side of it. The device adds up to 256
+// probabilities of at most 1 in f32: the recursive-summation error bound is
+// (n−1)·2⁻²⁴ ≈ 1.5e-5 of the total; expf adds a few ulps per term and the
+// uniform is rounded to f32 (2⁻²⁴ relative). The typical error is far
+// smaller (√n·2⁻²⁴ ≈ 1e-6), so the bound is loose but a wrong rule is not
+// hidden by it: it must also name the exact token across the boundary.
+const sampleBoundaryEps = 2e-5
+
+// penalise applies engine/sample's penalties to a copy of logits, as its
+// package doc defines them: repetition over every distinct history token
+// (positive logits divided, others multiplied), then presence and frequency
+// over history[GeneratedFrom:], in f32 as both samplers compute them.
+func penalise(logits []float32, s *model.Sampling, history []int) []float32 {
+	l := append([]float32(nil), logits...)
+	if !penaltiesOn(s) {
+		return l
+	}
+	seen := map[int]bool{}
+	counts := map[int]int{}
+	from := min(max(s.GeneratedFrom, 0), len(history))
+	for i, id := range history {
+		seen[id] = true
+		if i >= from {
+			counts[id]++
+		}
+	}
+	for id := range seen {
+		if rp := s.RepetitionPenalty; rp != 0 && rp != 1 {
+			if l[id] > 0 {
+				l[id] /= rp
+			} else {
+				l[id] *= rp
+			}
+		}
+		if c := counts[id]; c > 0 && (s.PresencePenalty != 0 || s.FrequencyPenalty != 0) {
+			l[id] -= s.PresencePenalty + s.FrequencyPenalty*float32(c)
+		}
+	}
+	return l
+}
+
+// sampleChoices is the set of tokens a correct sampler may draw for one row:
+// the float64 choice, plus the choice across each decision boundary that a
+// sum came within sampleBoundaryEps of.
+type sampleChoices struct {
+	ids    map[int]bool
+	report string // the candidates near each close boundary, for a failure
+}
+
+func (c *sampleChoices) allows(id int) bool { return c.ids[id] }
+
+// sampleRef follows engine/sample's rule in float64 on penalised logits
+// (top-k, so Temperature > 0 and 0 < TopK < len(logits)): survivors in
+// descending logit order, lower id first; p = exp((l−max)/T); top-p keeps
+// the shortest prefix whose mass reaches TopP of the total; min-p keeps those
+// with p ≥ MinP·pmax; the draw is the first survivor whose cumulative mass
+// exceeds u·kept. Where a top-p, min-p or draw comparison is within
+// sampleBoundaryEps of equality both outcomes are followed.
+func sampleRef(logits []float32, s *model.Sampling, position int) *sampleChoices {
+	type cand struct {
+		id    int
+		logit float32
+	}
+	var cs []cand
+	for id, v := range logits {
+		if !math.IsNaN(float64(v)) && !math.IsInf(float64(v), -1) {
+			cs = append(cs, cand{id, v})
+		}
+	}
+	slices.SortStableFunc(cs, func(a, b cand) int { return cmp.Compare(b.logit, a.logit) })
+	cs = cs[:min(s.TopK, len(cs))]
+	out := &sampleChoices{ids: map[int]bool{}}
+	if len(cs) == 0 {
+		out.ids[0] = true
+		return out
+	}
+	invT := 1 / s.Temperature
+	cum := make([]float64, len(cs)) // cum[i]: mass of cs[0..i]
+	total := 0.0
+	for i, c := range cs {
+		total += math.Exp(float64((c.logit - cs[0].logit) * invT))
+		cum[i] = total
+	}
+	prob := func(i int) float64 { return math.Exp(float64((cs[i].logit - cs[0].logit) * invT)) }
+	eps := sampleBoundaryEps * total
+	note := func(what string, i int, x float64) {
+		out.report += fmt.Sprintf("  %s: index %d (id %d, logit %v, p %.9g): cum %.12g vs %.12g, gap %.3g of the total\n",
+			what, i, cs[i].id, cs[i].logit, prob(i)/total, cum[i]/total, x/total, (cum[i]-x)/total)
+	}
+
+	// Possible top-p prefix lengths: the float64 one, and any other whose
+	// cumulative mass is within eps of the target.
+	topP := map[int]bool{}
+	if s.TopP > 0 && s.TopP < 1 {
+		target := float64(s.TopP) * total
+		exact := len(cs)
+		for i := range cs {
+			if cum[i] >= target {
+				exact = i + 1
+				break
+			}
+		}
+		topP[exact] = true
+		for i := range cs {
+			if math.Abs(cum[i]-target) <= eps {
+				topP[i+1] = true
+				note("top-p cut", i, target)
+			}
+		}
+	} else {
+		topP[len(cs)] = true
+	}
+	// Possible min-p prefix lengths (p is monotone along the order, and
+	// pmax = 1).
+	minP := map[int]bool{len(cs): true}
+	if s.MinP > 0 {
+		minP = map[int]bool{}
+		keep := float64(s.MinP)
+		exact := 0
+		for exact < len(cs) && prob(exact) >= keep {
+			exact++
+		}
+		minP[exact] = true
+		for i := range cs {
+			if math.Abs(prob(i)-keep) <= sampleBoundaryEps {
+				minP[i] = true
+				minP[i+1] = true
+				out.report += fmt.Sprintf("  min-p threshold: index %d (id %d, logit %v): p/pmax %.12g vs %.12g\n",
+					i, cs[i].id, cs[i].logit, prob(i), keep)
+			}
+		}
+	}
+	u := sample.Uniform(s.Seed, position)
+	for kp := range topP {
+		for km := range minP {
+			keep := max(min(kp, km), 1)
+			x := u * cum[keep-1]
+			pick := keep - 1
+			for i := 0; i < keep; i++ {
+				if cum[i] > x {
+					pick = i
+					break
+				}
+			}
+			out.ids[cs[pick].id] = true
+			for i := 0; i+1 < keep; i++ {
+				if math.Abs(cum[i]-x) <= eps {
+					out.ids[cs[i].id], out.ids[cs[i+1].id] = true, true
+					note(fmt.Sprintf("draw boundary (keep %d, u %.12g)", keep, u), i, x)
+				}
+			}
+		}
+	}
+	return out
 }
 
 func TestCopy(t *testing.T) {
