@@ -19,8 +19,10 @@
 //  5. softmax over the survivors (float64);
 //  6. top-p then min-p, as transformers' TopPLogitsWarper and
 //     MinPLogitsWarper in that order: top-p keeps the shortest prefix of the
-//     descending order whose mass reaches TopP, min-p keeps tokens whose
-//     probability is at least MinP times the largest;
+//     descending order (by logit, the lower id first among equal logits, as
+//     top-k selects; two distinct logits can round to one probability, so
+//     the order is never by probability) whose mass reaches TopP, min-p keeps
+//     tokens whose probability is at least MinP times the largest;
 //  7. one draw: u = Uniform(Seed, position) in [0, 1), position being
 //     len(history) (the position of the token being chosen), and the token
 //     is the first whose cumulative mass exceeds u·total, walking the
@@ -283,17 +285,20 @@ func (s *Sampler) nucleus(p *model.Sampling, total, pmax float64) {
 		topP = 1
 	}
 
-	// cut is the smallest probability that survives top-p; a token with a
-	// probability equal to cut survives only if its id is at most cutID (the
-	// order among equals is by id, lower first).
-	cut, cutID := 0.0, math.MaxInt
+	// The top-p prefix is cut in the candidates' descending order: by
+	// logit, the lower id first among equal logits. Two distinct logits can
+	// share a probability ((l−max)/T is rounded to float32 before exp), so
+	// the cut is a logit and an id, not a probability: cutLogit is the
+	// smallest logit that survives, and a token with that logit survives
+	// only if its id is at most cutID.
+	cutLogit, cutID := float32(math.Inf(-1)), math.MaxInt
 	if topP < 1 {
-		cut, cutID = s.topPCut(topP * total)
+		cutLogit, cutID = s.topPCut(topP * total)
 	}
 	n := 0
 	for i, e := range s.probs {
-		id := s.cand[i].id
-		if e < minKeep || e < cut || (e == cut && id > cutID) {
+		c := s.cand[i]
+		if e < minKeep || c.logit < cutLogit || (c.logit == cutLogit && c.id > cutID) {
 			continue
 		}
 		s.cand[n], s.probs[n] = s.cand[i], e
@@ -317,9 +322,9 @@ func (s *Sampler) nucleus(p *model.Sampling, total, pmax float64) {
 // the crossing bucket holds a small share of a 248k vocabulary.
 const nucleusBuckets = 4096
 
-// topPCut returns the probability (and id, for ties) of the last token of
-// the shortest descending prefix of s.probs whose mass reaches target.
-func (s *Sampler) topPCut(target float64) (float64, int) {
+// topPCut returns the logit and id of the last token of the shortest prefix
+// of the descending order (logit, then lower id) whose mass reaches target.
+func (s *Sampler) topPCut(target float64) (float32, int) {
 	lo, hi := s.cand[0].logit, s.cand[0].logit
 	for _, c := range s.cand {
 		lo, hi = min(lo, c.logit), max(hi, c.logit)
@@ -344,7 +349,7 @@ func (s *Sampler) topPCut(target float64) (float64, int) {
 	}
 	if cross < 0 {
 		// Rounding kept the whole mass a hair short of target: keep all.
-		return 0, math.MaxInt
+		return float32(math.Inf(-1)), math.MaxInt
 	}
 	// Sort the crossing bucket and walk it until the mass is reached.
 	var inside []int
@@ -353,24 +358,16 @@ func (s *Sampler) topPCut(target float64) (float64, int) {
 			inside = append(inside, i)
 		}
 	}
-	slices.SortFunc(inside, func(a, b int) int {
-		switch {
-		case s.probs[a] > s.probs[b]:
-			return -1
-		case s.probs[a] < s.probs[b]:
-			return 1
-		}
-		return s.cand[a].id - s.cand[b].id
-	})
+	slices.SortFunc(inside, func(a, b int) int { return compareDesc(s.cand[a], s.cand[b]) })
 	for _, i := range inside {
 		cum += s.probs[i]
 		if cum >= target {
-			return s.probs[i], s.cand[i].id
+			return s.cand[i].logit, s.cand[i].id
 		}
 	}
 	// Rounding kept the sum a hair short: keep the whole bucket.
 	last := inside[len(inside)-1]
-	return s.probs[last], s.cand[last].id
+	return s.cand[last].logit, s.cand[last].id
 }
 
 // topK appends the k largest finite logits to dst, in descending order (lower
@@ -394,16 +391,20 @@ func topK(dst []candidate, logits []float32, k int) []candidate {
 		}
 	}
 	out := []candidate(h)
-	slices.SortFunc(out, func(a, b candidate) int {
-		switch {
-		case a.logit > b.logit:
-			return -1
-		case a.logit < b.logit:
-			return 1
-		}
-		return a.id - b.id
-	})
+	slices.SortFunc(out, compareDesc)
 	return out
+}
+
+// compareDesc is the descending order of candidates: larger logit first,
+// the lower id first among equal logits.
+func compareDesc(a, b candidate) int {
+	switch {
+	case a.logit > b.logit:
+		return -1
+	case a.logit < b.logit:
+		return 1
+	}
+	return a.id - b.id
 }
 
 // minHeap orders candidates with the smallest logit (and, among equals, the

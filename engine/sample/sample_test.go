@@ -408,3 +408,31 @@ func TestModelCardDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestTopPCutFollowsLogitOrder: two distinct logits can give the same
+// probability, because (l − max)/T is rounded to float32 before exp (here
+// 1 and the next float above it are both 3 below the largest logit 4). When
+// top-p's cut falls between them the survivor must be the one with the
+// larger logit, the next in the descending order the GPU sampler walks and
+// transformers sorts by, not the one with the lower id.
+func TestTopPCutFollowsLogitOrder(t *testing.T) {
+	above := math.Nextafter32(1, 2)
+	logits := []float32{4, 1, above}
+	if logits[1]-logits[0] != logits[2]-logits[0] {
+		t.Fatal("the two logits no longer round to one probability; the test needs another pair")
+	}
+	// Probabilities ∝ 1, e⁻³, e⁻³ (total 1.0996): top-p 0.93 needs mass
+	// 1.0226, which the largest and one of the pair reach.
+	s := New()
+	drew := map[int]int{}
+	for seed := range uint64(400) {
+		drew[s.Sample(logits, &Params{Temperature: 1, TopP: 0.93, Seed: seed}, nil)]++
+	}
+	if drew[1] != 0 {
+		t.Errorf("id 1 (logit 1) was drawn %d times; top-p keeps id 2 (logit %v) of the equal pair", drew[1], above)
+	}
+	// e⁻³/(1+e⁻³) ≈ 4.7% of 400 draws: about 19 should pick the pair.
+	if drew[2] < 5 {
+		t.Errorf("id 2 was drawn %d times in 400, want about 19", drew[2])
+	}
+}
