@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,26 +12,8 @@ import (
 
 	"github.com/suzuran-app/suzuran/assets/models"
 	"github.com/suzuran-app/suzuran/engine/chat"
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 )
-
-// moduleRoot walks up from the test's folder to go.mod.
-func moduleRoot(t testing.TB) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's folder")
-		}
-		dir = parent
-	}
-}
 
 // greedyCase is one entry of ../shared/demo/greedy.json: what transformers
 // produced from Suzuran Tiny's weights.
@@ -45,7 +26,7 @@ type greedyCase struct {
 
 func greedyCases(t testing.TB) []greedyCase {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(moduleRoot(t), "..", "shared", "demo", "greedy.json"))
+	data, err := os.ReadFile(fixtures.Shared(t, "demo", "greedy.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
