@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
@@ -15,7 +16,7 @@ import (
 // of the demo's greedy.json, the greedy answer must be transformers' ids
 // exactly — trained weights give the realistic logit gaps a user sees.
 func TestDemoGreedy(t *testing.T) {
-	demo := filepath.Join(moduleRoot(t), "..", "shared", "demo")
+	demo := fixtures.Shared(t, "demo")
 	raw, err := os.ReadFile(filepath.Join(demo, "greedy.json"))
 	if err != nil {
 		t.Fatal(err)

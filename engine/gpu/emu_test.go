@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -14,24 +13,6 @@ import (
 func envSeed() uint64 {
 	s, _ := strconv.ParseUint(os.Getenv("SUZURAN_KERNEL_SEED"), 10, 64)
 	return s
-}
-
-// moduleRoot walks up from the test's directory to the folder holding go.mod.
-func moduleRoot(t testing.TB) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
 }
 
 // openTestDevice opens the emulator device running the embedded kernels

@@ -10,6 +10,7 @@ import (
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/cpu"
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/safetensors"
 	"github.com/suzuran-app/suzuran/engine/sample"
@@ -79,10 +80,10 @@ func loadReference(t testing.TB, refPath, modelDir, prefix string) *reference {
 // fixtureModels lists the shared tiny model and the alternative sizes under
 // engine/checkpoint/testdata, both layouts each.
 func fixtureModels(t testing.TB) []*reference {
-	root := moduleRoot(t)
+	root := fixtures.ModuleRoot(t)
 	var refs []*reference
 	for _, base := range []string{
-		filepath.Join(root, "..", "shared", "fixtures", "qwen35moe-tiny"),
+		fixtures.Path(t, "qwen35moe-tiny"),
 		filepath.Join(root, "engine", "checkpoint", "testdata", "qwen35moe-alt"),
 	} {
 		for _, layout := range []struct{ dir, prefix string }{{"hf-bf16", "hf"}, {"mlx-4bit", "mlx"}} {

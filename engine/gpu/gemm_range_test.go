@@ -4,12 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
@@ -141,7 +141,7 @@ func TestGEMMInputRange(t *testing.T) {
 	for _, ref := range fixtureModels(t) {
 		targets = append(targets, target{ref.name, ref.dir, ref.prompt})
 	}
-	demo := filepath.Join(moduleRoot(t), "..", "shared", "demo", "suzuran-tiny")
+	demo := fixtures.Shared(t, "demo", "suzuran-tiny")
 	demoPrompt := make([]int, 80)
 	for i := range demoPrompt {
 		demoPrompt[i] = 100 + 37*i%900
