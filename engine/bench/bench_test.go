@@ -4,39 +4,19 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/gpu/emu"
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
-// sharedDir is ../shared beside the module root.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "..", "shared")
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
-
 func tinyModel(t *testing.T) *checkpoint.Model {
 	t.Helper()
-	m, err := checkpoint.Load(filepath.Join(sharedDir(t), "fixtures", "qwen35moe-tiny", "mlx-4bit"))
+	m, err := checkpoint.Load(fixtures.Path(t, "qwen35moe-tiny", "mlx-4bit"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +271,7 @@ func TestOpenUnknownBackend(t *testing.T) {
 func TestEnsureSynthetic(t *testing.T) {
 	cache := t.TempDir()
 	o := Synthetic{
-		ConfigPath: filepath.Join(sharedDir(t), "fixtures", "qwen35moe-tiny", "mlx-4bit", "config.json"),
+		ConfigPath: fixtures.Path(t, "qwen35moe-tiny", "mlx-4bit", "config.json"),
 		Layers:     2, Seed: 3, CacheDir: cache,
 	}
 	dir, built, err := EnsureSynthetic(o, nil)
