@@ -5,7 +5,6 @@ package metal
 import (
 	"encoding/binary"
 	"math"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -13,33 +12,10 @@ import (
 	"github.com/suzuran-app/suzuran/engine/gpu"
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
 	"github.com/suzuran-app/suzuran/engine/gpu/emu"
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/logits"
 	"github.com/suzuran-app/suzuran/engine/safetensors"
 )
-
-// fixturesDir is ../shared/fixtures beside the module root, where the
-// reference outputs live (they are never copied into the repository).
-func fixturesDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			f := filepath.Join(dir, "..", "shared", "fixtures")
-			if _, err := os.Stat(f); err != nil {
-				t.Fatalf("the reference fixtures are not at %s: put the shared folder beside the checkout (%v)", f, err)
-			}
-			return f
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-}
 
 func referenceInts(t *testing.T, f *safetensors.File, name string) []int {
 	t.Helper()
@@ -107,7 +83,7 @@ func runGPU(t *testing.T, dev device.Device, m *checkpoint.Model, prompt []int, 
 // order and fused multiply-adds, far inside it. The greedy continuation
 // must be identical token for token.
 func TestMetalMatchesEmuAndReference(t *testing.T) {
-	fx := fixturesDir(t)
+	fx := fixtures.Path(t)
 	ref, err := safetensors.Open(filepath.Join(fx, "qwen35moe-tiny", "reference.safetensors"))
 	if err != nil {
 		t.Fatal(err)
