@@ -108,19 +108,6 @@ func openModel(t testing.TB, dir string, opt Options) (*Backend, *model.Weights)
 	return b, m.Weights
 }
 
-// relError is max|got−want| / max|want|.
-func relError(got, want []float32) float64 {
-	if len(got) != len(want) {
-		return math.Inf(1)
-	}
-	var maxDiff, maxRef float64
-	for i := range want {
-		maxDiff = max(maxDiff, math.Abs(float64(got[i])-float64(want[i])))
-		maxRef = max(maxRef, math.Abs(float64(want[i])))
-	}
-	return maxDiff / maxRef
-}
-
 // TestFixtures runs each reference prompt through the GPU path as the engine
 // does — prefill in chunks of 64 tokens, one command buffer each, then
 // greedy decode with each step submitted before the host waits on the one
@@ -188,13 +175,13 @@ func runFixture(t *testing.T, b *Backend, w *model.Weights, ref *reference, tol 
 	}
 	for l := range hidden {
 		want := ref.hidden[l*T*H : (l+1)*T*H]
-		e := relError(hidden[l], want)
+		e := fixtures.RelError(hidden[l], want)
 		t.Logf("hidden %d: relative error %.2e", l, e)
 		if e > tol || math.IsNaN(e) {
 			t.Fatalf("residual stream after layer %d (0: embedding) drifts: relative error %.3g > %g", l, e, tol)
 		}
 	}
-	e := relError(logits, ref.logits)
+	e := fixtures.RelError(logits, ref.logits)
 	t.Logf("prompt logits [%d, %d]: relative error %.2e", T, ref.vocab, e)
 	if e > tol || math.IsNaN(e) {
 		t.Fatalf("prompt logits: relative error %.3g > %g", e, tol)
@@ -227,7 +214,7 @@ func runFixture(t *testing.T, b *Backend, w *model.Weights, ref *reference, tol 
 	if fmt.Sprint(ids) != fmt.Sprint(ref.genIDs) {
 		t.Fatalf("greedy continuation\n got %v\nwant %v", ids, ref.genIDs)
 	}
-	e = relError(genLogits, ref.genLogits)
+	e = fixtures.RelError(genLogits, ref.genLogits)
 	t.Logf("generated logits [%d, %d]: relative error %.2e", len(ids), ref.vocab, e)
 	if e > tol || math.IsNaN(e) {
 		t.Fatalf("generated logits: relative error %.3g > %g", e, tol)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/gpu/emu"
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
@@ -139,7 +140,7 @@ func TestSplitWeights(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if e := relError(res.Logits, c.ref.logits); e > fixtureTolerance {
+			if e := fixtures.RelError(res.Logits, c.ref.logits); e > fixtureTolerance {
 				t.Fatalf("prompt logits: relative error %.3g > %g", e, fixtureTolerance)
 			}
 			if res.Token != c.ref.genIDs[0] {

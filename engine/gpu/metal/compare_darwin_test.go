@@ -4,7 +4,6 @@ package metal
 
 import (
 	"encoding/binary"
-	"math"
 	"path/filepath"
 	"testing"
 
@@ -41,20 +40,6 @@ func referenceFloats(t *testing.T, f *safetensors.File, name string) []float32 {
 		t.Fatal(err)
 	}
 	return v
-}
-
-// relError is the largest absolute difference relative to the largest
-// magnitude of want.
-func relError(got, want []float32) float64 {
-	if len(got) != len(want) {
-		return math.Inf(1)
-	}
-	var d, m float64
-	for i := range want {
-		d = max(d, math.Abs(float64(got[i])-float64(want[i])))
-		m = max(m, math.Abs(float64(want[i])))
-	}
-	return d / m
 }
 
 // runGPU computes the prompt's logits and a greedy continuation with the
@@ -117,13 +102,13 @@ func TestMetalMatchesEmuAndReference(t *testing.T) {
 			onMetal := runGPU(t, mtl, m, prompt, len(wantGen))
 			onEmu := runGPU(t, em, m, prompt, len(wantGen))
 
-			if e := relError(onMetal.PromptLogits, wantLogits); !(e <= tol) {
+			if e := fixtures.RelError(onMetal.PromptLogits, wantLogits); !(e <= tol) {
 				t.Errorf("metal prompt logits vs reference: relative error %.3g, want ≤ %g", e, tol)
 			}
-			if e := relError(onMetal.PromptLogits, onEmu.PromptLogits); !(e <= tol) {
+			if e := fixtures.RelError(onMetal.PromptLogits, onEmu.PromptLogits); !(e <= tol) {
 				t.Errorf("metal prompt logits vs emu: relative error %.3g, want ≤ %g", e, tol)
 			}
-			if e := relError(onMetal.GenLogits, onEmu.GenLogits); !(e <= tol) {
+			if e := fixtures.RelError(onMetal.GenLogits, onEmu.GenLogits); !(e <= tol) {
 				t.Errorf("metal decode logits vs emu: relative error %.3g, want ≤ %g", e, tol)
 			}
 			for i := range wantGen {
@@ -132,8 +117,8 @@ func TestMetalMatchesEmuAndReference(t *testing.T) {
 				}
 			}
 			t.Logf("%s: metal vs reference %.3g, metal vs emu %.3g (prompt), %.3g (decode)", layout.dir,
-				relError(onMetal.PromptLogits, wantLogits), relError(onMetal.PromptLogits, onEmu.PromptLogits),
-				relError(onMetal.GenLogits, onEmu.GenLogits))
+				fixtures.RelError(onMetal.PromptLogits, wantLogits), fixtures.RelError(onMetal.PromptLogits, onEmu.PromptLogits),
+				fixtures.RelError(onMetal.GenLogits, onEmu.GenLogits))
 		})
 	}
 }
