@@ -33,34 +33,34 @@ func prefillPieces(t *testing.T, b *Backend, w *model.Weights, seq model.Sequenc
 // the matrix-vector and matrix-matrix loops: 1e-5 of the largest logit is
 // ten times the error either has against the float64 reference.
 func TestPrefillInPieces(t *testing.T) {
-	for _, ref := range fixtureModels(t)[:2] {
-		t.Run(ref.name, func(t *testing.T) {
-			b, w := openModel(t, ref.dir)
-			one, _ := b.NewSequence(len(ref.prompt))
-			whole := prefillPieces(t, b, w, one, ref.prompt)
-			split, _ := b.NewSequence(len(ref.prompt))
-			pieces := prefillPieces(t, b, w, split, ref.prompt, 37, 1, 3, 20)
+	for _, ref := range fixtures.Models(t)[:2] {
+		t.Run(ref.Name, func(t *testing.T) {
+			b, w := openModel(t, ref.Dir)
+			one, _ := b.NewSequence(len(ref.Prompt))
+			whole := prefillPieces(t, b, w, one, ref.Prompt)
+			split, _ := b.NewSequence(len(ref.Prompt))
+			pieces := prefillPieces(t, b, w, split, ref.Prompt, 37, 1, 3, 20)
 			if e := fixtures.RelError(pieces, whole); e > 1e-5 || math.IsNaN(e) {
 				t.Fatalf("logits of a prompt in pieces differ from one pass: relative error %.3g > 1e-5", e)
 			} else {
 				t.Logf("relative difference %.2e", e)
 			}
-			if split.Pos() != len(ref.prompt) {
-				t.Fatalf("sequence at position %d after %d tokens", split.Pos(), len(ref.prompt))
+			if split.Pos() != len(ref.Prompt) {
+				t.Fatalf("sequence at position %d after %d tokens", split.Pos(), len(ref.Prompt))
 			}
 			// model.Prefill in chunks returns the last row's logits and the
 			// greedy choice of the whole prompt.
-			chunked, _ := b.NewSequence(len(ref.prompt))
-			res, err := model.Prefill(b, w, chunked, ref.prompt, 16, model.Input{Logits: model.LogitsLast, Sample: &model.Sampling{}})
+			chunked, _ := b.NewSequence(len(ref.Prompt))
+			res, err := model.Prefill(b, w, chunked, ref.Prompt, 16, model.Input{Logits: model.LogitsLast, Sample: &model.Sampling{}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			last := whole[(len(ref.prompt)-1)*ref.vocab:]
+			last := whole[(len(ref.Prompt)-1)*ref.Vocab:]
 			if e := fixtures.RelError(res.Logits, last); e > 1e-5 || math.IsNaN(e) {
 				t.Fatalf("chunked prefill's last logits differ from one pass: relative error %.3g > 1e-5", e)
 			}
-			if res.Token != model.ArgMax(last) || chunked.Pos() != len(ref.prompt) {
-				t.Fatalf("chunked prefill chose %d at position %d, want %d at %d", res.Token, chunked.Pos(), model.ArgMax(last), len(ref.prompt))
+			if res.Token != model.ArgMax(last) || chunked.Pos() != len(ref.Prompt) {
+				t.Fatalf("chunked prefill chose %d at position %d, want %d at %d", res.Token, chunked.Pos(), model.ArgMax(last), len(ref.Prompt))
 			}
 		})
 	}
@@ -71,16 +71,16 @@ func TestPrefillInPieces(t *testing.T) {
 // CPU backend's arithmetic is deterministic (each output is summed by one
 // goroutine in a fixed order), so the logits must be bit-identical.
 func TestSnapshotRestore(t *testing.T) {
-	for _, ref := range fixtureModels(t)[:2] {
-		t.Run(ref.name, func(t *testing.T) {
-			b, w := openModel(t, ref.dir)
-			head, tail := ref.prompt[:60], ref.prompt[60:]
+	for _, ref := range fixtures.Models(t)[:2] {
+		t.Run(ref.Name, func(t *testing.T) {
+			b, w := openModel(t, ref.Dir)
+			head, tail := ref.Prompt[:60], ref.Prompt[60:]
 
-			scratch, _ := b.NewSequence(len(ref.prompt))
+			scratch, _ := b.NewSequence(len(ref.Prompt))
 			prefillPieces(t, b, w, scratch, head)
 			want := prefillPieces(t, b, w, scratch, tail)
 
-			seq, _ := b.NewSequence(len(ref.prompt) + 8)
+			seq, _ := b.NewSequence(len(ref.Prompt) + 8)
 			prefillPieces(t, b, w, seq, head)
 			snap, err := seq.Snapshot()
 			if err != nil {
@@ -91,7 +91,7 @@ func TestSnapshotRestore(t *testing.T) {
 			}
 			// Move the state on (other tokens, then the real tail), then
 			// come back twice: the snapshot must stay usable.
-			prefillPieces(t, b, w, seq, ref.prompt[10:18])
+			prefillPieces(t, b, w, seq, ref.Prompt[10:18])
 			for round := range 2 {
 				if err := seq.Restore(snap); err != nil {
 					t.Fatal(err)
@@ -116,8 +116,8 @@ func TestSnapshotRestore(t *testing.T) {
 // the DeltaNet states, and the token list. The sizes are counted from the
 // config, not from the snapshot's slices.
 func TestSnapshotHoldsOnlyTheRowsInUse(t *testing.T) {
-	ref := fixtureModels(t)[0]
-	b, w := openModel(t, ref.dir)
+	ref := fixtures.Models(t)[0]
+	b, w := openModel(t, ref.Dir)
 	c := &b.cfg
 	var attention, deltaNet int
 	for _, l := range w.Layers {
@@ -133,13 +133,13 @@ func TestSnapshotHoldsOnlyTheRowsInUse(t *testing.T) {
 	}
 	// Capacity far past the prompt: a snapshot that copied the capacity
 	// would be several times the expected size.
-	seq, _ := b.NewSequence(8 * len(ref.prompt))
-	prefillPieces(t, b, w, seq, ref.prompt[:60])
+	seq, _ := b.NewSequence(8 * len(ref.Prompt))
+	prefillPieces(t, b, w, seq, ref.Prompt[:60])
 	early, err := seq.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	prefillPieces(t, b, w, seq, ref.prompt[60:])
+	prefillPieces(t, b, w, seq, ref.Prompt[60:])
 	late, err := seq.Snapshot()
 	if err != nil {
 		t.Fatal(err)
@@ -164,8 +164,8 @@ func TestSnapshotHoldsOnlyTheRowsInUse(t *testing.T) {
 
 // TestSequenceErrors checks the misuse a caller can run into.
 func TestSequenceErrors(t *testing.T) {
-	ref := fixtureModels(t)[1]
-	b, w := openModel(t, ref.dir)
+	ref := fixtures.Models(t)[1]
+	b, w := openModel(t, ref.Dir)
 	seq, _ := b.NewSequence(4)
 	if _, err := model.Run(b, w, seq, model.Input{Sample: &model.Sampling{}}); err == nil {
 		t.Error("a pass without ids on a fresh sequence was accepted")
@@ -193,8 +193,8 @@ func TestSequenceErrors(t *testing.T) {
 // TestNewRejectsBadShapes checks that weights whose shapes disagree with
 // their config never reach the kernels.
 func TestNewRejectsBadShapes(t *testing.T) {
-	ref := fixtureModels(t)[1]
-	_, w := openModel(t, ref.dir)
+	ref := fixtures.Models(t)[1]
+	_, w := openModel(t, ref.Dir)
 	bad := *w
 	bad.Layers = append([]model.Layer(nil), w.Layers...)
 	moe := bad.Layers[0].MoE

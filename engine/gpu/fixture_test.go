@@ -1,10 +1,8 @@
 package gpu
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -12,7 +10,6 @@ import (
 	"github.com/suzuran-app/suzuran/engine/cpu"
 	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/model"
-	"github.com/suzuran-app/suzuran/engine/safetensors"
 	"github.com/suzuran-app/suzuran/engine/sample"
 )
 
@@ -29,71 +26,6 @@ const (
 	fixtureTolerance = 1e-3
 	bf16Tolerance    = 2e-2
 )
-
-type reference struct {
-	name      string
-	dir       string
-	prompt    []int
-	logits    []float32 // [T, V]
-	hidden    []float32 // [L+1, T, H]
-	genIDs    []int
-	genLogits []float32 // [N, V]
-	vocab     int
-	size      int
-}
-
-func loadReference(t testing.TB, refPath, modelDir, prefix string) *reference {
-	f, err := safetensors.Open(refPath)
-	if err != nil {
-		t.Fatalf("reference outputs: %v", err)
-	}
-	defer f.Close()
-	get := func(name string) safetensors.Tensor {
-		tn, ok := f.Tensor(name)
-		if !ok {
-			t.Fatalf("%s: no tensor %s", refPath, name)
-		}
-		return tn
-	}
-	floats := func(name string) []float32 {
-		v, err := safetensors.ToFloat32(get(name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	ints := func(name string) []int {
-		tn := get(name)
-		out := make([]int, tn.NumElements())
-		for i := range out {
-			out[i] = int(int32(binary.LittleEndian.Uint32(tn.Data[4*i:])))
-		}
-		return out
-	}
-	r := &reference{dir: modelDir, prompt: ints("prompt_ids"), logits: floats(prefix + ".prompt_logits"),
-		hidden: floats(prefix + ".hidden"), genIDs: ints(prefix + ".gen_ids"), genLogits: floats(prefix + ".gen_logits")}
-	r.vocab = get(prefix + ".prompt_logits").Shape[1]
-	r.size = get(prefix + ".hidden").Shape[2]
-	return r
-}
-
-// fixtureModels lists the shared tiny model and the alternative sizes under
-// engine/checkpoint/testdata, both layouts each.
-func fixtureModels(t testing.TB) []*reference {
-	root := fixtures.ModuleRoot(t)
-	var refs []*reference
-	for _, base := range []string{
-		fixtures.Path(t, "qwen35moe-tiny"),
-		filepath.Join(root, "engine", "checkpoint", "testdata", "qwen35moe-alt"),
-	} {
-		for _, layout := range []struct{ dir, prefix string }{{"hf-bf16", "hf"}, {"mlx-4bit", "mlx"}} {
-			r := loadReference(t, filepath.Join(base, "reference.safetensors"), filepath.Join(base, layout.dir), layout.prefix)
-			r.name = filepath.Base(base) + "/" + layout.dir
-			refs = append(refs, r)
-		}
-	}
-	return refs
-}
 
 func openModel(t testing.TB, dir string, opt Options) (*Backend, *model.Weights) {
 	m, err := checkpoint.Load(dir)
@@ -122,14 +54,14 @@ func openModel(t testing.TB, dir string, opt Options) (*Backend, *model.Weights)
 // It runs each checkpoint twice: with f32 GEMM operands (f32 throughout,
 // fixtureTolerance) and with the default half operands (bf16Tolerance).
 func TestFixtures(t *testing.T) {
-	for _, ref := range fixtureModels(t) {
+	for _, ref := range fixtures.Models(t) {
 		for _, ops := range operandTypes {
-			t.Run(ref.name+"/"+ops.String(), func(t *testing.T) {
+			t.Run(ref.Name+"/"+ops.String(), func(t *testing.T) {
 				tol := fixtureTolerance
 				if ops == HalfOperands {
 					tol = bf16Tolerance
 				}
-				b, w := openModel(t, ref.dir, Options{KVCacheF32: true, GEMMOperands: ops})
+				b, w := openModel(t, ref.Dir, Options{KVCacheF32: true, GEMMOperands: ops})
 				runFixture(t, b, w, ref, tol)
 			})
 		}
@@ -141,27 +73,27 @@ func TestFixtures(t *testing.T) {
 // logits by about 5e-4 of their scale, inside the 2e-2 the issue allows for
 // bf16 operands.
 func TestFixtureBF16Cache(t *testing.T) {
-	ref := fixtureModels(t)[1]
-	b, w := openModel(t, ref.dir, Options{})
+	ref := fixtures.Models(t)[1]
+	b, w := openModel(t, ref.Dir, Options{})
 	runFixture(t, b, w, ref, bf16Tolerance)
 }
 
 const prefillChunk = 64
 
-func runFixture(t *testing.T, b *Backend, w *model.Weights, ref *reference, tol float64) {
-	T := len(ref.prompt)
-	seq, err := b.NewSequence(T + len(ref.genIDs))
+func runFixture(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Reference, tol float64) {
+	T := len(ref.Prompt)
+	seq, err := b.NewSequence(T + len(ref.GenIDs))
 	if err != nil {
 		t.Fatal(err)
 	}
 	greedy := &model.Sampling{}
-	H := ref.size
+	H := ref.Size
 	hidden := make([][]float32, len(w.Layers)+1)
 	var logits []float32
 	var res model.Result
 	for start := 0; start < T; start += prefillChunk {
 		end := min(start+prefillChunk, T)
-		in := model.Input{IDs: ref.prompt[start:end], Logits: model.LogitsAll, Hidden: true}
+		in := model.Input{IDs: ref.Prompt[start:end], Logits: model.LogitsAll, Hidden: true}
 		if end == T {
 			in.Sample = greedy
 		}
@@ -174,24 +106,24 @@ func runFixture(t *testing.T, b *Backend, w *model.Weights, ref *reference, tol 
 		logits = append(logits, res.Logits...)
 	}
 	for l := range hidden {
-		want := ref.hidden[l*T*H : (l+1)*T*H]
+		want := ref.Hidden[l*T*H : (l+1)*T*H]
 		e := fixtures.RelError(hidden[l], want)
 		t.Logf("hidden %d: relative error %.2e", l, e)
 		if e > tol || math.IsNaN(e) {
 			t.Fatalf("residual stream after layer %d (0: embedding) drifts: relative error %.3g > %g", l, e, tol)
 		}
 	}
-	e := fixtures.RelError(logits, ref.logits)
-	t.Logf("prompt logits [%d, %d]: relative error %.2e", T, ref.vocab, e)
+	e := fixtures.RelError(logits, ref.Logits)
+	t.Logf("prompt logits [%d, %d]: relative error %.2e", T, ref.Vocab, e)
 	if e > tol || math.IsNaN(e) {
 		t.Fatalf("prompt logits: relative error %.3g > %g", e, tol)
 	}
 
 	// Pipelined greedy decode: submit step N+1, then wait on step N.
 	ids := []int{res.Token}
-	genLogits := append([]float32(nil), logits[(T-1)*ref.vocab:]...)
+	genLogits := append([]float32(nil), logits[(T-1)*ref.Vocab:]...)
 	in := model.Input{Logits: model.LogitsLast, Sample: greedy}
-	steps := len(ref.genIDs) - 1
+	steps := len(ref.GenIDs) - 1
 	prev, err := model.Start(b, w, seq, in)
 	if err != nil {
 		t.Fatal(err)
@@ -211,11 +143,11 @@ func runFixture(t *testing.T, b *Backend, w *model.Weights, ref *reference, tol 
 		genLogits = append(genLogits, r.Logits...)
 		prev = next
 	}
-	if fmt.Sprint(ids) != fmt.Sprint(ref.genIDs) {
-		t.Fatalf("greedy continuation\n got %v\nwant %v", ids, ref.genIDs)
+	if fmt.Sprint(ids) != fmt.Sprint(ref.GenIDs) {
+		t.Fatalf("greedy continuation\n got %v\nwant %v", ids, ref.GenIDs)
 	}
-	e = fixtures.RelError(genLogits, ref.genLogits)
-	t.Logf("generated logits [%d, %d]: relative error %.2e", len(ids), ref.vocab, e)
+	e = fixtures.RelError(genLogits, ref.GenLogits)
+	t.Logf("generated logits [%d, %d]: relative error %.2e", len(ids), ref.Vocab, e)
 	if e > tol || math.IsNaN(e) {
 		t.Fatalf("generated logits: relative error %.3g > %g", e, tol)
 	}
@@ -254,25 +186,25 @@ func checkCounters(t *testing.T, s Stats, steps, chunks int64) {
 // draw) with steps pipelined; the second has top-k off, which the backend
 // samples on the host after each step.
 func TestSampledDecode(t *testing.T) {
-	ref := fixtureModels(t)[1]
+	ref := fixtures.Models(t)[1]
 	cases := []struct {
 		name      string
 		s         model.Sampling
 		pipelined bool
 	}{
 		{"device", model.Sampling{Temperature: 0.8, TopK: 20, TopP: 0.9, RepetitionPenalty: 1.1,
-			PresencePenalty: 0.5, FrequencyPenalty: 0.2, GeneratedFrom: len(ref.prompt), Seed: 12345}, true},
+			PresencePenalty: 0.5, FrequencyPenalty: 0.2, GeneratedFrom: len(ref.Prompt), Seed: 12345}, true},
 		{"host", model.Sampling{Temperature: 1.0, TopP: 0.95, Seed: 99}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			const steps = 12
 			generate := func(b model.Backend, w *model.Weights, pipelined bool) []int {
-				seq, err := b.NewSequence(len(ref.prompt) + steps + 1)
+				seq, err := b.NewSequence(len(ref.Prompt) + steps + 1)
 				if err != nil {
 					t.Fatal(err)
 				}
-				res, err := model.Prefill(b, w, seq, ref.prompt, prefillChunk, model.Input{Sample: &c.s})
+				res, err := model.Prefill(b, w, seq, ref.Prompt, prefillChunk, model.Input{Sample: &c.s})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -311,9 +243,9 @@ func TestSampledDecode(t *testing.T) {
 			// f32 operands: a seeded draw compares a uniform variate with
 			// cumulative probabilities, so equal tokens need logits equal
 			// to about f32 rounding, which half operands do not give.
-			gb, w := openModel(t, ref.dir, Options{KVCacheF32: true, GEMMOperands: FloatOperands})
+			gb, w := openModel(t, ref.Dir, Options{KVCacheF32: true, GEMMOperands: FloatOperands})
 			got := generate(gb, w, c.pipelined)
-			m, err := checkpoint.Load(ref.dir)
+			m, err := checkpoint.Load(ref.Dir)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -138,8 +138,8 @@ func TestGEMMInputRange(t *testing.T) {
 		prompt    []int
 	}
 	var targets []target
-	for _, ref := range fixtureModels(t) {
-		targets = append(targets, target{ref.name, ref.dir, ref.prompt})
+	for _, ref := range fixtures.Models(t) {
+		targets = append(targets, target{ref.Name, ref.Dir, ref.Prompt})
 	}
 	demo := fixtures.Shared(t, "demo", "suzuran-tiny")
 	demoPrompt := make([]int, 80)

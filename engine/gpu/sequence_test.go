@@ -16,15 +16,15 @@ import (
 // (the state, KV cache, token ring and history all come back), and the
 // snapshot's tokens must be the ids consumed so far.
 func TestSnapshotRestore(t *testing.T) {
-	ref := fixtureModels(t)[0]
-	b, w := openModel(t, ref.dir, Options{})
-	seq, err := b.NewSequence(len(ref.prompt) + 8)
+	ref := fixtures.Models(t)[0]
+	b, w := openModel(t, ref.Dir, Options{})
+	seq, err := b.NewSequence(len(ref.Prompt) + 8)
 	if err != nil {
 		t.Fatal(err)
 	}
 	greedy := &model.Sampling{}
-	half := len(ref.prompt) / 2
-	if _, err := model.Run(b, w, seq, model.Input{IDs: ref.prompt[:half], Sample: greedy}); err != nil {
+	half := len(ref.Prompt) / 2
+	if _, err := model.Run(b, w, seq, model.Input{IDs: ref.Prompt[:half], Sample: greedy}); err != nil {
 		t.Fatal(err)
 	}
 	// One device-fed step before the snapshot, so the ring slot and the
@@ -50,7 +50,7 @@ func TestSnapshotRestore(t *testing.T) {
 			logits = append(logits, r.Logits...)
 			ids = append(ids, r.Token)
 		}
-		r, err := model.Run(b, w, seq, model.Input{IDs: ref.prompt[half : half+5], Logits: model.LogitsAll})
+		r, err := model.Run(b, w, seq, model.Input{IDs: ref.Prompt[half : half+5], Logits: model.LogitsAll})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,7 +74,7 @@ func TestSnapshotRestore(t *testing.T) {
 	}
 	// The same snapshot restores into a new sequence of another capacity:
 	// only the cache rows in use were saved.
-	other, err := b.NewSequence(len(ref.prompt) + 40)
+	other, err := b.NewSequence(len(ref.Prompt) + 40)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestSnapshotRestore(t *testing.T) {
 		}
 	}
 	toks := snap.Tokens()
-	if fmt.Sprint(toks[:half]) != fmt.Sprint(ref.prompt[:half]) || len(toks) != half+1 || toks[half] < 0 {
+	if fmt.Sprint(toks[:half]) != fmt.Sprint(ref.Prompt[:half]) || len(toks) != half+1 || toks[half] < 0 {
 		t.Fatalf("snapshot tokens %v: want the prompt's first %d then the sampled id", toks, half)
 	}
 }
@@ -102,11 +102,11 @@ func TestSnapshotRestore(t *testing.T) {
 // checks that the model still reproduces the reference.
 func TestSplitWeights(t *testing.T) {
 	for _, c := range []struct {
-		ref    *reference
+		ref    *fixtures.Reference
 		maxLen int
-	}{{fixtureModels(t)[0], 1 << 20}, {fixtureModels(t)[1], 512 << 10}} {
-		t.Run(c.ref.name, func(t *testing.T) {
-			m, err := checkpoint.Load(c.ref.dir)
+	}{{fixtures.Models(t)[0], 1 << 20}, {fixtures.Models(t)[1], 512 << 10}} {
+		t.Run(c.ref.Name, func(t *testing.T) {
+			m, err := checkpoint.Load(c.ref.Dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,19 +132,19 @@ func TestSplitWeights(t *testing.T) {
 					t.Fatalf("wrapped region [%#x, %#x) breaks the limit or page alignment", r.start, r.end)
 				}
 			}
-			seq, err := b.NewSequence(len(c.ref.prompt))
+			seq, err := b.NewSequence(len(c.ref.Prompt))
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := model.Run(b, m.Weights, seq, model.Input{IDs: c.ref.prompt, Logits: model.LogitsAll, Sample: &model.Sampling{}})
+			res, err := model.Run(b, m.Weights, seq, model.Input{IDs: c.ref.Prompt, Logits: model.LogitsAll, Sample: &model.Sampling{}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if e := fixtures.RelError(res.Logits, c.ref.logits); e > fixtureTolerance {
+			if e := fixtures.RelError(res.Logits, c.ref.Logits); e > fixtureTolerance {
 				t.Fatalf("prompt logits: relative error %.3g > %g", e, fixtureTolerance)
 			}
-			if res.Token != c.ref.genIDs[0] {
-				t.Fatalf("first greedy token %d, want %d", res.Token, c.ref.genIDs[0])
+			if res.Token != c.ref.GenIDs[0] {
+				t.Fatalf("first greedy token %d, want %d", res.Token, c.ref.GenIDs[0])
 			}
 		})
 	}
@@ -154,8 +154,8 @@ func TestSplitWeights(t *testing.T) {
 // the tiny model under two shuffled fiber orders: every logit must have the
 // same bits, which a missing barrier anywhere in the pipeline would break.
 func TestFiberOrderEndToEnd(t *testing.T) {
-	ref := fixtureModels(t)[1]
-	m, err := checkpoint.Load(ref.dir)
+	ref := fixtures.Models(t)[1]
+	m, err := checkpoint.Load(ref.Dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,16 +165,16 @@ func TestFiberOrderEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		seq, err := b.NewSequence(len(ref.prompt) + 4)
+		seq, err := b.NewSequence(len(ref.Prompt) + 4)
 		if err != nil {
 			t.Fatal(err)
 		}
 		greedy := &model.Sampling{}
 		var logits []float32
-		for start := 0; start < len(ref.prompt); start += prefillChunk {
-			end := min(start+prefillChunk, len(ref.prompt))
-			in := model.Input{IDs: ref.prompt[start:end], Logits: model.LogitsAll}
-			if end == len(ref.prompt) {
+		for start := 0; start < len(ref.Prompt); start += prefillChunk {
+			end := min(start+prefillChunk, len(ref.Prompt))
+			in := model.Input{IDs: ref.Prompt[start:end], Logits: model.LogitsAll}
+			if end == len(ref.Prompt) {
 				in.Sample = greedy
 			}
 			r, err := model.Run(b, m.Weights, seq, in)
