@@ -3,7 +3,6 @@
 package metal
 
 import (
-	"encoding/binary"
 	"path/filepath"
 	"testing"
 
@@ -13,34 +12,7 @@ import (
 	"github.com/suzuran-app/suzuran/engine/gpu/emu"
 	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/logits"
-	"github.com/suzuran-app/suzuran/engine/safetensors"
 )
-
-func referenceInts(t *testing.T, f *safetensors.File, name string) []int {
-	t.Helper()
-	tn, ok := f.Tensor(name)
-	if !ok || tn.DType != safetensors.I32 {
-		t.Fatalf("%s: no I32 tensor %s", f.Path, name)
-	}
-	out := make([]int, tn.NumElements())
-	for i := range out {
-		out[i] = int(int32(binary.LittleEndian.Uint32(tn.Data[4*i:])))
-	}
-	return out
-}
-
-func referenceFloats(t *testing.T, f *safetensors.File, name string) []float32 {
-	t.Helper()
-	tn, ok := f.Tensor(name)
-	if !ok {
-		t.Fatalf("%s: no tensor %s", f.Path, name)
-	}
-	v, err := safetensors.ToFloat32(tn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
 
 // runGPU computes the prompt's logits and a greedy continuation with the
 // GPU backend on dev.
@@ -68,13 +40,12 @@ func runGPU(t *testing.T, dev device.Device, m *checkpoint.Model, prompt []int, 
 // order and fused multiply-adds, far inside it. The greedy continuation
 // must be identical token for token.
 func TestMetalMatchesEmuAndReference(t *testing.T) {
-	fx := fixtures.Path(t)
-	ref, err := safetensors.Open(filepath.Join(fx, "qwen35moe-tiny", "reference.safetensors"))
-	if err != nil {
-		t.Fatal(err)
+	tiny := fixtures.Path(t, "qwen35moe-tiny")
+	refPath := filepath.Join(tiny, "reference.safetensors")
+	refs := []*fixtures.Reference{
+		fixtures.LoadReference(t, refPath, filepath.Join(tiny, "hf-bf16"), "hf"),
+		fixtures.LoadReference(t, refPath, filepath.Join(tiny, "mlx-4bit"), "mlx"),
 	}
-	defer ref.Close()
-	prompt := referenceInts(t, ref, "prompt_ids")
 
 	mtl, err := NewDefault()
 	if err != nil {
@@ -89,18 +60,18 @@ func TestMetalMatchesEmuAndReference(t *testing.T) {
 	defer em.Close()
 
 	const tol = 2e-2
-	for _, layout := range []struct{ dir, prefix string }{{"hf-bf16", "hf."}, {"mlx-4bit", "mlx."}} {
-		t.Run(layout.dir, func(t *testing.T) {
-			m, err := checkpoint.Load(filepath.Join(fx, "qwen35moe-tiny", layout.dir))
+	for _, ref := range refs {
+		// ref.Name is the layout's folder: hf-bf16, mlx-4bit.
+		t.Run(ref.Name, func(t *testing.T) {
+			m, err := checkpoint.Load(ref.Dir)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			wantGen := referenceInts(t, ref, layout.prefix+"gen_ids")
-			wantLogits := referenceFloats(t, ref, layout.prefix+"prompt_logits")
+			wantGen, wantLogits := ref.GenIDs, ref.Logits
 
-			onMetal := runGPU(t, mtl, m, prompt, len(wantGen))
-			onEmu := runGPU(t, em, m, prompt, len(wantGen))
+			onMetal := runGPU(t, mtl, m, ref.Prompt, len(wantGen))
+			onEmu := runGPU(t, em, m, ref.Prompt, len(wantGen))
 
 			if e := fixtures.RelError(onMetal.PromptLogits, wantLogits); !(e <= tol) {
 				t.Errorf("metal prompt logits vs reference: relative error %.3g, want ≤ %g", e, tol)
@@ -116,7 +87,7 @@ func TestMetalMatchesEmuAndReference(t *testing.T) {
 					t.Fatalf("metal greedy continuation %v, reference %v (emu %v)", onMetal.GenIDs, wantGen, onEmu.GenIDs)
 				}
 			}
-			t.Logf("%s: metal vs reference %.3g, metal vs emu %.3g (prompt), %.3g (decode)", layout.dir,
+			t.Logf("%s: metal vs reference %.3g, metal vs emu %.3g (prompt), %.3g (decode)", ref.Name,
 				fixtures.RelError(onMetal.PromptLogits, wantLogits), fixtures.RelError(onMetal.PromptLogits, onEmu.PromptLogits),
 				fixtures.RelError(onMetal.GenLogits, onEmu.GenLogits))
 		})
