@@ -124,18 +124,7 @@ func TestCancelWithinOneToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens, after := 0, 0
-	for ev := range stream.Events {
-		if ev.Token >= 0 {
-			tokens++
-			if tokens > 3 {
-				after++
-			}
-			if tokens == 3 {
-				cancel()
-			}
-		}
-	}
+	after := cancelAfter(stream, 3, cancel)
 	// The step after the third is already running when cancel lands (the
 	// engine starts step N+1 before handing out token N): it may be
 	// delivered, nothing after it.
@@ -151,6 +140,24 @@ func TestCancelWithinOneToken(t *testing.T) {
 	if !slices.Equal(ids, c.GreedyIDs[:3]) {
 		t.Fatalf("after a cancel: %v, want %v", ids, c.GreedyIDs[:3])
 	}
+}
+
+// cancelAfter reads stream to its end, calling cancel once its n-th token
+// has arrived, and returns how many tokens arrived after that one.
+func cancelAfter(stream *Stream, n int, cancel context.CancelFunc) int {
+	tokens, after := 0, 0
+	for ev := range stream.Events {
+		if ev.Token >= 0 {
+			tokens++
+			if tokens > n {
+				after++
+			}
+			if tokens == n {
+				cancel()
+			}
+		}
+	}
+	return after
 }
 
 // TestBusyPastTheQueueBound fills the queue behind a running request and
@@ -295,18 +302,7 @@ func TestPipelinedDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens, after := 0, 0
-	for ev := range stream.Events {
-		if ev.Token >= 0 {
-			tokens++
-			if tokens > 3 {
-				after++
-			}
-			if tokens == 3 {
-				cancel()
-			}
-		}
-	}
+	after := cancelAfter(stream, 3, cancel)
 	final, _ := stream.Result()
 	if after > 1 || final.FinishReason != FinishCancelled || final.GeneratedTokens > 4 {
 		t.Errorf("cancel after 3 tokens: %d more arrived, result %+v", after, final)
