@@ -20,21 +20,7 @@ func TestMetalTarget(t *testing.T) {
 	}
 	checkStat(t, "metal prefill tok/s", r.Prefill[0].TokPerSec, 2)
 	checkStat(t, "metal decode tok/s", r.Decode[0].TokPerSec, 2)
-	got := map[string]float64{}
-	for _, c := range r.Counters {
-		got[c.Phase+": "+c.Name] = c.Value
-	}
-	for name, want := range map[string]float64{
-		"decode: command buffers per token":     1,
-		"decode: host waits per token":          1,
-		"decode: mid-step readbacks per token":  0,
-		"prefill: command buffers per chunk":    1,
-		"prefill: mid-step readbacks per chunk": 0,
-	} {
-		if v, ok := got[name]; !ok || v != want {
-			t.Errorf("%s = %v (present %v), want %v", name, v, ok, want)
-		}
-	}
+	checkPipelineCounters(t, r)
 	if r.DeviceBandwidth == nil || !(r.DeviceBandwidth.GBps > 0) {
 		t.Fatalf("device copy probe %+v (notes %q): want a rate", r.DeviceBandwidth, r.Notes)
 	}

@@ -300,6 +300,30 @@ func TestEnsureSynthetic(t *testing.T) {
 	}
 }
 
+// checkPipelineCounters checks the per-step counters of a GPU backend's
+// report against the pipeline rules: one command buffer per decode token and
+// per prefill chunk, at most one host wait, no readback inside a step. It
+// returns the counters by "phase: name" for further checks.
+func checkPipelineCounters(t *testing.T, r *Report) map[string]float64 {
+	t.Helper()
+	got := map[string]float64{}
+	for _, c := range r.Counters {
+		got[c.Phase+": "+c.Name] = c.Value
+	}
+	for name, want := range map[string]float64{
+		"decode: command buffers per token":     1,
+		"decode: host waits per token":          1,
+		"decode: mid-step readbacks per token":  0,
+		"prefill: command buffers per chunk":    1,
+		"prefill: mid-step readbacks per chunk": 0,
+	} {
+		if v, ok := got[name]; !ok || v != want {
+			t.Errorf("%s = %v (present %v), want %v", name, v, ok, want)
+		}
+	}
+	return got
+}
+
 // TestEmuCounters measures the GPU backend on the emulator with a short
 // prompt and checks the per-step counters the report carries and the prefix
 // runs; the timings of emu are not GPU speed and are not checked beyond
@@ -326,23 +350,7 @@ func TestEmuCounters(t *testing.T) {
 		t.Errorf("decode layer costs %+v, want the prefix fit", r.Decode[0].Layers)
 	}
 	checkStat(t, "emu decode tok/s", r.Decode[0].TokPerSec, 1)
-	got := map[string]float64{}
-	for _, c := range r.Counters {
-		got[c.Phase+": "+c.Name] = c.Value
-	}
-	// The pipeline rules: one command buffer per decode token and per
-	// prefill chunk, at most one host wait, no readback inside a step.
-	for name, want := range map[string]float64{
-		"decode: command buffers per token":     1,
-		"decode: host waits per token":          1,
-		"decode: mid-step readbacks per token":  0,
-		"prefill: command buffers per chunk":    1,
-		"prefill: mid-step readbacks per chunk": 0,
-	} {
-		if v, ok := got[name]; !ok || v != want {
-			t.Errorf("%s = %v (present %v), want %v", name, v, ok, want)
-		}
-	}
+	got := checkPipelineCounters(t, r)
 	if got["decode: planned bytes per token"] <= 0 || got["decode: minimum bytes per token"] <= 0 {
 		t.Errorf("planned and minimum bytes per decode token missing: %v", got)
 	}
