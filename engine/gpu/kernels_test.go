@@ -219,7 +219,7 @@ func TestGEMV(t *testing.T) {
 				for row := 0; row < c.out; row++ {
 					want, mag := refGEMV(m, x[t0*c.in:(t0+1)*c.in], row)
 					err := math.Abs(float64(y[t0*c.out+row]) - want)
-					if err > f32Tol*mag {
+					if !(err <= f32Tol*mag) {
 						t.Fatalf("row %d token %d: got %v, want %v (tolerance %g)", row, t0, y[t0*c.out+row], want, f32Tol*mag)
 					}
 					worst = max(worst, err/mag)
@@ -1034,7 +1034,7 @@ func TestGEMM(t *testing.T) {
 							tol = halfTol
 							wr, magr := refGEMVHalf(m, xr, row)
 							err := math.Abs(g - wr)
-							if err > f32Tol*magr {
+							if !(err <= f32Tol*magr) {
 								t.Fatalf("row %d token %d: got %v, want %v from the staged operands (tolerance %g)", row, t0, g, wr, f32Tol*magr)
 							}
 							worstRounded = max(worstRounded, err/magr)
@@ -1046,7 +1046,7 @@ func TestGEMM(t *testing.T) {
 						if c.rows == 12 && ops == HalfOperands && (t0 == 0 || t0 == 1) {
 							continue // clamped rows: checked against the staged operands above
 						}
-						if err > tol*mag {
+						if !(err <= tol*mag) {
 							t.Fatalf("row %d token %d: got %v, want %v (tolerance %g)", row, t0, g, want, tol*mag)
 						}
 						worst = max(worst, err/mag)

@@ -140,7 +140,7 @@ func TestSplitWeights(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if e := fixtures.RelError(res.Logits, c.ref.Logits); e > fixtureTolerance {
+			if e := fixtures.RelError(res.Logits, c.ref.Logits); !(e <= fixtureTolerance) {
 				t.Fatalf("prompt logits: relative error %.3g > %g", e, fixtureTolerance)
 			}
 			if res.Token != c.ref.GenIDs[0] {
