@@ -494,16 +494,7 @@ func (l *linter) functions(scopes []int) {
 
 // params checks each parameter between the parentheses at open and close.
 func (l *linter) params(open, close int) {
-	depth := 0
-	start := open + 1
-	check := func(a, b int) {
-		end := b
-		for j := a; j < b; j++ {
-			if l.tok(j) == "=" {
-				end = j
-				break
-			}
-		}
+	l.eachParam(open, close, func(a, end int) {
 		for j := a; j < end; j++ {
 			if tt := l.tok(j); tt == "*" || tt == "&" {
 				if !l.hasAddressSpace(a, j) {
@@ -512,23 +503,7 @@ func (l *linter) params(open, close int) {
 				return
 			}
 		}
-	}
-	for j := open + 1; j < close; j++ {
-		switch l.tok(j) {
-		case "(", "<", "[", "{":
-			depth++
-		case ")", ">", "]", "}":
-			depth--
-		case ">>":
-			depth -= 2
-		case ",":
-			if depth == 0 {
-				check(start, j)
-				start = j + 1
-			}
-		}
-	}
-	check(start, close)
+	})
 }
 
 // src is the source text of toks[a:b], its white space collapsed.
