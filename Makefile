@@ -107,8 +107,9 @@ darwin-check:
 # it measures emu with an 8-token prompt and 4 decode steps: emu runs the GPU
 # code path on the CPU, so its timings are not GPU speed; its counters are the
 # GPU pipeline's. Reports go to bin/bench/<backend>.json and the table puts
-# them side by side. BENCH_CONFIG=FILE imitates another config.json (on a Mac
-# without ../shared, the config.json of mlx-community/Qwen3.6-35B-A3B-4bit).
+# them side by side. The synthetic checkpoint imitates the config.json of
+# mlx-community/Qwen3.6-35B-A3B-4bit (built into the binary, engine/synth);
+# BENCH_CONFIG=FILE imitates another config.json.
 BENCH_DIR := bin/bench
 BENCH_CONFIG ?=
 BENCH_FLAGS := --synthetic $(if $(BENCH_CONFIG),--config $(BENCH_CONFIG))

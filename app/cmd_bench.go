@@ -117,7 +117,7 @@ demo model Suzuran Tiny, as every command with --model does.
 	f := cmd.Flags()
 	f.StringVar(&dir, "model", "", "model folder to measure (default: the configured model, else the demo model)")
 	f.BoolVar(&synthetic, "synthetic", false, "measure a synthetic full-width checkpoint, built once and cached")
-	f.StringVar(&syn.ConfigPath, "config", "", "config.json the synthetic checkpoint imitates (default: ../shared/"+"fixtures/qwen3.6-35b-a3b/config.mlx-4bit.json beside the checkout)")
+	f.StringVar(&syn.ConfigPath, "config", "", "config.json the synthetic checkpoint imitates (default: mlx-community/Qwen3.6-35B-A3B-4bit's, built in)")
 	f.IntVar(&syn.Layers, "layers", 4, "layers of the synthetic checkpoint (4: three DeltaNet, one attention)")
 	f.StringVar(&layout, "layout", "mlx", "layout of the synthetic checkpoint: mlx (4-bit affine) or hub (bf16)")
 	f.Uint64Var(&syn.Seed, "seed", 1, "seed of the synthetic weights")

@@ -12,7 +12,7 @@ import (
 )
 
 func TestBenchCommandErrors(t *testing.T) {
-	tiny := filepath.Join(sharedFixtures(t), "qwen35moe-tiny", "mlx-4bit")
+	tiny := filepath.Join(repoFixtures(t), "qwen35moe-tiny", "mlx-4bit")
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -47,7 +47,7 @@ func TestBenchListBackends(t *testing.T) {
 // JSON it prints and the file it writes, and prints the saved report as a
 // table.
 func TestBenchRunAndTable(t *testing.T) {
-	tiny := filepath.Join(sharedFixtures(t), "qwen35moe-tiny", "mlx-4bit")
+	tiny := filepath.Join(repoFixtures(t), "qwen35moe-tiny", "mlx-4bit")
 	file := filepath.Join(t.TempDir(), "cpu.json")
 	out, stderr, err := execute(t, "bench", "--model", tiny, "--prompt", "8,20", "--gen", "2", "--runs", "2",
 		"--warmup", "4", "--copy-mib", "4", "--json", "--out", file)

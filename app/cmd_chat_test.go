@@ -19,7 +19,7 @@ import (
 // generates from the demo model's weights.
 func chatReference(t *testing.T, question string) string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "shared", "demo", "greedy.json"))
+	data, err := os.ReadFile(filepath.Join(repoFixtures(t), "demo", "greedy.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

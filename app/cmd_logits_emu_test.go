@@ -18,7 +18,7 @@ import (
 // checkpoint, against 7e-6 with float operands) — and --stats must report
 // the pipeline counters in words on stderr.
 func TestLogitsCommandEmu(t *testing.T) {
-	tiny := filepath.Join(sharedFixtures(t), "qwen35moe-tiny")
+	tiny := filepath.Join(repoFixtures(t), "qwen35moe-tiny")
 	ref, err := safetensors.Open(filepath.Join(tiny, "reference.safetensors"))
 	if err != nil {
 		t.Fatal(err)

@@ -33,9 +33,11 @@ func runWithStdin(t *testing.T, stdin string, args ...string) (string, error) {
 	return out.String(), err
 }
 
-func sharedFixtures(t *testing.T) string {
+// repoFixtures is the engine's reference data (engine/internal/fixtures,
+// which only engine packages may import) seen from this package's folder.
+func repoFixtures(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join("..", "..", "shared", "fixtures")
+	dir := filepath.Join("..", "engine", "internal", "fixtures", "testdata")
 	if _, err := os.Stat(dir); err != nil {
 		t.Fatalf("fixtures not found at %s: %v", dir, err)
 	}
@@ -45,7 +47,7 @@ func sharedFixtures(t *testing.T) string {
 // Every fixture conversation renders through the command to exactly the
 // reference text, with no newline added.
 func TestRenderCommand(t *testing.T) {
-	fx := sharedFixtures(t)
+	fx := repoFixtures(t)
 	data, err := os.ReadFile(filepath.Join(fx, "chat", "chat-public.json"))
 	if err != nil {
 		t.Fatal(err)

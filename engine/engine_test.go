@@ -15,7 +15,7 @@ import (
 	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 )
 
-// greedyCase is one entry of ../shared/demo/greedy.json: what transformers
+// greedyCase is one entry of the demo model's greedy.json (fixtures testdata/demo): what transformers
 // produced from Suzuran Tiny's weights.
 type greedyCase struct {
 	Question   string `json:"question"`
@@ -26,7 +26,7 @@ type greedyCase struct {
 
 func greedyCases(t testing.TB) []greedyCase {
 	t.Helper()
-	data, err := os.ReadFile(fixtures.Shared(t, "demo", "greedy.json"))
+	data, err := os.ReadFile(fixtures.Path(t, "demo", "greedy.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

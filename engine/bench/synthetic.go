@@ -1,10 +1,8 @@
 package bench
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -15,8 +13,7 @@ import (
 // Synthetic describes the synthetic checkpoint a benchmark runs on.
 type Synthetic struct {
 	// ConfigPath is the config.json imitated. Empty: the full-size
-	// mlx-community config in the shared fixtures next to the module
-	// (../shared/fixtures/qwen3.6-35b-a3b/config.mlx-4bit.json).
+	// mlx-community config built into the binary (synth.FullSizeConfig).
 	ConfigPath string
 	// Layers kept (default 4: three DeltaNet and one attention layer, at
 	// full width and with the full vocabulary).
@@ -37,15 +34,12 @@ func EnsureSynthetic(o Synthetic, log io.Writer) (dir string, built bool, err er
 	if o.Layers <= 0 {
 		o.Layers = 4
 	}
-	if o.ConfigPath == "" {
-		o.ConfigPath, err = defaultConfigPath()
+	cfg := synth.FullSizeConfig()
+	if o.ConfigPath != "" {
+		cfg, err = os.ReadFile(o.ConfigPath)
 		if err != nil {
-			return "", false, err
+			return "", false, fmt.Errorf("bench: reading the config to imitate: %w", err)
 		}
-	}
-	cfg, err := os.ReadFile(o.ConfigPath)
-	if err != nil {
-		return "", false, fmt.Errorf("bench: reading the config to imitate: %w", err)
 	}
 	if o.CacheDir == "" {
 		base, err := os.UserCacheDir()
@@ -67,32 +61,4 @@ func EnsureSynthetic(o Synthetic, log io.Writer) (dir string, built bool, err er
 	}
 	fmt.Fprintf(log, "synthetic checkpoint: %.2f GB in %d tensors, %.0f s\n", float64(res.Bytes)/1e9, res.Tensors, res.Duration.Seconds())
 	return dir, true, nil
-}
-
-// defaultConfigPath finds the shared fixtures' full-size config beside the
-// module that holds the working directory.
-func defaultConfigPath() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, "..", "shared", filepath.FromSlash(synth.FullSizeConfig))
-			if _, err := os.Stat(p); err == nil {
-				return p, nil
-			} else if !errors.Is(err, fs.ErrNotExist) {
-				return "", err
-			}
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			break
-		}
-		dir = parent
-	}
-	return "", errors.New("bench: no config.json to imitate: pass --config with the config.json of " +
-		"mlx-community/Qwen3.6-35B-A3B-4bit (https://huggingface.co/mlx-community/Qwen3.6-35B-A3B-4bit/resolve/main/config.json), " +
-		"or run from a checkout that has ../shared/" + synth.FullSizeConfig)
 }

@@ -13,7 +13,7 @@ func BenchmarkLoad(b *testing.B) {
 	for _, d := range []string{
 		fixtures.Path(b, "qwen35moe-tiny", "hf-bf16"),
 		fixtures.Path(b, "qwen35moe-tiny", "mlx-4bit"),
-		fixtures.Shared(b, "demo", "suzuran-tiny"),
+		fixtures.Demo(b),
 	} {
 		b.Run(filepath.Base(d), func(b *testing.B) {
 			for b.Loop() {

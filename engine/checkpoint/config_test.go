@@ -16,9 +16,10 @@ import (
 // TestFullSizeConfigs parses the real Qwen3.6-35B-A3B configs (hub and
 // mlx-community) and checks the values MODEL.md lists.
 func TestFullSizeConfigs(t *testing.T) {
-	for _, name := range []string{"config.json", "config.mlx-4bit.json"} {
+	for _, name := range []string{"qwen3.6-35b-a3b.json", "qwen3.6-35b-a3b.mlx-4bit.json"} {
 		t.Run(name, func(t *testing.T) {
-			path := fixtures.Path(t, "qwen3.6-35b-a3b", name)
+			// engine/synth embeds these; this package cannot import it.
+			path := filepath.Join(fixtures.ModuleRoot(t), "engine", "synth", "configs", name)
 			raw, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -46,7 +47,7 @@ func TestFullSizeConfigs(t *testing.T) {
 				t.Errorf("eos %v", c.EOSTokenIDs)
 			}
 			q := c.Quantization
-			if name == "config.json" {
+			if name == "qwen3.6-35b-a3b.json" {
 				if q != nil {
 					t.Errorf("hub config has quantization %+v", q)
 				}

@@ -104,7 +104,7 @@ func TestLoadFixtures(t *testing.T) {
 	}{
 		{fixtures.Path(t, "qwen35moe-tiny", "hf-bf16"), Hub, false},
 		{fixtures.Path(t, "qwen35moe-tiny", "mlx-4bit"), MLX, true},
-		{fixtures.Shared(t, "demo", "suzuran-tiny"), MLX, true},
+		{fixtures.Demo(t), MLX, true},
 		{filepath.Join("testdata", "qwen35moe-alt", "hf-bf16"), Hub, false},
 		{filepath.Join("testdata", "qwen35moe-alt", "mlx-4bit"), MLX, true},
 	}

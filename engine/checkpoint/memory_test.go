@@ -1,7 +1,6 @@
 package checkpoint_test
 
 import (
-	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -25,13 +24,10 @@ func heapAlloc() uint64 {
 // heap grows by less than 2 % of the checkpoint's size: the matrices must be
 // views into the mapping, not copies.
 func TestLoadHeapGrowth(t *testing.T) {
-	cfg, err := os.ReadFile(fixtures.Path(t, "qwen3.6-35b-a3b", "config.mlx-4bit.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := synth.FullSizeConfig()
 	dir := filepath.Join(t.TempDir(), "full-width")
 	res, err := synth.Write(dir, synth.Options{Config: cfg, Layers: 2, Seed: 1,
-		TokenizerDir: fixtures.Shared(t, "demo", "suzuran-tiny")})
+		TokenizerDir: fixtures.Demo(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
-	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/synth"
 )
@@ -88,18 +87,14 @@ func report(b *testing.B, bt *blockTimes, w *model.Weights, n, tokens int) {
 }
 
 // benchWeights is the synthetic benchmark checkpoint: full-size shapes from
-// the shared mlx-community config, two layers (one DeltaNet, one attention),
+// the mlx-community config, two layers (one DeltaNet, one attention),
 // MLX 4-bit, written once by engine/synth and cached in the temp folder
 // under its key (about 1.5 GB), then mapped like a real download.
 var benchWeights *model.Weights
 
 func benchSetup(b *testing.B) (*Backend, *model.Weights) {
 	if benchWeights == nil {
-		shared := fixtures.Shared(b)
-		cfg, err := os.ReadFile(filepath.Join(shared, synth.FullSizeConfig))
-		if err != nil {
-			b.Fatal(err)
-		}
+		cfg := synth.FullSizeConfig()
 		opt := synth.Options{Config: cfg, Layers: 2, Seed: 7, Layout: checkpoint.MLX}
 		dir := filepath.Join(os.TempDir(), "suzuran-synth-"+synth.CacheKey(opt))
 		if _, err := os.Stat(dir); err != nil {

@@ -16,7 +16,7 @@ import (
 // of the demo's greedy.json, the greedy answer must be transformers' ids
 // exactly — trained weights give the realistic logit gaps a user sees.
 func TestDemoGreedy(t *testing.T) {
-	demo := fixtures.Shared(t, "demo")
+	demo := fixtures.Path(t, "demo")
 	raw, err := os.ReadFile(filepath.Join(demo, "greedy.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func TestDemoGreedy(t *testing.T) {
 	if testing.Short() {
 		cases = cases[:3] // trimmed: -short keeps the first questions
 	}
-	b, w := openModel(t, filepath.Join(demo, "suzuran-tiny"), Options{})
+	b, w := openModel(t, fixtures.Demo(t), Options{})
 	greedy := &model.Sampling{}
 	for _, c := range cases {
 		seq, err := b.NewSequence(len(c.PromptIDs) + len(c.GreedyIDs))

@@ -141,7 +141,7 @@ func TestGEMMInputRange(t *testing.T) {
 	for _, ref := range fixtures.Models(t) {
 		targets = append(targets, target{ref.Name, ref.Dir, ref.Prompt})
 	}
-	demo := fixtures.Shared(t, "demo", "suzuran-tiny")
+	demo := fixtures.Demo(t)
 	demoPrompt := make([]int, 80)
 	for i := range demoPrompt {
 		demoPrompt[i] = 100 + 37*i%900

@@ -2,8 +2,8 @@
 // with the real architecture's tensor names, shapes and formats but random
 // weights, for benchmarks at full size without a 20 GB download.
 //
-// Write takes a config.json (by default the full-size mlx-community config in
-// shared/fixtures/qwen3.6-35b-a3b), optionally keeps fewer layers, and writes
+// Write takes a config.json (FullSizeConfig: the full-size mlx-community
+// config, embedded from configs/), optionally keeps fewer layers, and writes
 // the MLX affine layout (or the hub bf16 layout) tensor by tensor: each
 // tensor is generated in small chunks straight into a streaming safetensors
 // writer, so memory use stays flat whatever the model's size. The values are

@@ -12,14 +12,8 @@ import (
 // The benchmark checkpoint: full width, 4 layers (three DeltaNet, one
 // attention), MLX 4-bit, about 2.5 GB, cached under its key.
 func Example() {
-	shared := "../shared" // relative to the module root
-	cfg, err := os.ReadFile(filepath.Join(shared, synth.FullSizeConfig))
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	opt := synth.Options{Config: cfg, Layers: 4, Seed: 1, Layout: checkpoint.MLX,
-		TokenizerDir: filepath.Join(shared, synth.TinyTokenizerDir)}
+	opt := synth.Options{Config: synth.FullSizeConfig(), Layers: 4, Seed: 1, Layout: checkpoint.MLX,
+		TokenizerDir: "assets/models/suzuran-tiny"} // relative to the module root
 	dir := filepath.Join(os.TempDir(), "suzuran-synth-"+synth.CacheKey(opt))
 	if _, err := os.Stat(dir); err != nil {
 		if _, err := synth.Write(dir, opt); err != nil {

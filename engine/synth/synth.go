@@ -2,6 +2,7 @@ package synth
 
 import (
 	"crypto/sha256"
+	"embed"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -43,7 +44,7 @@ type Options struct {
 	Seed uint64
 	// TokenizerDir, when set, is a model folder whose tokenizer.json,
 	// tokenizer_config.json, chat_template.jinja and generation_config.json
-	// are copied (for example shared/demo/suzuran-tiny). Its ids must be
+	// are copied (for example the demo model, assets/models/suzuran-tiny). Its ids must be
 	// below the config's vocabulary size.
 	TokenizerDir string
 	// ShardBytes caps the size of one safetensors file; larger models are
@@ -52,13 +53,28 @@ type Options struct {
 	ShardBytes int64
 }
 
-// Paths relative to the shared folder (../shared from the module root) of
-// the default inputs: the full-size mlx-community config and the tokenizer of
-// the Suzuran Tiny demo model (4,096 ids, all valid in the full vocabulary).
-const (
-	FullSizeConfig   = "fixtures/qwen3.6-35b-a3b/config.mlx-4bit.json"
-	TinyTokenizerDir = "demo/suzuran-tiny"
-)
+// The real model's configs, embedded so that a benchmark binary needs no
+// checkout beside it (configs/README.md says where they come from).
+//
+//go:embed configs/qwen3.6-35b-a3b.json configs/qwen3.6-35b-a3b.mlx-4bit.json
+var configs embed.FS
+
+// FullSizeConfig returns the config.json of
+// mlx-community/Qwen3.6-35B-A3B-4bit (with its quantization block): the
+// default shape a benchmark checkpoint imitates.
+func FullSizeConfig() []byte { return embedded("configs/qwen3.6-35b-a3b.mlx-4bit.json") }
+
+// FullSizeHubConfig returns the config.json of Qwen/Qwen3.6-35B-A3B (the hub
+// layout, bf16).
+func FullSizeHubConfig() []byte { return embedded("configs/qwen3.6-35b-a3b.json") }
+
+func embedded(name string) []byte {
+	b, err := configs.ReadFile(name)
+	if err != nil {
+		panic(err) // the go:embed line above names the file
+	}
+	return b
+}
 
 // Result describes a written folder.
 type Result struct {
@@ -171,7 +187,7 @@ func copyFile(src, dst string) error {
 // returns it with its parsed form.
 func prepareConfig(opt Options) ([]byte, *model.Config, error) {
 	if len(opt.Config) == 0 {
-		return nil, nil, errors.New("synth: Options.Config is empty: pass a config.json such as shared/fixtures/qwen3.6-35b-a3b/config.mlx-4bit.json")
+		return nil, nil, errors.New("synth: Options.Config is empty: pass a config.json such as FullSizeConfig()")
 	}
 	var root map[string]any
 	if err := json.Unmarshal(opt.Config, &root); err != nil {

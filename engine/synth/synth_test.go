@@ -167,7 +167,7 @@ func TestFullWidthHubLayer(t *testing.T) {
 		t.Skip("writes 1.6 GB")
 	}
 	var root map[string]any
-	if err := json.Unmarshal(readConfig(t, "qwen3.6-35b-a3b", "config.json"), &root); err != nil {
+	if err := json.Unmarshal(FullSizeHubConfig(), &root); err != nil {
 		t.Fatal(err)
 	}
 	root["text_config"].(map[string]any)["vocab_size"] = 8192

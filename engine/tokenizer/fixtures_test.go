@@ -44,7 +44,7 @@ var (
 // qwen3 loads the real 151k-token Qwen3 tokenizer once per test binary.
 func qwen3(t testing.TB) *Tokenizer {
 	t.Helper()
-	dir := fixtures.Path(t, "tokenizer", "qwen3")
+	dir := qwen3Dir(t)
 	qwen3Once.Do(func() { qwen3Tok, qwen3Err = Load(dir) })
 	if qwen3Err != nil {
 		t.Fatal(qwen3Err)

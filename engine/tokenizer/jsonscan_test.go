@@ -16,7 +16,7 @@ import (
 func TestJSONScannerMatchesEncodingJSON(t *testing.T) {
 	fx := fixtures.Path(t)
 	for _, path := range []string{
-		filepath.Join(fx, "tokenizer", "qwen3", "tokenizer.json"),
+		filepath.Join(qwen3Dir(t), "tokenizer.json"),
 		filepath.Join(fx, "qwen35moe-tiny", "hf-bf16", "tokenizer.json"),
 	} {
 		data, err := os.ReadFile(path)

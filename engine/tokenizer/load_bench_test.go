@@ -1,13 +1,9 @@
 package tokenizer
 
-import (
-	"testing"
-
-	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
-)
+import "testing"
 
 func BenchmarkLoadQwen3(b *testing.B) {
-	dir := fixtures.Path(b, "tokenizer", "qwen3")
+	dir := qwen3Dir(b)
 	for b.Loop() {
 		if _, err := Load(dir); err != nil {
 			b.Fatal(err)

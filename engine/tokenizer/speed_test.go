@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
-
-	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 )
 
 // benchDocument builds a deterministic document of exactly n characters
@@ -99,7 +97,7 @@ func TestEncodeSpeedAgainstNode(t *testing.T) {
 	if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	dir := fixtures.Path(t, "tokenizer", "qwen3")
+	dir := qwen3Dir(t)
 	reply := runNode(t, nodeRequest{
 		Tokenizer: filepath.Join(dir, "tokenizer.json"),
 		Config:    filepath.Join(dir, "tokenizer_config.json"),
