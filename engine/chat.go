@@ -15,6 +15,7 @@ type ChatRequest struct {
 	Sampling  model.Sampling
 	MaxTokens int
 	Stop      []string
+	Progress  func(PrefillProgress) // as in Request
 }
 
 // Template returns the model's chat template, or the error that kept it
@@ -56,6 +57,7 @@ func (e *Engine) SubmitChat(ctx context.Context, r ChatRequest) (*Stream, chat.P
 		// Only tool results continue a conversation after the whole
 		// answer; a user turn diverges at the checkpoint.
 		SnapshotAnswer: len(r.Render.Tools) > 0,
+		Progress:       r.Progress,
 	})
 	return s, prompt, err
 }

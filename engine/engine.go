@@ -86,6 +86,19 @@ type Request struct {
 	// are offered). A plain next user turn diverges at the checkpoint
 	// instead, as the template drops the answer's thinking block.
 	SnapshotAnswer bool
+	// Progress, when set, is told how far the prompt has been read: once
+	// after the prefix cache lookup and after every prefill chunk, so that
+	// a long prompt shows progress instead of minutes of nothing. It runs
+	// on the engine goroutine between passes and must return at once
+	// (hand the value to another goroutine, or drop it).
+	Progress func(PrefillProgress)
+}
+
+// PrefillProgress is how far a request's prompt has been read.
+type PrefillProgress struct {
+	Cached int // prompt tokens restored from the prefix cache
+	Done   int // prompt tokens in the sequence so far, Cached included
+	Total  int // prompt tokens
 }
 
 // Event is one step of a request's stream. Every token produces one event;

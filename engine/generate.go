@@ -195,6 +195,12 @@ func (g *generation) prefill(sampling *model.Sampling) (model.Pass, error) {
 	}
 	g.stats.CachedTokens = pos
 	g.stats.PrefilledTokens = n - pos
+	progress := func(done int) {
+		if req.Progress != nil {
+			req.Progress(PrefillProgress{Cached: g.stats.CachedTokens, Done: done, Total: n})
+		}
+	}
+	progress(pos)
 
 	// Feed the prompt up to each checkpoint, snapshotting there, then the
 	// rest with the sample block.
@@ -213,6 +219,7 @@ func (g *generation) prefill(sampling *model.Sampling) (model.Pass, error) {
 				return nil, fmt.Errorf("prefill of tokens %d..%d: %w", pos, end, err)
 			}
 			pos = end
+			progress(pos)
 		}
 		if e.opts.CacheBytes > 0 && !e.cache.has(prompt[:pos]) {
 			snap, err := e.seq.Snapshot()
@@ -242,6 +249,7 @@ func (g *generation) prefill(sampling *model.Sampling) (model.Pass, error) {
 			return nil, fmt.Errorf("prefill of tokens %d..%d: %w", pos, end, err)
 		}
 		pos = end
+		progress(pos)
 	}
 	p, err := model.Start(e.backend, e.weights, e.seq, model.Input{IDs: prompt[pos:], Sample: sampling})
 	if err != nil {

@@ -323,3 +323,35 @@ func TestSamePromptAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefillProgress reads a prompt in 8-token chunks with a checkpoint
+// inside it: Progress is told after the cache lookup and after every chunk,
+// in order, up to the checkpoint and then up to one token short of the
+// prompt (the last token's pass samples the first answer token); the same
+// prompt again starts from the cache.
+func TestPrefillProgress(t *testing.T) {
+	e := newDemoEngine(t, Options{PrefillChunk: 8})
+	c := greedyCases(t)[0]
+	n := len(c.PromptIDs)
+	var got []PrefillProgress
+	req := Request{Prompt: c.PromptIDs, MaxTokens: 1, Checkpoints: []int{n - 4},
+		Progress: func(p PrefillProgress) { got = append(got, p) }}
+	collect(t, e, req)
+	want := []PrefillProgress{{Done: 0, Total: n}}
+	pos := 0
+	for _, mark := range []int{n - 4, n - 1} {
+		for pos < mark {
+			pos = min(pos+8, mark)
+			want = append(want, PrefillProgress{Done: pos, Total: n})
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("progress %v, want %v", got, want)
+	}
+
+	got = nil
+	collect(t, e, req)
+	if want := []PrefillProgress{{Cached: n - 1, Done: n - 1, Total: n}}; !slices.Equal(got, want) {
+		t.Errorf("the same prompt again: progress %v, want %v", got, want)
+	}
+}

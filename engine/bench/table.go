@@ -15,6 +15,9 @@ func Table(out io.Writer, reports []*Report) error {
 		return nil
 	}
 	var rows [][]string
+	// A section's title waits for its first filled row, so that a section
+	// with nothing measured (per-layer costs turned off) prints nothing.
+	var pending string
 	add := func(label string, cell func(r *Report) string) {
 		row := []string{label}
 		filled := false
@@ -28,10 +31,14 @@ func Table(out io.Writer, reports []*Report) error {
 			row = append(row, c)
 		}
 		if filled {
+			if pending != "" {
+				rows = append(rows, []string{pending})
+				pending = ""
+			}
 			rows = append(rows, row)
 		}
 	}
-	section := func(title string) { rows = append(rows, []string{title}) }
+	section := func(title string) { pending = title }
 
 	add("backend", func(r *Report) string { return r.Backend })
 	add("model", func(r *Report) string {
