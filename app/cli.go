@@ -51,6 +51,7 @@ func newRootCmd() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&level, "log-level", "info", "least severe log level to record: trace, debug, info, warn or error")
 	root.SetVersionTemplate("suzuran {{.Version}}\n")
+	root.SetHelpCommand(newHelpCmd())
 	root.AddCommand(commands...)
 	return root
 }

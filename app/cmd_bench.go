@@ -25,7 +25,7 @@ func newBenchCmd() *cobra.Command {
 		threads, copyMiB          int
 	)
 	cmd := &cobra.Command{
-		Use:   "bench [--model DIR | --synthetic] [--backend cpu|emu|metal] [--prompt 512,4096] [--gen 128] [--runs N] [--json]",
+		Use:   "bench [--model DIR | --synthetic] [--backend " + strings.Join(bench.Kinds(), "|") + "] [--prompt 512,4096] [--gen 128] [--runs N] [--json]",
 		Short: "Measure prefill and decode speed, memory and bandwidth use on a model folder or a synthetic full-width checkpoint",
 		Long: `bench measures, after a warm-up, the time to first token and prefill tokens/s
 for each prompt length, decode tokens/s after each prompt, each as the median
@@ -56,6 +56,9 @@ demo model Suzuran Tiny, as every command with --model does.
 			}
 			if listBackends {
 				_, err := fmt.Fprintln(cmd.OutOrStdout(), strings.Join(bench.Kinds(), "\n"))
+				return err
+			}
+			if err := checkBenchSettings(&s, threads); err != nil {
 				return err
 			}
 			if dir != "" && synthetic {
@@ -167,4 +170,38 @@ func printSavedReports(cmd *cobra.Command, files []string) error {
 		reports = append(reports, &r)
 	}
 	return bench.Table(cmd.OutOrStdout(), reports)
+}
+
+// checkBenchSettings refuses flag values that bench.Run would otherwise
+// replace with its defaults: a value the user typed is never ignored.
+func checkBenchSettings(s *bench.Settings, threads int) error {
+	if err := checkThreads(threads); err != nil {
+		return err
+	}
+	for _, c := range []struct {
+		flag string
+		n    int
+	}{{"runs", s.Runs}, {"gen", s.Gen}, {"warmup", s.Warmup}, {"long-prompt", s.LongPrompt},
+		{"prefix-prompt", s.PrefixPrompt}, {"prefix-gen", s.PrefixGen}} {
+		if err := checkPositive(c.flag, c.n); err != nil {
+			return err
+		}
+	}
+	if s.LongRuns < 0 {
+		return fmt.Errorf("--long-runs %d: give a positive count, or 0 to use --runs", s.LongRuns)
+	}
+	if s.Chunk < 0 {
+		return fmt.Errorf("--chunk %d: give a positive length, or 0 for the whole prompt in one pass", s.Chunk)
+	}
+	for _, p := range s.Prompts {
+		if err := checkPositive("prompt", p); err != nil {
+			return err
+		}
+	}
+	switch s.LayerCosts {
+	case "", "blocks", "prefixes", "off":
+	default:
+		return fmt.Errorf("--layer-costs %q: choose blocks, prefixes or off", s.LayerCosts)
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,7 +37,7 @@ type chatOptions struct {
 func newChatCmd() *cobra.Command {
 	var o chatOptions
 	cmd := &cobra.Command{
-		Use:   "chat [--model DIR] [--backend cpu|emu|metal] [--think on|off] [--temperature T] [--max-tokens N] [--system TEXT]",
+		Use:   "chat [--model DIR] [--backend " + backendChoices() + "] [--think on|off] [--temperature T] [--max-tokens N] [--system TEXT]",
 		Short: "Chat with the model in the terminal",
 		Long: `chat is a terminal chat on the engine. Answers stream as they are generated,
 thinking shown dimmed; after each answer the prefill and decode speeds are
@@ -56,7 +57,9 @@ presence penalty 1.5. --temperature replaces the temperature; --temperature 0
 is plain greedy decoding (no penalties), reproducible token for token.
 
 --think defaults to on, except for the demo model Suzuran Tiny, which was
-trained without thinking.`,
+trained without thinking and always answers with thinking off.
+
+On a terminal, a long prompt shows how far it has been read.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.temperatureSet = cmd.Flags().Changed("temperature")
@@ -82,21 +85,30 @@ func runChat(cmd *cobra.Command, o chatOptions) error {
 	if o.maxTokens < 0 {
 		return fmt.Errorf("--max-tokens %d: must be positive", o.maxTokens)
 	}
+	if err := checkThreads(o.threads); err != nil {
+		return err
+	}
 	switch o.think {
 	case "", "on", "off":
 	default:
 		return fmt.Errorf("--think %q: use on or off", o.think)
 	}
-	if !slices.Contains(engine.Backends(), o.backend) {
-		return fmt.Errorf("unknown backend %q: this build has %s", o.backend, strings.Join(engine.Backends(), ", "))
+	if err := checkBackend(o.backend); err != nil {
+		return err
 	}
 	dir, err := commandModel(cmd, o.model)
 	if err != nil {
 		return err
 	}
 	// Thinking is on by default, as the model card has it, but not for the
-	// demo model, which was trained without it.
-	think := o.think == "on" || (o.think == "" && !isDemoModel(dir))
+	// demo model, which was trained without it: asked to think, it writes
+	// template text where the thinking goes.
+	demo := isDemoModel(dir)
+	think := o.think == "on" || (o.think == "" && !demo)
+	if demo && think {
+		fmt.Fprintln(stderr, demoThinkNote)
+		think = false
+	}
 
 	e, err := engine.Load(dir, engine.LoadOptions{Backend: o.backend, Threads: o.threads})
 	if err != nil {
@@ -106,11 +118,16 @@ func runChat(cmd *cobra.Command, o chatOptions) error {
 		e.Close()
 		return fmt.Errorf("%s cannot chat: %w", dir, err)
 	}
+	if err := checkMaxTokens(o.maxTokens, e.ContextTokens()); err != nil {
+		e.Close()
+		return err
+	}
 
 	s := &chatSession{
 		engine:    e,
 		opts:      o,
 		think:     think,
+		demo:      demo,
 		out:       stdout,
 		errOut:    stderr,
 		color:     isTerminal(stdout),
@@ -152,6 +169,7 @@ type chatSession struct {
 	engine    *engine.Engine
 	opts      chatOptions
 	think     bool
+	demo      bool // the demo model, which never thinks
 	history   []chat.Message
 	out       io.Writer // answers
 	errOut    io.Writer // prompts, notes, statistics
@@ -215,6 +233,19 @@ func (s *chatSession) ask(message string, interrupt <-chan os.Signal) (quit bool
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req := s.request()
+	// The engine reports prefill progress on its own goroutine; the latest
+	// value waits here for the loop below (older ones are dropped).
+	progress := make(chan engine.PrefillProgress, 1)
+	if s.statColor {
+		req.Progress = func(p engine.PrefillProgress) {
+			select {
+			case <-progress:
+			default:
+			}
+			progress <- p
+		}
+	}
+	shown := false // a progress line is on the terminal
 	stream, prompt, err := s.engine.SubmitChat(ctx, req)
 	if err != nil {
 		s.history = s.history[:len(s.history)-1]
@@ -232,7 +263,18 @@ func (s *chatSession) ask(message string, interrupt <-chan os.Signal) (quit bool
 				events = nil
 				continue
 			}
+			if shown {
+				fmt.Fprint(s.errOut, clearLine)
+				shown = false
+			}
 			w.show(parser.Feed(ev.Text))
+		case p := <-progress:
+			// Only a prompt that takes more than one pass is worth a
+			// line; the first answer token clears it.
+			if p.Total-p.Cached > progressMinTokens && p.Done < p.Total-1 {
+				fmt.Fprintf(s.errOut, "%s%s%s%s", clearLine, ansiDim, prefillLine(p), ansiReset)
+				shown = true
+			}
 		case <-interrupt:
 			cancel()
 			if !stoppedAt.IsZero() && time.Since(stoppedAt) < time.Second {
@@ -366,12 +408,12 @@ func (s *chatSession) note(line string) {
 
 // statsLine is the line shown after each answer.
 func statsLine(st *engine.Stats) string {
-	prefill := fmt.Sprintf("prefill %d tokens", st.PrefilledTokens)
+	prefill := "prefill " + plural(st.PrefilledTokens, "token")
 	if st.CachedTokens > 0 {
 		prefill += fmt.Sprintf(" (%d more from the cache)", st.CachedTokens)
 	}
 	prefill += fmt.Sprintf(" at %.1f tok/s", st.PrefillTokensPerSecond())
-	decode := fmt.Sprintf("decode %d tokens", st.GeneratedTokens)
+	decode := "decode " + plural(st.GeneratedTokens, "token")
 	if st.GeneratedTokens > 1 {
 		decode += fmt.Sprintf(" at %.1f tok/s", st.DecodeTokensPerSecond())
 	}
@@ -389,6 +431,8 @@ func (s *chatSession) command(line string) bool {
 	case fields[0] == "/reset" && len(fields) == 1:
 		s.history = nil
 		s.note("[new conversation]")
+	case fields[0] == "/think" && len(fields) == 2 && fields[1] == "on" && s.demo:
+		s.note(demoThinkNote)
 	case fields[0] == "/think" && len(fields) == 2 && (fields[1] == "on" || fields[1] == "off"):
 		s.think = fields[1] == "on"
 		s.note("[thinking " + fields[1] + "]")
@@ -481,4 +525,37 @@ func modelLabel(dir string) string {
 		return models.DemoName + " (demo)"
 	}
 	return dir
+}
+
+// demoThinkNote says why the demo model answers without thinking.
+const demoThinkNote = "the demo model " + models.DemoName + " was trained without thinking, so it answers with thinking off"
+
+// progressMinTokens is the prompt length (tokens to compute) from which a
+// terminal shows how far the prompt has been read: shorter prompts take
+// one pass and show their answer at once.
+const progressMinTokens = 512
+
+// clearLine returns the cursor to the start of the line and erases it.
+const clearLine = "\r\x1b[2K"
+
+// prefillLine is "Reading 18,012 tokens… 40 %".
+func prefillLine(p engine.PrefillProgress) string {
+	todo := p.Total - p.Cached
+	pct := 0
+	if todo > 0 {
+		pct = 100 * (p.Done - p.Cached) / todo
+	}
+	return fmt.Sprintf("Reading %s tokens… %d %%", thousands(todo), pct)
+}
+
+// thousands writes n with commas between groups of three digits.
+func thousands(n int) string {
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

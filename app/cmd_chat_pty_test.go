@@ -68,14 +68,15 @@ func (o *terminalOutput) waitFor(t *testing.T, from int, s string) int {
 	return 0
 }
 
-// TestChatInATerminal runs `suzuran chat --temperature 0` on a
-// pseudo-terminal: the answer streams, the statistics are dimmed, the first
-// Ctrl-C at the prompt only warns and the second quits cleanly.
-func TestChatInATerminal(t *testing.T) {
+// startChatOnPTY starts `suzuran chat args...` on a pseudo-terminal in a
+// session of its own and collects what it writes; the channel delivers its
+// exit.
+func startChatOnPTY(t *testing.T, args ...string) (master *os.File, out *terminalOutput, exited chan error) {
+	t.Helper()
 	master, slave := openPTY(t)
-	defer master.Close()
+	t.Cleanup(func() { master.Close() })
 	home := t.TempDir()
-	cmd := exec.Command(os.Args[0], "chat", "--temperature", "0")
+	cmd := exec.Command(os.Args[0], append([]string{"chat"}, args...)...)
 	cmd.Env = append(os.Environ(), suzuranMainEnv+"=1",
 		"HOME="+home,
 		"XDG_CONFIG_HOME="+filepath.Join(home, "config"),
@@ -89,11 +90,11 @@ func TestChatInATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	slave.Close()
-	exited := make(chan error, 1)
+	exited = make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	defer cmd.Process.Kill()
+	t.Cleanup(func() { cmd.Process.Kill() })
 
-	var out terminalOutput
+	out = &terminalOutput{}
 	go func() {
 		b := make([]byte, 4096)
 		for {
@@ -106,6 +107,14 @@ func TestChatInATerminal(t *testing.T) {
 			}
 		}
 	}()
+	return master, out, exited
+}
+
+// TestChatInATerminal runs `suzuran chat --temperature 0` on a
+// pseudo-terminal: the answer streams, the statistics are dimmed, the first
+// Ctrl-C at the prompt only warns and the second quits cleanly.
+func TestChatInATerminal(t *testing.T) {
+	master, out, exited := startChatOnPTY(t, "--temperature", "0")
 
 	at := out.waitFor(t, 0, "thinking off.")
 	at = out.waitFor(t, at, "> ")
@@ -127,4 +136,18 @@ func TestChatInATerminal(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("chat is still running after a second Ctrl-C; output:\n%q", out.String())
 	}
+}
+
+// TestChatShowsPrefillProgress sends a message of about 1,900 tokens: while
+// the prompt is read (4 passes of 512) the terminal shows "Reading N
+// tokens… P %", and the line is cleared before the answer.
+func TestChatShowsPrefillProgress(t *testing.T) {
+	master, out, _ := startChatOnPTY(t, "--temperature", "0", "--max-tokens", "4")
+	at := out.waitFor(t, 0, "> ")
+	master.WriteString(strings.Repeat("json dumps loads ", 300) + "\r")
+	at = out.waitFor(t, at, "\x1b[2K\x1b[2mReading 1,")
+	at = out.waitFor(t, at, " tokens… 0 %")
+	at = out.waitFor(t, at, " %\x1b[0m")
+	at = out.waitFor(t, at, "\r\x1b[2K")
+	out.waitFor(t, at, "[prefill 1,")
 }

@@ -138,7 +138,7 @@ func TestChatPipedConversation(t *testing.T) {
 	if !strings.Contains(stats[1], "prefill 38 tokens (14 more from the cache)") {
 		t.Errorf("second turn did not reuse the cached prefix: %s", stats[1])
 	}
-	if !strings.Contains(stats[2], "prefill 1 tokens (17 more from the cache)") {
+	if !strings.Contains(stats[2], "prefill 1 token (17 more from the cache)") {
 		t.Errorf("the repeated question did not reuse its cached prompt: %s", stats[2])
 	}
 }
@@ -299,5 +299,25 @@ func TestChatCommands(t *testing.T) {
 	}
 	if s.command("a question") {
 		t.Error("a line without / was taken as a command")
+	}
+}
+
+// The demo model was trained without thinking: `--think on` answers with
+// thinking off (the reference answer, not template text) and says why, and
+// /think on in a demo session only says so.
+func TestChatDemoIgnoresThinkOn(t *testing.T) {
+	const question = "What does json.dumps do?"
+	stdout, stderr := runChatProcess(t, question+"\n", "--temperature", "0", "--think", "on")
+	if want := chatReference(t, question) + "\n\n"; stdout != want {
+		t.Errorf("stdout:\n%q\nwant the thinking-off reference answer:\n%q", stdout, want)
+	}
+	if !strings.Contains(stderr, demoThinkNote) {
+		t.Errorf("stderr lacks the note %q:\n%s", demoThinkNote, stderr)
+	}
+
+	var errOut bytes.Buffer
+	s := &chatSession{out: &bytes.Buffer{}, errOut: &errOut, demo: true}
+	if !s.command("/think on") || s.think || !strings.Contains(errOut.String(), demoThinkNote) {
+		t.Errorf("/think on with the demo model: think %v, stderr %q", s.think, errOut.String())
 	}
 }

@@ -60,6 +60,9 @@ logits that chose each token. The layout is that of the reference fixtures.`,
 			if err != nil {
 				return err
 			}
+			if err := checkThreads(threads); err != nil {
+				return err
+			}
 			newBackend, ok := logitsBackends[backend]
 			if !ok {
 				return fmt.Errorf("unknown backend %q: choose one of %s", backend, strings.Join(backendNames(), ", "))
@@ -120,8 +123,11 @@ func parseIDs(s string) ([]int, error) {
 	var ids []int
 	for _, field := range strings.Split(s, ",") {
 		field = strings.TrimSpace(field)
+		if field == "" && strings.TrimSpace(s) == "" {
+			break
+		}
 		if field == "" {
-			continue
+			return nil, fmt.Errorf("--ids %q: an empty entry between commas; give ids like 1,2,3", s)
 		}
 		id, err := strconv.Atoi(field)
 		if err != nil || id < 0 {
