@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"runtime"
 	"sync"
 
 	"github.com/rs/zerolog"
@@ -33,6 +36,10 @@ type desktop struct {
 	log  zerolog.Logger
 	tray *tray
 
+	// trayNotice is set when the desktop shows no tray icons: the window
+	// says so once (trayNoticeShown remembers it across launches).
+	trayNotice bool
+
 	mu  sync.Mutex
 	ctx context.Context // Wails' context, set by startup; nil before it
 }
@@ -49,6 +56,17 @@ func runGUI() error {
 	d := &desktop{log: log.Logger.With().Str("part", "desktop").Logger()}
 	d.tray = newTray(trayActions{open: d.showWindow, quit: d.quit}, d.log)
 	d.log.Info().Str("version", version).Msg("starting")
+	// Without a tray host (GNOME without the AppIndicator extension) the
+	// icon appears nowhere: the window is then the only way in, so closing
+	// it quits, and it says so once.
+	noTrayHost, err := trayHostMissing()
+	if err != nil {
+		d.log.Warn().Err(err).Msg("could not ask the session bus for a tray host")
+	}
+	if noTrayHost {
+		d.log.Warn().Msg("no StatusNotifier host on this desktop: the tray icon is not shown; the window stays the way in")
+		d.trayNotice = true
+	}
 
 	err = wails.Run(&options.App{
 		Title:     "Suzuran",
@@ -58,11 +76,12 @@ func runGUI() error {
 		MinHeight: 360,
 		// Closing the window leaves the app in the menu bar; Quit in the
 		// tray menu ends it.
-		HideWindowOnClose: true,
+		HideWindowOnClose: !noTrayHost,
 		AssetServer:       &assetserver.Options{Assets: dist},
 		// Documents are dropped on the window to be put into the prompt.
 		DragAndDrop: &options.DragAndDrop{EnableFileDrop: true},
 		OnStartup:   d.startup,
+		OnDomReady:  d.domReady,
 		OnShutdown:  d.shutdown,
 		Bind:        []any{&App{}},
 		Logger:      wailsLog{log.Logger.With().Str("part", "wails").Logger()},
@@ -90,6 +109,50 @@ func (d *desktop) startup(ctx context.Context) {
 }
 
 func (d *desktop) shutdown(ctx context.Context) { d.tray.stop() }
+
+// domReady runs when the page has loaded: the moment a dialog over the
+// window can be seen.
+func (d *desktop) domReady(ctx context.Context) {
+	if !d.trayNotice {
+		return
+	}
+	marker := filepath.Join(logDir(runtime.GOOS, os.Getenv, homeDir()), trayNoticeMarker)
+	if _, err := os.Stat(marker); err == nil {
+		d.log.Info().Msg("the no-tray-icon notice was shown before; not again")
+		return
+	}
+	go func() {
+		d.log.Info().Msg("showing the no-tray-icon notice")
+		_, err := wailsruntime.MessageDialog(ctx, wailsruntime.MessageDialogOptions{
+			Type:    wailsruntime.InfoDialog,
+			Title:   trayNoticeTitle,
+			Message: trayHostHelp,
+		})
+		if err != nil {
+			d.log.Warn().Err(err).Msg("the no-tray-icon notice")
+			return
+		}
+		if err := os.MkdirAll(filepath.Dir(marker), 0o755); err == nil {
+			err = os.WriteFile(marker, nil, 0o644)
+		}
+		if err != nil {
+			d.log.Warn().Err(err).Msg("remembering that the no-tray-icon notice was shown")
+		}
+	}()
+}
+
+// The notice's title (the desktop smoke test finds its dialog by it), and
+// the file beside the log that records it was shown.
+const (
+	trayNoticeTitle  = "Menu-bar icon unavailable"
+	trayNoticeMarker = "tray-notice-shown"
+)
+
+// homeDir is the user's home folder, "" when unknown.
+func homeDir() string {
+	home, _ := os.UserHomeDir()
+	return home
+}
 
 func (d *desktop) context() context.Context {
 	d.mu.Lock()

@@ -28,5 +28,5 @@ echo "smoke: $got"
 
 exec xvfb-run -a -s "-screen 0 1280x800x24" \
 	dbus-run-session -- \
-	go test -tags smoke -count=1 -v -run '^TestDesktopSmoke$' ./app \
+	go test -tags smoke -count=1 -v -run '^TestDesktop' ./app \
 	-args -suzuran="$bin" -screenshot="$shot"
