@@ -107,6 +107,13 @@ func (d *Device) Name() string { return d.name }
 // mapped weights into wrapped regions no longer than this.
 func (d *Device) MaxBufferLength() int { return d.maxBuf }
 
+// RecommendedMaxWorkingSetSize is the device's recommendedMaxWorkingSetSize:
+// about how many bytes of memory the GPU can use at once without the system
+// paging, which the app's machine check compares with a model's size.
+func (d *Device) RecommendedMaxWorkingSetSize() int64 {
+	return int64(send(d.dev, selRecommendedMaxWorkingSetSize))
+}
+
 // PageSize is the alignment WrapBytes needs for both the start and the
 // length of the memory it wraps (16 KiB on Apple Silicon).
 func (d *Device) PageSize() int { return d.pageSize }

@@ -67,6 +67,7 @@ var (
 	selEndEncoding, selCommit, selWaitUntilCompleted           objc.SEL
 	selStatus, selError, selFunctionNames                      objc.SEL
 	selSupportsFamily                                          objc.SEL
+	selRecommendedMaxWorkingSetSize                            objc.SEL
 )
 
 // loadSymbols opens libobjc, CoreGraphics and Metal and resolves what this
@@ -132,6 +133,7 @@ func loadSymbolsOnce() error {
 		{&selObjectAtIndex, "objectAtIndex:"},
 		{&selName, "name"},
 		{&selMaxBufferLength, "maxBufferLength"},
+		{&selRecommendedMaxWorkingSetSize, "recommendedMaxWorkingSetSize"},
 		{&selNewCommandQueue, "newCommandQueue"},
 		{&selNewBufferWithLengthOptions, "newBufferWithLength:options:"},
 		{&selNewBufferWithBytesNoCopy, "newBufferWithBytesNoCopy:length:options:deallocator:"},
