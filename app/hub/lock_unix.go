@@ -1,0 +1,42 @@
+//go:build unix
+
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// lockBlob takes the lock huggingface_hub takes on a blob while writing it
+// (flock on .locks/…/<blob>.lock, what Python's filelock uses on Unix), so
+// that this process, another suzuran and `hf download` never write the same
+// .incomplete file at once. It waits while another holds it.
+func lockBlob(ctx context.Context, path string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", path, err)
+		}
+		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+}
