@@ -275,7 +275,7 @@ func (c *Client) fetchFile(ctx context.Context, l *Listing, f File, tr *tracker)
 		}
 	}
 	if err := p.file.Sync(); err != nil {
-		return diskError(err, p.path)
+		return diskError(err, f.Path, c.CacheDir)
 	}
 	if err := p.close(); err != nil {
 		return err
@@ -302,11 +302,11 @@ type partial struct {
 // earlier run left in it, so that the download resumes after it.
 func openPartial(path string, f File, tr *tracker) (*partial, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, diskError(err, path)
+		return nil, diskError(err, f.Path, filepath.Dir(path))
 	}
 	file, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
-		return nil, diskError(err, path)
+		return nil, diskError(err, f.Path, filepath.Dir(path))
 	}
 	p := &partial{path: path, f: f, file: file, hash: newVerifier(f), tr: tr}
 	st, err := file.Stat()
@@ -371,9 +371,9 @@ func (e *writeError) Error() string { return e.err.Error() }
 func (e *writeError) Unwrap() error { return e.err }
 
 // diskError names a full disk in words; other errors pass through.
-func diskError(err error, path string) error {
+func diskError(err error, file, dir string) error {
 	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
-		return &Error{Kind: ErrDiskFull, Err: err, Msg: fmt.Sprintf("the disk is full while writing %s; free some space and run the download again: it resumes where it stopped", path)}
+		return &Error{Kind: ErrDiskFull, Err: err, Msg: fmt.Sprintf("the disk filled up while saving %s in %s; free some space and run the download again: it resumes where it stopped", file, dir)}
 	}
 	return err
 }
@@ -422,7 +422,7 @@ func (c *Client) fetchOnce(ctx context.Context, l *Listing, p *partial) error {
 		_, err = io.Copy(p, io.LimitReader(resp.Body, f.Size-p.have+1))
 		var we *writeError
 		if errors.As(err, &we) {
-			return diskError(we.err, p.path)
+			return diskError(we.err, f.Path, c.CacheDir)
 		}
 		if err != nil {
 			return &retryableError{fmt.Errorf("%s: the connection broke after %s: %w", f.Path, FormatBytes(p.have), err)}

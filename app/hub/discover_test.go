@@ -1,0 +1,188 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/suzuran-app/suzuran/engine/checkpoint"
+)
+
+// copyFixture copies the fixture model into dir, leaving out the files in
+// skip.
+func copyFixture(t *testing.T, dir string, skip ...string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(fixture)
+outer:
+	for _, e := range entries {
+		for _, s := range skip {
+			if e.Name() == s {
+				continue outer
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), fixtureBytes(t, e.Name()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestDiscover(t *testing.T) {
+	h, repo := newHub(t)
+	c := newClient(t, h)
+	snap := hfCacheCopy(t, c.CacheDir, repo)
+	// A repository of another model, as mlx-lm would leave it in the cache.
+	other := filepath.Join(c.CacheDir, "models--mlx-community--Llama-3.2-1B-4bit", "snapshots", strings.Repeat("a", 40))
+	os.MkdirAll(other, 0o755)
+	os.WriteFile(filepath.Join(other, "config.json"), []byte(`{"model_type":"llama"}`), 0o644)
+	// A cache entry without a config (a dataset, a half-started download)
+	// is not a model and is not listed.
+	os.MkdirAll(filepath.Join(c.CacheDir, "models--someone--empty", "snapshots", strings.Repeat("b", 40)), 0o755)
+
+	lmNew, lmOld := filepath.Join(t.TempDir(), ".lmstudio", "models"), filepath.Join(t.TempDir(), "lm-studio", "models")
+	copyFixture(t, filepath.Join(lmNew, "lmstudio-community", "Qwen3.6-tiny-MLX-4bit"))
+	copyFixture(t, filepath.Join(lmOld, "mlx-community", "Qwen3.6-tiny-no-weights"), "model.safetensors")
+
+	found, err := Discover(Places{HFCache: c.CacheDir, LMStudio: []string{lmNew, lmOld, filepath.Join(t.TempDir(), "absent")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		name, dir, source string
+		err               error
+	}
+	want := []row{
+		{"lmstudio-community/Qwen3.6-tiny-MLX-4bit", filepath.Join(lmNew, "lmstudio-community", "Qwen3.6-tiny-MLX-4bit"), SourceLMStudio, nil},
+		{testRepo, snap, SourceHFCache, nil},
+		{"mlx-community/Llama-3.2-1B-4bit", other, SourceHFCache, checkpoint.ErrArchitecture},
+		{"mlx-community/Qwen3.6-tiny-no-weights", filepath.Join(lmOld, "mlx-community", "Qwen3.6-tiny-no-weights"), SourceLMStudio, checkpoint.ErrMissing},
+	}
+	if len(found) != len(want) {
+		t.Fatalf("found %d models, want %d: %+v", len(found), len(want), found)
+	}
+	for i, w := range want {
+		f := found[i]
+		if f.Name != w.name || f.Dir != w.dir || f.Source != w.source {
+			t.Errorf("model %d: %s in %s (%s), want %s in %s (%s)", i, f.Name, f.Dir, f.Source, w.name, w.dir, w.source)
+		}
+		if (w.err == nil) != f.Valid() || (w.err != nil && !errors.Is(f.Err, w.err)) {
+			t.Errorf("%s: err %v, want %v", f.Name, f.Err, w.err)
+		}
+		if f.Valid() && f.Size < 1_334_192 {
+			t.Errorf("%s: size %d, want the fixture's", f.Name, f.Size)
+		}
+	}
+	if found[1].Commit != repo.Commit || len(found[1].Refs) != 1 || found[1].Refs[0] != "main" {
+		t.Errorf("cache snapshot commit %s refs %v, want %s [main]", found[1].Commit, found[1].Refs, repo.Commit)
+	}
+}
+
+func TestInspectNamesTheBrokenFile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "Qwen")
+	copyFixture(t, dir)
+	os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte("{not json"), 0o644)
+	f := Inspect(dir)
+	if f.Valid() || !strings.Contains(f.Err.Error(), "tokenizer.json") {
+		t.Fatalf("Inspect = %v, want an error naming tokenizer.json", f.Err)
+	}
+	copyFixture(t, dir)
+	if f := Inspect(dir); !f.Valid() || f.Source != SourceFolder || f.Name != "Qwen" {
+		t.Fatalf("Inspect after the repair = %+v", f)
+	}
+}
+
+func TestSaveModelSetting(t *testing.T) {
+	tests := []struct {
+		name    string
+		before  string // "" for no file
+		want    map[string]any
+		wantErr string
+	}{
+		{"creates the file", "", map[string]any{"model": "/m/Qwen"}, ""},
+		{"keeps other keys", `{"api": {"enabled": true, "port": 8080}, "model": "/old", "theme": "dark"}`,
+			map[string]any{"api": map[string]any{"enabled": true, "port": 8080.0}, "model": "/m/Qwen", "theme": "dark"}, ""},
+		{"refuses a broken file and leaves it", `{"api": `, nil, "not a JSON object"},
+		{"refuses a JSON array and leaves it", `[1,2]`, nil, "not a JSON object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "suzuran", "settings.json")
+			if tt.before != "" {
+				os.MkdirAll(filepath.Dir(path), 0o755)
+				os.WriteFile(path, []byte(tt.before), 0o644)
+			}
+			err := SaveModelSetting(path, "/m/Qwen")
+			data, _ := os.ReadFile(path)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				if string(data) != tt.before {
+					t.Errorf("the file changed to %q", data)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got map[string]any
+			if err := json.Unmarshal(data, &got); err != nil {
+				t.Fatal(err)
+			}
+			if g, w := mustJSON(got), mustJSON(tt.want); g != w {
+				t.Errorf("settings %s, want %s", g, w)
+			}
+			if tmp, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*tmp")); len(tmp) != 0 {
+				t.Errorf("temporary files left: %v", tmp)
+			}
+		})
+	}
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestPlan(t *testing.T) {
+	h, repo := newHub(t)
+	c := newClient(t, h)
+	plan, err := c.Plan(context.Background(), testRepo, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := int64(0)
+	for name, f := range repo.Files {
+		if wanted(name) {
+			size += int64(len(f.Data))
+		}
+	}
+	weights := int64(len(repo.Files["model.safetensors"].Data))
+	if plan.Cached || plan.Size != size || plan.ToDownload != size || plan.ModelBytes != weights || plan.Commit != repo.Commit {
+		t.Errorf("plan %+v: want %d bytes to download, %d of weights, commit %s", plan, size, weights, repo.Commit)
+	}
+	if len(plan.Machine.Findings) == 0 || !plan.Machine.CanRun() {
+		t.Errorf("machine check %+v", plan.Machine.Findings)
+	}
+	if h.FileRequests() != 0 {
+		t.Error("Plan fetched files")
+	}
+	if _, err := c.Download(context.Background(), plan.Listing, nil); err != nil {
+		t.Fatal(err)
+	}
+	plan, err = c.Plan(context.Background(), testRepo, "")
+	if err != nil || !plan.Cached || plan.ToDownload != 0 {
+		t.Fatalf("plan after the download %+v, %v: want cached", plan, err)
+	}
+	c.Offline = true
+	plan, err = c.Plan(context.Background(), testRepo, "")
+	if err != nil || !plan.Cached || plan.Listing != nil || plan.ModelBytes != weights {
+		t.Fatalf("offline plan %+v, %v: want the cached copy", plan, err)
+	}
+}
