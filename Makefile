@@ -29,9 +29,11 @@ endif
 
 # Debian packages: WebKitGTK and GTK headers for the window; Xvfb, xauth,
 # dbus, xdotool, ImageMagick (import) and a font for the desktop smoke test;
-# g++ for -race and the kernel emulator; file to name the darwin binaries.
+# g++ for -race and the kernel emulator; file to name the darwin binaries;
+# tmux for the terminal test of suzuran pull's progress bar.
 DEB_PACKAGES := libwebkit2gtk-4.1-dev libgtk-3-dev pkg-config g++ \
-	xvfb xauth dbus dbus-x11 xdotool imagemagick fonts-dejavu-core file
+	xvfb xauth dbus dbus-x11 xdotool imagemagick fonts-dejavu-core file \
+	tmux
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
