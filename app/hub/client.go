@@ -300,8 +300,10 @@ func (c *Client) statusError(resp *http.Response, repo, revision, file string) e
 		return &Error{Kind: ErrNotFound, Msg: fmt.Sprintf("%s has no revision %q; leave out --revision to get main, or use a branch, tag or commit listed on its page", repo, revision)}
 	case resp.StatusCode == http.StatusNotFound:
 		return &Error{Kind: ErrNotFound, Msg: fmt.Sprintf("%s: the hub lists this file but does not serve it (404); try again later", what)}
-	case code == "GatedRepo" || (resp.StatusCode == http.StatusForbidden && c.Token != ""):
+	case (code == "GatedRepo" || resp.StatusCode == http.StatusForbidden) && c.Token != "":
 		return &Error{Kind: ErrAuth, Msg: fmt.Sprintf("%s is gated or private: accept its terms on %s/%s while signed in, with the account whose token this is (HF_TOKEN or %s)", what, DefaultEndpoint, repo, c.TokenFile)}
+	case code == "GatedRepo":
+		return &Error{Kind: ErrAuth, Msg: fmt.Sprintf("%s is gated: accept its terms on %s/%s while signed in, then %s", what, DefaultEndpoint, repo, tokenHelp)}
 	case resp.StatusCode == http.StatusUnauthorized && c.Token != "":
 		return &Error{Kind: ErrAuth, Msg: fmt.Sprintf("%s: the hub refused the token (401); it may be expired or mistyped: %s", what, tokenHelp)}
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:

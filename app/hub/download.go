@@ -238,6 +238,11 @@ feed:
 	return nil
 }
 
+// checksumRetries is how many times a file that arrived damaged is fetched
+// again: a second failure on the same file is rarely chance, and each try
+// of a weights shard is gigabytes.
+const checksumRetries = 2
+
 // fetchFile makes one file of the listing present in the cache and linked
 // into the snapshot.
 func (c *Client) fetchFile(ctx context.Context, l *Listing, f File, tr *tracker) error {
@@ -262,12 +267,16 @@ func (c *Client) fetchFile(ctx context.Context, l *Listing, f File, tr *tracker)
 	}
 	defer p.close()
 	tr.setCurrent(f.Path)
+	damaged := 0
 	for attempt := 0; ; attempt++ {
 		err = c.fetchOnce(ctx, l, p)
 		if err == nil {
 			break
 		}
-		if !retryable(err) || attempt >= c.retries() {
+		if errors.Is(err, ErrChecksum) {
+			damaged++
+		}
+		if !retryable(err) || attempt >= c.retries() || damaged > checksumRetries {
 			return finalError(err, c.Endpoint)
 		}
 		if err := sleepCtx(ctx, c.backoff(attempt)); err != nil {

@@ -270,8 +270,11 @@ func TestCorruptedFileIsFetchedAgainAndNeverPlaced(t *testing.T) {
 		if _, err := os.Stat(cache.BlobPath(testRepo, repo.Files[weights].SHA256)); err == nil {
 			t.Error("the damaged file was moved into blobs")
 		}
-		if n := h.CDNRequests(weights); n != c.Retries+1 {
-			t.Errorf("%d fetches, want %d (the first and %d retries)", n, c.Retries+1, c.Retries)
+		c.Retries = 10
+		h.ResetCounts()
+		c.Pull(context.Background(), testRepo, PullOptions{})
+		if n := h.CDNRequests(weights); n != checksumRetries+1 {
+			t.Errorf("%d fetches, want %d (the first and %d more, whatever Retries says)", n, checksumRetries+1, checksumRetries)
 		}
 	})
 }
@@ -363,6 +366,29 @@ func TestHubErrors(t *testing.T) {
 				t.Error("weights were fetched despite the error")
 			}
 		})
+	}
+}
+
+func TestTokenAndCommitRevision(t *testing.T) {
+	h, repo := newHub(t)
+	h.Token = "hf_secret"
+	c := newClient(t, h)
+	c.Token = "hf_secret"
+	s, err := c.Pull(context.Background(), testRepo, PullOptions{Revision: repo.Commit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Dir != c.Cache().SnapshotDir(testRepo, repo.Commit) || Validate(s.Dir) != nil {
+		t.Fatalf("snapshot %s", s.Dir)
+	}
+	if _, err := os.Stat(filepath.Join(c.Cache().RepoDir(testRepo), "refs", repo.Commit)); err == nil {
+		t.Error("a ref was written for a commit id")
+	}
+	if _, err := c.Pull(context.Background(), testRepo, PullOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if commit, ok := c.Cache().ResolveRevision(testRepo, "main"); !ok || commit != repo.Commit {
+		t.Errorf("refs/main = %s, %v", commit, ok)
 	}
 }
 
