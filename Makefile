@@ -169,5 +169,6 @@ app:
 		-template Info.plist.tmpl -icon assets/icons/appicon.png -o bin/Suzuran.app
 
 clean:
-	rm -rf bin frontend/node_modules engine/tokenizer/testdata/node/node_modules
+	rm -rf bin frontend/node_modules engine/tokenizer/testdata/node/node_modules \
+		app/hub/testdata/node/node_modules
 	find frontend/dist -mindepth 1 ! -name .gitkeep -delete 2>/dev/null || true

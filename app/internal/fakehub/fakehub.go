@@ -7,6 +7,7 @@
 //	GET /api/models/<repo>/revision/<rev>    {"id", "sha", "siblings"}
 //	GET /api/models/<repo>/tree/<rev>        the recursive listing, PageSize
 //	                                         entries a page with a Link header
+//	POST /api/models/<repo>/paths-info/<rev> the same entries for given paths
 //	GET /<repo>/resolve/<rev>/<path>         small files directly (ETag: git
 //	                                         blob id); LFS files (.safetensors)
 //	                                         by a 302 to /cdn/<sha256>, as the
@@ -311,7 +312,30 @@ func (h *Hub) serveAPI(w http.ResponseWriter, r *http.Request, rest string) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
+	entry := func(n string) map[string]any {
+		f := repo.Files[n]
+		e := map[string]any{"type": "file", "oid": f.GitID, "size": len(f.Data), "path": n}
+		if f.LFS {
+			e["lfs"] = map[string]any{"oid": f.SHA256, "size": len(f.Data), "pointerSize": 134}
+		}
+		return e
+	}
 	switch kind {
+	case "paths-info":
+		var body struct {
+			Paths []string `json:"paths"`
+		}
+		if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&body) != nil {
+			http.Error(w, "POST a JSON body with paths", http.StatusBadRequest)
+			return
+		}
+		page := []map[string]any{}
+		for _, n := range body.Paths {
+			if repo.Files[n] != nil {
+				page = append(page, entry(n))
+			}
+		}
+		writeJSON(w, page)
 	case "revision":
 		siblings := []map[string]string{}
 		for _, n := range names {
@@ -321,14 +345,9 @@ func (h *Hub) serveAPI(w http.ResponseWriter, r *http.Request, rest string) {
 	case "tree":
 		start, _ := strconv.Atoi(r.URL.Query().Get("cursor"))
 		end := min(start+h.PageSize, len(names))
-		var page []map[string]any
+		page := []map[string]any{}
 		for _, n := range names[start:end] {
-			f := repo.Files[n]
-			e := map[string]any{"type": "file", "oid": f.GitID, "size": len(f.Data), "path": n}
-			if f.LFS {
-				e["lfs"] = map[string]any{"oid": f.SHA256, "size": len(f.Data), "pointerSize": 134}
-			}
-			page = append(page, e)
+			page = append(page, entry(n))
 		}
 		if end < len(names) {
 			next := *r.URL
