@@ -31,8 +31,8 @@ import (
 // demo model.
 const demoNote = "using the demo model " + models.DemoName +
 	" (8 MB, it knows only short answers about Python's standard library); " +
-	"for Qwen3.6-35B-A3B, download mlx-community/Qwen3.6-35B-A3B-4bit and pass --model DIR " +
-	`or set "model" in %s`
+	"for Qwen3.6-35B-A3B, run `suzuran pull` (it downloads mlx-community/Qwen3.6-35B-A3B-4bit), " +
+	`pass --model DIR, or set "model" in %s`
 
 // settingsPath is the settings file that may name the default model.
 func settingsPath() (string, error) {

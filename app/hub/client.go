@@ -13,6 +13,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/rs/zerolog/log"
 )
 
 // Client talks to a Hugging Face hub and stores what it downloads in the
@@ -229,6 +231,7 @@ func (c *Client) getJSONPage(ctx context.Context, u, repo, revision string, v an
 		if err == nil || !retryable(err) || attempt >= c.retries() {
 			return next, finalError(err, c.Endpoint)
 		}
+		log.Debug().Err(err).Str("url", u).Int("attempt", attempt+1).Dur("wait", c.backoff(attempt)).Msg("hub: retrying")
 		if werr := sleepCtx(ctx, c.backoff(attempt)); werr != nil {
 			return "", werr
 		}

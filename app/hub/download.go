@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/rs/zerolog/log"
+
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 )
 
@@ -279,6 +281,7 @@ func (c *Client) fetchFile(ctx context.Context, l *Listing, f File, tr *tracker)
 		if !retryable(err) || attempt >= c.retries() || damaged > checksumRetries {
 			return finalError(err, c.Endpoint)
 		}
+		log.Debug().Err(err).Str("repo", l.Repo).Str("file", f.Path).Int64("have", p.have).Int("attempt", attempt+1).Msg("hub: retrying")
 		if err := sleepCtx(ctx, c.backoff(attempt)); err != nil {
 			return err
 		}
