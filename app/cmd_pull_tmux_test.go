@@ -83,14 +83,14 @@ func TestPullProgressBarInTmux(t *testing.T) {
 		return p >= 20 && p <= 80 && strings.HasSuffix(lineWith(s, "[="), "left")
 	})
 	tm("send-keys", "C-c")
-	stopped := waitScreen("the pull stopped", func(string) bool { return len(exits()) == 1 })
-	stopped = tm("capture-pane", "-p")
+	waitScreen("the pull stopped", func(string) bool { return len(exits()) == 1 })
+	stopped := tm("capture-pane", "-p")
 
 	h.SetFault(weights, fakehub.Fault{BytesPerSecond: 500_000})
 	tm("send-keys", pull, "Enter")
 	resumed := waitScreen("the resumed bar", func(s string) bool { return !strings.Contains(s, "^C") && at(s) >= 0 })
-	final := waitScreen("the end of the second pull", func(string) bool { return len(exits()) == 2 })
-	final = tm("capture-pane", "-p")
+	waitScreen("the end of the second pull", func(string) bool { return len(exits()) == 2 })
+	final := tm("capture-pane", "-p")
 
 	t.Logf("the terminal mid-way:\n%s", midway)
 	t.Logf("after Ctrl-C:\n%s", stopped)

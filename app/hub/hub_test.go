@@ -2,8 +2,6 @@ package hub
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -67,11 +65,6 @@ func fixtureBytes(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return data
-}
-
-func sha256Hex(b []byte) string {
-	s := sha256.Sum256(b)
-	return hex.EncodeToString(s[:])
 }
 
 // checkSnapshot asserts that dir is the repository's commit laid out as
