@@ -128,14 +128,11 @@ func useModel(w io.Writer, arg string) error {
 		}
 		chosen = matches[0]
 	}
-	if !chosen.Valid() {
-		return fmt.Errorf("%s cannot be used: %w", chosen.Dir, chosen.Err)
-	}
 	path, err := settingsPath()
 	if err != nil {
 		return err
 	}
-	if err := hub.SaveModelSetting(path, chosen.Dir); err != nil {
+	if _, err := hub.UseModel(path, chosen.Dir); err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "Suzuran now uses %s (%s)\n", chosen.Name, chosen.Dir)

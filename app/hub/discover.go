@@ -1,12 +1,14 @@
 package hub
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
@@ -39,23 +41,49 @@ const (
 type Found struct {
 	// Name is the repository id ("mlx-community/Qwen3.6-35B-A3B-4bit"):
 	// from the cache folder's name, or LM Studio's publisher/model folders.
-	Name string
+	Name string `json:"name"`
 	// Dir is the folder the engine loads.
-	Dir string
+	Dir string `json:"dir"`
 	// Source is SourceHFCache, SourceLMStudio or SourceFolder.
-	Source string
+	Source string `json:"source"`
 	// Commit is the snapshot's commit in the Hugging Face cache; Refs the
 	// branches and tags that point at it.
-	Commit string
-	Refs   []string
+	Commit string   `json:"commit,omitempty"`
+	Refs   []string `json:"refs,omitempty"`
 	// Size is the folder's total size, links followed.
-	Size int64
-	// Err is why the engine cannot use it; nil when it can.
-	Err error
+	Size int64 `json:"size"`
+	// Err is why the engine cannot use it; nil when it can. In JSON it is
+	// "problem", "" when valid.
+	Err error `json:"-"`
 }
 
 // Valid reports whether the engine can load the model.
 func (f Found) Valid() bool { return f.Err == nil }
+
+// MarshalJSON adds valid and problem (Err's message) for the UI.
+func (f Found) MarshalJSON() ([]byte, error) {
+	type plain Found
+	problem := ""
+	if f.Err != nil {
+		problem = f.Err.Error()
+	}
+	return json.Marshal(struct {
+		plain
+		Valid   bool   `json:"valid"`
+		Problem string `json:"problem"`
+	}{plain(f), f.Err == nil, problem})
+}
+
+// UseModel validates a model folder and saves it as the "model" setting in
+// the settings file at settingsPath; a folder the engine cannot load is
+// refused with the reason and the settings are left as they were.
+func UseModel(settingsPath, dir string) (Found, error) {
+	f := Inspect(dir)
+	if f.Err != nil {
+		return f, fmt.Errorf("%s cannot be used: %w", f.Dir, f.Err)
+	}
+	return f, SaveModelSetting(settingsPath, f.Dir)
+}
 
 // Places are the folders Discover looks in.
 type Places struct {
@@ -136,7 +164,14 @@ func Inspect(dir string) Found {
 	if err == nil {
 		dir = abs
 	}
-	return inspect(Found{Name: filepath.Base(dir), Dir: dir, Source: SourceFolder})
+	f := Found{Name: filepath.Base(dir), Dir: dir, Source: SourceFolder}
+	// A snapshot of a Hugging Face cache: models--<org>--<name>/snapshots/<commit>.
+	if snapshots := filepath.Dir(dir); filepath.Base(snapshots) == "snapshots" {
+		if org, name, ok := strings.Cut(strings.TrimPrefix(filepath.Base(filepath.Dir(snapshots)), "models--"), "--"); ok {
+			f.Name, f.Source, f.Commit = org+"/"+name, SourceHFCache, filepath.Base(dir)
+		}
+	}
+	return inspect(f)
 }
 
 func inspect(f Found) Found {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 )
@@ -184,5 +185,72 @@ func TestPlan(t *testing.T) {
 	plan, err = c.Plan(context.Background(), testRepo, "")
 	if err != nil || !plan.Cached || plan.Listing != nil || plan.ModelBytes != weights {
 		t.Fatalf("offline plan %+v, %v: want the cached copy", plan, err)
+	}
+}
+
+func TestUseModel(t *testing.T) {
+	settings := filepath.Join(t.TempDir(), "settings.json")
+	os.WriteFile(settings, []byte(`{"theme":"dark"}`), 0o644)
+	broken := filepath.Join(t.TempDir(), "broken")
+	copyFixture(t, broken, "config.json")
+	if _, err := UseModel(settings, broken); err == nil || !strings.Contains(err.Error(), "config.json") {
+		t.Fatalf("UseModel of a folder without config.json: %v", err)
+	}
+	if data, _ := os.ReadFile(settings); string(data) != `{"theme":"dark"}` {
+		t.Fatalf("a refused folder changed the settings to %s", data)
+	}
+	h, repo := newHub(t)
+	c := newClient(t, h)
+	snap := hfCacheCopy(t, c.CacheDir, repo)
+	f, err := UseModel(settings, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Name != testRepo || f.Source != SourceHFCache || f.Commit != repo.Commit {
+		t.Errorf("UseModel of a cache snapshot gave %+v; want it named as its repository", f)
+	}
+	data, _ := os.ReadFile(settings)
+	if want := `"model": "` + snap + `"`; !strings.Contains(string(data), want) || !strings.Contains(string(data), `"theme": "dark"`) {
+		t.Errorf("settings %s, want %s and the theme kept", data, want)
+	}
+}
+
+func TestJSONForTheUI(t *testing.T) {
+	found := []Found{
+		{Name: "a/b", Dir: "/m", Source: SourceLMStudio, Size: 5},
+		{Name: "c/d", Dir: "/n", Source: SourceHFCache, Err: errors.New("config.json: missing")},
+	}
+	p := Progress{Repo: "a/b", Done: 1, Total: 2, Remaining: 90 * time.Second}
+	r := Report{Findings: []Finding{{Check: "memory", Level: Warning, Message: "m"}}}
+	for _, tc := range []struct {
+		v    any
+		want string
+	}{
+		{found, `[{"name":"a/b","dir":"/m","source":"LM Studio","size":5,"valid":true,"problem":""},` +
+			`{"name":"c/d","dir":"/n","source":"Hugging Face cache","size":0,"valid":false,"problem":"config.json: missing"}]`},
+		{p, `{"repo":"a/b","done":1,"total":2,"filesDone":0,"filesTotal":0,"current":"","bytesPerSecond":0,"finished":false,"remainingSeconds":90}`},
+		{r.Findings, `[{"check":"memory","level":"warning","message":"m"}]`},
+	} {
+		got, err := json.Marshal(tc.v)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("JSON %s (%v)\nwant %s", got, err, tc.want)
+		}
+	}
+}
+
+func TestProgressString(t *testing.T) {
+	for _, tc := range []struct {
+		p    Progress
+		want string
+	}{
+		{Progress{Repo: "r", Done: 9_180_000_000, Total: 20_400_000_000, Remaining: 12 * time.Minute}, "Downloading r: 45% (9.18 GB of 20.4 GB), 12 min left"},
+		{Progress{Repo: "r", Done: 0, Total: 20_400_000_000, Remaining: -1}, "Downloading r: 0% (0 bytes of 20.4 GB)"},
+		{Progress{Repo: "r", Done: 20_000_000_000, Total: 20_400_000_000, Remaining: 20 * time.Second}, "Downloading r: 98% (20.0 GB of 20.4 GB), less than a minute left"},
+		{Progress{Repo: "r", Done: 1000, Total: 20_400_000_000, Remaining: 5 * time.Hour}, "Downloading r: 0% (1.00 KB of 20.4 GB), 5 h left"},
+		{Progress{Repo: "r", Total: 20_400_000_000, Finished: true}, "Downloaded r (20.4 GB)"},
+	} {
+		if got := tc.p.String(); got != tc.want {
+			t.Errorf("got  %q\nwant %q", got, tc.want)
+		}
 	}
 }

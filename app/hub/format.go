@@ -13,6 +13,8 @@ func FormatBytes(n int64) string {
 		i++
 	}
 	switch {
+	case n == 1:
+		return "1 byte"
 	case i == 0:
 		return fmt.Sprintf("%d bytes", n)
 	case v < 9.995:

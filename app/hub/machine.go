@@ -23,20 +23,23 @@ func (l Level) String() string {
 	return [...]string{"ok", "warning", "refused"}[l]
 }
 
+// MarshalText writes the level as its name, for the UI's JSON.
+func (l Level) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
 // Finding is one result of the machine check, in words for someone who is
 // not a developer.
 type Finding struct {
 	// Check is what was checked: "processor", "macos", "memory", "gpu" or
 	// "disk".
-	Check   string
-	Level   Level
-	Message string
+	Check   string `json:"check"`
+	Level   Level  `json:"level"`
+	Message string `json:"message"`
 }
 
 // Report is the machine check's findings, in the order they were made.
 type Report struct {
-	Machine  Machine
-	Findings []Finding
+	Machine  Machine   `json:"machine"`
+	Findings []Finding `json:"findings"`
 }
 
 // Worst is the most serious level among the findings.
@@ -54,21 +57,21 @@ func (r Report) CanRun() bool { return r.Worst() < Refusal }
 // Machine is what the check knows of this computer. Zero fields are unknown
 // and their checks are skipped.
 type Machine struct {
-	OS   string // runtime.GOOS
-	Arch string // runtime.GOARCH of the hardware (arm64 under Rosetta too)
+	OS   string `json:"os"`   // runtime.GOOS
+	Arch string `json:"arch"` // runtime.GOARCH of the hardware (arm64 under Rosetta too)
 	// Chip names the processor ("Apple M3 Pro").
-	Chip string
+	Chip string `json:"chip"`
 	// AppleSilicon is true on a Mac with an M-series chip.
-	AppleSilicon bool
+	AppleSilicon bool `json:"appleSilicon"`
 	// OSVersion is the macOS version ("14.5"); "" elsewhere.
-	OSVersion string
+	OSVersion string `json:"osVersion"`
 	// Memory is the installed memory in bytes (unified memory on a Mac).
-	Memory int64
+	Memory int64 `json:"memory"`
 	// GPUWorkingSet is Metal's recommendedMaxWorkingSetSize in bytes.
-	GPUWorkingSet int64
+	GPUWorkingSet int64 `json:"gpuWorkingSet"`
 	// FreeDisk is the free space where the model goes; DiskPath that place.
-	FreeDisk int64
-	DiskPath string
+	FreeDisk int64  `json:"freeDisk"`
+	DiskPath string `json:"diskPath"`
 }
 
 // Need is what a model asks of the machine.

@@ -8,22 +8,23 @@ import (
 // Plan is what a download of a repository would do, for the welcome view
 // and `suzuran pull` to show before it starts.
 type Plan struct {
-	Repo     string
-	Revision string
-	Commit   string
+	Repo     string `json:"repo"`
+	Revision string `json:"revision"`
+	Commit   string `json:"commit"`
 	// Dir is the snapshot folder the model will be in.
-	Dir string
+	Dir string `json:"dir"`
 	// Size is the size of the model's files; ModelBytes of its weights.
-	Size, ModelBytes int64
+	Size       int64 `json:"size"`
+	ModelBytes int64 `json:"modelBytes"`
 	// ToDownload is what is neither cached nor partly downloaded.
-	ToDownload int64
+	ToDownload int64 `json:"toDownload"`
 	// Cached is true when a complete copy is on disk already.
-	Cached bool
+	Cached bool `json:"cached"`
 	// Machine is the machine check against this model.
-	Machine Report
+	Machine Report `json:"machineCheck"`
 	// Listing is the hub's listing; nil when the plan comes from the cache
 	// (offline).
-	Listing *Listing
+	Listing *Listing `json:"-"`
 }
 
 // Plan lists a revision (offline: finds it in the cache) and checks the

@@ -1,6 +1,8 @@
 package hub
 
 import (
+	"encoding/json"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -8,20 +10,55 @@ import (
 
 // Progress is a download's state, reported while Pull runs.
 type Progress struct {
-	Repo string
+	Repo string `json:"repo"`
 	// Done is how many bytes are in place or in partial files (resumed and
 	// cached bytes included); Total is the size of every file.
-	Done, Total int64
+	Done  int64 `json:"done"`
+	Total int64 `json:"total"`
 	// FilesDone of FilesTotal files are complete.
-	FilesDone, FilesTotal int
+	FilesDone  int `json:"filesDone"`
+	FilesTotal int `json:"filesTotal"`
 	// Current is a file being downloaded now.
-	Current string
+	Current string `json:"current"`
 	// BytesPerSecond is the speed over the last few seconds.
-	BytesPerSecond float64
+	BytesPerSecond float64 `json:"bytesPerSecond"`
 	// Remaining is the time left at that speed; negative when unknown.
-	Remaining time.Duration
+	// In JSON it is whole seconds (-1 unknown).
+	Remaining time.Duration `json:"-"`
 	// Finished is set on the last report, once the snapshot is complete.
-	Finished bool
+	Finished bool `json:"finished"`
+}
+
+// MarshalJSON adds remainingSeconds, the time left in whole seconds.
+func (p Progress) MarshalJSON() ([]byte, error) {
+	type plain Progress
+	secs := int64(-1)
+	if p.Remaining >= 0 {
+		secs = int64(p.Remaining.Round(time.Second) / time.Second)
+	}
+	return json.Marshal(struct {
+		plain
+		RemainingSeconds int64 `json:"remainingSeconds"`
+	}{plain(p), secs})
+}
+
+// String is a line for the tray: "Downloading mlx-community/Qwen3.6-35B-A3B-4bit:
+// 45% (9.18 GB of 20.4 GB), 12 min left".
+func (p Progress) String() string {
+	if p.Finished {
+		return fmt.Sprintf("Downloaded %s (%s)", p.Repo, FormatBytes(p.Total))
+	}
+	s := fmt.Sprintf("Downloading %s: %d%% (%s of %s)", p.Repo, int(p.Fraction()*100), FormatBytes(p.Done), FormatBytes(p.Total))
+	switch {
+	case p.Remaining < 0:
+	case p.Remaining < time.Minute:
+		s += ", less than a minute left"
+	case p.Remaining < 2*time.Hour:
+		s += fmt.Sprintf(", %d min left", int(p.Remaining.Round(time.Minute)/time.Minute))
+	default:
+		s += fmt.Sprintf(", %d h left", int(p.Remaining.Round(time.Hour)/time.Hour))
+	}
+	return s
 }
 
 // Fraction is the share done, from 0 to 1.
