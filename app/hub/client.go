@@ -38,6 +38,9 @@ type Client struct {
 	DiskMargin int64
 	// ProgressEvery is how often Pull reports progress (default 250 ms).
 	ProgressEvery time.Duration
+	// StallTimeout is how long a download may receive nothing before it
+	// is dropped and resumed on a new connection (default 60 s).
+	StallTimeout time.Duration
 }
 
 // NewClient returns a client for the hub and cache in cfg.
@@ -83,6 +86,13 @@ func (c *Client) backoff(attempt int) time.Duration {
 	}
 	d := base << min(attempt, 10)
 	return min(d, 30*time.Second)
+}
+
+func (c *Client) stallTimeout() time.Duration {
+	if c.StallTimeout > 0 {
+		return c.StallTimeout
+	}
+	return 60 * time.Second
 }
 
 func (c *Client) diskMargin() int64 {

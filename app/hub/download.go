@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog/log"
 
@@ -308,6 +309,8 @@ type partial struct {
 	have int64
 	hash hash.Hash
 	tr   *tracker
+	// watchdog, while a request runs, is told of every write.
+	watchdog func()
 }
 
 // openPartial opens (or creates) the .incomplete file and hashes what an
@@ -349,6 +352,9 @@ func (p *partial) Write(b []byte) (int, error) {
 	p.hash.Write(b[:n])
 	p.have += int64(n)
 	p.tr.fetchedBytes(int64(n))
+	if p.watchdog != nil {
+		p.watchdog()
+	}
 	if err != nil {
 		return n, &writeError{err}
 	}
@@ -375,6 +381,9 @@ func (p *partial) close() error {
 	return err
 }
 
+// errStalled is the cause of a request cancelled by the stall watchdog.
+var errStalled = errors.New("download stalled")
+
 // writeError marks a failure to write the file, as opposed to one reading
 // the response.
 type writeError struct{ err error }
@@ -395,8 +404,18 @@ func diskError(err error, file, dir string) error {
 func (c *Client) fetchOnce(ctx context.Context, l *Listing, p *partial) error {
 	f := p.f
 	if p.have < f.Size {
+		// A connection can stall without closing (a laptop changing
+		// networks): the watchdog cancels the request when no byte has
+		// come for StallTimeout, and the retry resumes.
+		reqCtx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		watchdog := time.AfterFunc(c.stallTimeout(), func() { cancel(errStalled) })
+		defer watchdog.Stop()
+		p.watchdog = func() { watchdog.Reset(c.stallTimeout()) }
+		defer func() { p.watchdog = nil }()
+
 		u := fmt.Sprintf("%s/%s/resolve/%s/%s", c.Endpoint, l.Repo, l.Commit, escapePath(f.Path))
-		req, err := c.newRequest(ctx, u)
+		req, err := c.newRequest(reqCtx, u)
 		if err != nil {
 			return err
 		}
@@ -404,6 +423,9 @@ func (c *Client) fetchOnce(ctx context.Context, l *Listing, p *partial) error {
 			req.Header.Set("Range", fmt.Sprintf("bytes=%d-", p.have))
 		}
 		resp, err := c.httpClient().Do(req)
+		if context.Cause(reqCtx) == errStalled {
+			return &retryableError{fmt.Errorf("%s: no answer for %s", f.Path, c.stallTimeout())}
+		}
 		if err != nil {
 			return err
 		}
@@ -435,6 +457,9 @@ func (c *Client) fetchOnce(ctx context.Context, l *Listing, p *partial) error {
 		var we *writeError
 		if errors.As(err, &we) {
 			return diskError(we.err, f.Path, c.CacheDir)
+		}
+		if context.Cause(reqCtx) == errStalled {
+			return &retryableError{fmt.Errorf("%s: nothing came for %s after %s", f.Path, c.stallTimeout(), FormatBytes(p.have))}
 		}
 		if err != nil {
 			return &retryableError{fmt.Errorf("%s: the connection broke after %s: %w", f.Path, FormatBytes(p.have), err)}

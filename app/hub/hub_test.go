@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/suzuran-app/suzuran/app/internal/fakehub"
 )
 
@@ -25,6 +27,7 @@ const testRepo = "mlx-community/Qwen3.6-tiny-4bit"
 // TestMain doubles as the helper process of the SIGKILL test: with
 // HUB_TEST_PULL set it pulls that repository and exits.
 func TestMain(m *testing.M) {
+	zerolog.SetGlobalLevel(zerolog.InfoLevel) // the retries' debug lines
 	if repo := os.Getenv("HUB_TEST_PULL"); repo != "" {
 		cfg, err := ConfigFromEnv()
 		if err == nil {
@@ -298,6 +301,49 @@ func TestDroppedConnectionsResume(t *testing.T) {
 				t.Errorf("the hub sent %d bytes of a %d-byte file: a resume must not fetch bytes again", sent, size)
 			}
 		})
+	}
+}
+
+func TestStalledConnectionIsDroppedAndResumed(t *testing.T) {
+	const weights = "model.safetensors"
+	h, repo := newHub(t)
+	h.SetFault(weights, fakehub.Fault{StallAfter: 400_000, Times: 1})
+	c := newClient(t, h)
+	c.StallTimeout = 300 * time.Millisecond
+	start := time.Now()
+	s, err := c.Pull(context.Background(), testRepo, PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSnapshot(t, c.CacheDir, repo, s)
+	if got := h.Ranges(weights); fmt.Sprint(got) != fmt.Sprint([]string{"", "bytes=400000-"}) {
+		t.Errorf("Range headers %q, want a resume at 400000 after the stall", got)
+	}
+	// The stall costs StallTimeout, not the 60 s default: the watchdog
+	// fired. 5 s leaves room for a loaded machine.
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the pull took %s", d)
+	}
+}
+
+func TestServerIgnoringRangeRestartsTheFile(t *testing.T) {
+	// The first answer breaks off at 300 kB; the second ignores the Range
+	// of the resume (as some proxies do) and sends the whole file, which
+	// breaks off at 300 kB again; the third resumes properly.
+	const weights = "model.safetensors"
+	h, repo := newHub(t)
+	h.SetFault(weights, fakehub.Fault{DropAfter: 300_000, IgnoreRange: true, Times: 2})
+	c := newClient(t, h)
+	s, err := c.Pull(context.Background(), testRepo, PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkSnapshot(t, c.CacheDir, repo, s)
+	if got, want := h.Ranges(weights), []string{"", "bytes=300000-", "bytes=300000-"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Range headers %q, want %q", got, want)
+	}
+	if sent, want := h.Sent(weights), int64(len(repo.Files[weights].Data))+300_000; sent != want {
+		t.Errorf("sent %d bytes, want %d: the whole file once, plus the 300 kB the Range-ignoring answer repeated", sent, want)
 	}
 }
 

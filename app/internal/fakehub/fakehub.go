@@ -68,6 +68,13 @@ type Fault struct {
 	Corrupt bool
 	// BytesPerSecond slows the body down (0: full speed), on every request.
 	BytesPerSecond int
+	// StallAfter stops sending, without closing the connection, once this
+	// many bytes of the body were sent (0: never), until the client gives
+	// up; for Times requests.
+	StallAfter int64
+	// IgnoreRange answers a Range request with the whole file (200), as
+	// some proxies do; for Times requests.
+	IgnoreRange bool
 }
 
 // Hub is the fake hub. Its methods are safe for concurrent use.
@@ -448,9 +455,12 @@ func (h *Hub) serveBody(w http.ResponseWriter, r *http.Request, path string, f *
 		data = bytes.Clone(data)
 		data[len(data)/2] ^= 0x01
 	}
-	fw := &faultyWriter{ResponseWriter: w, hub: h, path: path, speed: speed}
+	fw := &faultyWriter{ResponseWriter: w, hub: h, path: path, speed: speed, gone: r.Context().Done()}
 	if fault != nil {
-		fw.dropAfter = fault.DropAfter
+		fw.dropAfter, fw.stallAfter = fault.DropAfter, fault.StallAfter
+		if fault.IgnoreRange {
+			r.Header.Del("Range")
+		}
 	}
 	http.ServeContent(fw, r, "", time.Time{}, bytes.NewReader(data))
 }
@@ -458,11 +468,13 @@ func (h *Hub) serveBody(w http.ResponseWriter, r *http.Request, path string, f *
 // faultyWriter counts, throttles and cuts off a response body.
 type faultyWriter struct {
 	http.ResponseWriter
-	hub       *Hub
-	path      string
-	speed     int
-	dropAfter int64
-	written   int64
+	hub        *Hub
+	path       string
+	speed      int
+	dropAfter  int64
+	stallAfter int64
+	gone       <-chan struct{} // the client went away
+	written    int64
 }
 
 func (w *faultyWriter) Write(b []byte) (int, error) {
@@ -475,6 +487,9 @@ func (w *faultyWriter) Write(b []byte) (int, error) {
 		if w.dropAfter > 0 && w.written+int64(len(chunk)) > w.dropAfter {
 			chunk = chunk[:w.dropAfter-w.written]
 		}
+		if w.stallAfter > 0 && w.written+int64(len(chunk)) > w.stallAfter {
+			chunk = chunk[:w.stallAfter-w.written]
+		}
 		m, err := w.ResponseWriter.Write(chunk)
 		n += m
 		w.written += int64(m)
@@ -483,6 +498,13 @@ func (w *faultyWriter) Write(b []byte) (int, error) {
 		w.hub.mu.Unlock()
 		if err != nil {
 			return n, err
+		}
+		if w.stallAfter > 0 && w.written >= w.stallAfter {
+			if fl, ok := w.ResponseWriter.(http.Flusher); ok {
+				fl.Flush()
+			}
+			<-w.gone
+			panic(http.ErrAbortHandler)
 		}
 		if w.dropAfter > 0 && w.written >= w.dropAfter {
 			if fl, ok := w.ResponseWriter.(http.Flusher); ok {
