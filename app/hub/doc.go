@@ -29,5 +29,20 @@
 //     Studio's folders, each validated by Validate with the engine's own
 //     checkpoint and tokenizer checks.
 //   - SaveModelSetting writes the choice as the "model" key of settings.json,
-//     keeping the other keys, atomically.
+//     keeping the other keys, atomically; UseModel validates a folder first.
+//
+// For the app (the welcome view, the tray), with one Client made from
+// ConfigFromEnv and one Downloads around it:
+//
+//	plan, err := client.Plan(ctx, hub.DefaultRepo, "")  // sizes, where, plan.Machine
+//	found, err := hub.Discover(hub.DefaultPlaces(cfg))   // models already here
+//	job, err := downloads.Start(plan.Repo, plan.Revision)
+//	reports, stop := job.Watch()                         // Progress until the end
+//	job.Cancel()                                         // pause; Start resumes
+//	snap, err := job.Wait()
+//	f, err := hub.UseModel(settingsPath, snap.Dir)       // or a picked folder
+//
+// Plan, Report, Progress and Found marshal to JSON for the UI; errors are
+// *Error with a kind to match (ErrAuth, ErrDiskFull, ...) and a message to
+// show as it is.
 package hub
