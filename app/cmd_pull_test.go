@@ -84,6 +84,16 @@ func TestPullThenModels(t *testing.T) {
 	if n := h.FileRequests(); n != 0 {
 		t.Errorf("the second pull made %d file requests, want 0", n)
 	}
+	// Offline, the cached copy is used without asking the hub.
+	h.ResetCounts()
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	if out, stderr, err := execute(t, "pull", tinyRepo); err != nil || strings.TrimSpace(out) != snapshot || !strings.Contains(stderr, "is already in") {
+		t.Fatalf("offline pull: %v\n%s%s", err, out, stderr)
+	}
+	if n := h.APIRequests() + h.FileRequests(); n != 0 {
+		t.Errorf("the offline pull made %d requests, want 0", n)
+	}
+	t.Setenv("HF_HUB_OFFLINE", "")
 
 	// An LM Studio copy and a broken folder show up in the list.
 	lm := filepath.Join(home, ".lmstudio", "models", "lmstudio-community", "Qwen3.6-tiny-MLX")

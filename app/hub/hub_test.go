@@ -174,15 +174,25 @@ func TestPullResumesAfterSIGKILL(t *testing.T) {
 	if err := helper.Start(); err != nil {
 		t.Fatal(err)
 	}
-	partial := filepath.Join(cacheDir, "models--mlx-community--Qwen3.6-tiny-4bit", "blobs", repo.Files[weights].SHA256+".incomplete")
+	blobs := filepath.Join(cacheDir, "models--mlx-community--Qwen3.6-tiny-4bit", "blobs")
+	partial := filepath.Join(blobs, repo.Files[weights].SHA256+".incomplete")
+	// smallDone reports whether every other file is in blobs: those must
+	// not be fetched again after the kill.
+	smallDone := func() bool {
+		for name, f := range repo.Files {
+			if name != weights && wanted(name) {
+				if _, err := os.Stat(filepath.Join(blobs, f.GitID)); err != nil {
+					return false
+				}
+			}
+		}
+		return true
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	var killedAt int64
 	for {
 		st, err := os.Stat(partial)
-		if err == nil && st.Size() >= size/4 && h.Resolves("tokenizer.json") == 1 {
-			// Let the small files finish linking; they are quick next to
-			// the throttled weights.
-			time.Sleep(100 * time.Millisecond)
+		if err == nil && st.Size() >= size/4 && smallDone() {
 			if err := helper.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
