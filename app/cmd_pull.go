@@ -80,8 +80,19 @@ func runPull(ctx context.Context, stdout, stderr io.Writer, repo, revision strin
 		}
 		fmt.Fprintf(stderr, "  %-7s %s\n", f.Level.String()+":", f.Message)
 	}
-	if !plan.Machine.CanRun() && !force {
-		return errors.New("this computer cannot run the model (see above); --force downloads it anyway, for example to copy it to another Mac")
+	if !plan.Machine.CanRun() {
+		diskOnly := true
+		for _, f := range plan.Machine.Findings {
+			if f.Level == hub.Refusal && f.Check != "disk" {
+				diskOnly = false
+			}
+		}
+		switch {
+		case diskOnly:
+			return errors.New("not enough free disk space for the download (see above)")
+		case !force:
+			return errors.New("this computer cannot run the model (see above); --force downloads it anyway, for example to copy it to another Mac")
+		}
 	}
 	snapshotDir := plan.Dir
 	if plan.Listing != nil {

@@ -16,6 +16,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/suzuran-app/suzuran/app/internal/fakehub"
+	"github.com/suzuran-app/suzuran/engine/checkpoint"
+	"github.com/suzuran-app/suzuran/engine/synth"
 )
 
 // fixture is the tiny model of the real architecture, in the MLX layout the
@@ -601,5 +603,21 @@ func TestCancelPausesAndPullResumes(t *testing.T) {
 	checkSnapshot(t, c.CacheDir, repo, s)
 	if r := h.Ranges(weights); len(r) != 2 || r[1] == "" {
 		t.Errorf("Range headers %q: the second pull should resume the paused file", r)
+	}
+}
+
+// TestRealConfigsPassTheArchitectureCheck runs the check Download makes
+// before fetching weights on the config.json files of the real
+// repositories (mlx-community/Qwen3.6-35B-A3B-4bit, the default, and
+// Qwen/Qwen3.6-35B-A3B): a check that refused them would refuse the model
+// the app is for.
+func TestRealConfigsPassTheArchitectureCheck(t *testing.T) {
+	for name, raw := range map[string][]byte{
+		DefaultRepo:            synth.FullSizeConfig(),
+		"Qwen/Qwen3.6-35B-A3B": synth.FullSizeHubConfig(),
+	} {
+		if _, err := checkpoint.ParseConfig(raw, name+"/config.json"); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
