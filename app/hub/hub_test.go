@@ -621,3 +621,37 @@ func TestRealConfigsPassTheArchitectureCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestNewCommitFetchesOnlyWhatChanged: after the repository moves on, a
+// pull of main fetches the changed file only, links the rest from the
+// blobs already there, and moves refs/main; the old snapshot stays.
+func TestNewCommitFetchesOnlyWhatChanged(t *testing.T) {
+	h, old := newHub(t)
+	c := newClient(t, h)
+	if _, err := c.Pull(context.Background(), testRepo, PullOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	files := fixtureFiles(t)
+	files["generation_config.json"] = []byte(strings.Replace(string(files["generation_config.json"]), "}", `, "top_k": 20}`, 1))
+	repo := h.Add(testRepo, files)
+	h.ResetCounts()
+	s, err := c.Pull(context.Background(), testRepo, PullOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Commit != repo.Commit || s.Commit == old.Commit {
+		t.Fatalf("commit %s, want the new %s", s.Commit, repo.Commit)
+	}
+	if n := h.FileRequests(); n != 1 || h.Resolves("generation_config.json") != 1 {
+		t.Errorf("%d file requests, want 1 (generation_config.json)", n)
+	}
+	if s.Fetched != int64(len(files["generation_config.json"])) {
+		t.Errorf("fetched %d bytes, want only the changed file's", s.Fetched)
+	}
+	if commit, _ := c.Cache().ResolveRevision(testRepo, "main"); commit != repo.Commit {
+		t.Errorf("refs/main = %s, want %s", commit, repo.Commit)
+	}
+	if err := Validate(c.Cache().SnapshotDir(testRepo, old.Commit)); err != nil {
+		t.Errorf("the old snapshot broke: %v", err)
+	}
+}
