@@ -632,7 +632,7 @@ func TestNewCommitFetchesOnlyWhatChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	files := fixtureFiles(t)
-	files["generation_config.json"] = []byte(strings.Replace(string(files["generation_config.json"]), "}", `, "top_k": 20}`, 1))
+	files["generation_config.json"] = []byte(strings.Replace(string(files["generation_config.json"]), `"top_p": 0.95`, `"top_p": 0.9`, 1))
 	repo := h.Add(testRepo, files)
 	h.ResetCounts()
 	s, err := c.Pull(context.Background(), testRepo, PullOptions{})
