@@ -76,7 +76,11 @@ func listModels(w io.Writer) error {
 		}
 		size, status := hub.FormatBytes(f.Size), "ready"
 		if f.Source == "built in" {
-			size, status = "8 MB", "ready (installed on first use)"
+			if _, err := os.Stat(f.Dir); err != nil {
+				size, status = "8 MB", "ready (installed on first use)"
+			} else {
+				size = hub.FormatBytes(folderSize(f.Dir))
+			}
 		}
 		if !f.Valid() {
 			status = oneLine(f.Err.Error())
@@ -172,6 +176,18 @@ func tildePath(p string) string {
 		return "~/" + rel
 	}
 	return p
+}
+
+// folderSize is the total size of the files in a folder.
+func folderSize(dir string) int64 {
+	var n int64
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+			n += info.Size()
+		}
+	}
+	return n
 }
 
 // oneLine keeps the first line of an error for the table.
