@@ -116,7 +116,7 @@ func TestSaveModelSetting(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "suzuran", "settings.json")
 			if tt.before != "" {
 				os.MkdirAll(filepath.Dir(path), 0o755)
-				os.WriteFile(path, []byte(tt.before), 0o644)
+				os.WriteFile(path, []byte(tt.before), 0o600)
 			}
 			err := SaveModelSetting(path, "/m/Qwen")
 			data, _ := os.ReadFile(path)
@@ -138,6 +138,13 @@ func TestSaveModelSetting(t *testing.T) {
 			}
 			if g, w := mustJSON(got), mustJSON(tt.want); g != w {
 				t.Errorf("settings %s, want %s", g, w)
+			}
+			wantPerm := os.FileMode(0o644)
+			if tt.before != "" {
+				wantPerm = 0o600
+			}
+			if st, _ := os.Stat(path); st.Mode().Perm() != wantPerm {
+				t.Errorf("settings file mode %v, want %v", st.Mode().Perm(), wantPerm)
 			}
 			if tmp, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*tmp")); len(tmp) != 0 {
 				t.Errorf("temporary files left: %v", tmp)

@@ -34,5 +34,9 @@ func SaveModelSetting(path, dir string) error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(path, append(out, '\n'), 0o644)
+	perm := fs.FileMode(0o644)
+	if st, err := os.Stat(path); err == nil {
+		perm = st.Mode().Perm() // a file the user made private stays so
+	}
+	return writeFileAtomic(path, append(out, '\n'), perm)
 }
