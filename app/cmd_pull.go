@@ -70,9 +70,9 @@ func runPull(ctx context.Context, stdout, stderr io.Writer, repo, revision strin
 	}
 	switch {
 	case plan.Cached:
-		fmt.Fprintf(stderr, "%s@%s (%s) is already in %s\n", repo, plan.Revision, hub.FormatBytes(plan.Size), plan.Dir)
+		fmt.Fprintf(stderr, "%s@%s (%s) is already in %s\n", repo, plan.Revision, hub.FormatBytes(plan.Size), tildePath(plan.Dir))
 	default:
-		fmt.Fprintf(stderr, "%s@%s: %s, %s to download into %s\n", repo, plan.Revision, hub.FormatBytes(plan.Size), hub.FormatBytes(plan.ToDownload), cfg.CacheDir)
+		fmt.Fprintf(stderr, "%s@%s: %s, %s to download into %s\n", repo, plan.Revision, hub.FormatBytes(plan.Size), hub.FormatBytes(plan.ToDownload), tildePath(cfg.CacheDir))
 	}
 	for _, f := range plan.Machine.Findings {
 		if f.Level == hub.Fine && plan.Cached {

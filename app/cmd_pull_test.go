@@ -59,7 +59,7 @@ func TestPullThenModels(t *testing.T) {
 		t.Errorf("pull printed %q, want the snapshot folder %s", out, snapshot)
 	}
 	for _, want := range []string{
-		tinyRepo + "@main: 1.40 MB, 1.40 MB to download into " + cache,
+		tinyRepo + "@main: 1.40 MB, 1.40 MB to download into ~/hf-cache",
 		"ok:", "memory",
 		tinyRepo + ": 100% 1.40 MB / 1.40 MB, 6 of 6 files",
 		"every file checked against its SHA-256",
@@ -78,7 +78,7 @@ func TestPullThenModels(t *testing.T) {
 
 	// Pulled again, nothing is fetched and the settings stay.
 	h.ResetCounts()
-	if _, stderr, err := execute(t, "pull", tinyRepo); err != nil || !strings.Contains(stderr, "is already in "+snapshot) {
+	if _, stderr, err := execute(t, "pull", tinyRepo); err != nil || !strings.Contains(stderr, "is already in ~/hf-cache/models--mlx-community--Qwen3.6-tiny-4bit/snapshots/"+repo.Commit) {
 		t.Fatalf("second pull: %v\n%s", err, stderr)
 	}
 	if n := h.FileRequests(); n != 0 {
