@@ -132,7 +132,8 @@ func (d *desktop) domReady(ctx context.Context) {
 			d.log.Warn().Err(err).Msg("the no-tray-icon notice")
 			return
 		}
-		if err := os.MkdirAll(filepath.Dir(marker), 0o755); err == nil {
+		err = os.MkdirAll(filepath.Dir(marker), 0o755)
+		if err == nil {
 			err = os.WriteFile(marker, nil, 0o644)
 		}
 		if err != nil {
