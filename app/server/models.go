@@ -1,0 +1,38 @@
+package server
+
+import (
+	"context"
+	"errors"
+
+	"github.com/suzuran-app/suzuran/engine"
+)
+
+// Models is what the server needs from whoever owns the engine: the app's
+// service, or serve's loader.
+type Models interface {
+	// Current returns the engine to run a request on and the model's name.
+	// While the model loads it returns an error wrapping ErrLoading (the
+	// server answers 503 with the progress from Status).
+	Current(ctx context.Context) (*engine.Engine, string, error)
+	Status() ModelStatus
+}
+
+// ModelStatus is the model's state as /health reports it.
+type ModelStatus struct {
+	State    string // "loading", "ready", "error" or "unloaded"
+	Model    string // the model's name (its folder's name)
+	Dir      string
+	Progress float64 // 0..1 while loading
+	Error    string  // why, when State is "error"
+}
+
+// Model states.
+const (
+	StateLoading  = "loading"
+	StateReady    = "ready"
+	StateError    = "error"
+	StateUnloaded = "unloaded"
+)
+
+// ErrLoading is wrapped by Models.Current while the model loads.
+var ErrLoading = errors.New("the model is loading")
