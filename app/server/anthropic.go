@@ -1,0 +1,476 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/suzuran-app/suzuran/engine"
+	"github.com/suzuran-app/suzuran/engine/chat"
+)
+
+// messagesRequest is POST /v1/messages, the Anthropic Messages API as
+// Claude Code and the Anthropic SDKs send it.
+type messagesRequest struct {
+	Model         string             `json:"model"`
+	MaxTokens     *int               `json:"max_tokens"`
+	Messages      []anthropicMessage `json:"messages"`
+	System        orderedJSON        `json:"system"`
+	StopSequences []string           `json:"stop_sequences"`
+	Stream        bool               `json:"stream"`
+	samplingFields
+	Tools      orderedJSON `json:"tools"`
+	ToolChoice orderedJSON `json:"tool_choice"`
+	Thinking   *struct {
+		Type string `json:"type"`
+	} `json:"thinking"`
+}
+
+type anthropicMessage struct {
+	Role    string      `json:"role"`
+	Content orderedJSON `json:"content"`
+}
+
+// turn turns an Anthropic request into the conversation the template
+// renders: system blocks into a system message, tool_use blocks into the
+// assistant's tool calls, tool_result blocks into tool messages.
+func (req *messagesRequest) turn(countOnly bool) (*chatTurn, error) {
+	maxTokens := 0
+	if !countOnly {
+		if req.MaxTokens == nil {
+			return nil, badRequest("max_tokens", "max_tokens: field required")
+		}
+		if *req.MaxTokens < 1 {
+			return nil, badRequest("max_tokens", "max_tokens %d: must be at least 1", *req.MaxTokens)
+		}
+		maxTokens = *req.MaxTokens
+	}
+	if len(req.Messages) == 0 {
+		return nil, badRequest("messages", "messages: at least one message is required")
+	}
+	var messages []chat.Message
+	if req.System.Set && req.System.Value != nil {
+		system, err := textOf(req.System.Value, "system")
+		if err != nil {
+			return nil, err
+		}
+		messages = append(messages, chat.Message{Role: "system", Content: system})
+	}
+	for i, m := range req.Messages {
+		param := fmt.Sprintf("messages.%d", i)
+		var converted []chat.Message
+		var err error
+		switch m.Role {
+		case "user":
+			converted, err = userBlocks(m.Content.Value, param)
+		case "assistant":
+			converted, err = assistantBlocks(m.Content.Value, param)
+		default:
+			return nil, badRequest(param+".role", "%s.role %q: use user or assistant (the system prompt goes in system)", param, m.Role)
+		}
+		if err != nil {
+			return nil, err
+		}
+		messages = append(messages, converted...)
+	}
+	tools, err := anthropicTools(req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	choice, name := "auto", ""
+	if req.ToolChoice.Set && req.ToolChoice.Value != nil {
+		switch typ := stringField(req.ToolChoice.Value, "type"); typ {
+		case "auto", "none":
+			choice = typ
+		case "any":
+			choice = "required"
+			if len(tools) == 0 {
+				return nil, badRequest("tool_choice", "tool_choice any needs tools")
+			}
+		case "tool":
+			choice, name = "function", stringField(req.ToolChoice.Value, "name")
+			if err := checkToolName(tools, name, "tool_choice"); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, badRequest("tool_choice.type", "tool_choice.type %q: use auto, any, tool or none", typ)
+		}
+	}
+	var thinking *bool
+	if req.Thinking != nil {
+		switch req.Thinking.Type {
+		case "enabled", "adaptive":
+			on := true
+			thinking = &on
+		case "disabled":
+			off := false
+			thinking = &off
+		default:
+			return nil, badRequest("thinking.type", "thinking.type %q: use enabled or disabled", req.Thinking.Type)
+		}
+	}
+	return &chatTurn{
+		messages: messages, tools: tools, toolChoice: choice, toolName: name, thinking: thinking,
+		sampling: req.samplingFields, maxTokens: maxTokens, stop: req.StopSequences,
+	}, nil
+}
+
+// blocksOf reads content: a string is one text block.
+func blocksOf(content any, param string) ([]any, error) {
+	switch c := content.(type) {
+	case string:
+		obj := chat.NewObject()
+		obj.Set("type", "text")
+		obj.Set("text", c)
+		return []any{obj}, nil
+	case []any:
+		return c, nil
+	}
+	return nil, badRequest(param+".content", "%s.content must be a string or a list of content blocks, not %s", param, kindOf(content))
+}
+
+// userBlocks turns a user turn into messages: its text as a user message,
+// each tool_result as a tool message, in their order.
+func userBlocks(content any, param string) ([]chat.Message, error) {
+	blocks, err := blocksOf(content, param)
+	if err != nil {
+		return nil, err
+	}
+	var out []chat.Message
+	var text strings.Builder
+	flush := func() {
+		if text.Len() > 0 {
+			out = append(out, chat.Message{Role: "user", Content: text.String()})
+			text.Reset()
+		}
+	}
+	for j, block := range blocks {
+		bp := fmt.Sprintf("%s.content.%d", param, j)
+		switch typ := stringField(block, "type"); typ {
+		case "text":
+			s, ok := field(block, "text").(string)
+			if !ok {
+				return nil, badRequest(bp+".text", "%s.text must be a string", bp)
+			}
+			text.WriteString(s)
+		case "tool_result":
+			flush()
+			result, err := toolResultText(field(block, "content"), bp+".content")
+			if err != nil {
+				return nil, err
+			}
+			if isErr, _ := field(block, "is_error").(bool); isErr {
+				result = "Error: " + result
+			}
+			out = append(out, chat.Message{Role: "tool", Content: result, ToolCallID: stringField(block, "tool_use_id")})
+		default:
+			return nil, badRequest(bp+".type", "%s is a %q block: this model reads text and tool results only", bp, typ)
+		}
+	}
+	flush()
+	if len(out) == 0 {
+		out = append(out, chat.Message{Role: "user", Content: ""})
+	}
+	return out, nil
+}
+
+// toolResultText reads a tool_result's content: a string or text blocks.
+func toolResultText(content any, param string) (string, error) {
+	if content == nil {
+		return "", nil
+	}
+	return textOf(content, param)
+}
+
+// assistantBlocks turns an assistant turn into one message: text as its
+// content, thinking as its reasoning, tool_use blocks as its tool calls.
+func assistantBlocks(content any, param string) ([]chat.Message, error) {
+	blocks, err := blocksOf(content, param)
+	if err != nil {
+		return nil, err
+	}
+	m := chat.Message{Role: "assistant"}
+	var text, reasoning strings.Builder
+	for j, block := range blocks {
+		bp := fmt.Sprintf("%s.content.%d", param, j)
+		switch typ := stringField(block, "type"); typ {
+		case "text":
+			s, _ := field(block, "text").(string)
+			text.WriteString(s)
+		case "thinking":
+			s, _ := field(block, "thinking").(string)
+			reasoning.WriteString(s)
+		case "redacted_thinking":
+		case "tool_use":
+			name := stringField(block, "name")
+			if name == "" {
+				return nil, badRequest(bp+".name", "%s: a tool_use block needs a name", bp)
+			}
+			input := field(block, "input")
+			if input == nil {
+				input = chat.NewObject()
+			}
+			if _, ok := input.(*chat.Object); !ok {
+				return nil, badRequest(bp+".input", "%s.input must be an object", bp)
+			}
+			m.ToolCalls = append(m.ToolCalls, chat.ToolCall{ID: stringField(block, "id"), Type: "function",
+				Function: chat.FunctionCall{Name: name, Arguments: input}})
+		default:
+			return nil, badRequest(bp+".type", "%s is a %q block: an assistant turn holds text, thinking and tool_use blocks", bp, typ)
+		}
+	}
+	m.Content = text.String()
+	if reasoning.Len() > 0 {
+		r := reasoning.String()
+		m.ReasoningContent = &r
+	}
+	return []chat.Message{m}, nil
+}
+
+// anthropicTools turns Anthropic tools ({"name", "description",
+// "input_schema"}) into the function tools the template renders.
+func anthropicTools(v orderedJSON) ([]any, error) {
+	if !v.Set || v.Value == nil {
+		return nil, nil
+	}
+	list, ok := v.Value.([]any)
+	if !ok {
+		return nil, badRequest("tools", "tools must be a list, not %s", kindOf(v.Value))
+	}
+	var tools []any
+	for i, tool := range list {
+		param := fmt.Sprintf("tools.%d", i)
+		if typ := stringField(tool, "type"); typ != "" && typ != "custom" {
+			return nil, badRequest(param+".type", "%s is Anthropic's server tool %q, which this server does not run: define it as a custom tool with an input_schema", param, typ)
+		}
+		name := stringField(tool, "name")
+		if name == "" {
+			return nil, badRequest(param+".name", "%s.name must be a non-empty string", param)
+		}
+		schema := field(tool, "input_schema")
+		if _, ok := schema.(*chat.Object); !ok {
+			return nil, badRequest(param+".input_schema", "%s.input_schema must be a JSON schema object", param)
+		}
+		fn := chat.NewObject()
+		fn.Set("name", name)
+		if d := stringField(tool, "description"); d != "" {
+			fn.Set("description", d)
+		}
+		fn.Set("parameters", schema)
+		wrapped := chat.NewObject()
+		wrapped.Set("type", "function")
+		wrapped.Set("function", fn)
+		tools = append(tools, wrapped)
+	}
+	return tools, nil
+}
+
+// checkAnthropicModel accepts Claude's model names too: Claude Code asks
+// for its own models (a main one and a small fast one) by name, and a local
+// server that serves one model answers them all with it.
+func checkAnthropicModel(requested, served string) error {
+	if strings.HasPrefix(requested, "claude-") {
+		return nil
+	}
+	return checkModel(requested, served)
+}
+
+// stopReason is Anthropic's stop_reason.
+func stopReason(res *genResult) string {
+	switch {
+	case res.toolCalls > 0 && res.stats.FinishReason == engine.FinishStop:
+		return "tool_use"
+	case res.stats.FinishReason == engine.FinishLength:
+		return "max_tokens"
+	case res.stopSequence != "":
+		return "stop_sequence"
+	}
+	return "end_turn"
+}
+
+func anthropicUsage(st engine.Stats) map[string]any {
+	return map[string]any{
+		"input_tokens":                st.PromptTokens - st.CachedTokens,
+		"cache_read_input_tokens":     st.CachedTokens,
+		"cache_creation_input_tokens": 0,
+		"output_tokens":               st.GeneratedTokens,
+	}
+}
+
+func nullable(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// toolInput is a parsed call's arguments as JSON for a tool_use block.
+func toolInput(arguments string) json.RawMessage {
+	if json.Valid([]byte(arguments)) && strings.HasPrefix(arguments, "{") {
+		return json.RawMessage(arguments)
+	}
+	return json.RawMessage("{}")
+}
+
+func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
+	var req messagesRequest
+	if err := decodeBody(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	turn, err := req.turn(false)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	e, name, err := s.current(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := checkAnthropicModel(req.Model, name); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, err := s.prepare(e, turn)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.debugRequest(r, "messages", p, req.Stream)
+	g, err := s.submit(r.Context(), e, p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id := newID("msg_")
+	if req.Stream {
+		s.streamMessage(w, r, g, id, name)
+		return
+	}
+	var events []chat.Event
+	res := g.run(func(ev []chat.Event, _ time.Time) error {
+		events = append(events, ev...)
+		return nil
+	})
+	if res.err != nil {
+		s.writeError(w, r, res.err)
+		return
+	}
+	if res.stats.FinishReason == engine.FinishCancelled {
+		s.writeError(w, r, cancelledError())
+		return
+	}
+	out := chat.Collect(events)
+	content := []any{}
+	if out.Reasoning != "" {
+		content = append(content, map[string]any{"type": "thinking", "thinking": out.Reasoning, "signature": ""})
+	}
+	if out.Content != "" || len(out.ToolCalls) == 0 {
+		content = append(content, map[string]any{"type": "text", "text": out.Content})
+	}
+	for _, c := range out.ToolCalls {
+		content = append(content, map[string]any{"type": "tool_use", "id": newID("toolu_"), "name": c.Name, "input": toolInput(c.Arguments)})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": id, "type": "message", "role": "assistant", "model": name, "content": content,
+		"stop_reason": stopReason(&res), "stop_sequence": nullable(res.stopSequence), "usage": anthropicUsage(res.stats),
+	})
+}
+
+// streamMessage streams Anthropic's event sequence: message_start, then
+// each content block as content_block_start, its deltas (text_delta,
+// thinking_delta, input_json_delta) and content_block_stop, then
+// message_delta with the stop reason and usage, and message_stop.
+func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, g *generation, id, model string) {
+	sse := newSSE(w)
+	sse.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
+		"stop_reason": nil, "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": len(g.p.prompt.IDs), "output_tokens": 0},
+	}})
+	sse.event("ping", map[string]any{"type": "ping"})
+	sse.flush()
+	index, open := -1, ""
+	closeBlock := func() {
+		if open != "" {
+			sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
+			open = ""
+		}
+	}
+	openBlock := func(kind string, block map[string]any) {
+		closeBlock()
+		index++
+		open = kind
+		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": block})
+	}
+	delta := func(d map[string]any) {
+		sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": d})
+	}
+	res := g.run(func(events []chat.Event, received time.Time) error {
+		for _, ev := range events {
+			switch ev.Kind {
+			case chat.ReasoningDelta:
+				if open != "thinking" {
+					openBlock("thinking", map[string]any{"type": "thinking", "thinking": "", "signature": ""})
+				}
+				delta(map[string]any{"type": "thinking_delta", "thinking": ev.Text})
+			case chat.ContentDelta:
+				if open != "text" {
+					openBlock("text", map[string]any{"type": "text", "text": ""})
+				}
+				delta(map[string]any{"type": "text_delta", "text": ev.Text})
+			case chat.ToolCallStart:
+				openBlock("tool_use", map[string]any{"type": "tool_use", "id": newID("toolu_"), "name": ev.Name, "input": map[string]any{}})
+			case chat.ToolCallArguments:
+				delta(map[string]any{"type": "input_json_delta", "partial_json": ev.Text})
+			case chat.ToolCallEnd:
+				closeBlock()
+			}
+		}
+		return s.flushToken(sse, received)
+	})
+	if !s.endStream(r, sse, res, anthropicErrors) {
+		return
+	}
+	closeBlock()
+	sse.event("message_delta", map[string]any{"type": "message_delta",
+		"delta": map[string]any{"stop_reason": stopReason(&res), "stop_sequence": nullable(res.stopSequence)},
+		"usage": map[string]any{"output_tokens": res.stats.GeneratedTokens, "input_tokens": res.stats.PromptTokens - res.stats.CachedTokens,
+			"cache_read_input_tokens": res.stats.CachedTokens}})
+	sse.event("message_stop", map[string]any{"type": "message_stop"})
+	sse.flush()
+}
+
+// handleCountTokens answers POST /v1/messages/count_tokens: the prompt's
+// length as the template renders it.
+func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
+	var req messagesRequest
+	if err := decodeBody(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	turn, err := req.turn(true)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	e, name, err := s.current(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := checkAnthropicModel(req.Model, name); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	turn.toolChoice = "auto" // counting forces nothing
+	p, err := s.prepare(e, turn)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"input_tokens": len(p.prompt.IDs)})
+}

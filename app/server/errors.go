@@ -1,0 +1,154 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/suzuran-app/suzuran/engine"
+)
+
+// apiError is an error the client sees: an HTTP status and a message, with
+// the OpenAI fields (type, param, code). Anthropic's shape uses the status
+// to pick its type.
+type apiError struct {
+	Status  int
+	Type    string // OpenAI's error.type
+	Message string
+	Param   string // the request field at fault, when one is
+	Code    string
+}
+
+func (e *apiError) Error() string { return e.Message }
+
+// badRequest is a 400 naming the field at fault.
+func badRequest(param, format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
+func notFound(format string, args ...any) *apiError {
+	return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Code: "not_found", Message: fmt.Sprintf(format, args...)}
+}
+
+// errFlavor is the API whose error shape a response uses.
+type errFlavor int
+
+const (
+	openAIErrors errFlavor = iota
+	anthropicErrors
+)
+
+// flavorOf picks the error shape by route: the Anthropic SDKs read
+// Anthropic's shape, everything else OpenAI's.
+func flavorOf(r *http.Request) errFlavor {
+	if r.URL.Path == "/v1/messages" || r.URL.Path == "/v1/messages/count_tokens" {
+		return anthropicErrors
+	}
+	return openAIErrors
+}
+
+// anthropicType is Anthropic's error type for a status.
+func anthropicType(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "invalid_request_error"
+	case http.StatusUnauthorized:
+		return "authentication_error"
+	case http.StatusForbidden:
+		return "permission_error"
+	case http.StatusNotFound:
+		return "not_found_error"
+	case http.StatusRequestEntityTooLarge:
+		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case http.StatusServiceUnavailable:
+		return "overloaded_error"
+	}
+	return "api_error"
+}
+
+// errorBody is the JSON of e in the flavor's shape.
+func errorBody(flavor errFlavor, e *apiError) any {
+	if flavor == anthropicErrors {
+		return map[string]any{
+			"type":  "error",
+			"error": map[string]any{"type": anthropicType(e.Status), "message": e.Message},
+		}
+	}
+	var param, code any
+	if e.Param != "" {
+		param = e.Param
+	}
+	if e.Code != "" {
+		code = e.Code
+	}
+	return map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "param": param, "code": code}}
+}
+
+// writeError answers with err in the route's error shape. Errors that are
+// not apiErrors are the server's fault: 500, logged.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	e := s.toAPIError(r, err)
+	if e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+	}
+	if e.Status == http.StatusUnauthorized && r.Header.Get("Accept") != "" && !isAPIPath(r.URL.Path) {
+		w.Header().Set("WWW-Authenticate", `Basic realm="Suzuran", charset="UTF-8"`)
+	}
+	writeJSON(w, e.Status, errorBody(flavorOf(r), e))
+}
+
+// toAPIError maps engine and decoding errors to statuses.
+func (s *Server) toAPIError(r *http.Request, err error) *apiError {
+	var e *apiError
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &e):
+		return e
+	case errors.As(err, &tooLarge):
+		return &apiError{Status: http.StatusRequestEntityTooLarge, Type: "invalid_request_error", Code: "request_too_large",
+			Message: fmt.Sprintf("the request body is larger than this server's limit of %d bytes", tooLarge.Limit)}
+	case errors.Is(err, engine.ErrBusy):
+		return &apiError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "rate_limit_exceeded",
+			Message: "the model is busy with other requests and its queue is full; retry in a moment"}
+	case errors.Is(err, ErrLoading):
+		st := s.cfg.Models.Status()
+		return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "model_loading",
+			Message: fmt.Sprintf("the model %s is loading (%.0f%%); retry in a moment", st.Model, st.Progress*100)}
+	case errors.Is(err, engine.ErrClosed):
+		return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "model_unloaded",
+			Message: "the model was unloaded while the request waited; retry"}
+	case errors.Is(err, engine.ErrPromptTooLong):
+		return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "messages", Code: "context_length_exceeded",
+			Message: err.Error() + "; shorten the conversation or start the server with a larger context (--ctx)"}
+	}
+	s.log.Error().Err(err).Str("path", r.URL.Path).Msg("request failed")
+	return &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: "internal error: " + err.Error()}
+}
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		body = []byte(`{"error":{"message":"internal error: encoding the response failed","type":"server_error","param":null,"code":null}}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.WriteHeader(status)
+	w.Write(append(body, '\n'))
+}
+
+// current asks Models for the engine. Any failure but loading (a model
+// that failed to load, or was unloaded) is a 503 saying why.
+func (s *Server) current(r *http.Request) (*engine.Engine, string, error) {
+	e, name, err := s.cfg.Models.Current(r.Context())
+	if err != nil && !errors.Is(err, ErrLoading) {
+		return nil, "", &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "model_unavailable",
+			Message: "no model to answer with: " + err.Error()}
+	}
+	return e, name, err
+}

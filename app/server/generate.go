@@ -1,0 +1,261 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/suzuran-app/suzuran/engine"
+	"github.com/suzuran-app/suzuran/engine/chat"
+	"github.com/suzuran-app/suzuran/engine/model"
+	"github.com/suzuran-app/suzuran/engine/sample"
+)
+
+// samplingFields are the sampling parameters every API shares, pointers so
+// that an absent field can take the model card's default.
+type samplingFields struct {
+	Temperature       *float64 `json:"temperature"`
+	TopP              *float64 `json:"top_p"`
+	TopK              *int     `json:"top_k"`
+	MinP              *float64 `json:"min_p"`
+	PresencePenalty   *float64 `json:"presence_penalty"`
+	FrequencyPenalty  *float64 `json:"frequency_penalty"`
+	RepetitionPenalty *float64 `json:"repetition_penalty"`
+	Seed              *int64   `json:"seed"`
+}
+
+// resolve fills in the fields the request left out with the model card's
+// defaults for the thinking mode. Temperature 0 asks for plain greedy
+// decoding: the defaults' penalties and cuts are dropped then (a penalty the
+// request gives itself stays), so the answer is the model's arg-max, token
+// for token reproducible.
+func (f samplingFields) resolve(thinking bool) model.Sampling {
+	s := sample.ModelCardDefaults(thinking)
+	if f.Temperature != nil && *f.Temperature == 0 {
+		s = model.Sampling{}
+	}
+	set32 := func(dst *float32, v *float64) {
+		if v != nil {
+			*dst = float32(*v)
+		}
+	}
+	set32(&s.Temperature, f.Temperature)
+	set32(&s.TopP, f.TopP)
+	set32(&s.MinP, f.MinP)
+	set32(&s.PresencePenalty, f.PresencePenalty)
+	set32(&s.FrequencyPenalty, f.FrequencyPenalty)
+	set32(&s.RepetitionPenalty, f.RepetitionPenalty)
+	if f.TopK != nil {
+		s.TopK = *f.TopK
+	}
+	if f.Seed != nil {
+		s.Seed = uint64(*f.Seed)
+	} else {
+		var b [8]byte
+		rand.Read(b[:])
+		s.Seed = binary.LittleEndian.Uint64(b[:])
+	}
+	return s
+}
+
+// validateSampling names the field a client got wrong, as a 400.
+func validateSampling(s *model.Sampling) error {
+	if err := sample.Validate(s); err != nil {
+		param, _, _ := strings.Cut(err.Error(), " ")
+		return badRequest(param, "%v", err)
+	}
+	return nil
+}
+
+// genParams is one generation, whichever API asked for it.
+type genParams struct {
+	prompt    chat.Prompt
+	sampling  model.Sampling
+	maxTokens int
+	stop      []string
+	// parse splits the output into reasoning, content and tool calls (the
+	// chat APIs); without it the output is plain text (completions).
+	parse      bool
+	parserOpts chat.ParserOptions
+	// snapshotAnswer keeps the state after the answer for a next request
+	// that carries tool results.
+	snapshotAnswer bool
+	constraint     *constraintSpec
+}
+
+// generation is a submitted request being streamed.
+type generation struct {
+	s       *Server
+	e       *engine.Engine
+	p       genParams
+	ctx     context.Context
+	cancel  context.CancelFunc
+	stream  *engine.Stream
+	started time.Time
+}
+
+// submit queues a generation on the engine. Its errors come before any
+// byte of the answer: a full queue (429), a prompt too long (400), bad
+// sampling parameters (400), an engine that closed (503).
+func (s *Server) submit(ctx context.Context, e *engine.Engine, p genParams) (*generation, error) {
+	if err := validateSampling(&p.sampling); err != nil {
+		return nil, err
+	}
+	req := engine.Request{
+		Prompt:         p.prompt.IDs,
+		Sampling:       p.sampling,
+		MaxTokens:      p.maxTokens,
+		Stop:           p.stop,
+		Checkpoints:    p.prompt.Checkpoints,
+		SnapshotAnswer: p.snapshotAnswer,
+	}
+	if p.constraint != nil {
+		if err := applyConstraint(e, *p.constraint, &req); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stream, err := e.Submit(ctx, req)
+	if err != nil {
+		cancel()
+		switch {
+		case errors.Is(err, engine.ErrBusy), errors.Is(err, engine.ErrClosed), errors.Is(err, engine.ErrPromptTooLong):
+			return nil, err
+		}
+		// What is left are the engine's checks of the request.
+		return nil, badRequest("", "%v", err)
+	}
+	s.generations.Add(1)
+	return &generation{s: s, e: e, p: p, ctx: ctx, cancel: cancel, stream: stream, started: time.Now()}, nil
+}
+
+// genResult is how a generation ended.
+type genResult struct {
+	stats engine.Stats
+	// err is set when generation failed after it started (a backend error).
+	err error
+	// toolCalls counts the tool calls parsed from the output.
+	toolCalls int
+	// stopSequence is the stop string that ended the output, if one did.
+	stopSequence string
+	text         string // the output as the client received it (unparsed)
+}
+
+// finish maps the engine's reason to OpenAI's finish_reason.
+func (r *genResult) finish() string {
+	switch {
+	case r.toolCalls > 0 && r.stats.FinishReason == engine.FinishStop:
+		return "tool_calls"
+	case r.stats.FinishReason == engine.FinishLength:
+		return "length"
+	}
+	return "stop"
+}
+
+// run reads the engine's events until the end, feeding them through the
+// output parser and handing each step's parsed events to emit (plain
+// completions get one ContentDelta per step). When emit fails (the client
+// left) the generation is cancelled; the engine stops within a token.
+func (g *generation) run(emit func(events []chat.Event, since time.Time) error) genResult {
+	defer g.s.generations.Done()
+	defer g.cancel()
+	var parser *chat.Parser
+	if g.p.parse {
+		parser = chat.NewParser(g.p.parserOpts)
+	}
+	var res genResult
+	var raw strings.Builder
+	var ids []int
+	emitting, finished := true, false
+	handle := func(text string, final bool, received time.Time) {
+		finished = finished || final
+		raw.WriteString(text)
+		var events []chat.Event
+		switch {
+		case parser != nil:
+			events = parser.Feed(text)
+			if final {
+				events = append(events, parser.Finish()...)
+			}
+		case text != "":
+			events = []chat.Event{{Kind: chat.ContentDelta, Text: text}}
+		}
+		for _, ev := range events {
+			if ev.Kind == chat.ToolCallStart {
+				res.toolCalls++
+			}
+		}
+		if emitting && (len(events) > 0 || final) {
+			if err := emit(events, received); err != nil {
+				emitting = false
+				g.cancel()
+			}
+		}
+	}
+	for ev := range g.stream.Events {
+		received := time.Now()
+		if ev.Token >= 0 {
+			ids = append(ids, ev.Token)
+			handle(ev.Text, false, received)
+			continue
+		}
+		handle(ev.Text, true, received)
+	}
+	res.stats, res.err = g.stream.Result()
+	if !finished {
+		// The reader missed the final event (the context ended first):
+		// still close the parser's sections.
+		handle("", true, time.Now())
+	}
+	res.text = raw.String()
+	if res.stats.FinishReason == engine.FinishStop && len(g.p.stop) > 0 && len(ids) > 0 &&
+		!slices.Contains(g.e.Config().EOSTokenIDs, ids[len(ids)-1]) {
+		// A stop string ended the output: it starts where the received text
+		// ends in the whole decoded output.
+		full := g.e.Tokenizer().Decode(ids)
+		if strings.HasPrefix(full, res.text) {
+			for _, stop := range g.p.stop {
+				if stop != "" && strings.HasPrefix(full[len(res.text):], stop) {
+					res.stopSequence = stop
+					break
+				}
+			}
+		}
+	}
+	g.s.logGeneration(g, &res)
+	return res
+}
+
+// logGeneration records a finished generation; a cancelled one (client
+// disconnected, server shutting down) at info level, so that the log shows
+// when it stopped.
+func (s *Server) logGeneration(g *generation, res *genResult) {
+	info := infoOf(g.ctx)
+	info.promptTokens = res.stats.PromptTokens
+	info.cachedTokens = res.stats.CachedTokens
+	info.generatedTokens = res.stats.GeneratedTokens
+	info.finish = res.stats.FinishReason
+	switch {
+	case res.stats.FinishReason == engine.FinishCancelled:
+		s.log.Info().Int("generated_tokens", res.stats.GeneratedTokens).Dur("after", time.Since(g.started)).Msg("generation cancelled")
+	case res.err != nil:
+		s.log.Error().Err(res.err).Msg("generation failed")
+	case s.cfg.LogRequests:
+		s.log.Debug().Int("prompt_tokens", res.stats.PromptTokens).Int("cached_tokens", res.stats.CachedTokens).
+			Int("generated_tokens", res.stats.GeneratedTokens).Dur("queue_wait", res.stats.QueueWait).
+			Dur("prefill", res.stats.PrefillDuration).Dur("decode", res.stats.DecodeDuration).
+			Str("finish", res.stats.FinishReason).Msg("generation")
+	}
+}
+
+// newID is a random identifier with a prefix ("chatcmpl-…", "call_…").
+func newID(prefix string) string {
+	var b [12]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,551 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/suzuran-app/suzuran/engine"
+	"github.com/suzuran-app/suzuran/engine/chat"
+)
+
+// chatCompletionRequest is POST /v1/chat/completions. Fields this server
+// has no use for (user, metadata, parallel_tool_calls, …) are ignored.
+type chatCompletionRequest struct {
+	Model    string         `json:"model"`
+	Messages []chat.Message `json:"messages"`
+	samplingFields
+	Stream        bool `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	MaxTokens           *int         `json:"max_tokens"`
+	MaxCompletionTokens *int         `json:"max_completion_tokens"`
+	Stop                stringOrList `json:"stop"`
+	N                   *int         `json:"n"`
+	// Logprobs are accepted; the engine does not report them, so the
+	// answer's logprobs are null.
+	Logprobs           *bool       `json:"logprobs"`
+	TopLogprobs        *int        `json:"top_logprobs"`
+	User               string      `json:"user"`
+	Tools              orderedJSON `json:"tools"`
+	ToolChoice         orderedJSON `json:"tool_choice"`
+	ResponseFormat     orderedJSON `json:"response_format"`
+	ChatTemplateKwargs orderedJSON `json:"chat_template_kwargs"`
+	ReasoningEffort    *string     `json:"reasoning_effort"`
+	EnableThinking     *bool       `json:"enable_thinking"`
+}
+
+// chatTurn is what the chat APIs (chat completions, messages, responses)
+// share once decoded: the conversation, the tools, and how to answer.
+type chatTurn struct {
+	messages   []chat.Message
+	tools      []any  // function tools, OpenAI's shape
+	toolChoice string // "auto", "none", "required", or "function"
+	toolName   string // the function tool_choice names
+	thinking   *bool
+	extra      map[string]any // chat_template_kwargs
+	sampling   samplingFields
+	maxTokens  int
+	stop       []string
+	constraint *constraintSpec
+}
+
+// prepare renders a turn on the engine: the prompt, the sampling rule, and
+// the parser for the output.
+func (s *Server) prepare(e *engine.Engine, t *chatTurn) (genParams, error) {
+	thinking := t.thinking
+	if thinking == nil {
+		thinking = s.cfg.ThinkingDefault
+	}
+	render := chat.RenderRequest{
+		Messages:            t.messages,
+		AddGenerationPrompt: true,
+		EnableThinking:      thinking,
+		Extra:               t.extra,
+	}
+	parseTools := []any(nil)
+	if t.toolChoice != "none" {
+		render.Tools = t.tools
+		parseTools = t.tools
+	}
+	prompt, err := e.Encode(render)
+	if err != nil {
+		if _, terr := e.Template(); terr != nil {
+			return genParams{}, badRequest("messages", "this model has no chat template (%v): use /v1/completions with a prompt", terr)
+		}
+		return genParams{}, badRequest("messages", "the chat template refused the conversation: %v", err)
+	}
+	opensThinking := chat.PromptOpensThinking(prompt.Text)
+	p := genParams{
+		prompt:         prompt,
+		sampling:       t.sampling.resolve(opensThinking),
+		maxTokens:      t.maxTokens,
+		stop:           t.stop,
+		parse:          true,
+		parserOpts:     chat.ParserOptions{InReasoning: opensThinking, Tools: parseTools},
+		snapshotAnswer: len(render.Tools) > 0,
+		constraint:     t.constraint,
+	}
+	if p.constraint == nil && (t.toolChoice == "required" || t.toolChoice == "function") {
+		tools := t.tools
+		if t.toolChoice == "function" {
+			tools = nil
+			for _, tool := range t.tools {
+				if stringField(field(tool, "function"), "name") == t.toolName {
+					tools = append(tools, tool)
+				}
+			}
+		}
+		p.constraint = &constraintSpec{Kind: constraintToolCall, Tools: tools, Param: "tool_choice"}
+	}
+	return p, nil
+}
+
+// decodeTools checks OpenAI function tools ([{"type": "function",
+// "function": {"name", "description", "parameters"}}]).
+func decodeTools(v orderedJSON, param string) ([]any, error) {
+	if !v.Set || v.Value == nil {
+		return nil, nil
+	}
+	list, ok := v.Value.([]any)
+	if !ok {
+		return nil, badRequest(param, "%s must be a list of tools, not %s", param, kindOf(v.Value))
+	}
+	for i, tool := range list {
+		if typ := stringField(tool, "type"); typ != "function" {
+			return nil, badRequest(fmt.Sprintf("%s[%d].type", param, i), "%s[%d] is of type %q: this server runs function tools only", param, i, typ)
+		}
+		fn := field(tool, "function")
+		if _, ok := fn.(*chat.Object); !ok {
+			return nil, badRequest(fmt.Sprintf("%s[%d].function", param, i), "%s[%d].function must be an object with a name", param, i)
+		}
+		if stringField(fn, "name") == "" {
+			return nil, badRequest(fmt.Sprintf("%s[%d].function.name", param, i), "%s[%d].function.name must be a non-empty string", param, i)
+		}
+		if params := field(fn, "parameters"); params != nil {
+			if _, ok := params.(*chat.Object); !ok {
+				return nil, badRequest(fmt.Sprintf("%s[%d].function.parameters", param, i), "%s[%d].function.parameters must be a JSON schema object", param, i)
+			}
+		}
+	}
+	return list, nil
+}
+
+// decodeToolChoice reads OpenAI's tool_choice: "none", "auto", "required",
+// or {"type": "function", "function": {"name": …}}.
+func decodeToolChoice(v orderedJSON, tools []any) (choice, name string, err error) {
+	if !v.Set || v.Value == nil {
+		return "auto", "", nil
+	}
+	switch c := v.Value.(type) {
+	case string:
+		switch c {
+		case "none", "auto":
+			return c, "", nil
+		case "required":
+			if len(tools) == 0 {
+				return "", "", badRequest("tool_choice", "tool_choice \"required\" needs tools")
+			}
+			return c, "", nil
+		}
+		return "", "", badRequest("tool_choice", "tool_choice %q: use none, auto, required or {\"type\": \"function\", \"function\": {\"name\": …}}", c)
+	case *chat.Object:
+		name := stringField(field(c, "function"), "name")
+		if name == "" {
+			name = stringField(c, "name") // the Responses API's flat form
+		}
+		if name == "" {
+			return "", "", badRequest("tool_choice", "tool_choice must name a function: {\"type\": \"function\", \"function\": {\"name\": …}}")
+		}
+		return "function", name, checkToolName(tools, name, "tool_choice")
+	}
+	return "", "", badRequest("tool_choice", "tool_choice must be a string or an object, not %s", kindOf(v.Value))
+}
+
+// checkToolName checks that a forced tool is among the tools.
+func checkToolName(tools []any, name, param string) error {
+	for _, tool := range tools {
+		if stringField(field(tool, "function"), "name") == name {
+			return nil
+		}
+	}
+	return badRequest(param, "%s names the function %q, which is not among the request's tools", param, name)
+}
+
+// decodeResponseFormat reads response_format ({"type": "text" |
+// "json_object" | "json_schema", "json_schema": {"name", "schema",
+// "strict"}}).
+func decodeResponseFormat(v orderedJSON, param string) (*constraintSpec, error) {
+	if !v.Set || v.Value == nil {
+		return nil, nil
+	}
+	if _, ok := v.Value.(*chat.Object); !ok {
+		return nil, badRequest(param, "%s must be an object such as {\"type\": \"json_object\"}", param)
+	}
+	switch typ := stringField(v.Value, "type"); typ {
+	case "text":
+		return nil, nil
+	case "json_object":
+		return &constraintSpec{Kind: constraintJSONObject, Param: param}, nil
+	case "json_schema":
+		// Chat completions nest the schema in "json_schema"; the Responses
+		// API's text.format puts it beside "type".
+		spec := v.Value
+		if nested := field(spec, "json_schema"); nested != nil {
+			spec = nested
+		}
+		schema, ok := field(spec, "schema").(*chat.Object)
+		if !ok {
+			return nil, badRequest(param+".json_schema.schema", "%s json_schema needs a schema object", param)
+		}
+		strict, _ := field(spec, "strict").(bool)
+		return &constraintSpec{Kind: constraintJSONSchema, Schema: schema, Name: stringField(spec, "name"), Strict: strict, Param: param}, nil
+	default:
+		return nil, badRequest(param+".type", "%s.type %q: use text, json_object or json_schema", param, typ)
+	}
+}
+
+// thinkingFrom reads OpenAI-style thinking switches: reasoning_effort
+// "none" turns it off, another effort on; chat_template_kwargs'
+// enable_thinking (vLLM, SGLang) or a top-level enable_thinking wins.
+func thinkingFrom(effort *string, kwargs map[string]any, flag *bool) (*bool, error) {
+	var thinking *bool
+	if effort != nil {
+		on := *effort != "none"
+		thinking = &on
+	}
+	if flag != nil {
+		thinking = flag
+	}
+	if v, ok := kwargs["enable_thinking"]; ok {
+		on, isBool := v.(bool)
+		if !isBool {
+			return nil, badRequest("chat_template_kwargs.enable_thinking", "chat_template_kwargs.enable_thinking must be true or false")
+		}
+		thinking = &on
+	}
+	return thinking, nil
+}
+
+// kwargsOf reads chat_template_kwargs into template variables.
+func kwargsOf(v orderedJSON) (map[string]any, error) {
+	if !v.Set || v.Value == nil {
+		return nil, nil
+	}
+	obj, ok := v.Value.(*chat.Object)
+	if !ok {
+		return nil, badRequest("chat_template_kwargs", "chat_template_kwargs must be an object")
+	}
+	out := map[string]any{}
+	for _, k := range obj.Keys() {
+		out[k], _ = obj.Get(k)
+	}
+	return out, nil
+}
+
+// checkMessages normalises OpenAI messages for the template: "developer"
+// is the system role, text parts become one string, and anything but text
+// is refused.
+func checkMessages(messages []chat.Message) error {
+	if len(messages) == 0 {
+		return badRequest("messages", "messages is empty: send at least one message")
+	}
+	for i := range messages {
+		m := &messages[i]
+		param := fmt.Sprintf("messages[%d]", i)
+		switch m.Role {
+		case "developer":
+			m.Role = "system"
+		case "system", "user", "assistant", "tool":
+		case "":
+			return badRequest(param+".role", "%s has no role: use system, user, assistant or tool", param)
+		default:
+			return badRequest(param+".role", "%s.role %q: use system, developer, user, assistant or tool", param, m.Role)
+		}
+		text, err := textOf(m.Content, param+".content")
+		if err != nil {
+			return err
+		}
+		if m.Content != nil {
+			m.Content = text
+		}
+		for j, call := range m.ToolCalls {
+			if call.Function.Name == "" {
+				return badRequest(fmt.Sprintf("%s.tool_calls[%d].function.name", param, j), "%s.tool_calls[%d] names no function", param, j)
+			}
+			if s, ok := call.Function.Arguments.(string); ok {
+				args, err := chat.DecodeJSON([]byte(s))
+				if _, isObj := args.(*chat.Object); err != nil || !isObj {
+					return badRequest(fmt.Sprintf("%s.tool_calls[%d].function.arguments", param, j), "%s.tool_calls[%d].function.arguments must be a JSON object (as a string)", param, j)
+				}
+				m.ToolCalls[j].Function.Arguments = args
+			}
+		}
+	}
+	return nil
+}
+
+// maxTokensOf picks max_completion_tokens over max_tokens.
+func maxTokensOf(params ...*int) (int, error) {
+	names := []string{"max_completion_tokens", "max_tokens"}
+	for i, p := range params {
+		if p != nil {
+			if *p < 1 {
+				return 0, badRequest(names[i], "%s %d: must be at least 1", names[i], *p)
+			}
+			return *p, nil
+		}
+	}
+	return 0, nil
+}
+
+// checkModel accepts an empty model name or the loaded model's.
+func checkModel(requested, served string) error {
+	if requested == "" || strings.EqualFold(requested, served) {
+		return nil
+	}
+	return &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
+		Message: fmt.Sprintf("the model %q is not served here; this server runs %q (GET /v1/models)", requested, served)}
+}
+
+func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
+	var req chatCompletionRequest
+	if err := decodeBody(r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	turn, err := req.turn()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	e, name, err := s.current(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := checkModel(req.Model, name); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, err := s.prepare(e, turn)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.debugRequest(r, "chat.completions", p, req.Stream)
+	g, err := s.submit(r.Context(), e, p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := chatCompletionOutput{id: newID("chatcmpl-"), created: time.Now().Unix(), model: name}
+	if req.Stream {
+		s.streamChatCompletion(w, r, g, out, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		return
+	}
+	var events []chat.Event
+	res := g.run(func(ev []chat.Event, _ time.Time) error {
+		events = append(events, ev...)
+		return nil
+	})
+	if res.err != nil {
+		s.writeError(w, r, res.err)
+		return
+	}
+	if res.stats.FinishReason == engine.FinishCancelled {
+		s.writeError(w, r, cancelledError())
+		return
+	}
+	collected := chat.Collect(events)
+	message := map[string]any{"role": "assistant", "content": collected.Content}
+	if collected.Reasoning != "" {
+		message["reasoning_content"] = collected.Reasoning
+	}
+	if len(collected.ToolCalls) > 0 {
+		var calls []any
+		for _, c := range collected.ToolCalls {
+			calls = append(calls, map[string]any{"id": newID("call_"), "type": "function",
+				"function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
+		}
+		message["tool_calls"] = calls
+		if collected.Content == "" {
+			message["content"] = nil
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"id": out.id, "object": "chat.completion", "created": out.created, "model": out.model,
+		"choices": []any{map[string]any{"index": 0, "message": message, "logprobs": nil, "finish_reason": res.finish()}},
+		"usage":   usageOf(res.stats),
+	})
+}
+
+// turn checks the request and turns it into a chatTurn.
+func (req *chatCompletionRequest) turn() (*chatTurn, error) {
+	if req.N != nil && *req.N != 1 {
+		return nil, badRequest("n", "n %d: this server returns one choice per request; send n 1 or leave it out", *req.N)
+	}
+	if req.TopLogprobs != nil && (*req.TopLogprobs < 0 || *req.TopLogprobs > 20) {
+		return nil, badRequest("top_logprobs", "top_logprobs %d: must be between 0 and 20", *req.TopLogprobs)
+	}
+	if err := checkMessages(req.Messages); err != nil {
+		return nil, err
+	}
+	maxTokens, err := maxTokensOf(req.MaxCompletionTokens, req.MaxTokens)
+	if err != nil {
+		return nil, err
+	}
+	tools, err := decodeTools(req.Tools, "tools")
+	if err != nil {
+		return nil, err
+	}
+	choice, name, err := decodeToolChoice(req.ToolChoice, tools)
+	if err != nil {
+		return nil, err
+	}
+	kwargs, err := kwargsOf(req.ChatTemplateKwargs)
+	if err != nil {
+		return nil, err
+	}
+	thinking, err := thinkingFrom(req.ReasoningEffort, kwargs, req.EnableThinking)
+	if err != nil {
+		return nil, err
+	}
+	constraint, err := decodeResponseFormat(req.ResponseFormat, "response_format")
+	if err != nil {
+		return nil, err
+	}
+	return &chatTurn{
+		messages: req.Messages, tools: tools, toolChoice: choice, toolName: name,
+		thinking: thinking, extra: kwargs, sampling: req.samplingFields,
+		maxTokens: maxTokens, stop: req.Stop, constraint: constraint,
+	}, nil
+}
+
+// chatCompletionOutput is what every chunk of one answer repeats.
+type chatCompletionOutput struct {
+	id      string
+	created int64
+	model   string
+}
+
+func (o chatCompletionOutput) chunk(choices []any) map[string]any {
+	return map[string]any{"id": o.id, "object": "chat.completion.chunk", "created": o.created, "model": o.model, "choices": choices}
+}
+
+func choiceDelta(delta map[string]any, finish any) []any {
+	return []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}}
+}
+
+// streamChatCompletion streams the answer as chat.completion.chunk events:
+// the first delta carries the role, the last one the finish_reason, then
+// the usage chunk when asked for, then [DONE].
+func (s *Server) streamChatCompletion(w http.ResponseWriter, r *http.Request, g *generation, out chatCompletionOutput, includeUsage bool) {
+	sse := newSSE(w)
+	send := func(chunk map[string]any) {
+		if includeUsage {
+			chunk["usage"] = nil
+		}
+		sse.event("", chunk)
+	}
+	send(out.chunk(choiceDelta(map[string]any{"role": "assistant", "content": ""}, nil)))
+	callIDs := map[int]string{}
+	res := g.run(func(events []chat.Event, received time.Time) error {
+		for _, ev := range events {
+			switch ev.Kind {
+			case chat.ContentDelta:
+				send(out.chunk(choiceDelta(map[string]any{"content": ev.Text}, nil)))
+			case chat.ReasoningDelta:
+				send(out.chunk(choiceDelta(map[string]any{"reasoning_content": ev.Text}, nil)))
+			case chat.ToolCallStart:
+				callIDs[ev.Index] = newID("call_")
+				send(out.chunk(choiceDelta(map[string]any{"tool_calls": []any{map[string]any{
+					"index": ev.Index, "id": callIDs[ev.Index], "type": "function",
+					"function": map[string]any{"name": ev.Name, "arguments": ""}}}}, nil)))
+			case chat.ToolCallArguments:
+				send(out.chunk(choiceDelta(map[string]any{"tool_calls": []any{map[string]any{
+					"index": ev.Index, "function": map[string]any{"arguments": ev.Text}}}}, nil)))
+			}
+		}
+		return s.flushToken(sse, received)
+	})
+	if !s.endStream(r, sse, res, openAIErrors) {
+		return
+	}
+	send(out.chunk(choiceDelta(map[string]any{}, res.finish())))
+	if includeUsage {
+		chunk := out.chunk([]any{})
+		chunk["usage"] = usageOf(res.stats)
+		sse.event("", chunk)
+	}
+	sse.raw("", []byte("[DONE]"))
+	sse.flush()
+}
+
+// flushToken sends one step's events and records the server's overhead:
+// the time from the engine's event to the bytes leaving.
+func (s *Server) flushToken(sse *sseWriter, received time.Time) error {
+	if len(sse.buf) == 0 {
+		return nil
+	}
+	err := sse.flush()
+	if s.tokenWritten != nil && err == nil {
+		s.tokenWritten(time.Since(received))
+	}
+	return err
+}
+
+// endStream handles the ends of a stream that are not a normal finish:
+// a failure after streaming began is sent as an error event (the stream
+// then ends), and a generation cancelled by shutdown says so. It reports
+// whether the normal ending should follow.
+func (s *Server) endStream(r *http.Request, sse *sseWriter, res genResult, flavor errFlavor) bool {
+	var fail *apiError
+	switch {
+	case res.err != nil:
+		fail = &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: "generation failed: " + res.err.Error()}
+	case res.stats.FinishReason == engine.FinishCancelled:
+		fail = cancelledError()
+	default:
+		return true
+	}
+	body := errorBody(flavor, fail)
+	if flavor == anthropicErrors {
+		sse.event("error", body)
+	} else {
+		sse.event("", body)
+	}
+	sse.flush()
+	return false
+}
+
+// cancelledError says why a generation stopped before its end. A client
+// that left reads nothing, so whoever reads it saw the server shut down.
+func cancelledError() *apiError {
+	return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "cancelled",
+		Message: "the generation was cancelled: the server is shutting down; retry"}
+}
+
+// usageOf is OpenAI's usage object.
+func usageOf(st engine.Stats) map[string]any {
+	return map[string]any{
+		"prompt_tokens":         st.PromptTokens,
+		"completion_tokens":     st.GeneratedTokens,
+		"total_tokens":          st.PromptTokens + st.GeneratedTokens,
+		"prompt_tokens_details": map[string]any{"cached_tokens": st.CachedTokens},
+	}
+}
+
+// debugRequest logs a request's parameters (never its text) with
+// --log-requests.
+func (s *Server) debugRequest(r *http.Request, api string, p genParams, stream bool) {
+	if !s.cfg.LogRequests {
+		return
+	}
+	s.log.Debug().Str("api", api).Bool("stream", stream).Int("prompt_tokens", len(p.prompt.IDs)).
+		Int("max_tokens", p.maxTokens).Int("stops", len(p.stop)).Float32("temperature", p.sampling.Temperature).
+		Float32("top_p", p.sampling.TopP).Int("top_k", p.sampling.TopK).Bool("thinking", p.parserOpts.InReasoning).
+		Bool("constrained", p.constraint != nil).Msg("request")
+}
