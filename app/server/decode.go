@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/suzuran-app/suzuran/engine/chat"
@@ -38,7 +39,8 @@ func decodeJSON(data []byte, v any) error {
 		var syntaxErr *json.SyntaxError
 		switch {
 		case errors.As(err, &typeErr):
-			field := typeErr.Field
+			// Fields of embedded structs come with the struct's name.
+			field := strings.TrimPrefix(typeErr.Field, "samplingFields.")
 			if field == "" {
 				return badRequest("", "the request body must be a JSON object, not %s", typeErr.Value)
 			}
@@ -64,6 +66,8 @@ func fieldOf(msg string) string {
 // jsonTypeName names a Go type as JSON does.
 func jsonTypeName(goType string) string {
 	switch {
+	case strings.HasSuffix(goType, "stringOrList"):
+		return "a string or a list of strings"
 	case strings.HasPrefix(goType, "[]"):
 		return "an array"
 	case strings.Contains(goType, "int"):
@@ -89,7 +93,8 @@ func (s *stringOrList) UnmarshalJSON(data []byte) error {
 	}
 	var list []string
 	if err := json.Unmarshal(data, &list); err != nil {
-		return fmt.Errorf("must be a string or a list of strings")
+		// A type error gets the field's name from the decoder.
+		return &json.UnmarshalTypeError{Value: jsonValueKind(data), Type: reflect.TypeFor[stringOrList]()}
 	}
 	*s = list
 	return nil
@@ -172,4 +177,25 @@ func textOf(content any, param string) (string, error) {
 		return b.String(), nil
 	}
 	return "", badRequest(param, "%s must be a string or a list of text parts, not %s", param, kindOf(content))
+}
+
+// jsonValueKind names the kind of a raw JSON value for a type error.
+func jsonValueKind(data []byte) string {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return "nothing"
+	}
+	switch data[0] {
+	case '"':
+		return "string"
+	case '[':
+		return "array"
+	case '{':
+		return "object"
+	case 't', 'f':
+		return "bool"
+	case 'n':
+		return "null"
+	}
+	return "number"
 }

@@ -130,7 +130,7 @@ func (s *Server) submit(ctx context.Context, e *engine.Engine, p genParams) (*ge
 		// What is left are the engine's checks of the request.
 		return nil, badRequest("", "%v", err)
 	}
-	s.generations.Add(1)
+	s.running.Add(1)
 	return &generation{s: s, e: e, p: p, ctx: ctx, cancel: cancel, stream: stream, started: time.Now()}, nil
 }
 
@@ -162,7 +162,7 @@ func (r *genResult) finish() string {
 // completions get one ContentDelta per step). When emit fails (the client
 // left) the generation is cancelled; the engine stops within a token.
 func (g *generation) run(emit func(events []chat.Event, since time.Time) error) genResult {
-	defer g.s.generations.Done()
+	defer g.s.running.Add(-1)
 	defer g.cancel()
 	var parser *chat.Parser
 	if g.p.parse {

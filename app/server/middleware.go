@@ -30,6 +30,12 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/messages/count_tokens", s.handleCountTokens)
 	mux.HandleFunc("POST /v1/responses", s.handleResponses)
 	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		if knownRoutes[r.URL.Path] != "" {
+			w.Header().Set("Allow", knownRoutes[r.URL.Path])
+			s.writeError(w, r, &apiError{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error",
+				Message: fmt.Sprintf("%s takes %s, not %s", r.URL.Path, knownRoutes[r.URL.Path], r.Method)})
+			return
+		}
 		s.writeError(w, r, notFound("no route %s %s: this server answers /v1/chat/completions, /v1/completions, /v1/responses, /v1/messages and /v1/models", r.Method, r.URL.Path))
 	})
 	if s.cfg.UI != nil {
@@ -40,6 +46,13 @@ func (s *Server) routes() http.Handler {
 		})
 	}
 	return s.logged(s.checkHost(s.cors(s.limitBody(s.authorize(mux)))))
+}
+
+// knownRoutes are the API's fixed paths with their method, to tell a wrong
+// method (405) from an unknown route (404).
+var knownRoutes = map[string]string{
+	"/v1/models": "GET", "/v1/chat/completions": "POST", "/v1/completions": "POST", "/v1/embeddings": "POST",
+	"/v1/messages": "POST", "/v1/messages/count_tokens": "POST", "/v1/responses": "POST",
 }
 
 // isAPIPath reports whether a path belongs to the API rather than the UI.

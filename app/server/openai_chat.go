@@ -450,7 +450,10 @@ func (s *Server) streamChatCompletion(w http.ResponseWriter, r *http.Request, g 
 		}
 		sse.event("", chunk)
 	}
+	// The role goes out at once: the client knows its request was taken
+	// while the prompt is prefilled.
 	send(out.chunk(choiceDelta(map[string]any{"role": "assistant", "content": ""}, nil)))
+	sse.flush()
 	callIDs := map[int]string{}
 	res := g.run(func(events []chat.Event, received time.Time) error {
 		for _, ev := range events {

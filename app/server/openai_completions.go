@@ -129,6 +129,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	sse := newSSE(w)
+	sse.flush() // the headers: the request was taken
 	send := func(c map[string]any) {
 		if includeUsage {
 			c["usage"] = nil

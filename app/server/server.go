@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -83,8 +84,9 @@ type Server struct {
 	cancel  context.CancelFunc // cancels every request of the running server
 	serving chan struct{}      // closed when Serve returns
 
-	// generations counts running generations, for tests and the soak.
-	generations sync.WaitGroup
+	// running counts the generations submitted and not yet finished (tests
+	// and the soak read it).
+	running atomic.Int64
 	// tokenWritten, when set (benchmarks), is called after each streamed
 	// token's bytes were flushed, with the time since the engine's event.
 	tokenWritten func(time.Duration)
