@@ -16,6 +16,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/suzuran-app/suzuran/engine"
+	"github.com/suzuran-app/suzuran/engine/chat"
+	"github.com/suzuran-app/suzuran/engine/checkpoint"
+	"github.com/suzuran-app/suzuran/engine/cpu"
+	"github.com/suzuran-app/suzuran/engine/sample"
+	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
 
 // The tiny fixture: a random 4-layer Qwen3.6-shaped model with a 1,024-token
@@ -219,4 +224,44 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// endlessLoader loads the fixture with an end-of-sequence id the model
+// can never sample, so that an answer runs until max_tokens or the context
+// is full (tens of seconds): the tests of cancellation, queueing and
+// shutdown need generations that are still running when they act.
+func endlessLoader(t testing.TB, queue int) *Loader {
+	t.Helper()
+	l := NewLoader(fixtureDir, engine.LoadOptions{QueueSize: queue})
+	l.load = func(dir string, opts engine.LoadOptions) (*engine.Engine, error) {
+		m, err := checkpoint.Load(dir)
+		if err != nil {
+			return nil, err
+		}
+		tok, err := tokenizer.Load(dir)
+		if err != nil {
+			return nil, err
+		}
+		tmpl, err := chat.LoadTemplate(dir)
+		if err != nil {
+			return nil, err
+		}
+		backend, err := cpu.New(m.Weights, cpu.Options{Sampler: sample.New()})
+		if err != nil {
+			return nil, err
+		}
+		e, err := engine.New(engine.Options{Backend: backend, Weights: m.Weights, Tokenizer: tok, Template: tmpl,
+			EOS: []int{1 << 30}, QueueSize: opts.QueueSize})
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(func() { m.Close() })
+		return e, nil
+	}
+	l.Load()
+	if err := l.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l
 }
