@@ -368,7 +368,7 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 	if out.Reasoning != "" {
 		content = append(content, map[string]any{"type": "thinking", "thinking": out.Reasoning, "signature": ""})
 	}
-	if out.Content != "" || len(out.ToolCalls) == 0 {
+	if out.Content != "" || (len(out.ToolCalls) == 0 && out.Reasoning == "") {
 		content = append(content, map[string]any{"type": "text", "text": out.Content})
 	}
 	for _, c := range out.ToolCalls {
@@ -393,55 +393,73 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, g *genera
 	}})
 	sse.event("ping", map[string]any{"type": "ping"})
 	sse.flush()
-	index, open := -1, ""
-	closeBlock := func() {
-		if open != "" {
-			sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
-			open = ""
-		}
-	}
-	openBlock := func(kind string, block map[string]any) {
-		closeBlock()
-		index++
-		open = kind
-		sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": index, "content_block": block})
-	}
-	delta := func(d map[string]any) {
-		sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": index, "delta": d})
-	}
+	blocks := &blockWriter{sse: sse, index: -1}
 	res := g.run(func(events []chat.Event, received time.Time) error {
-		for _, ev := range events {
-			switch ev.Kind {
-			case chat.ReasoningDelta:
-				if open != "thinking" {
-					openBlock("thinking", map[string]any{"type": "thinking", "thinking": "", "signature": ""})
-				}
-				delta(map[string]any{"type": "thinking_delta", "thinking": ev.Text})
-			case chat.ContentDelta:
-				if open != "text" {
-					openBlock("text", map[string]any{"type": "text", "text": ""})
-				}
-				delta(map[string]any{"type": "text_delta", "text": ev.Text})
-			case chat.ToolCallStart:
-				openBlock("tool_use", map[string]any{"type": "tool_use", "id": newID("toolu_"), "name": ev.Name, "input": map[string]any{}})
-			case chat.ToolCallArguments:
-				delta(map[string]any{"type": "input_json_delta", "partial_json": ev.Text})
-			case chat.ToolCallEnd:
-				closeBlock()
-			}
-		}
+		blocks.feed(events)
 		return s.flushToken(sse, received)
 	})
 	if !s.endStream(r, sse, res, anthropicErrors) {
 		return
 	}
-	closeBlock()
+	blocks.closeBlock()
 	sse.event("message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": stopReason(&res), "stop_sequence": nullable(res.stopSequence)},
 		"usage": map[string]any{"output_tokens": res.stats.GeneratedTokens, "input_tokens": res.stats.PromptTokens - res.stats.CachedTokens,
 			"cache_read_input_tokens": res.stats.CachedTokens}})
 	sse.event("message_stop", map[string]any{"type": "message_stop"})
 	sse.flush()
+}
+
+// blockWriter streams parsed events as Anthropic content blocks: a block
+// opens when the kind of output changes (thinking, text, a tool call), and
+// only one is open at a time.
+type blockWriter struct {
+	sse   *sseWriter
+	index int
+	open  string
+}
+
+func (b *blockWriter) closeBlock() {
+	if b.open != "" {
+		b.sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": b.index})
+		b.open = ""
+	}
+}
+
+func (b *blockWriter) openBlock(kind string, block map[string]any) {
+	b.closeBlock()
+	b.index++
+	b.open = kind
+	b.sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": b.index, "content_block": block})
+}
+
+func (b *blockWriter) delta(d map[string]any) {
+	b.sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": b.index, "delta": d})
+}
+
+func (b *blockWriter) feed(events []chat.Event) {
+	for _, ev := range events {
+		switch ev.Kind {
+		case chat.ReasoningDelta:
+			if b.open != "thinking" {
+				b.openBlock("thinking", map[string]any{"type": "thinking", "thinking": "", "signature": ""})
+			}
+			b.delta(map[string]any{"type": "thinking_delta", "thinking": ev.Text})
+		case chat.ContentDelta:
+			if b.open != "text" {
+				b.openBlock("text", map[string]any{"type": "text", "text": ""})
+			}
+			b.delta(map[string]any{"type": "text_delta", "text": ev.Text})
+		case chat.ToolCallStart:
+			b.openBlock("tool_use", map[string]any{"type": "tool_use", "id": newID("toolu_"), "name": ev.Name, "input": map[string]any{}})
+		case chat.ToolCallArguments:
+			if b.open == "tool_use" {
+				b.delta(map[string]any{"type": "input_json_delta", "partial_json": ev.Text})
+			}
+		case chat.ToolCallEnd:
+			b.closeBlock()
+		}
+	}
 }
 
 // handleCountTokens answers POST /v1/messages/count_tokens: the prompt's

@@ -457,19 +457,8 @@ func (s *Server) streamChatCompletion(w http.ResponseWriter, r *http.Request, g 
 	callIDs := map[int]string{}
 	res := g.run(func(events []chat.Event, received time.Time) error {
 		for _, ev := range events {
-			switch ev.Kind {
-			case chat.ContentDelta:
-				send(out.chunk(choiceDelta(map[string]any{"content": ev.Text}, nil)))
-			case chat.ReasoningDelta:
-				send(out.chunk(choiceDelta(map[string]any{"reasoning_content": ev.Text}, nil)))
-			case chat.ToolCallStart:
-				callIDs[ev.Index] = newID("call_")
-				send(out.chunk(choiceDelta(map[string]any{"tool_calls": []any{map[string]any{
-					"index": ev.Index, "id": callIDs[ev.Index], "type": "function",
-					"function": map[string]any{"name": ev.Name, "arguments": ""}}}}, nil)))
-			case chat.ToolCallArguments:
-				send(out.chunk(choiceDelta(map[string]any{"tool_calls": []any{map[string]any{
-					"index": ev.Index, "function": map[string]any{"arguments": ev.Text}}}}, nil)))
+			if delta := chatDelta(ev, callIDs); delta != nil {
+				send(out.chunk(choiceDelta(delta, nil)))
 			}
 		}
 		return s.flushToken(sse, received)
@@ -485,6 +474,27 @@ func (s *Server) streamChatCompletion(w http.ResponseWriter, r *http.Request, g 
 	}
 	sse.raw("", []byte("[DONE]"))
 	sse.flush()
+}
+
+// chatDelta is the chunk delta of one parsed event: content, reasoning,
+// or a tool call (its start with the id, the type and the name, then its
+// arguments in pieces, each with the call's index); nil for none.
+func chatDelta(ev chat.Event, callIDs map[int]string) map[string]any {
+	switch ev.Kind {
+	case chat.ContentDelta:
+		return map[string]any{"content": ev.Text}
+	case chat.ReasoningDelta:
+		return map[string]any{"reasoning_content": ev.Text}
+	case chat.ToolCallStart:
+		callIDs[ev.Index] = newID("call_")
+		return map[string]any{"tool_calls": []any{map[string]any{
+			"index": ev.Index, "id": callIDs[ev.Index], "type": "function",
+			"function": map[string]any{"name": ev.Name, "arguments": ""}}}}
+	case chat.ToolCallArguments:
+		return map[string]any{"tool_calls": []any{map[string]any{
+			"index": ev.Index, "function": map[string]any{"arguments": ev.Text}}}}
+	}
+	return nil
 }
 
 // flushToken sends one step's events and records the server's overhead:

@@ -1,0 +1,230 @@
+package server
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/suzuran-app/suzuran/engine"
+	"github.com/suzuran-app/suzuran/engine/chat"
+)
+
+func TestMessages(t *testing.T) {
+	ts := startServer(t, loadModel(t, fixtureDir, engine.LoadOptions{}), nil)
+	res := post(t, ts.url+"/v1/messages", map[string]any{
+		"model": "claude-sonnet-4-5", "max_tokens": 6, "temperature": 0,
+		"system":   []any{map[string]any{"type": "text", "text": "Be brief."}},
+		"messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": "Hi"}}}},
+	})
+	if res.status != 200 {
+		t.Fatalf("%d %s", res.status, res.body)
+	}
+	v := res.json(t)
+	if v["type"] != "message" || v["role"] != "assistant" || !strings.HasPrefix(v["id"].(string), "msg_") || v["model"] != "mlx-4bit" {
+		t.Errorf("envelope: %s", res.body)
+	}
+	if v["stop_reason"] != "max_tokens" || path(v, "usage", "output_tokens") != 6.0 || path(v, "usage", "input_tokens") == 0.0 {
+		t.Errorf("stop_reason/usage: %s", res.body)
+	}
+	// Thinking on (the template's default) gives a thinking block first.
+	if path(v, "content", 0, "type") != "thinking" {
+		t.Errorf("content: %s", res.body)
+	}
+	off := post(t, ts.url+"/v1/messages", map[string]any{"max_tokens": 6, "temperature": 0, "thinking": map[string]any{"type": "disabled"},
+		"messages": userMessage("Hi")}).json(t)
+	for _, block := range off["content"].([]any) {
+		if path(block, "type") == "thinking" {
+			t.Errorf("a thinking block with thinking disabled: %v", off["content"])
+		}
+	}
+}
+
+func TestMessagesStream(t *testing.T) {
+	ts := startServer(t, loadModel(t, fixtureDir, engine.LoadOptions{}), nil)
+	body := map[string]any{"max_tokens": 10, "temperature": 0.8, "seed": 5, "messages": userMessage("Hi")}
+	whole := post(t, ts.url+"/v1/messages", body).json(t)
+	body["stream"] = true
+	res := post(t, ts.url+"/v1/messages", body)
+	events := readSSE(t, res.body)
+	var names []string
+	blocks := map[int]*strings.Builder{}
+	blockTypes := map[int]string{}
+	open := -1
+	var stopReason any
+	for _, ev := range events {
+		v := decodeEvent(t, ev)
+		if v["type"] != ev.name {
+			t.Fatalf("event %q carries type %v", ev.name, v["type"])
+		}
+		if ev.name != "content_block_delta" && ev.name != "ping" {
+			names = append(names, ev.name)
+		}
+		switch ev.name {
+		case "content_block_start":
+			if open != -1 {
+				t.Fatalf("block %v started while %d is open", v["index"], open)
+			}
+			open = int(v["index"].(float64))
+			blocks[open] = &strings.Builder{}
+			blockTypes[open] = path(v, "content_block", "type").(string)
+		case "content_block_delta":
+			if int(v["index"].(float64)) != open {
+				t.Fatalf("delta for block %v while %d is open", v["index"], open)
+			}
+			d := v["delta"].(map[string]any)
+			switch d["type"] {
+			case "text_delta":
+				blocks[open].WriteString(d["text"].(string))
+			case "thinking_delta":
+				blocks[open].WriteString(d["thinking"].(string))
+			default:
+				t.Fatalf("delta type %v", d["type"])
+			}
+		case "content_block_stop":
+			open = -1
+		case "message_delta":
+			stopReason = path(v, "delta", "stop_reason")
+			if path(v, "usage", "output_tokens") != 10.0 {
+				t.Errorf("message_delta usage: %v", v["usage"])
+			}
+		}
+	}
+	if names[0] != "message_start" || names[len(names)-1] != "message_stop" || names[len(names)-2] != "message_delta" {
+		t.Errorf("event sequence %v", names)
+	}
+	if stopReason != "max_tokens" {
+		t.Errorf("stop_reason %v", stopReason)
+	}
+	// The streamed blocks are the whole answer's, with the same seed.
+	for i, block := range whole["content"].([]any) {
+		b := block.(map[string]any)
+		text, _ := b["text"].(string)
+		if b["type"] == "thinking" {
+			text = b["thinking"].(string)
+		}
+		if blocks[i] == nil || blockTypes[i] != b["type"] || blocks[i].String() != text {
+			t.Errorf("block %d: streamed %q %q, whole %v %q", i, blockTypes[i], blocks[i], b["type"], text)
+		}
+	}
+}
+
+func TestMessagesStopSequence(t *testing.T) {
+	ts := startServer(t, loadModel(t, fixtureDir, engine.LoadOptions{}), nil)
+	body := map[string]any{"max_tokens": 20, "temperature": 0, "thinking": map[string]any{"type": "disabled"}, "messages": userMessage("x")}
+	whole := post(t, ts.url+"/v1/messages", body).json(t)
+	text := path(whole, "content", 0, "text").(string)
+	stop := asciiStop(t, text)
+	body["stop_sequences"] = []string{stop}
+	v := post(t, ts.url+"/v1/messages", body).json(t)
+	if v["stop_reason"] != "stop_sequence" || v["stop_sequence"] != stop || path(v, "content", 0, "text") != text[:strings.Index(text, stop)] {
+		t.Errorf("stop %q in %q: %v %v %q", stop, text, v["stop_reason"], v["stop_sequence"], path(v, "content", 0, "text"))
+	}
+}
+
+func TestCountTokens(t *testing.T) {
+	ts := startServer(t, loadModel(t, fixtureDir, engine.LoadOptions{}), nil)
+	body := map[string]any{"model": "claude-haiku-4-5", "messages": userMessage("Hi there"), "system": "Be brief."}
+	v := post(t, ts.url+"/v1/messages/count_tokens", body).json(t)
+	n, ok := v["input_tokens"].(float64)
+	if !ok || n < 5 {
+		t.Fatalf("count_tokens: %v", v)
+	}
+	body["max_tokens"] = 1
+	m := post(t, ts.url+"/v1/messages", body).json(t)
+	if got := path(m, "usage", "input_tokens").(float64) + path(m, "usage", "cache_read_input_tokens").(float64); got != n {
+		t.Errorf("count_tokens %v, the request's input %v", n, got)
+	}
+}
+
+func TestMessagesErrors(t *testing.T) {
+	ts := startServer(t, loadModel(t, fixtureDir, engine.LoadOptions{}), nil)
+	msgs := userMessage("x")
+	for _, tc := range []struct {
+		name   string
+		body   any
+		status int
+	}{
+		{"no max_tokens", map[string]any{"messages": msgs}, 400},
+		{"not JSON", "{", 400},
+		{"system role in messages", map[string]any{"max_tokens": 1, "messages": []any{map[string]any{"role": "system", "content": "x"}}}, 400},
+		{"image block", map[string]any{"max_tokens": 1, "messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "image", "source": map[string]any{}}}}}}, 400},
+		{"server tool", map[string]any{"max_tokens": 1, "messages": msgs, "tools": []any{map[string]any{"type": "web_search_20250305", "name": "web_search"}}}, 400},
+		{"tool without schema", map[string]any{"max_tokens": 1, "messages": msgs, "tools": []any{map[string]any{"name": "f"}}}, 400},
+		{"forced unknown tool", map[string]any{"max_tokens": 1, "messages": msgs, "tool_choice": map[string]any{"type": "tool", "name": "g"}}, 400},
+		{"bad thinking", map[string]any{"max_tokens": 1, "messages": msgs, "thinking": map[string]any{"type": "maybe"}}, 400},
+		{"other model", map[string]any{"model": "gpt-4o", "max_tokens": 1, "messages": msgs}, 404},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := post(t, ts.url+"/v1/messages", tc.body)
+			v := res.json(t)
+			if res.status != tc.status || v["type"] != "error" || path(v, "error", "type") == nil || path(v, "error", "message") == "" {
+				t.Errorf("%d %s", res.status, res.body)
+			}
+		})
+	}
+}
+
+func TestAnthropicConversation(t *testing.T) {
+	// A tool round trip as Claude Code sends it: tool_use in the assistant
+	// turn, tool_result in the next user turn.
+	req := messagesRequest{}
+	body := `{"max_tokens": 5, "system": "sys", "messages": [
+		{"role": "user", "content": "Weather in Paris?"},
+		{"role": "assistant", "content": [
+			{"type": "thinking", "thinking": "I should call it.", "signature": "x"},
+			{"type": "text", "text": "Checking."},
+			{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris", "days": 2}}]},
+		{"role": "user", "content": [
+			{"type": "tool_result", "tool_use_id": "toolu_1", "content": [{"type": "text", "text": "sunny"}]},
+			{"type": "text", "text": "Thanks"}]}],
+		"tools": [{"name": "get_weather", "description": "Weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}],
+		"tool_choice": {"type": "auto"}}`
+	if err := decodeJSON([]byte(body), &req); err != nil {
+		t.Fatal(err)
+	}
+	turn, err := req.turn(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, m := range turn.messages {
+		roles = append(roles, m.Role)
+	}
+	if strings.Join(roles, ",") != "system,user,assistant,tool,user" {
+		t.Fatalf("roles %v", roles)
+	}
+	a := turn.messages[2]
+	if a.Content != "Checking." || a.ReasoningContent == nil || *a.ReasoningContent != "I should call it." ||
+		len(a.ToolCalls) != 1 || a.ToolCalls[0].Function.Name != "get_weather" || a.ToolCalls[0].ID != "toolu_1" {
+		t.Errorf("assistant turn %+v", a)
+	}
+	args, _ := json.Marshal(a.ToolCalls[0].Function.Arguments)
+	if string(args) != `{"city":"Paris","days":2}` {
+		t.Errorf("arguments %s (key order must be kept)", args)
+	}
+	if turn.messages[3].Content != "sunny" || turn.messages[3].ToolCallID != "toolu_1" || turn.messages[4].Content != "Thanks" {
+		t.Errorf("tool result and text: %+v %+v", turn.messages[3], turn.messages[4])
+	}
+	fn := field(turn.tools[0], "function")
+	if stringField(fn, "name") != "get_weather" || field(fn, "parameters") == nil {
+		t.Errorf("tool %v", turn.tools[0])
+	}
+
+	// The fixture's template renders the whole round trip.
+	l := loadModel(t, fixtureDir, engine.LoadOptions{})
+	e, _, _ := l.Current(t.Context())
+	s, _ := New(Config{Models: l})
+	p, err := s.prepare(e, turn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"get_weather", "<tool_call>", "<function=get_weather>", "Paris", "<tool_response>", "sunny", "Thanks"} {
+		if !strings.Contains(p.prompt.Text, want) {
+			t.Errorf("the rendered prompt lacks %q:\n%s", want, p.prompt.Text)
+		}
+	}
+	if len(p.parserOpts.Tools) != 1 || !p.snapshotAnswer {
+		t.Errorf("tools are not handed to the parser: %+v", p.parserOpts)
+	}
+	var _ = chat.Message{}
+}
