@@ -42,7 +42,7 @@ FRONTEND_SOURCES := $(shell find frontend/src -type f 2>/dev/null) \
 	frontend/tsconfig.json frontend/package-lock.json
 
 .PHONY: all run build test bench lint deps deps-debian deps-frontend app clean \
-	vet go-test frontend-test smoke darwin-check
+	vet go-test frontend-test smoke darwin-check api-e2e
 
 all: build
 
@@ -67,7 +67,7 @@ frontend/dist/index.html: $(FRONTEND_SOURCES) frontend/node_modules/.package-loc
 
 ## test: everything CI checks, the quick stages first so that they fail
 ## fast; go-test, the engine's tests, takes longest.
-test: deps vet frontend-test smoke darwin-check go-test
+test: deps vet frontend-test api-e2e smoke darwin-check go-test
 	@echo "make test: all checks passed"
 
 vet:
@@ -83,6 +83,21 @@ go-test:
 
 frontend-test: frontend/node_modules/.package-lock.json
 	cd frontend && $(NPM) test
+
+## api-e2e: the official openai and @anthropic-ai/sdk npm clients (Node's
+## test runner) against `suzuran serve` on the tiny fixture model, started
+## by the tests (app/server/testdata/e2e). The serve binary needs no
+## frontend, so it is built without the desktop tags.
+API_E2E := app/server/testdata/e2e
+api-e2e: $(API_E2E)/node_modules/.package-lock.json
+	$(GO) build -o bin/suzuran-serve ./app
+	cd $(API_E2E) && SUZURAN_BIN=$(CURDIR)/bin/suzuran-serve \
+		SUZURAN_MODEL=$(CURDIR)/engine/internal/fixtures/testdata/qwen35moe-tiny/mlx-4bit $(NPM) test
+
+# Like the frontend's: npm ci runs again only when the lock changed.
+$(API_E2E)/node_modules/.package-lock.json: $(API_E2E)/package-lock.json $(API_E2E)/package.json
+	cd $(API_E2E) && $(NPM) ci --no-audit --no-fund
+	touch $@
 
 ## smoke: the built app under Xvfb with a private D-Bus session: its window
 ## shows something, its tray menu lists the items, and Quit ends it with 0.
@@ -170,5 +185,5 @@ app:
 
 clean:
 	rm -rf bin frontend/node_modules engine/tokenizer/testdata/node/node_modules \
-		app/hub/testdata/node/node_modules
+		app/hub/testdata/node/node_modules $(API_E2E)/node_modules
 	find frontend/dist -mindepth 1 ! -name .gitkeep -delete 2>/dev/null || true

@@ -186,10 +186,11 @@ func (s *Server) modelEntry(r *http.Request) map[string]any {
 
 // handleHealth reports the model's state: 200 when ready, 503 otherwise
 // (loading, with its progress; failed, with why; unloaded), so that a
-// health check waits for the model.
+// health check waits for the model. constrained_sampling says whether
+// response_format json_schema and forced tool calls are served.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	st := s.cfg.Models.Status()
-	body := map[string]any{"status": st.State, "model": st.Model}
+	body := map[string]any{"status": st.State, "model": st.Model, "constrained_sampling": constrain != nil}
 	switch st.State {
 	case StateLoading:
 		body["progress"] = st.Progress
