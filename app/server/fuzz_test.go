@@ -1,0 +1,108 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/suzuran-app/suzuran/engine"
+)
+
+var (
+	fuzzOnce   sync.Once
+	fuzzServer *Server
+	fuzzEngine *engine.Engine
+)
+
+// fuzzTarget loads the fixture once per fuzzing process.
+func fuzzTarget(t *testing.T) (*Server, *engine.Engine) {
+	fuzzOnce.Do(func() {
+		l := NewLoader(fixtureDir, engine.LoadOptions{})
+		l.Load()
+		if err := l.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		fuzzEngine, _, _ = l.Current(context.Background())
+		fuzzServer, _ = New(Config{Models: l})
+	})
+	return fuzzServer, fuzzEngine
+}
+
+// checkClientError fails unless err is nil or an error the client caused,
+// answered with a 4xx.
+func checkClientError(t *testing.T, api string, err error, body []byte) {
+	if err == nil {
+		return
+	}
+	var e *apiError
+	if !errors.As(err, &e) {
+		t.Fatalf("%s: %T %v is not an API error (it would be a 500) for %q", api, err, err, body)
+	}
+	if e.Status < 400 || e.Status >= 500 {
+		t.Fatalf("%s: status %d for %q: %v", api, e.Status, body, err)
+	}
+}
+
+// FuzzDecoders feeds arbitrary bodies through the request decoders of the
+// OpenAI (chat completions, completions, responses) and Anthropic
+// (messages) APIs, up to the rendered and tokenized prompt: no input may
+// panic, and every failure must be a 4xx. (Generation itself is not
+// fuzzed: past the prompt, the engine validates what it is given.)
+func FuzzDecoders(f *testing.F) {
+	for _, seed := range []string{
+		`{"model":"mlx-4bit","messages":[{"role":"user","content":"Hi"}],"max_tokens":5,"stream":true,"stream_options":{"include_usage":true}}`,
+		`{"messages":[{"role":"system","content":[{"type":"text","text":"s"}]},{"role":"user","content":"q"},{"role":"assistant","content":null,"tool_calls":[{"id":"1","type":"function","function":{"name":"f","arguments":"{\"a\":1}"}}]},{"role":"tool","tool_call_id":"1","content":"r"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"integer"}}}}}],"tool_choice":"auto"}`,
+		`{"messages":[{"role":"user","content":"x"}],"stop":["a","b"],"temperature":0.5,"top_p":0.9,"top_k":20,"min_p":0.1,"seed":-3,"n":1,"logprobs":true,"top_logprobs":3,"chat_template_kwargs":{"enable_thinking":false},"reasoning_effort":"none"}`,
+		`{"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema","json_schema":{"name":"p","schema":{"type":"object"},"strict":true}}}`,
+		`{"max_tokens":10,"system":[{"type":"text","text":"s"}],"messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"t"},{"type":"tool_use","id":"t1","name":"f","input":{"a":"b"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok","is_error":true},{"type":"text","text":"go"}]}],"tools":[{"name":"f","input_schema":{"type":"object"}}],"tool_choice":{"type":"auto"},"thinking":{"type":"enabled","budget_tokens":100},"stop_sequences":["x"]}`,
+		`{"input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"o"}],"instructions":"i","tools":[{"type":"function","name":"f","parameters":{"type":"object"}}],"text":{"format":{"type":"text"}}}`,
+		`{"prompt":[1,2,3],"max_tokens":2,"echo":false}`,
+		`{"prompt":"<|im_start|>user\nhi<|im_end|>"}`,
+		`{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}`,
+		`{"messages":"x","max_tokens":-1}`,
+		`[]`, `null`, `{"temperature":1e400}`, `{"messages":[{"role":"user","content":"\ud800"}]}`,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		s, e := fuzzTarget(t)
+
+		var chatReq chatCompletionRequest
+		err := decodeJSON(body, &chatReq)
+		if err == nil {
+			var turn *chatTurn
+			if turn, err = chatReq.turn(); err == nil {
+				_, err = s.prepare(e, turn)
+			}
+		}
+		checkClientError(t, "chat completions", err, body)
+
+		var msgReq messagesRequest
+		err = decodeJSON(body, &msgReq)
+		if err == nil {
+			var turn *chatTurn
+			if turn, err = msgReq.turn(false); err == nil {
+				_, err = s.prepare(e, turn)
+			}
+		}
+		checkClientError(t, "messages", err, body)
+
+		var respReq responsesRequest
+		err = decodeJSON(body, &respReq)
+		if err == nil {
+			var turn *chatTurn
+			if turn, err = respReq.turn(); err == nil {
+				_, err = s.prepare(e, turn)
+			}
+		}
+		checkClientError(t, "responses", err, body)
+
+		var compReq completionRequest
+		err = decodeJSON(body, &compReq)
+		if err == nil {
+			_, err = promptIDs(compReq.Prompt, e)
+		}
+		checkClientError(t, "completions", err, body)
+	})
+}
