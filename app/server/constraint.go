@@ -29,6 +29,9 @@ type constraintSpec struct {
 	Tools []any
 	// Param names the request field that asked, for errors.
 	Param string
+	// Thinking: the prompt ends inside an open <think> block, so the
+	// constrained text follows the model's reasoning.
+	Thinking bool
 }
 
 // constrain compiles spec for the engine's tokenizer and sets it on req;

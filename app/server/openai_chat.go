@@ -100,6 +100,11 @@ func (s *Server) prepare(e *engine.Engine, t *chatTurn) (genParams, error) {
 		}
 		p.constraint = &constraintSpec{Kind: constraintToolCall, Tools: tools, Param: "tool_choice"}
 	}
+	if p.constraint != nil {
+		spec := *p.constraint // the turn's spec may serve several prepares (count_tokens)
+		spec.Thinking = opensThinking
+		p.constraint = &spec
+	}
 	return p, nil
 }
 
