@@ -197,7 +197,10 @@ func TestForcedToolChoiceAsksForAConstraint(t *testing.T) {
 	ts := startServer(t, loadModel(t, fixtureDir, engine.LoadOptions{}), nil)
 	tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "f", "parameters": map[string]any{"type": "object"}}}}
 	for _, choice := range []any{"required", map[string]any{"type": "function", "function": map[string]any{"name": "f"}}} {
-		res := post(t, ts.url+"/v1/chat/completions", map[string]any{"messages": userMessage("x"), "tools": tools, "tool_choice": choice, "max_tokens": 64})
+		res := post(t, ts.url+"/v1/chat/completions", map[string]any{"messages": userMessage("x"), "tools": tools, "tool_choice": choice, "max_tokens": 64,
+			// Thinking on, the noise model would reason past max_tokens
+			// before the constrained call.
+			"chat_template_kwargs": map[string]any{"enable_thinking": false}})
 		if constrain == nil {
 			checkError(t, res, 400, "tool_choice")
 		} else if res.status != 200 || path(res.json(t), "choices", 0, "finish_reason") != "tool_calls" {

@@ -21,7 +21,8 @@ after(async () => {
 
 const hello = [{ role: 'user', content: 'Hello' }];
 const weather = [{ name: 'get_weather', description: 'Weather in a city',
-  input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
+  // An enum: the noise model would write a free string until max_tokens.
+  input_schema: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Berlin'] } }, required: ['city'] } }];
 
 test('a message with a system prompt', async () => {
   const m = await client.messages.create({ model: 'claude-sonnet-4-5', max_tokens: 8, system: 'Be brief.', messages: hello,
@@ -80,7 +81,7 @@ test('tool use, streamed, and the tool result back', async () => {
   let toolUse;
   if (constrained) {
     const stream = client.messages.stream({ max_tokens: 64, messages: [{ role: 'user', content: 'Weather in Paris?' }],
-      tools: weather, tool_choice: { type: 'any' }, temperature: 0 });
+      tools: weather, tool_choice: { type: 'any' }, temperature: 0, thinking: { type: 'disabled' } });
     let partial = '';
     stream.on('inputJson', (delta) => { partial += delta; });
     const final = await stream.finalMessage();
