@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/suzuran-app/suzuran/engine"
-	"github.com/suzuran-app/suzuran/engine/chat"
 )
 
 func TestMessages(t *testing.T) {
@@ -226,5 +225,4 @@ func TestAnthropicConversation(t *testing.T) {
 	if len(p.parserOpts.Tools) != 1 || !p.snapshotAnswer {
 		t.Errorf("tools are not handed to the parser: %+v", p.parserOpts)
 	}
-	var _ = chat.Message{}
 }

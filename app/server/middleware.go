@@ -65,7 +65,6 @@ func isAPIPath(path string) bool {
 type requestInfo struct {
 	promptTokens, cachedTokens, generatedTokens int
 	finish                                      string
-	firstByte                                   time.Duration
 }
 
 type requestInfoKey struct{}

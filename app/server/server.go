@@ -148,8 +148,10 @@ func (s *Server) Start() error {
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return base },
-		ErrorLog:          nil,
+		// Streams may run for minutes, so there is no write timeout; an idle
+		// kept-alive connection is closed after a while.
+		IdleTimeout: 2 * time.Minute,
+		BaseContext: func(net.Listener) context.Context { return base },
 	}
 	serving := make(chan struct{})
 	s.http, s.ln, s.cancel, s.serving = srv, ln, cancel, serving
