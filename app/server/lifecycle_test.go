@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -247,4 +248,32 @@ func TestLoadFailure(t *testing.T) {
 		t.Errorf("/health after a failed load: %d %s", h.status, h.body)
 	}
 	checkError(t, post(t, ts.url+"/v1/chat/completions", map[string]any{"messages": userMessage("x")}), 503, "")
+}
+
+func TestShutdownEndsEveryKindOfStreamWithAnError(t *testing.T) {
+	for _, tc := range []struct {
+		path, body, want string
+	}{
+		{"/v1/messages", `{"max_tokens":30000,"stream":true,"messages":[{"role":"user","content":"x"}]}`, "event: error\ndata: {\"error\":{\"message\":\"the generation was cancelled"},
+		{"/v1/responses", `{"max_output_tokens":30000,"stream":true,"input":"x"}`, "event: error\ndata: {\"code\":\"cancelled\""},
+		{"/v1/completions", `{"max_tokens":30000,"stream":true,"prompt":"x"}`, `data: {"error":{"code":"cancelled"`},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			ts := startServer(t, endlessLoader(t, 0), nil)
+			res, err := http.Post(ts.url+tc.path, "application/json", strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer res.Body.Close()
+			rd := bufio.NewReader(res.Body)
+			readEvents(t, rd, 3)
+			if err := ts.Shutdown(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			rest, _ := io.ReadAll(rd)
+			if !strings.Contains(string(rest), tc.want) {
+				t.Errorf("the stream's end lacks %q:\n%s", tc.want, rest[max(0, len(rest)-300):])
+			}
+		})
+	}
 }
