@@ -95,7 +95,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 	}
-	if e.Status == http.StatusUnauthorized && r.Header.Get("Accept") != "" && !isAPIPath(r.URL.Path) {
+	if e.Status == http.StatusUnauthorized && !isAPIPath(r.URL.Path) {
+		// The UI in a browser: the browser asks for the key as a password.
 		w.Header().Set("WWW-Authenticate", `Basic realm="Suzuran", charset="UTF-8"`)
 	}
 	writeJSON(w, e.Status, errorBody(flavorOf(r), e))
