@@ -235,3 +235,18 @@ func (r *recorder) Write(b []byte) (int, error) {
 	}
 	return r.body.Write(b)
 }
+
+func TestHandlerPanicIsA500AndTheServerGoesOn(t *testing.T) {
+	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { panic("boom") })
+	ts := startServer(t, loadModel(t, fixtureDir, engine.LoadOptions{}), func(c *Config) { c.UI = ui })
+	res := do(t, "GET", ts.url+"/page", nil, nil)
+	if res.status != 500 || path(res.json(t), "error", "type") != "server_error" {
+		t.Errorf("a panicking handler: %d %s", res.status, res.body)
+	}
+	if !strings.Contains(ts.logs.String(), "handler panic: boom") {
+		t.Errorf("the panic is not logged:\n%s", ts.logs.String())
+	}
+	if res := do(t, "GET", ts.url+"/health", nil, nil); res.status != 200 {
+		t.Errorf("after the panic: %d", res.status)
+	}
+}
