@@ -205,6 +205,81 @@ func TestForcedToolChoiceAsksForAConstraint(t *testing.T) {
 			checkError(t, res, 400, "tool_choice")
 		} else if res.status != 200 || path(res.json(t), "choices", 0, "finish_reason") != "tool_calls" {
 			t.Errorf("forced tool call: %d %s", res.status, res.body)
+		} else {
+			call := path(res.json(t), "choices", 0, "message", "tool_calls", 0)
+			var args map[string]any
+			if path(call, "function", "name") != "f" || json.Unmarshal([]byte(path(call, "function", "arguments").(string)), &args) != nil {
+				t.Errorf("forced call %v", call)
+			}
+		}
+	}
+}
+
+func TestResponseFormatAsksForAConstraint(t *testing.T) {
+	// json_object and json_schema (chat's response_format, the Responses
+	// API's text.format) go through constrained sampling: the output parses
+	// and has the schema's properties. A build without it answers a 400
+	// naming the field.
+	ts := startServer(t, loadModel(t, fixtureDir, engine.LoadOptions{}), nil)
+	schema := map[string]any{"type": "object", "properties": map[string]any{
+		"answer": map[string]any{"type": "string", "enum": []string{"yes", "no"}},
+		"score":  map[string]any{"type": "integer"}}, "required": []string{"answer", "score"}, "additionalProperties": false}
+	off := map[string]any{"enable_thinking": false}
+	for _, tc := range []struct {
+		name, path, param string
+		body              map[string]any
+		text              func(map[string]any) any
+	}{
+		{"chat json_object", "/v1/chat/completions", "response_format",
+			map[string]any{"messages": userMessage("JSON please"), "response_format": map[string]any{"type": "json_object"}, "max_tokens": 300, "chat_template_kwargs": off},
+			func(v map[string]any) any { return path(v, "choices", 0, "message", "content") }},
+		{"chat json_schema", "/v1/chat/completions", "response_format",
+			map[string]any{"messages": userMessage("JSON please"), "response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "r", "schema": schema, "strict": true}}, "max_tokens": 300, "chat_template_kwargs": off},
+			func(v map[string]any) any { return path(v, "choices", 0, "message", "content") }},
+		{"responses text.format", "/v1/responses", "text.format",
+			map[string]any{"input": "JSON please", "text": map[string]any{"format": map[string]any{"type": "json_schema", "name": "r", "schema": schema}}, "max_output_tokens": 300, "reasoning": map[string]any{"effort": "none"}},
+			func(v map[string]any) any { return v["output_text"] }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := post(t, ts.url+tc.path, tc.body)
+			if constrain == nil {
+				checkError(t, res, 400, tc.param)
+				return
+			}
+			if res.status != 200 {
+				t.Fatalf("%d %s", res.status, res.body)
+			}
+			text, _ := tc.text(res.json(t)).(string)
+			if tc.name == "chat json_object" {
+				// json_object leaves keys and strings free, which the noise
+				// model fills until max_tokens: only the start is checkable
+				// here (the grammar's own tests walk whole objects).
+				if !strings.HasPrefix(strings.TrimSpace(text), "{") {
+					t.Errorf("json_object output does not start an object: %q", text)
+				}
+				return
+			}
+			var out map[string]any
+			if err := json.Unmarshal([]byte(text), &out); err != nil {
+				t.Fatalf("the output is not a JSON object: %v: %q", err, text)
+			}
+			if a := out["answer"]; (a != "yes" && a != "no") || len(out) != 2 {
+				t.Errorf("the output does not follow the schema: %s", text)
+			}
+			if s, ok := out["score"].(float64); !ok || s != float64(int64(s)) {
+				t.Errorf("score is not an integer: %s", text)
+			}
+		})
+	}
+	// An unsupported keyword is a 400 naming it (only a build with
+	// constrained sampling reads the schema).
+	if constrain != nil {
+		bad := map[string]any{"type": "object", "properties": map[string]any{"s": map[string]any{"type": "string", "pattern": "^a+$"}}}
+		res := post(t, ts.url+"/v1/chat/completions", map[string]any{"messages": userMessage("x"),
+			"response_format": map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "b", "schema": bad}}})
+		checkError(t, res, 400, "response_format")
+		if !strings.Contains(string(res.body), "pattern") {
+			t.Errorf("the 400 does not name the keyword: %s", res.body)
 		}
 	}
 }
