@@ -86,6 +86,10 @@ func jsonTypeName(goType string) string {
 type stringOrList []string
 
 func (s *stringOrList) UnmarshalJSON(data []byte) error {
+	if string(bytes.TrimSpace(data)) == "null" {
+		*s = nil
+		return nil
+	}
 	var one string
 	if err := json.Unmarshal(data, &one); err == nil {
 		*s = []string{one}

@@ -292,6 +292,7 @@ func TestUnknownFieldsIgnored(t *testing.T) {
 		"messages": userMessage("Hi"), "max_tokens": 2, "user": "u-1", "metadata": map[string]any{"a": "b"},
 		"parallel_tool_calls": true, "service_tier": "auto", "store": false, "logit_bias": map[string]any{"5": 1},
 		"logprobs": true, "top_logprobs": 2, "prediction": nil, "some_future_field": []any{1, 2},
+		"stop": nil, "tools": nil, "tool_choice": nil, "response_format": nil, "n": nil, "temperature": nil, "stream_options": nil,
 		"frequency_penalty": 0.5, "presence_penalty": 0.1, "repetition_penalty": 1.1, "min_p": 0.05, "top_k": 10, "top_p": 0.9,
 	})
 	if res.status != 200 {
