@@ -394,6 +394,10 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, g *genera
 	sse.event("ping", map[string]any{"type": "ping"})
 	sse.flush()
 	blocks := &blockWriter{sse: sse, index: -1}
+	g.keepAlive = func() error {
+		sse.event("ping", map[string]any{"type": "ping"})
+		return sse.flush()
+	}
 	res := g.run(func(events []chat.Event, received time.Time) error {
 		blocks.feed(events)
 		return s.flushToken(sse, received)

@@ -97,6 +97,9 @@ type generation struct {
 	cancel  context.CancelFunc
 	stream  *engine.Stream
 	started time.Time
+	// keepAlive, set by streaming handlers, sends something the client's
+	// SSE parser ignores, while no token has come yet.
+	keepAlive func() error
 }
 
 // submit queues a generation on the engine. Its errors come before any
@@ -197,15 +200,39 @@ func (g *generation) run(emit func(events []chat.Event, since time.Time) error) 
 			}
 		}
 	}
-	for ev := range g.stream.Events {
-		received := time.Now()
-		if ev.Token >= 0 {
-			ids = append(ids, ev.Token)
-			handle(ev.Text, false, received)
-			continue
-		}
-		handle(ev.Text, true, received)
+	// While the request waits in the queue or its prompt is prefilled (a
+	// long prompt on the full model takes minutes), nothing would be sent:
+	// a keep-alive every keepAliveInterval tells the client, and any proxy
+	// between, that the answer is coming, and finds a client that left.
+	var tick <-chan time.Time
+	if g.keepAlive != nil {
+		ticker := time.NewTicker(g.s.keepAliveInterval)
+		defer ticker.Stop()
+		tick = ticker.C
 	}
+	for {
+		select {
+		case ev, ok := <-g.stream.Events:
+			if !ok {
+				goto done
+			}
+			received := time.Now()
+			if ev.Token >= 0 {
+				ids = append(ids, ev.Token)
+				handle(ev.Text, false, received)
+				continue
+			}
+			handle(ev.Text, true, received)
+		case <-tick:
+			if emitting && len(ids) == 0 {
+				if err := g.keepAlive(); err != nil {
+					emitting = false
+					g.cancel()
+				}
+			}
+		}
+	}
+done:
 	res.stats, res.err = g.stream.Result()
 	if !finished {
 		// The reader missed the final event (the context ended first):

@@ -277,3 +277,39 @@ func TestShutdownEndsEveryKindOfStreamWithAnError(t *testing.T) {
 		})
 	}
 }
+
+func TestKeepAliveWhileWaiting(t *testing.T) {
+	// A stream whose request waits behind another gets keep-alives (an SSE
+	// comment; a ping event for Anthropic's clients) until its first token.
+	ts := startServer(t, endlessLoader(t, 0), nil)
+	ts.keepAliveInterval = 20 * time.Millisecond
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	first, rd := openStream(t, ctx, ts.url, 30000)
+	defer first.Body.Close()
+	readEvents(t, rd, 2)
+	for _, tc := range []struct{ path, body, want string }{
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":2,"stream":true}`, ": keep-alive\n\n"},
+		{"/v1/messages", `{"max_tokens":2,"stream":true,"messages":[{"role":"user","content":"x"}]}`, "event: ping\ndata: {\"type\":\"ping\"}\n\nevent: ping"},
+	} {
+		req, _ := http.NewRequestWithContext(ctx, "POST", ts.url+tc.path, strings.NewReader(tc.body))
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got strings.Builder
+		buf := make([]byte, 256)
+		deadline := time.Now().Add(2 * time.Second)
+		for !strings.Contains(got.String(), tc.want) && time.Now().Before(deadline) {
+			n, err := res.Body.Read(buf)
+			got.Write(buf[:n])
+			if err != nil {
+				break
+			}
+		}
+		res.Body.Close()
+		if !strings.Contains(got.String(), tc.want) {
+			t.Errorf("%s: no keep-alive while queued:\n%s", tc.path, got.String())
+		}
+	}
+}

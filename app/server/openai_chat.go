@@ -460,6 +460,7 @@ func (s *Server) streamChatCompletion(w http.ResponseWriter, r *http.Request, g 
 	send(out.chunk(choiceDelta(map[string]any{"role": "assistant", "content": ""}, nil)))
 	sse.flush()
 	callIDs := map[int]string{}
+	g.keepAlive = func() error { return sse.comment("keep-alive") }
 	res := g.run(func(events []chat.Event, received time.Time) error {
 		for _, ev := range events {
 			if delta := chatDelta(ev, callIDs); delta != nil {

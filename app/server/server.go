@@ -29,6 +29,10 @@ const (
 	// finish before cancelling them: short enough that switching the API off
 	// and on again is immediate, long enough for a reply that is nearly done.
 	DefaultShutdownGrace = 500 * time.Millisecond
+	// DefaultKeepAlive is how often a stream still waiting for its first
+	// token (queued, or prefilling a long prompt) sends a keep-alive: well
+	// under the idle timeouts of proxies and clients (30–60 s is common).
+	DefaultKeepAlive = 10 * time.Second
 	// retryAfterSeconds is what a 429 and a 503 ask the client to wait.
 	retryAfterSeconds = 1
 )
@@ -87,6 +91,9 @@ type Server struct {
 	// running counts the generations submitted and not yet finished (tests
 	// and the soak read it).
 	running atomic.Int64
+	// keepAliveInterval is how often a stream that has no token yet sends
+	// a keep-alive (DefaultKeepAlive; tests shorten it).
+	keepAliveInterval time.Duration
 	// tokenWritten, when set (benchmarks), is called after each streamed
 	// token's bytes were flushed, with the time since the engine's event.
 	tokenWritten func(time.Duration)
@@ -114,7 +121,7 @@ func New(cfg Config) (*Server, error) {
 	if exposed && cfg.APIKey == "" {
 		return nil, fmt.Errorf("address %s is reachable from other machines, so it needs an API key: set one (--api-key), or bind 127.0.0.1", cfg.Addr)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, exposed: exposed}
+	s := &Server{cfg: cfg, log: cfg.Logger, exposed: exposed, keepAliveInterval: DefaultKeepAlive}
 	s.handler = s.routes()
 	return s, nil
 }

@@ -67,3 +67,13 @@ func (s *sseWriter) flush() error {
 	}
 	return s.rc.Flush()
 }
+
+// comment sends an SSE comment line, which every client's parser skips: a
+// keep-alive that no API's event sequence has to make room for.
+func (s *sseWriter) comment(text string) error {
+	s.begin()
+	s.buf = append(s.buf, ": "...)
+	s.buf = append(s.buf, text...)
+	s.buf = append(s.buf, "\n\n"...)
+	return s.flush()
+}
