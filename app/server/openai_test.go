@@ -312,6 +312,11 @@ func TestPromptTooLong(t *testing.T) {
 		t.Errorf("code %v", code)
 	}
 	checkError(t, post(t, ts.url+"/v1/completions", map[string]any{"prompt": long}), 400, "prompt")
+	checkError(t, post(t, ts.url+"/v1/responses", map[string]any{"input": long}), 400, "input")
+	anth := post(t, ts.url+"/v1/messages", map[string]any{"max_tokens": 4, "messages": userMessage(long)})
+	if anth.status != 400 || path(anth.json(t), "error", "type") != "invalid_request_error" {
+		t.Errorf("Anthropic prompt too long: %d %s", anth.status, anth.body)
+	}
 }
 
 func TestCompletionErrors(t *testing.T) {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -357,6 +358,10 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	s.debugRequest(r, "responses", p, req.Stream)
 	g, err := s.submit(r.Context(), e, p)
 	if err != nil {
+		if errors.Is(err, engine.ErrPromptTooLong) {
+			err = &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "input", Code: "context_length_exceeded",
+				Message: fmt.Sprintf("%v; shorten the input or start the server with a larger context (--ctx)", err)}
+		}
 		s.writeError(w, r, err)
 		return
 	}
