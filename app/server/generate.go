@@ -144,6 +144,8 @@ type genResult struct {
 	err error
 	// toolCalls counts the tool calls parsed from the output.
 	toolCalls int
+	// reasoningTokens counts the generated tokens of the reasoning.
+	reasoningTokens int
 	// stopSequence is the stop string that ended the output, if one did.
 	stopSequence string
 	text         string // the output as the client received it (unparsed)
@@ -175,6 +177,7 @@ func (g *generation) run(emit func(events []chat.Event, since time.Time) error) 
 	var raw strings.Builder
 	var ids []int
 	emitting, finished := true, false
+	inReasoning := parser != nil && g.p.parserOpts.InReasoning
 	handle := func(text string, final bool, received time.Time) {
 		finished = finished || final
 		raw.WriteString(text)
@@ -188,10 +191,22 @@ func (g *generation) run(emit func(events []chat.Event, since time.Time) error) 
 		case text != "":
 			events = []chat.Event{{Kind: chat.ContentDelta, Text: text}}
 		}
+		answering := false
 		for _, ev := range events {
-			if ev.Kind == chat.ToolCallStart {
+			switch ev.Kind {
+			case chat.ToolCallStart:
 				res.toolCalls++
+				answering = true
+			case chat.ContentDelta:
+				answering = true
 			}
+		}
+		// A token counts as reasoning until the first one that carries
+		// answer text (the parser may hold a token's text back a little,
+		// so the count can be a token or two high).
+		inReasoning = inReasoning && !answering
+		if inReasoning && !final {
+			res.reasoningTokens++
 		}
 		if emitting && (len(events) > 0 || final) {
 			if err := emit(events, received); err != nil {

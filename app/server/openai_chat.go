@@ -383,7 +383,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": out.id, "object": "chat.completion", "created": out.created, "model": out.model,
 		"choices": []any{map[string]any{"index": 0, "message": message, "logprobs": nil, "finish_reason": res.finish()}},
-		"usage":   usageOf(res.stats),
+		"usage":   usageOf(&res),
 	})
 }
 
@@ -475,7 +475,7 @@ func (s *Server) streamChatCompletion(w http.ResponseWriter, r *http.Request, g 
 	send(out.chunk(choiceDelta(map[string]any{}, res.finish())))
 	if includeUsage {
 		chunk := out.chunk([]any{})
-		chunk["usage"] = usageOf(res.stats)
+		chunk["usage"] = usageOf(&res)
 		sse.event("", chunk)
 	}
 	sse.raw("", []byte("[DONE]"))
@@ -548,12 +548,14 @@ func cancelledError() *apiError {
 }
 
 // usageOf is OpenAI's usage object.
-func usageOf(st engine.Stats) map[string]any {
+func usageOf(res *genResult) map[string]any {
+	st := res.stats
 	return map[string]any{
-		"prompt_tokens":         st.PromptTokens,
-		"completion_tokens":     st.GeneratedTokens,
-		"total_tokens":          st.PromptTokens + st.GeneratedTokens,
-		"prompt_tokens_details": map[string]any{"cached_tokens": st.CachedTokens},
+		"prompt_tokens":             st.PromptTokens,
+		"completion_tokens":         st.GeneratedTokens,
+		"total_tokens":              st.PromptTokens + st.GeneratedTokens,
+		"prompt_tokens_details":     map[string]any{"cached_tokens": st.CachedTokens},
+		"completion_tokens_details": map[string]any{"reasoning_tokens": res.reasoningTokens},
 	}
 }
 

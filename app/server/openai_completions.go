@@ -122,7 +122,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, cancelledError())
 		default:
 			body := chunk(res.text, res.finish())
-			body["usage"] = usageOf(res.stats)
+			body["usage"] = usageOf(&res)
 			writeJSON(w, http.StatusOK, body)
 		}
 		return
@@ -150,7 +150,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	if includeUsage {
 		c := chunk("", nil)
 		c["choices"] = []any{}
-		c["usage"] = usageOf(res.stats)
+		c["usage"] = usageOf(&res)
 		sse.event("", c)
 	}
 	sse.raw("", []byte("[DONE]"))

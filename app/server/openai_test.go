@@ -73,6 +73,9 @@ func TestThinkingSwitches(t *testing.T) {
 			if hasReasoning != tc.think {
 				t.Errorf("reasoning_content present %v, want %v: %v", hasReasoning, tc.think, v["choices"])
 			}
+			if n := path(v, "usage", "completion_tokens_details", "reasoning_tokens").(float64); (n > 0) != tc.think || n > 4 {
+				t.Errorf("reasoning_tokens %v of 4 with thinking %v", n, tc.think)
+			}
 		})
 	}
 }

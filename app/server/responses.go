@@ -324,7 +324,7 @@ func (b *responseBuilder) finish(res *genResult) map[string]any {
 		"input_tokens":          res.stats.PromptTokens,
 		"input_tokens_details":  map[string]any{"cached_tokens": res.stats.CachedTokens},
 		"output_tokens":         res.stats.GeneratedTokens,
-		"output_tokens_details": map[string]any{"reasoning_tokens": 0},
+		"output_tokens_details": map[string]any{"reasoning_tokens": res.reasoningTokens},
 		"total_tokens":          res.stats.PromptTokens + res.stats.GeneratedTokens,
 	}
 	return r
