@@ -36,6 +36,7 @@ func (d *rangeDevice) NewCommandBuffer() (device.CommandBuffer, error) {
 
 func (c *rangeCB) Barrier() { c.inner.Barrier() }
 func (c *rangeCB) Commit()  { c.inner.Commit() }
+func (c *rangeCB) Discard() { c.inner.Discard() }
 
 // Wait returns the first error of the command buffers this one ran as.
 func (c *rangeCB) Wait() error {

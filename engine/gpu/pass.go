@@ -541,7 +541,10 @@ func (p *pass) Submit() {
 	}
 	p.state = 1
 	if p.failed() {
-		// Nothing ran: the sequence keeps the ids it had.
+		// Nothing runs: the device gets back the recording (on Metal the
+		// command buffer, its autorelease pool and the locked OS thread),
+		// and the sequence keeps the ids it had.
+		p.enc.cb.Discard()
 		p.seq.ids = p.seq.ids[:min(len(p.seq.ids), p.pos0)]
 		return
 	}
@@ -555,6 +558,17 @@ func (p *pass) Submit() {
 		p.seq.lastSampled = -1 // known at this pass's Wait
 		p.seq.ring = (p.seq.ring + 1) % tokenSlots
 	}
+}
+
+// Abandon implements model.Abandoner: a pass still recording is failed,
+// its command buffer discarded and the pass retired as Wait would, so the
+// device and the sequence are ready for the next pass.
+func (p *pass) Abandon() {
+	if p.state != 0 {
+		return
+	}
+	p.enc.fail(errors.New("the pass was abandoned while recording; nothing of it ran"))
+	p.Wait()
 }
 
 // read copies n bytes of device memory to the host, counting it as a

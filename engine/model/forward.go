@@ -55,9 +55,35 @@ func Start(b Backend, w *Weights, seq Sequence, in Input) (Pass, error) {
 	if err != nil {
 		return nil, err
 	}
+	recorded := false
+	defer func() {
+		if !recorded {
+			Abandon(p) // Forward panicked: release the recording, then let the panic go on
+		}
+	}()
 	Forward(p, w, in)
+	recorded = true
 	p.Submit()
 	return p, nil
+}
+
+// Abandoner is a Pass that holds resources while it records: a GPU pass
+// holds a command buffer, and on Metal an autorelease pool on a locked OS
+// thread, until Submit. Abandon ends a pass that will never be submitted:
+// nothing of it runs, the sequence stays as it was before Begin, and the
+// resources are released, so the backend can begin the next pass. It does
+// nothing once the pass was submitted.
+type Abandoner interface {
+	Abandon()
+}
+
+// Abandon abandons p if it holds resources while recording. Code that
+// records a pass itself calls it from a deferred function, so that a panic
+// while recording does not leave the device recording (Start does).
+func Abandon(p Pass) {
+	if a, ok := p.(Abandoner); ok {
+		a.Abandon()
+	}
 }
 
 // Run is Start followed by Wait.

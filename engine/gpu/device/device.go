@@ -5,6 +5,8 @@
 // the same MSL compiled as C++ on CPU threads).
 package device
 
+import "fmt"
+
 // Device creates buffers and pipelines and records work into command buffers.
 type Device interface {
 	// Name says which device this is ("metal: Apple M4 Max", "emu: 2 threads").
@@ -20,7 +22,10 @@ type Device interface {
 	// Pipeline returns the compiled kernel with this host name, compiling
 	// and caching on first use.
 	Pipeline(name string) (Pipeline, error)
-	// NewCommandBuffer starts recording work.
+	// NewCommandBuffer starts recording work. A device records one command
+	// buffer at a time (on Metal the recording owns an autorelease pool on a
+	// locked OS thread): NewCommandBuffer fails until the one being recorded
+	// is committed or discarded, and so does Close.
 	NewCommandBuffer() (CommandBuffer, error)
 	// Close releases the device's resources.
 	Close() error
@@ -54,6 +59,23 @@ type Arg struct {
 	Threadgroup int    // threadgroup memory length in bytes ([[threadgroup(n)]])
 }
 
+// Limits of a compute dispatch on every Apple Silicon GPU (Apple's Metal
+// feature set tables, Apple7 and later), which both devices enforce so that
+// a dispatch the emulator accepts is one Metal accepts too.
+const (
+	// MaxArgIndex bounds [[buffer(n)]] and [[threadgroup(n)]]: the argument
+	// tables have 31 entries, 0 to 30.
+	MaxArgIndex = 30
+	// MaxSetBytes is the most constant data one setBytes call takes.
+	MaxSetBytes = 4096
+	// MaxThreadgroupMemory is the threadgroup memory one threadgroup may
+	// use, the kernel's own declarations included.
+	MaxThreadgroupMemory = 32 << 10
+	// ThreadgroupMemoryAlign is the granularity of threadgroup memory
+	// lengths: Metal rounds each [[threadgroup(n)]] length up to it.
+	ThreadgroupMemoryAlign = 16
+)
+
 // Size3 is a grid or threadgroup size.
 type Size3 struct{ X, Y, Z int }
 
@@ -68,6 +90,77 @@ type Dispatch struct {
 	ReadBytes, WriteBytes int64
 }
 
+// Validate checks the dispatch's arguments against the limits above before
+// anything is encoded: every argument sets exactly one of Buffer, Bytes and
+// Threadgroup, its index is 0 to MaxArgIndex, a buffer offset lies inside
+// the buffer, constant data is 1 to MaxSetBytes bytes, and the threadgroup
+// memory — staticThreadgroup bytes the kernel declares itself plus every
+// [[threadgroup(n)]] length rounded up to ThreadgroupMemoryAlign, the last
+// length given for an index counting — is at most limit
+// (MaxThreadgroupMemory when 0). The error names the kernel and the
+// argument.
+func (d Dispatch) Validate(staticThreadgroup, limit int) error {
+	name := "<nil pipeline>"
+	if d.Pipeline != nil {
+		name = d.Pipeline.Name()
+	}
+	if limit <= 0 {
+		limit = MaxThreadgroupMemory
+	}
+	threadgroup := map[int]int{}
+	for _, a := range d.Args {
+		set := 0
+		if a.Buffer != nil {
+			set++
+		}
+		if a.Bytes != nil {
+			set++
+		}
+		if a.Threadgroup != 0 {
+			set++
+		}
+		if set != 1 {
+			return fmt.Errorf("kernel %s: argument %d must set exactly one of Buffer, Bytes and Threadgroup (it sets %d)", name, a.Index, set)
+		}
+		kind := "buffer"
+		if a.Threadgroup != 0 {
+			kind = "threadgroup"
+		}
+		if a.Index < 0 || a.Index > MaxArgIndex {
+			return fmt.Errorf("kernel %s: [[%s(%d)]]: the index must be 0 to %d, the size of Metal's argument table; pack the arguments into fewer", name, kind, a.Index, MaxArgIndex)
+		}
+		switch {
+		case a.Buffer != nil:
+			if n := a.Buffer.Len(); a.Offset < 0 || a.Offset >= n {
+				return fmt.Errorf("kernel %s: [[buffer(%d)]]: offset %d outside the %d-byte buffer", name, a.Index, a.Offset, n)
+			}
+		case a.Bytes != nil:
+			if len(a.Bytes) == 0 || len(a.Bytes) > MaxSetBytes {
+				return fmt.Errorf("kernel %s: [[buffer(%d)]]: %d bytes of constant data; setBytes takes 1 to %d, put more in a buffer", name, a.Index, len(a.Bytes), MaxSetBytes)
+			}
+		default:
+			if a.Threadgroup < 0 {
+				return fmt.Errorf("kernel %s: [[threadgroup(%d)]]: negative length %d", name, a.Index, a.Threadgroup)
+			}
+			threadgroup[a.Index] = RoundThreadgroup(a.Threadgroup)
+		}
+	}
+	total := staticThreadgroup
+	for _, n := range threadgroup {
+		total += n
+	}
+	if total > limit {
+		return fmt.Errorf("kernel %s: %d bytes of threadgroup memory (%d declared in the kernel, %d bound), over the GPU's %d; use smaller tiles", name, total, staticThreadgroup, total-staticThreadgroup, limit)
+	}
+	return nil
+}
+
+// RoundThreadgroup rounds a threadgroup memory length up to
+// ThreadgroupMemoryAlign, as setThreadgroupMemoryLength needs.
+func RoundThreadgroup(n int) int {
+	return (n + ThreadgroupMemoryAlign - 1) / ThreadgroupMemoryAlign * ThreadgroupMemoryAlign
+}
+
 // CommandBuffer records dispatches; nothing runs before Commit.
 type CommandBuffer interface {
 	// Dispatch records one kernel launch. Dispatches recorded after a
@@ -75,9 +168,19 @@ type CommandBuffer interface {
 	Dispatch(d Dispatch)
 	// Barrier orders the dispatches before it before the ones after it.
 	Barrier()
-	// Commit submits the recorded work; it returns at once.
+	// Commit submits the recorded work; it returns at once. A dispatch
+	// that broke the device's rules (see Dispatch.Validate) was not
+	// recorded; then nothing is submitted and Wait returns why.
 	Commit()
+	// Discard ends recording without running anything, releasing what the
+	// recording held, so that the next NewCommandBuffer can start. Call it
+	// instead of Commit when recording fails — also from a deferred
+	// function, so that a panic while recording does not leave the device
+	// recording. It must be called from the goroutine that recorded; after
+	// Commit it does nothing. Wait then returns an error.
+	Discard()
 	// Wait blocks until the committed work has finished and returns its
-	// error (a command-buffer error on Metal, a kernel fault in emu).
+	// error (a recording error, a command-buffer error on Metal, a kernel
+	// fault in emu).
 	Wait() error
 }

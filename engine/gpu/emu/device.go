@@ -10,7 +10,10 @@
 // run, in commit order, on one queue goroutine per device, like a Metal
 // command queue; a dispatch runs to completion before the next starts, so
 // every Barrier is already honoured (they are recorded, and counted, but
-// need no work). A kernel fault — a deadlocked barrier, threadgroup memory
+// need no work). Like the Metal device, it records one command buffer at a
+// time and checks each dispatch against Metal's argument limits
+// (device.Dispatch.Validate) as it is recorded, so that Linux CI catches a
+// command buffer left recording or an argument Metal would refuse. A kernel fault — a deadlocked barrier, threadgroup memory
 // over 32 KiB, a bad argument binding — stops its command buffer and comes
 // back from Wait.
 package emu
@@ -55,6 +58,7 @@ type Device struct {
 	mu        sync.Mutex
 	pipelines map[string]*pipeline
 	queue     chan *commandBuffer
+	recording bool // a command buffer is between NewCommandBuffer and Commit or Discard
 	closed    bool
 	done      chan struct{}
 }
@@ -132,23 +136,33 @@ func (d *Device) Pipeline(name string) (device.Pipeline, error) {
 	return p, nil
 }
 
-// NewCommandBuffer starts recording.
+// NewCommandBuffer starts recording. As on Metal, only one command buffer
+// is recorded at a time.
 func (d *Device) NewCommandBuffer() (device.CommandBuffer, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return nil, errors.New("emu: device is closed")
 	}
+	if d.recording {
+		return nil, errors.New("emu: NewCommandBuffer while another command buffer is being recorded; Commit or Discard it first")
+	}
+	d.recording = true
 	return &commandBuffer{dev: d, done: make(chan struct{})}, nil
 }
 
 // Close stops the queue after the committed work has run. Buffers stay
-// valid until released.
+// valid until released. It fails while a command buffer is being recorded,
+// as Metal's does.
 func (d *Device) Close() error {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
 		return nil
+	}
+	if d.recording {
+		d.mu.Unlock()
+		return errors.New("emu: Close while a command buffer is being recorded; Commit or Discard it first")
 	}
 	d.closed = true
 	close(d.queue)
@@ -204,17 +218,39 @@ type commandBuffer struct {
 	dev        *Device
 	dispatches []device.Dispatch
 	barriers   int
-	committed  bool
+	committed  bool // Commit or Discard was called
+	recordErr  error
 	done       chan struct{}
 	err        error
 }
 
 // Dispatch records a launch. Constant data (Arg.Bytes) is copied now, as
-// Metal's setBytes does, so the caller may reuse its slice.
+// Metal's setBytes does, so the caller may reuse its slice. A dispatch that
+// breaks Metal's limits is not recorded: the command buffer then runs
+// nothing and Wait returns the reason, as on Metal.
 func (c *commandBuffer) Dispatch(d device.Dispatch) {
 	if c.committed {
 		// Metal asserts on this too; the queue may already be running it.
-		panic("emu: Dispatch on a command buffer that was already committed")
+		panic("emu: Dispatch on a command buffer that was already committed or discarded")
+	}
+	if c.recordErr != nil {
+		return
+	}
+	if _, ok := d.Pipeline.(*pipeline); !ok {
+		c.recordErr = fmt.Errorf("emu: pipeline %T is not from the emu device", d.Pipeline)
+		return
+	}
+	for _, a := range d.Args {
+		if b, ok := a.Buffer.(*buffer); ok && b.released {
+			c.recordErr = fmt.Errorf("emu: kernel %s: [[buffer(%d)]]: the buffer was released", d.Pipeline.Name(), a.Index)
+			return
+		}
+	}
+	// The kernel's own threadgroup declarations are checked when it runs
+	// (kemu faults over 32 KiB); here the bound arguments are.
+	if err := d.Validate(0, 0); err != nil {
+		c.recordErr = fmt.Errorf("emu: %w", err)
+		return
 	}
 	args := make([]device.Arg, len(d.Args))
 	copy(args, d.Args)
@@ -231,7 +267,7 @@ func (c *commandBuffer) Dispatch(d device.Dispatch) {
 func (c *commandBuffer) Barrier() { c.barriers++ }
 
 // Commit queues the command buffer; it runs after every command buffer
-// committed before it.
+// committed before it. After a recording error nothing is queued.
 func (c *commandBuffer) Commit() {
 	c.dev.mu.Lock()
 	defer c.dev.mu.Unlock()
@@ -239,15 +275,38 @@ func (c *commandBuffer) Commit() {
 		return
 	}
 	c.committed = true
-	if c.dev.closed {
+	c.dev.recording = false
+	switch {
+	case c.recordErr != nil:
+		c.err = c.recordErr
+		close(c.done)
+	case c.dev.closed:
 		c.err = errors.New("emu: Commit on a closed device")
 		close(c.done)
-		return
+	default:
+		c.dev.queue <- c
 	}
-	c.dev.queue <- c
 }
 
-// Wait returns the first fault of the command buffer's dispatches.
+// Discard ends recording without queuing anything.
+func (c *commandBuffer) Discard() {
+	c.dev.mu.Lock()
+	defer c.dev.mu.Unlock()
+	if c.committed {
+		return
+	}
+	c.committed = true
+	c.dev.recording = false
+	c.dispatches = nil
+	c.err = c.recordErr
+	if c.err == nil {
+		c.err = errors.New("emu: the command buffer was discarded, nothing ran")
+	}
+	close(c.done)
+}
+
+// Wait returns the recording error or the first fault of the command
+// buffer's dispatches.
 func (c *commandBuffer) Wait() error {
 	if !c.committed {
 		return errors.New("emu: Wait before Commit")

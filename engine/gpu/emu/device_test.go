@@ -273,6 +273,7 @@ func TestFaultsComeBackFromWait(t *testing.T) {
 	if err := cb.Wait(); err == nil || !strings.Contains(err.Error(), "before Commit") {
 		t.Errorf("Wait before Commit: %v", err)
 	}
+	cb.Discard()
 	if _, err := d.Pipeline("no_such_kernel"); err == nil {
 		t.Error("unknown pipeline: no error")
 	}
@@ -334,5 +335,137 @@ func TestEmbeddedKernels(t *testing.T) {
 		if p.Name() != n || p.ThreadExecutionWidth() != 32 {
 			t.Errorf("pipeline %s: name %q, width %d", n, p.Name(), p.ThreadExecutionWidth())
 		}
+	}
+}
+
+// TestOneRecordingAtATime checks the rule the Metal device imposes (one
+// command buffer recorded at a time, its autorelease pool on a locked
+// thread): a second NewCommandBuffer and Close fail while one records, and
+// Commit or Discard — also after a recording error, and when the recording
+// panics — lets the next one start.
+func TestOneRecordingAtATime(t *testing.T) {
+	d, err := New(Options{Sources: map[string]string{"device_test.metal": testMSL}, Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	y := newBuf(t, d, 4*32)
+	one := device.Size3{X: 1, Y: 1, Z: 1}
+	ok := device.Dispatch{Pipeline: pipe(t, d, "affine_f32"), Threadgroups: one, Threads: one,
+		Args: []device.Arg{{Index: 0, Bytes: affineParams(2, 1, 1)}, {Index: 1, Buffer: y}, {Index: 2, Buffer: y}}}
+	tooBig := ok
+	tooBig.Args = []device.Arg{{Index: 0, Bytes: make([]byte, device.MaxSetBytes+1)}, {Index: 1, Buffer: y}, {Index: 2, Buffer: y}}
+
+	cases := []struct {
+		name    string
+		end     func(cb device.CommandBuffer)
+		record  []device.Dispatch
+		wantErr string // from Wait; "" for none
+	}{
+		{"commit", func(cb device.CommandBuffer) { cb.Commit() }, []device.Dispatch{ok}, ""},
+		{"discard", func(cb device.CommandBuffer) { cb.Discard() }, []device.Dispatch{ok}, "discarded"},
+		{"commit after a refused dispatch", func(cb device.CommandBuffer) { cb.Commit() }, []device.Dispatch{tooBig, ok}, "setBytes takes 1 to 4096"},
+		{"discard after a refused dispatch", func(cb device.CommandBuffer) { cb.Discard() }, []device.Dispatch{tooBig}, "setBytes takes 1 to 4096"},
+		{"panic while recording", func(cb device.CommandBuffer) {
+			defer func() { recover() }()
+			defer cb.Discard() // what a recorder's deferred cleanup does
+			panic("a bug in the recorder")
+		}, []device.Dispatch{ok}, "discarded"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			putFloats(y.Bytes(), []float32{5})
+			cb, err := d.NewCommandBuffer()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.NewCommandBuffer(); err == nil || !strings.Contains(err.Error(), "another command buffer is being recorded") {
+				t.Errorf("second NewCommandBuffer while recording: %v, want a refusal", err)
+			}
+			if err := d.Close(); err == nil || !strings.Contains(err.Error(), "Close while a command buffer is being recorded") {
+				t.Errorf("Close while recording: %v, want a refusal", err)
+			}
+			for _, ds := range c.record {
+				cb.Dispatch(ds)
+			}
+			c.end(cb)
+			err = cb.Wait()
+			if c.wantErr == "" && err != nil || c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)) {
+				t.Errorf("Wait: %v, want %q", err, c.wantErr)
+			}
+			// Nothing ran unless the command buffer was committed whole.
+			want := float32(5)
+			if c.wantErr == "" {
+				want = 11
+			}
+			if got := floats(y.Bytes())[0]; got != want {
+				t.Errorf("y[0] = %v after the command buffer, want %v", got, want)
+			}
+			next, err := d.NewCommandBuffer()
+			if err != nil {
+				t.Fatalf("NewCommandBuffer after the recording ended: %v", err)
+			}
+			next.Discard()
+			next.Discard() // idempotent
+		})
+	}
+}
+
+// TestDispatchLimits checks that dispatches Metal would refuse are refused
+// on the emulator too, with errors that name the kernel, the argument and
+// the limit.
+func TestDispatchLimits(t *testing.T) {
+	d := testDevice(t)
+	y := newBuf(t, d, 4*32)
+	one := device.Size3{X: 1, Y: 1, Z: 1}
+	base := []device.Arg{{Index: 0, Bytes: affineParams(1, 0, 1)}, {Index: 1, Buffer: y}}
+	cases := []struct {
+		name string
+		arg  device.Arg
+		want string
+	}{
+		{"buffer index 31", device.Arg{Index: 31, Buffer: y}, "[[buffer(31)]]: the index must be 0 to 30"},
+		{"constant data index 40", device.Arg{Index: 40, Bytes: []byte{1, 2, 3, 4}}, "[[buffer(40)]]: the index must be 0 to 30"},
+		{"threadgroup index 31", device.Arg{Index: 31, Threadgroup: 64}, "[[threadgroup(31)]]: the index must be 0 to 30"},
+		{"negative index", device.Arg{Index: -1, Buffer: y}, "the index must be 0 to 30"},
+		{"threadgroup memory over 32 KiB", device.Arg{Index: 0, Threadgroup: 32<<10 + 1}, "32784 bytes of threadgroup memory (0 declared in the kernel, 32784 bound), over the GPU's 32768"},
+		{"constant data over 4 KiB", device.Arg{Index: 2, Bytes: make([]byte, 4097)}, "4097 bytes of constant data; setBytes takes 1 to 4096"},
+		{"empty constant data", device.Arg{Index: 2, Bytes: []byte{}}, "0 bytes of constant data"},
+		{"offset at the end", device.Arg{Index: 2, Buffer: y, Offset: 128}, "offset 128 outside the 128-byte buffer"},
+		{"two kinds at once", device.Arg{Index: 2, Buffer: y, Bytes: []byte{1}}, "argument 2 must set exactly one of Buffer, Bytes and Threadgroup"},
+		{"no kind", device.Arg{Index: 2}, "argument 2 must set exactly one of Buffer, Bytes and Threadgroup (it sets 0)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cb, err := d.NewCommandBuffer()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cb.Dispatch(device.Dispatch{Pipeline: pipe(t, d, "affine_f32"), Threadgroups: one, Threads: one,
+				Args: append(append([]device.Arg(nil), base...), c.arg)})
+			cb.Commit()
+			err = cb.Wait()
+			if err == nil || !strings.Contains(err.Error(), "kernel affine_f32: ") || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Wait: %v, want an error naming affine_f32 and saying %q", err, c.want)
+			}
+		})
+	}
+	// The last length given for an index counts, and lengths round up to
+	// 16 bytes: two 16 KiB arguments fit exactly; 1 byte more does not.
+	fits := device.Dispatch{Pipeline: pipe(t, d, "affine_f32"), Args: []device.Arg{
+		{Index: 0, Threadgroup: 1 << 10}, {Index: 0, Threadgroup: 16 << 10}, {Index: 1, Threadgroup: 16 << 10}}}
+	if err := fits.Validate(0, 0); err != nil {
+		t.Errorf("32 KiB of threadgroup memory in two arguments: %v", err)
+	}
+	if err := fits.Validate(16, 0); err == nil || !strings.Contains(err.Error(), "(16 declared in the kernel, 32768 bound)") {
+		t.Errorf("32 KiB bound plus 16 declared: %v, want a refusal counting both", err)
+	}
+	fits.Args[2].Threadgroup = 16<<10 - 15
+	if err := fits.Validate(0, 0); err != nil {
+		t.Errorf("a length rounded up to 16 KiB: %v", err)
+	}
+	fits.Args[2].Threadgroup = 16<<10 + 1
+	if err := fits.Validate(0, 0); err == nil {
+		t.Error("16 KiB + 1 byte (rounded to 16 KiB + 16) beside 16 KiB: accepted")
 	}
 }
