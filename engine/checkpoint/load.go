@@ -62,6 +62,9 @@ func Load(dir string) (*Model, error) {
 		set.Close()
 		return nil, err
 	}
+	for _, f := range set.Files {
+		w.Mappings = append(w.Mappings, f.Mapping())
+	}
 	return &Model{Dir: dir, Layout: layout, Weights: w, Generation: gen, Bytes: set.Size(), set: set}, nil
 }
 

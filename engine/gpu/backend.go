@@ -212,7 +212,7 @@ func (b *Backend) bindWeights() error {
 			spans = append(spans, stackSpans(es)...)
 		}
 	}
-	wm, err := wrapWeights(b.dev, spans)
+	wm, err := wrapWeights(b.dev, spans, b.w.Mappings)
 	if err != nil {
 		return err
 	}

@@ -96,26 +96,54 @@ type weightMap struct {
 	regions []wrapped
 }
 
-// wrapWeights wraps the memory behind every span. Spans that overlap or
-// touch (after rounding to pages) are merged, since they lie in one mapping;
-// a merged range longer than the device's maximum buffer is cut between
+// wrapWeights wraps the memory behind every span. Spans of one mapped file
+// (one of mappings) that overlap or touch after rounding to pages are
+// merged into one buffer; spans of different files never are, even when
+// the files are mapped next to each other, because
+// newBufferWithBytesNoCopy needs memory inside one VM region, which a
+// mapping is and two adjacent mappings are not. A span outside every
+// mapping (weights in Go's heap, made by a test) gets a buffer of its own.
+// A merged range longer than the device's maximum buffer is cut between
 // spans, never through one, so every tensor (and every expert stack, which
 // the caller passes as one span) lands whole in one buffer.
-func wrapWeights(dev device.Device, spans []span) (*weightMap, error) {
-	slices.SortFunc(spans, func(a, b span) int {
-		switch {
-		case a.start < b.start:
-			return -1
-		case a.start > b.start:
-			return 1
+func wrapWeights(dev device.Device, spans []span, mappings [][]byte) (*weightMap, error) {
+	regions := make([]span, 0, len(mappings))
+	for _, m := range mappings {
+		if len(m) > 0 {
+			regions = append(regions, sliceSpan(m))
 		}
-		return 0
+	}
+	slices.SortFunc(regions, func(a, b span) int { return cmpAddr(a.start, b.start) })
+	// mappingOf is the index of the mapping holding s, or -1.
+	mappingOf := func(s span) int {
+		i, _ := slices.BinarySearchFunc(regions, s.start, func(r span, p uintptr) int { return cmpAddr(r.start, p+1) })
+		if i > 0 && s.start >= regions[i-1].start && s.end <= regions[i-1].end {
+			return i - 1
+		}
+		return -1
+	}
+	type placed struct {
+		span
+		mapping int
+	}
+	ps := make([]placed, 0, len(spans))
+	for _, s := range spans {
+		if s.end > s.start {
+			ps = append(ps, placed{s, mappingOf(s)})
+		}
+	}
+	slices.SortFunc(ps, func(a, b placed) int {
+		if a.mapping != b.mapping {
+			return a.mapping - b.mapping
+		}
+		return cmpAddr(a.start, b.start)
 	})
 	down := func(p uintptr) uintptr { return p &^ (pageSize - 1) }
 	up := func(p uintptr) uintptr { return (p + pageSize - 1) &^ (pageSize - 1) }
 	maxLen := uintptr(dev.MaxBufferLength()) &^ (pageSize - 1)
 	wm := &weightMap{}
 	var cur *wrapped
+	curMapping := -1
 	flush := func() error {
 		if cur == nil {
 			return nil
@@ -130,16 +158,13 @@ func wrapWeights(dev device.Device, spans []span) (*weightMap, error) {
 		cur = nil
 		return nil
 	}
-	for _, s := range spans {
-		if s.end == s.start {
-			continue
-		}
+	for _, s := range ps {
 		a, b := down(s.start), up(s.end)
 		if b-a > maxLen {
 			return nil, fmt.Errorf("a weight tensor of %d bytes is longer than the device's largest buffer (%d bytes)",
 				s.end-s.start, maxLen)
 		}
-		if cur != nil && a <= cur.end && b-cur.start <= maxLen {
+		if cur != nil && s.mapping >= 0 && s.mapping == curMapping && a <= cur.end && b-cur.start <= maxLen {
 			cur.end = max(cur.end, b)
 			continue
 		}
@@ -150,11 +175,22 @@ func wrapWeights(dev device.Device, spans []span) (*weightMap, error) {
 			return nil, err
 		}
 		cur = &wrapped{base: unsafe.Add(s.p, -int(s.start-a)), start: a, end: b}
+		curMapping = s.mapping
 	}
 	if err := flush(); err != nil {
 		return nil, err
 	}
 	return wm, nil
+}
+
+func cmpAddr(a, b uintptr) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 // find returns where b lies in the wrapped buffers. Regions may overlap by a

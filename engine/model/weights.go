@@ -102,4 +102,9 @@ type Weights struct {
 	Layers    []Layer
 	FinalNorm []float32 // [Hidden], effective multiplier (1+w)
 	LMHead    Matrix    // [VocabSize, Hidden]
+	// Mappings are the mapped files the matrices are views into, one slice
+	// per file, when known (checkpoint.Load sets them). A GPU backend that
+	// wraps this memory in device buffers keeps each buffer inside one of
+	// them: shards mapped next to each other are still separate regions.
+	Mappings [][]byte
 }

@@ -97,6 +97,12 @@ func (f *File) Names() []string {
 	return out
 }
 
+// Mapping is the whole mapped file: one region of the address space. A GPU
+// that wraps host memory without copying (Metal's newBufferWithBytesNoCopy)
+// must keep each buffer inside one such region, and two files' mappings may
+// lie next to each other without being one region.
+func (f *File) Mapping() []byte { return f.mapping }
+
 // Size is the length of the mapped file in bytes.
 func (f *File) Size() int64 { return int64(len(f.mapping)) }
 
