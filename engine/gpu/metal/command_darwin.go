@@ -13,23 +13,20 @@ import (
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
 )
 
-// Limits Metal places on compute arguments.
-const (
-	maxSetBytesLength   = 4096 // setBytes:length:atIndex: is for data up to 4 KiB
-	threadgroupMemAlign = 16   // setThreadgroupMemoryLength must be a multiple of 16
-)
-
 // mtlSize is MTLSize: three NSUIntegers.
 type mtlSize struct{ width, height, depth uint64 }
 
 // commandBuffer records into one concurrent compute encoder.
 //
 // Recording happens inside an autorelease pool on a locked OS thread, from
-// NewCommandBuffer to Commit: the objects Metal hands back during encoding
-// are autoreleased, and the pool drains them once per step. Autorelease
-// pools belong to a thread and nest, so only one command buffer of a device
-// is recorded at a time and Commit must come from the goroutine that called
-// NewCommandBuffer; both are checked.
+// NewCommandBuffer to Commit or Discard: the objects Metal hands back during
+// encoding are autoreleased, and the pool drains them once per step.
+// Autorelease pools belong to a thread and nest, so only one command buffer
+// of a device is recorded at a time and Commit or Discard must come from the
+// goroutine that called NewCommandBuffer; both are checked. Every way out of
+// recording — Commit, Discard (after a recording error, or from a deferred
+// call while a panic unwinds) — ends the encoder, drains the pool, unlocks
+// the thread and clears the device's recording flag.
 type commandBuffer struct {
 	dev    *Device
 	cb     objc.ID
@@ -43,47 +40,61 @@ type commandBuffer struct {
 	sizes *[2]mtlSize
 
 	err       error // first recording error; Commit then submits nothing
-	committed bool
+	committed bool  // Commit or Discard was called: recording has ended
+	discarded bool
 	waited    bool
 	waitErr   error
 }
 
 // NewCommandBuffer starts recording a step.
-func (d *Device) NewCommandBuffer() (device.CommandBuffer, error) {
+func (d *Device) NewCommandBuffer() (cbOut device.CommandBuffer, errOut error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return nil, errors.New("metal: NewCommandBuffer on a closed device")
 	}
 	if d.recording {
-		return nil, errors.New("metal: NewCommandBuffer while another command buffer is being recorded; Commit it first")
+		return nil, errors.New("metal: NewCommandBuffer while another command buffer is being recorded; Commit or Discard it first")
 	}
 	runtime.LockOSThread()
 	pool := newPool()
-	cb := sendID(d.queue, selCommandBuffer)
-	if cb == 0 {
+	var cb, enc objc.ID
+	ok := false
+	defer func() {
+		// Any way out but success (an error, a panic) releases what was
+		// made, drains the pool and unlocks the thread.
+		if ok {
+			return
+		}
+		if enc != 0 {
+			send(enc, selEndEncoding)
+			send(enc, selRelease)
+		}
+		if cb != 0 {
+			send(cb, selRelease)
+		}
 		drainPool(pool)
 		runtime.UnlockOSThread()
+	}()
+	if cb = sendID(d.queue, selCommandBuffer); cb == 0 {
 		return nil, fmt.Errorf("metal: %s: the command queue returned no command buffer", d.name)
 	}
 	send(cb, selRetain)
-	enc := sendID(cb, selComputeCommandEncoderWithDispatchType, dispatchTypeConcurrent)
-	if enc == 0 {
-		send(cb, selRelease)
-		drainPool(pool)
-		runtime.UnlockOSThread()
+	if enc = sendID(cb, selComputeCommandEncoderWithDispatchType, dispatchTypeConcurrent); enc == 0 {
 		return nil, fmt.Errorf("metal: %s: the command buffer returned no compute encoder", d.name)
 	}
 	send(enc, selRetain)
-	d.recording = true
-	return &commandBuffer{
+	c := &commandBuffer{
 		dev:    d,
 		cb:     cb,
 		enc:    enc,
 		pool:   pool,
 		thread: threadID(),
 		sizes:  new([2]mtlSize),
-	}, nil
+	}
+	d.recording = true
+	ok = true
+	return c, nil
 }
 
 func (c *commandBuffer) fail(format string, args ...any) {
@@ -117,57 +128,40 @@ func (c *commandBuffer) Dispatch(d device.Dispatch) {
 		c.fail("kernel %s: %d threads per threadgroup, over this pipeline's limit of %d", p.name, n, p.maxThreads)
 		return
 	}
-	send(c.enc, selSetComputePipelineState, uintptr(p.state))
+	// Every argument is checked before the first is bound: an index past
+	// the argument table or threadgroup memory past the GPU's would
+	// otherwise reach Metal, whose validation layer is off in a release
+	// app, and fault on the GPU or corrupt memory.
+	if err := d.Validate(p.staticThreadgroup, c.dev.maxThreadgroup); err != nil {
+		c.fail("%v", err)
+		return
+	}
 	for _, a := range d.Args {
-		if !c.setArg(p, a) {
+		if b, ok := a.Buffer.(*buffer); a.Buffer != nil && (!ok || b.dev != c.dev || b.id == 0) {
+			c.fail("kernel %s: [[buffer(%d)]]: the buffer is not a live buffer of this Metal device", p.name, a.Index)
 			return
 		}
+	}
+	send(c.enc, selSetComputePipelineState, uintptr(p.state))
+	for _, a := range d.Args {
+		c.setArg(a)
 	}
 	c.sizes[0] = mtlSize{uint64(tg.X), uint64(tg.Y), uint64(tg.Z)}
 	c.sizes[1] = mtlSize{uint64(th.X), uint64(th.Y), uint64(th.Z)}
 	send(c.enc, selDispatchThreadgroups, uintptr(unsafe.Pointer(&c.sizes[0])), uintptr(unsafe.Pointer(&c.sizes[1])))
 }
 
-// setArg binds one argument; it reports false after recording an error.
-func (c *commandBuffer) setArg(p *pipeline, a device.Arg) bool {
-	set := 0
-	if a.Buffer != nil {
-		set++
-	}
-	if a.Bytes != nil {
-		set++
-	}
-	if a.Threadgroup > 0 {
-		set++
-	}
-	if set != 1 || a.Index < 0 {
-		c.fail("kernel %s: argument %d must set exactly one of Buffer, Bytes and Threadgroup", p.name, a.Index)
-		return false
-	}
+// setArg binds one argument that Dispatch has validated.
+func (c *commandBuffer) setArg(a device.Arg) {
 	switch {
 	case a.Buffer != nil:
-		b, ok := a.Buffer.(*buffer)
-		if !ok || b.dev != c.dev || b.id == 0 {
-			c.fail("kernel %s: argument %d: the buffer is not a live buffer of this Metal device", p.name, a.Index)
-			return false
-		}
-		if a.Offset < 0 || a.Offset >= b.length {
-			c.fail("kernel %s: argument %d: offset %d outside the %d-byte buffer", p.name, a.Index, a.Offset, b.length)
-			return false
-		}
-		send(c.enc, selSetBufferOffsetAtIndex, uintptr(b.id), uintptr(a.Offset), uintptr(a.Index))
+		send(c.enc, selSetBufferOffsetAtIndex, uintptr(a.Buffer.(*buffer).id), uintptr(a.Offset), uintptr(a.Index))
 	case a.Bytes != nil:
-		if len(a.Bytes) == 0 || len(a.Bytes) > maxSetBytesLength {
-			c.fail("kernel %s: argument %d: %d bytes of constant data; setBytes takes 1 to %d, use a buffer for more", p.name, a.Index, len(a.Bytes), maxSetBytesLength)
-			return false
-		}
 		// setBytes copies the data into the command buffer before returning.
 		send(c.enc, selSetBytesLengthAtIndex, uintptr(unsafe.Pointer(&a.Bytes[0])), uintptr(len(a.Bytes)), uintptr(a.Index))
 	default:
-		n := (a.Threadgroup + threadgroupMemAlign - 1) / threadgroupMemAlign * threadgroupMemAlign
-		send(c.enc, selSetThreadgroupMemoryLength, uintptr(n), uintptr(a.Index))
+		send(c.enc, selSetThreadgroupMemoryLength, uintptr(device.RoundThreadgroup(a.Threadgroup)), uintptr(a.Index))
 	}
-	return true
 }
 
 // Barrier makes every buffer write of the dispatches before it visible to
@@ -183,25 +177,64 @@ func (c *commandBuffer) Barrier() {
 // Commit ends encoding, submits the work (unless recording failed) and
 // drains the step's autorelease pool. It returns at once.
 func (c *commandBuffer) Commit() {
+	c.end(false)
+}
+
+// Discard ends encoding without submitting anything, releases the command
+// buffer and its encoder, drains the step's autorelease pool and unlocks
+// the thread. Wait then returns the recording error, or says the command
+// buffer was discarded.
+func (c *commandBuffer) Discard() {
+	c.end(true)
+}
+
+// end is Commit (discard false) and Discard. Whatever happens in between,
+// the pool is drained, the thread unlocked and the device's recording flag
+// cleared.
+func (c *commandBuffer) end(discard bool) {
 	if c.committed {
 		return
 	}
 	if threadID() != c.thread {
 		// Draining the pool here would pop another thread's pools: a
 		// programming error in the caller, not a condition to recover from.
-		panic("metal: Commit from a different goroutine than NewCommandBuffer; record and commit a command buffer on one goroutine")
+		panic("metal: Commit or Discard from a different goroutine than NewCommandBuffer; record and commit a command buffer on one goroutine")
 	}
 	c.committed = true
+	defer func() {
+		drainPool(c.pool)
+		c.pool = 0
+		runtime.UnlockOSThread()
+		c.dev.mu.Lock()
+		c.dev.recording = false
+		c.dev.mu.Unlock()
+	}()
+	// Metal requires endEncoding before the encoder is released or the
+	// command buffer committed, even when nothing is submitted.
 	send(c.enc, selEndEncoding)
-	if c.err == nil {
-		send(c.cb, selCommit)
+	if discard || c.err != nil {
+		c.discarded = true
+		if c.err == nil {
+			c.err = errors.New("metal: the command buffer was discarded, nothing ran")
+		}
+		// Never committed: drop it now rather than in Wait, which a
+		// caller abandoning a step may never call.
+		c.release()
+		return
 	}
-	drainPool(c.pool)
-	c.pool = 0
-	runtime.UnlockOSThread()
-	c.dev.mu.Lock()
-	c.dev.recording = false
-	c.dev.mu.Unlock()
+	send(c.cb, selCommit)
+}
+
+// release drops the command buffer and its encoder (both retained by
+// NewCommandBuffer).
+func (c *commandBuffer) release() {
+	if c.enc != 0 {
+		send(c.enc, selRelease)
+	}
+	if c.cb != 0 {
+		send(c.cb, selRelease)
+	}
+	c.enc, c.cb = 0, 0
 }
 
 // Wait blocks until the GPU has finished the command buffer and returns its
@@ -217,9 +250,7 @@ func (c *commandBuffer) Wait() error {
 	}
 	c.waited = true
 	c.waitErr = c.wait()
-	send(c.enc, selRelease)
-	send(c.cb, selRelease)
-	c.enc, c.cb = 0, 0
+	withPool(c.release)
 	return c.waitErr
 }
 

@@ -26,8 +26,11 @@ type Device struct {
 	name     string
 	maxBuf   int
 	pageSize int
-	sources  map[string]string
-	prefix   string // before file names in compiler messages
+	// maxThreadgroup is the threadgroup memory one threadgroup may use
+	// (maxThreadgroupMemoryLength: 32 KiB on every Apple Silicon GPU).
+	maxThreadgroup int
+	sources        map[string]string
+	prefix         string // before file names in compiler messages
 
 	mu        sync.Mutex
 	libraries []library
@@ -45,6 +48,10 @@ type library struct {
 	file string
 	id   objc.ID
 }
+
+// ErrNoDevice is matched by NewDefault's error when the system has no Metal
+// device at all (a virtual machine without a GPU, a CI host).
+var ErrNoDevice = errors.New("no Metal device found")
 
 // NewDefault opens the system's default Metal device with the kernels
 // embedded in the binary (metalkernels).
@@ -81,16 +88,17 @@ func newDevice(sources map[string]string, pathPrefix string) (*Device, error) {
 		}
 	}
 	if dev == 0 {
-		return nil, errors.New("metal: no Metal device found (MTLCreateSystemDefaultDevice and MTLCopyAllDevices returned none); use --backend cpu on this machine")
+		return nil, fmt.Errorf("metal: %w (MTLCreateSystemDefaultDevice and MTLCopyAllDevices returned none); use --backend cpu on this machine", ErrNoDevice)
 	}
 	d := &Device{
-		dev:       dev,
-		name:      "metal: " + goString(sendID(dev, selName)),
-		maxBuf:    int(send(dev, selMaxBufferLength)),
-		pageSize:  os.Getpagesize(),
-		sources:   sources,
-		prefix:    pathPrefix,
-		pipelines: map[string]*pipeline{},
+		dev:            dev,
+		name:           "metal: " + goString(sendID(dev, selName)),
+		maxBuf:         int(send(dev, selMaxBufferLength)),
+		maxThreadgroup: int(send(dev, selMaxThreadgroupMemoryLength)),
+		pageSize:       os.Getpagesize(),
+		sources:        sources,
+		prefix:         pathPrefix,
+		pipelines:      map[string]*pipeline{},
 	}
 	d.queue = sendID(dev, selNewCommandQueue)
 	if d.queue == 0 {
@@ -127,11 +135,16 @@ func (d *Device) NewBuffer(length int) (device.Buffer, error) {
 	if length > d.maxBuf {
 		return nil, fmt.Errorf("metal: NewBuffer(%d): longer than the device's maximum buffer length %d; split the allocation", length, d.maxBuf)
 	}
-	b := sendID(d.dev, selNewBufferWithLengthOptions, uintptr(length), resourceStorageModeShared)
-	if b == 0 {
+	var buf *buffer
+	withPool(func() {
+		if b := sendID(d.dev, selNewBufferWithLengthOptions, uintptr(length), resourceStorageModeShared); b != 0 {
+			buf = d.newBuffer(b, length, nil)
+		}
+	})
+	if buf == nil {
 		return nil, fmt.Errorf("metal: newBufferWithLength:%d failed (out of GPU memory?)", length)
 	}
-	return d.newBuffer(b, length, nil), nil
+	return buf, nil
 }
 
 // WrapBytes makes a buffer over b without copying
@@ -153,11 +166,16 @@ func (d *Device) WrapBytes(b []byte) (device.Buffer, error) {
 	if len(b) > d.maxBuf {
 		return nil, fmt.Errorf("metal: WrapBytes: length %d is over the device's maximum buffer length %d; wrap the region in several buffers", len(b), d.maxBuf)
 	}
-	buf := sendID(d.dev, selNewBufferWithBytesNoCopy, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), resourceStorageModeShared, 0)
-	if buf == 0 {
-		return nil, fmt.Errorf("metal: newBufferWithBytesNoCopy over %d bytes at %#x failed", len(b), addr)
+	var buf *buffer
+	withPool(func() {
+		if id := sendID(d.dev, selNewBufferWithBytesNoCopy, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), resourceStorageModeShared, 0); id != 0 {
+			buf = d.newBuffer(id, len(b), b)
+		}
+	})
+	if buf == nil {
+		return nil, fmt.Errorf("metal: newBufferWithBytesNoCopy over %d bytes at %#x failed; the region must lie inside one mapping of the file (one VM region)", len(b), addr)
 	}
-	return d.newBuffer(buf, len(b), b), nil
+	return buf, nil
 }
 
 func (d *Device) newBuffer(b objc.ID, length int, wrapped []byte) *buffer {
@@ -184,7 +202,7 @@ func (b *buffer) Len() int      { return b.length }
 // buffers retain the buffers they use until they complete.
 func (b *buffer) Release() {
 	if b.id != 0 {
-		send(b.id, selRelease)
+		withPool(func() { send(b.id, selRelease) })
 		b.id = 0
 		b.bytes = nil
 		b.wrapped = nil
@@ -198,6 +216,9 @@ type pipeline struct {
 	state      objc.ID
 	maxThreads int
 	simdWidth  int
+	// staticThreadgroup is the threadgroup memory the kernel declares
+	// itself, which counts against the GPU's limit with what Dispatch binds.
+	staticThreadgroup int
 }
 
 func (p *pipeline) Name() string                  { return p.name }
@@ -241,11 +262,12 @@ func (d *Device) Pipeline(name string) (device.Pipeline, error) {
 		return nil, fmt.Errorf("metal: building the pipeline for kernel %q: %w", name, nsError(errObj))
 	}
 	p := &pipeline{
-		dev:        d,
-		name:       name,
-		state:      state,
-		maxThreads: int(send(state, selMaxTotalThreadsPerThreadgroup)),
-		simdWidth:  int(send(state, selThreadExecutionWidth)),
+		dev:               d,
+		name:              name,
+		state:             state,
+		maxThreads:        int(send(state, selMaxTotalThreadsPerThreadgroup)),
+		simdWidth:         int(send(state, selThreadExecutionWidth)),
+		staticThreadgroup: int(send(state, selStaticThreadgroupMemoryLength)),
 	}
 	if p.simdWidth != simdWidth {
 		// Every kernel strides by 32 lanes and reduces with simd_sum over
@@ -270,7 +292,7 @@ func (d *Device) compileLocked() error {
 	// hosted macOS runners expose an "Apple Paravirtual device" of the
 	// Apple5 family — kernels may build and still compute garbage, so say
 	// so here. supportsFamily: returns a BOOL, in the low byte of x0.
-	if send(d.dev, selSupportsFamily, gpuFamilyApple7)&0xff == 0 {
+	if !d.SupportsKernels() {
 		d.libErr = fmt.Errorf("metal: %s is not of the Apple7 GPU family (M1) or later, which the kernels need (SIMD-group reductions, simdgroup matrices); run on an Apple silicon Mac rather than a virtual machine, or use --backend cpu", d.name)
 		return d.libErr
 	}
@@ -279,27 +301,105 @@ func (d *Device) compileLocked() error {
 		d.libErr = err
 		return err
 	}
-	opts := sendID(objc.ID(classMTLCompileOptions), selNew)
+	opts := newCompileOptions()
 	defer send(opts, selRelease)
-	send(opts, selSetLanguageVersion, languageVersion3_1)
 	for _, u := range units {
-		src := newNSString(u.Text)
-		var errObj objc.ID
-		lib := sendID(d.dev, selNewLibraryWithSource, uintptr(src), uintptr(opts), uintptr(unsafe.Pointer(&errObj)))
-		send(src, selRelease)
-		if lib == 0 {
-			// The NSError is autoreleased: it is read inside the caller's
-			// pool. Its description is the compiler's log, with file and
-			// line numbers kept by TranslationUnits' #line directives.
-			d.libErr = fmt.Errorf("metal: compiling %s%s (MSL 3.1) on %s: %w", d.prefix, u.Name, d.name, nsError(errObj))
+		lib, _, err := d.compileUnit(opts, u)
+		if err != nil {
+			d.libErr = err
 			d.releaseLibrariesLocked()
 			return d.libErr
 		}
-		// On success errObj may still carry the compiler's warnings, which
-		// are not errors.
+		// Warnings are not errors here; CompileUnits reports them.
 		d.libraries = append(d.libraries, library{file: u.Name, id: lib})
 	}
 	return nil
+}
+
+// newCompileOptions makes the +1 retained MTLCompileOptions the kernels are
+// compiled with: MSL 3.1, so that they run on macOS 14 and every Apple
+// Silicon GPU.
+func newCompileOptions() objc.ID {
+	opts := sendID(objc.ID(classMTLCompileOptions), selNew)
+	send(opts, selSetLanguageVersion, languageVersion3_1)
+	return opts
+}
+
+// compileUnit compiles one translation unit with newLibraryWithSource and
+// returns the +1 retained library and the compiler's warnings, or the
+// compiler's log as the error. It runs inside the caller's autorelease pool
+// (the NSError is autoreleased).
+func (d *Device) compileUnit(opts objc.ID, u Unit) (lib objc.ID, warnings string, err error) {
+	src := newNSString(u.Text)
+	var errObj objc.ID
+	lib = sendID(d.dev, selNewLibraryWithSource, uintptr(src), uintptr(opts), uintptr(unsafe.Pointer(&errObj)))
+	send(src, selRelease)
+	if lib == 0 {
+		// The NSError's description is the compiler's log, with file and
+		// line numbers kept by TranslationUnits' #line directives.
+		return 0, "", fmt.Errorf("metal: compiling %s%s (MSL 3.1) on %s: %w", d.prefix, u.Name, d.name, nsError(errObj))
+	}
+	// On success the error object, when set, carries the warnings.
+	if w := nsError(errObj); w != nil {
+		warnings = w.Error()
+	}
+	return lib, warnings, nil
+}
+
+// CompileResult is what Apple's compiler said about one translation unit.
+type CompileResult struct {
+	Unit     string // the .metal file
+	Err      error  // the compiler's log when the unit does not compile
+	Warnings string // the compiler's warnings when it does
+}
+
+// CompileUnits compiles every translation unit the device would build —
+// the exact source newLibraryWithSource receives — and reports each one,
+// building no pipeline. Unlike Pipeline it skips the GPU family check, so
+// it runs on any Metal device: a hosted runner's paravirtual GPU checks
+// the kernels with Apple's compiler this way, and `suzuran doctor` reports
+// every kernel family with the compiler's text. The libraries are released.
+func (d *Device) CompileUnits() ([]CompileResult, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, errors.New("metal: CompileUnits on a closed device")
+	}
+	units, err := TranslationUnits(d.sources, d.prefix)
+	if err != nil {
+		return nil, err
+	}
+	results := make([]CompileResult, len(units))
+	withPool(func() {
+		opts := newCompileOptions()
+		defer send(opts, selRelease)
+		for i, u := range units {
+			lib, warnings, err := d.compileUnit(opts, u)
+			results[i] = CompileResult{Unit: u.Name, Err: err, Warnings: warnings}
+			if lib != 0 {
+				send(lib, selRelease)
+			}
+		}
+	})
+	return results, nil
+}
+
+// SupportsKernels reports whether the GPU is of the Apple7 family (M1) or
+// later, which the kernels need.
+func (d *Device) SupportsKernels() bool {
+	return send(d.dev, selSupportsFamily, gpuFamilyApple7)&0xff != 0
+}
+
+// Family names the newest Apple GPU family the device supports ("Apple9"
+// on an M3 or M4), or "below Apple1" (a virtual machine's paravirtual GPU
+// may support none but the Mac and Common families).
+func (d *Device) Family() string {
+	for f := gpuFamilyAppleNewest; f >= gpuFamilyApple1; f-- {
+		if send(d.dev, selSupportsFamily, uintptr(f))&0xff != 0 {
+			return fmt.Sprintf("Apple%d", f-gpuFamilyApple1+1)
+		}
+	}
+	return "below Apple1"
 }
 
 func (d *Device) releaseLibrariesLocked() {
@@ -345,15 +445,29 @@ func (d *Device) Close() error {
 		return nil
 	}
 	if d.recording {
-		return errors.New("metal: Close while a command buffer is being recorded; Commit it first")
+		return errors.New("metal: Close while a command buffer is being recorded; Commit or Discard it first")
 	}
 	d.closed = true
-	for _, p := range d.pipelines {
-		send(p.state, selRelease)
-	}
-	d.pipelines = nil
-	d.releaseLibrariesLocked()
-	send(d.queue, selRelease)
-	send(d.dev, selRelease)
+	withPool(func() {
+		for _, p := range d.pipelines {
+			send(p.state, selRelease)
+		}
+		d.pipelines = nil
+		d.releaseLibrariesLocked()
+		send(d.queue, selRelease)
+		send(d.dev, selRelease)
+	})
 	return nil
+}
+
+// withPool runs fn on a locked OS thread inside its own autorelease pool:
+// what Metal autoreleases during fn is freed at once rather than piling up
+// in whatever pool the thread has (none, for a goroutine's thread). The
+// pool is drained and the thread unlocked even when fn panics.
+func withPool(fn func()) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	pool := newPool()
+	defer drainPool(pool)
+	fn()
 }

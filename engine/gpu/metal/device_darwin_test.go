@@ -346,6 +346,25 @@ func TestErrors(t *testing.T) {
 	if err := cb.Wait(); err == nil || !strings.Contains(err.Error(), "threads per threadgroup") {
 		t.Errorf("Wait after a dispatch over the thread limit: %v, want an error about threads per threadgroup", err)
 	}
+	// Arguments past Metal's limits are refused before anything is bound.
+	for _, c := range []struct {
+		arg  device.Arg
+		want string
+	}{
+		{device.Arg{Index: 31, Buffer: mustBuffer(t, d, 64)}, "[[buffer(31)]]: the index must be 0 to 30"},
+		{device.Arg{Index: 0, Threadgroup: 32<<10 + 1}, "over the GPU's 32768"},
+	} {
+		cb, err := d.NewCommandBuffer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cb.Dispatch(device.Dispatch{Pipeline: p, Threadgroups: device.Size3{X: 1, Y: 1, Z: 1}, Threads: device.Size3{X: 32, Y: 1, Z: 1},
+			Args: []device.Arg{c.arg}})
+		cb.Commit()
+		if err := cb.Wait(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Wait after a dispatch with %+v: %v, want an error saying %q", c.arg, err, c.want)
+		}
+	}
 
 	bad := newTestDevice(t, map[string]string{"broken.metal": "#include <metal_stdlib>\nkernel void broken(device float* x [[buffer(0)]]) {\n  x[0] = undeclared_name;\n}\n"})
 	_, err = bad.Pipeline("broken")

@@ -30,7 +30,9 @@ const (
 	languageVersion3_1        = 0x30001
 	commandBufferStatusError  = 5    // MTLCommandBufferStatusError
 	simdWidth                 = 32   // lanes per SIMD group the kernels are written for
+	gpuFamilyApple1           = 1001 // MTLGPUFamilyApple1
 	gpuFamilyApple7           = 1007 // MTLGPUFamilyApple7: M1 and later
+	gpuFamilyAppleNewest      = 1010 // MTLGPUFamilyApple10 (M5); older systems answer NO
 	nsUTF8StringEncoding      = 4
 )
 
@@ -50,24 +52,25 @@ var (
 	classNSAutoreleasePool objc.Class
 	classMTLCompileOptions objc.Class
 
-	selAlloc, selNew, selRelease, selRetain, selDrain          objc.SEL
-	selInitWithBytesLengthEncoding, selUTF8String              objc.SEL
-	selLengthOfBytesUsingEncoding, selLocalizedDescription     objc.SEL
-	selCount, selObjectAtIndex                                 objc.SEL
-	selName, selMaxBufferLength, selNewCommandQueue            objc.SEL
-	selNewBufferWithLengthOptions, selNewBufferWithBytesNoCopy objc.SEL
-	selContents, selLength                                     objc.SEL
-	selSetLanguageVersion, selNewLibraryWithSource             objc.SEL
-	selNewFunctionWithName, selNewComputePipelineState         objc.SEL
-	selMaxTotalThreadsPerThreadgroup, selThreadExecutionWidth  objc.SEL
-	selCommandBuffer, selComputeCommandEncoderWithDispatchType objc.SEL
-	selSetComputePipelineState, selSetBufferOffsetAtIndex      objc.SEL
-	selSetBytesLengthAtIndex, selSetThreadgroupMemoryLength    objc.SEL
-	selDispatchThreadgroups, selMemoryBarrierWithScope         objc.SEL
-	selEndEncoding, selCommit, selWaitUntilCompleted           objc.SEL
-	selStatus, selError, selFunctionNames                      objc.SEL
-	selSupportsFamily                                          objc.SEL
-	selRecommendedMaxWorkingSetSize                            objc.SEL
+	selAlloc, selNew, selRelease, selRetain, selDrain               objc.SEL
+	selInitWithBytesLengthEncoding, selUTF8String                   objc.SEL
+	selLengthOfBytesUsingEncoding, selLocalizedDescription          objc.SEL
+	selCount, selObjectAtIndex                                      objc.SEL
+	selName, selMaxBufferLength, selNewCommandQueue                 objc.SEL
+	selNewBufferWithLengthOptions, selNewBufferWithBytesNoCopy      objc.SEL
+	selContents, selLength                                          objc.SEL
+	selSetLanguageVersion, selNewLibraryWithSource                  objc.SEL
+	selNewFunctionWithName, selNewComputePipelineState              objc.SEL
+	selMaxTotalThreadsPerThreadgroup, selThreadExecutionWidth       objc.SEL
+	selCommandBuffer, selComputeCommandEncoderWithDispatchType      objc.SEL
+	selSetComputePipelineState, selSetBufferOffsetAtIndex           objc.SEL
+	selSetBytesLengthAtIndex, selSetThreadgroupMemoryLength         objc.SEL
+	selDispatchThreadgroups, selMemoryBarrierWithScope              objc.SEL
+	selEndEncoding, selCommit, selWaitUntilCompleted                objc.SEL
+	selStatus, selError, selFunctionNames                           objc.SEL
+	selSupportsFamily                                               objc.SEL
+	selMaxThreadgroupMemoryLength, selStaticThreadgroupMemoryLength objc.SEL
+	selRecommendedMaxWorkingSetSize                                 objc.SEL
 )
 
 // loadSymbols opens libobjc, CoreGraphics and Metal and resolves what this
@@ -160,6 +163,8 @@ func loadSymbolsOnce() error {
 		{&selError, "error"},
 		{&selFunctionNames, "functionNames"},
 		{&selSupportsFamily, "supportsFamily:"},
+		{&selMaxThreadgroupMemoryLength, "maxThreadgroupMemoryLength"},
+		{&selStaticThreadgroupMemoryLength, "staticThreadgroupMemoryLength"},
 	}
 	for _, s := range sels {
 		*s.sel = objc.RegisterName(s.name)
