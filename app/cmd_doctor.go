@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/suzuran-app/suzuran/assets/models"
+	"github.com/suzuran-app/suzuran/engine/doctor"
+)
+
+func init() { register(newDoctorCmd()) }
+
+// newDoctorCmd is `suzuran doctor`: the first-run diagnostic, whose output
+// is what a bug report needs. The checks live in engine/doctor; this
+// command resolves the demo model and the configured one, and prints.
+func newDoctorCmd() *cobra.Command {
+	var (
+		asJSON  bool
+		dir     string
+		devices string
+		threads int
+	)
+	cmd := &cobra.Command{
+		Use:   "doctor [--json] [--model DIR] [--device " + strings.Join(doctor.Available(), ",") + "]",
+		Short: "Check this machine, its GPU, the kernels and the model, and print what a bug report needs",
+		Long: `doctor checks what Suzuran needs to run and prints what a bug report needs:
+the OS version, chip and memory; for each GPU device (Metal on macOS, the
+kernel emulator elsewhere) its name, GPU family, recommendedMaxWorkingSetSize
+and whether each kernel file compiles, with the compiler's text when one does
+not; a numeric check of the GPU backend against the CPU backend on the demo
+model cut to one DeltaNet and one attention layer; and whether the configured
+model (--model, else the "model" setting) loads. With --json it prints the
+same as one JSON object. It exits with status 1 when a check failed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opt := doctor.Options{Threads: threads}
+			if devices != "" {
+				opt.Devices = strings.Split(devices, ",")
+			}
+			var err error
+			if opt.ModelDir, err = doctorModel(dir); err != nil {
+				return err
+			}
+			// The demo model is installed from the binary, as commands
+			// without a model do; a failure is the numeric check's to report.
+			if root, err := models.DefaultRoot(); err == nil {
+				opt.DemoDir, _ = models.Install(root)
+			}
+			r, err := doctor.Run(opt)
+			if err != nil {
+				return err
+			}
+			r.Version = version
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				err = enc.Encode(r)
+			} else {
+				err = r.WriteText(out)
+			}
+			if err != nil {
+				return err
+			}
+			if !r.OK {
+				return fmt.Errorf("doctor: %d check(s) failed; attach this report to the bug report", len(r.Failed))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as one JSON object")
+	cmd.Flags().StringVar(&dir, "model", "", `model folder to validate (default: the "model" setting, if any)`)
+	cmd.Flags().StringVar(&devices, "device", "", "comma-separated GPU devices to check (default: "+strings.Join(doctor.DefaultDevices(), ",")+")")
+	cmd.Flags().IntVar(&threads, "threads", 0, "CPU threads for the CPU backend and the emulator (0: all)")
+	return cmd
+}
+
+// doctorModel is the model doctor validates: --model, else the configured
+// one; "" when neither is set (the app then runs the demo model, which the
+// numeric check covers).
+func doctorModel(flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	return configuredModel()
+}
