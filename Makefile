@@ -104,6 +104,14 @@ $(API_E2E)/node_modules/.package-lock.json: $(API_E2E)/package-lock.json $(API_E
 smoke: build
 	build/smoke.sh bin/suzuran
 
+## mac-check: on a Mac, every check only a Mac can make — Apple's metal
+## compiler on every kernel file, suzuran doctor, the Metal device and GPU
+## backend tests — with the results to send back in bin/mac-check/ (not part
+## of make test, which runs on Linux).
+.PHONY: mac-check
+mac-check:
+	build/mac-check.sh
+
 ## darwin-check: GOOS=darwin builds of every package that needs no cgo, Mach-O
 ## test binaries of the engine, and a type-check of the cgo-bound rest.
 darwin-check:
