@@ -403,7 +403,14 @@ func (m *measurer) start(seq model.Sequence, in model.Input, bt *BlockTimes) (mo
 		return nil, err
 	}
 	tp := timedPass{Pass: p, t: bt}
+	recorded := false
+	defer func() {
+		if !recorded {
+			model.Abandon(p) // Forward panicked: release the recording, as model.Start does
+		}
+	}()
 	model.Forward(tp, m.t.Weights, in)
+	recorded = true
 	tp.Submit()
 	bt.Total += time.Since(begin)
 	return waitTimer{Pass: p, bt: bt}, nil

@@ -41,13 +41,12 @@ type commandBuffer struct {
 
 	err       error // first recording error; Commit then submits nothing
 	committed bool  // Commit or Discard was called: recording has ended
-	discarded bool
 	waited    bool
 	waitErr   error
 }
 
 // NewCommandBuffer starts recording a step.
-func (d *Device) NewCommandBuffer() (cbOut device.CommandBuffer, errOut error) {
+func (d *Device) NewCommandBuffer() (device.CommandBuffer, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
@@ -213,7 +212,6 @@ func (c *commandBuffer) end(discard bool) {
 	// command buffer committed, even when nothing is submitted.
 	send(c.enc, selEndEncoding)
 	if discard || c.err != nil {
-		c.discarded = true
 		if c.err == nil {
 			c.err = errors.New("metal: the command buffer was discarded, nothing ran")
 		}
