@@ -36,24 +36,14 @@ model (--model, else the "model" setting) loads. With --json it prints the
 same as one JSON object. It exits with status 1 when a check failed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opt := doctor.Options{Threads: threads}
+			var list []string
 			if devices != "" {
-				opt.Devices = strings.Split(devices, ",")
+				list = strings.Split(devices, ",")
 			}
-			var err error
-			if opt.ModelDir, err = doctorModel(dir); err != nil {
-				return err
-			}
-			// The demo model is installed from the binary, as commands
-			// without a model do; a failure is the numeric check's to report.
-			if root, err := models.DefaultRoot(); err == nil {
-				opt.DemoDir, _ = models.Install(root)
-			}
-			r, err := doctor.Run(opt)
+			r, err := runDoctor(dir, list, threads)
 			if err != nil {
 				return err
 			}
-			r.Version = version
 			out := cmd.OutOrStdout()
 			if asJSON {
 				enc := json.NewEncoder(out)
@@ -76,6 +66,31 @@ same as one JSON object. It exits with status 1 when a check failed.`,
 	cmd.Flags().StringVar(&devices, "device", "", "comma-separated GPU devices to check (default: "+strings.Join(doctor.DefaultDevices(), ",")+")")
 	cmd.Flags().IntVar(&threads, "threads", 0, "CPU threads for the CPU backend and the emulator (0: all)")
 	return cmd
+}
+
+// runDoctor runs the diagnostic as `suzuran doctor` does: model is the
+// folder to validate ("" for the "model" setting, if any), devices the GPU
+// devices to check (nil for the platform's default), threads the CPU
+// threads (0 for all). The window's Settings and backend-error screens call
+// it too (with "", nil, 0) and show Report.WriteText's text or the JSON.
+// It takes seconds; the error is only for options it cannot act on.
+func runDoctor(model string, devices []string, threads int) (*doctor.Report, error) {
+	opt := doctor.Options{Devices: devices, Threads: threads}
+	var err error
+	if opt.ModelDir, err = doctorModel(model); err != nil {
+		return nil, err
+	}
+	// The demo model is installed from the binary, as commands without a
+	// model do; a failure is the numeric check's to report.
+	if root, err := models.DefaultRoot(); err == nil {
+		opt.DemoDir, _ = models.Install(root)
+	}
+	r, err := doctor.Run(opt)
+	if err != nil {
+		return nil, err
+	}
+	r.Version = version
+	return r, nil
 }
 
 // doctorModel is the model doctor validates: --model, else the configured

@@ -102,7 +102,8 @@ type weightMap struct {
 // the files are mapped next to each other, because
 // newBufferWithBytesNoCopy needs memory inside one VM region, which a
 // mapping is and two adjacent mappings are not. A span outside every
-// mapping (weights in Go's heap, made by a test) gets a buffer of its own.
+// mapping (weights in Go's heap, made by a test) gets a buffer of its own,
+// not rounded to pages.
 // A merged range longer than the device's maximum buffer is cut between
 // spans, never through one, so every tensor (and every expert stack, which
 // the caller passes as one span) lands whole in one buffer.
@@ -160,6 +161,12 @@ func wrapWeights(dev device.Device, spans []span, mappings [][]byte) (*weightMap
 	}
 	for _, s := range ps {
 		a, b := down(s.start), up(s.end)
+		if s.mapping < 0 {
+			// Memory of unknown extent (Go's heap): rounding to pages
+			// could reach outside it, so it is wrapped as it is, which
+			// the emulator accepts and Metal refuses unless aligned.
+			a, b = s.start, s.end
+		}
 		if b-a > maxLen {
 			return nil, fmt.Errorf("a weight tensor of %d bytes is longer than the device's largest buffer (%d bytes)",
 				s.end-s.start, maxLen)
