@@ -107,7 +107,8 @@ func (d Dispatch) Validate(staticThreadgroup, limit int) error {
 	if limit <= 0 {
 		limit = MaxThreadgroupMemory
 	}
-	threadgroup := map[int]int{}
+	// By index, on the stack: Validate runs for every dispatch of a step.
+	var threadgroup [MaxArgIndex + 1]int
 	for _, a := range d.Args {
 		set := 0
 		if a.Buffer != nil {
