@@ -48,12 +48,12 @@ func TestDeviceStarts(t *testing.T) {
 		d.Name(), d.Family(), d.SupportsKernels(), d.RecommendedMaxWorkingSetSize()>>20, d.MaxBufferLength()>>20, d.maxThreadgroup)
 }
 
-// TestTranslationUnitsCompileWithNewLibrary compiles every embedded kernel
+// TestNewLibraryCompilesEveryUnit compiles every embedded kernel
 // file through newLibraryWithSource itself — the exact text and options the
 // device uses — without the GPU family check and without building
 // pipelines, so that it runs on the hosted runners' paravirtual GPU.
 // Warnings fail it too: a warning today is often next year's error.
-func TestTranslationUnitsCompileWithNewLibrary(t *testing.T) {
+func TestNewLibraryCompilesEveryUnit(t *testing.T) {
 	d := openAny(t)
 	results, err := d.CompileUnits()
 	if err != nil {
