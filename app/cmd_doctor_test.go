@@ -10,9 +10,6 @@ import (
 	"github.com/suzuran-app/suzuran/engine/doctor"
 )
 
-// tinyModel is the tiny fixture checkpoint kept in the repository.
-var tinyModel = filepath.Join("..", "engine", "internal", "fixtures", "testdata", "qwen35moe-tiny", "mlx-4bit")
-
 // `suzuran doctor --json` on Linux: the CPU part and the emulator part run,
 // and the JSON is a doctor.Report with nothing unknown in it, describing a
 // machine where every check passed.
