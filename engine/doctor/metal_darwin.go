@@ -22,7 +22,7 @@ func probeMetal(opt Options, d *Device) (device.Device, func()) {
 	d.Name = dev.Name()
 	d.GPUFamily = dev.Family()
 	d.SupportsKernels = dev.SupportsKernels()
-	d.RecommendedMaxWorkingSetBytes = dev.RecommendedMaxWorkingSetSize()
+	d.RecommendedMaxWorkingSetBytes = uint64(dev.RecommendedMaxWorkingSetSize())
 	d.MaxBufferBytes = int64(dev.MaxBufferLength())
 	results, err := dev.CompileUnits()
 	if err != nil {
