@@ -129,6 +129,9 @@ func detect(name string, data []byte) (kind, error) {
 		}
 	}
 	if !isText(data) {
+		if (expected.format == FormatDOCX || expected.format == FormatXLSX) && isEncryptedOffice(data) {
+			return kind{}, failure(name, ErrEncrypted, "is protected by a password (Office keeps such files encrypted); open it, remove the password, save it and attach that copy")
+		}
 		if claimsBinary {
 			return kind{}, damaged(name, expected.typeName, fmt.Errorf("its content is a %s", refusedName(mime)))
 		}
@@ -194,6 +197,21 @@ func sniffText(data []byte) kind {
 		return kind{FormatCode, "source code", "c"}
 	}
 	return kind{FormatText, "text file", ""}
+}
+
+// isEncryptedOffice recognises a password-protected DOCX or XLSX: Office
+// writes it as a Compound File (the 97–2003 container) holding a stream
+// named EncryptedPackage.
+func isEncryptedOffice(data []byte) bool {
+	cfb := []byte{0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1}
+	if !bytes.HasPrefix(data, cfb) {
+		return false
+	}
+	var name []byte // "EncryptedPackage" in UTF-16LE, as directory entries hold names
+	for _, c := range []byte("EncryptedPackage") {
+		name = append(name, c, 0)
+	}
+	return bytes.Contains(data, name)
 }
 
 // isText reports whether data is text in some encoding: it starts with a

@@ -342,7 +342,11 @@ func (r *docxReader) readDocument(data []byte, part, what string) (string, error
 				if n := len(tables); n > 0 {
 					tb := tables[n-1]
 					tables = tables[:n-1]
-					if table := markdownTable(tb.rows); table != "" {
+					table := markdownTable(tb.rows)
+					if len(tables) > 0 {
+						table = flattenTable(tb.rows) // a table in a cell
+					}
+					if table != "" {
 						emit(table, false)
 					}
 				}

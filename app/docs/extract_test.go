@@ -38,7 +38,7 @@ func mustExtract(t *testing.T, name string, data []byte) *Document {
 }
 
 // encode writes s in a legacy encoding.
-func encode(t *testing.T, enc encoding.Encoding, s string) []byte {
+func encode(t testing.TB, enc encoding.Encoding, s string) []byte {
 	t.Helper()
 	b, err := enc.NewEncoder().Bytes([]byte(s))
 	if err != nil {
@@ -287,9 +287,13 @@ func TestDocumentIdentity(t *testing.T) {
 
 func readTestdata(t *testing.T, name string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
+	data, err := readTestdataFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return data
+}
+
+func readTestdataFile(name string) ([]byte, error) {
+	return os.ReadFile(filepath.Join("testdata", name))
 }

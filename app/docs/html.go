@@ -117,7 +117,9 @@ type htmlList struct {
 	next    int
 }
 
-// out is where text goes now: the open table cell, else the page.
+// out is where text goes now: the open table cell, else the page. Text
+// in a table outside any cell opens one; breaks there (between rows and
+// cells) go nowhere, so that they open no empty cells.
 func (h *htmlWriter) out() *textWriter {
 	if n := len(h.tables); n > 0 {
 		return h.tables[n-1].cellWriter()
@@ -125,7 +127,17 @@ func (h *htmlWriter) out() *textWriter {
 	return &h.main
 }
 
+func (h *htmlWriter) breaks() *textWriter {
+	if n := len(h.tables); n > 0 && h.tables[n-1].cell == nil {
+		return &textWriter{}
+	}
+	return h.out()
+}
+
 func (h *htmlWriter) text(s string) {
+	if n := len(h.tables); n > 0 && h.tables[n-1].cell == nil && strings.TrimSpace(s) == "" {
+		return // the white space between a table's tags
+	}
 	if h.pre > 0 {
 		h.preBuf.WriteString(s)
 		return
@@ -143,7 +155,7 @@ func (h *htmlWriter) start(name, alt string, selfClosing bool) {
 	if h.skip > 0 {
 		return
 	}
-	w := h.out()
+	w := h.breaks()
 	switch {
 	case name == "table":
 		h.tables = append(h.tables, &tableBuilder{})
@@ -155,7 +167,14 @@ func (h *htmlWriter) start(name, alt string, selfClosing bool) {
 		h.tables[len(h.tables)-1].startCell()
 		return
 	case name == "ul" || name == "ol":
+		// A list inside a list item continues on the next line.
+		if len(h.lists) > 0 {
+			w.lineBreak(1)
+		} else {
+			w.lineBreak(2)
+		}
 		h.lists = append(h.lists, htmlList{ordered: name == "ol", next: 1})
+		return
 	case name == "li":
 		w.lineBreak(1)
 		prefix := "- "
@@ -178,7 +197,7 @@ func (h *htmlWriter) start(name, alt string, selfClosing bool) {
 		return
 	case name == "img":
 		if alt = strings.TrimSpace(alt); alt != "" {
-			w.words("[image: " + alt + "]")
+			h.out().words("[image: " + alt + "]")
 		}
 		return
 	}
@@ -203,6 +222,10 @@ func (h *htmlWriter) end(name string) {
 	case name == "table" && len(h.tables) > 0:
 		t := h.tables[len(h.tables)-1]
 		h.tables = h.tables[:len(h.tables)-1]
+		if len(h.tables) > 0 {
+			h.out().raw(flattenTable(t.finish())) // a table in a cell: its text
+			return
+		}
 		w := h.out()
 		w.lineBreak(2)
 		w.raw(markdownTable(t.finish()))
@@ -214,6 +237,12 @@ func (h *htmlWriter) end(name string) {
 		if len(h.lists) > 0 {
 			h.lists = h.lists[:len(h.lists)-1]
 		}
+		if len(h.lists) > 0 {
+			h.breaks().lineBreak(1)
+		} else {
+			h.breaks().lineBreak(2)
+		}
+		return
 	case name == "pre" && h.pre > 0:
 		h.pre--
 		if h.pre == 0 {

@@ -275,12 +275,12 @@ func (p *rtfParser) word(word string, param int, hasParam bool) {
 		st.inTable = true
 	case "cell", "nestcell":
 		p.flushBytes()
-		p.row = append(p.row, tableCell(p.cell.String()))
+		p.row = append(p.row, p.cell.String())
 		p.cell.Reset()
 	case "row", "nestrow":
 		p.flushBytes()
 		if p.cell.Len() > 0 {
-			p.row = append(p.row, tableCell(p.cell.String()))
+			p.row = append(p.row, p.cell.String())
 			p.cell.Reset()
 		}
 		if p.row != nil {
@@ -338,11 +338,11 @@ func (p *rtfParser) flushBytes() {
 	enc := codePageEncoding(p.pendingPage)
 	var s string
 	if enc == nil {
-		s = string(p.pending)
+		s = strings.ToValidUTF8(string(p.pending), "\ufffd")
 	} else if out, err := enc.NewDecoder().Bytes(p.pending); err == nil {
 		s = string(out)
 	} else {
-		s = string(p.pending)
+		s = strings.ToValidUTF8(string(p.pending), "\ufffd")
 	}
 	p.pending = p.pending[:0]
 	p.write(s)

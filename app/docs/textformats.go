@@ -187,6 +187,32 @@ func isBlankRow(row []string) bool {
 
 var cellReplacer = strings.NewReplacer("|", `\|`, "\r\n", "<br>", "\n", "<br>", "\r", "<br>")
 
+// tableCell writes a cell's text for a Markdown table: one line, pipes
+// escaped, a line break (or several: paragraphs) as one <br>.
 func tableCell(s string) string {
-	return cellReplacer.Replace(strings.TrimSpace(s))
+	s = strings.TrimSpace(normalizeNewlines(s))
+	for strings.Contains(s, "\n\n") {
+		s = strings.ReplaceAll(s, "\n\n", "\n")
+	}
+	return cellReplacer.Replace(s)
+}
+
+// flattenTable writes a table nested in another table's cell as lines of
+// text, its cells apart by spaces: Markdown has no nested tables, and
+// writing the inner one as a Markdown table would escape its pipes once
+// more at every level (output growing with the square of the depth).
+func flattenTable(rows [][]string) string {
+	lines := make([]string, 0, len(rows))
+	for _, row := range rows {
+		var cells []string
+		for _, c := range row {
+			if c = strings.TrimSpace(c); c != "" {
+				cells = append(cells, c)
+			}
+		}
+		if len(cells) > 0 {
+			lines = append(lines, strings.Join(cells, " "))
+		}
+	}
+	return strings.Join(lines, "\n")
 }

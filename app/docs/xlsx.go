@@ -27,7 +27,7 @@ func (x *extraction) xlsx() (string, int, error) {
 		UnzipXMLSizeLimit: min(limit, 64<<20),
 	})
 	if err != nil {
-		return "", 0, damaged(x.name, what, err)
+		return "", 0, damaged(x.name, what, fmt.Errorf("its workbook could not be opened: %v", err))
 	}
 	defer f.Close()
 	sheets := f.GetSheetList()
