@@ -9,6 +9,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -234,7 +235,7 @@ func epubOf(t testing.TB, chapters ...string) []byte {
 	}
 	var manifest, spine strings.Builder
 	for i, body := range chapters {
-		id := "c" + string(rune('1'+i))
+		id := "c" + strconv.Itoa(i+1)
 		manifest.WriteString(`<item id="` + id + `" href="text/` + id + `.xhtml" media-type="application/xhtml+xml"/>`)
 		spine.WriteString(`<itemref idref="` + id + `"/>`)
 		parts = append(parts, [2]string{"OEBPS/text/" + id + ".xhtml", `<?xml version="1.0" encoding="utf-8"?>

@@ -20,7 +20,7 @@ var (
 
 // demoTok is the tokenizer of the demo model Suzuran Tiny, a Qwen-style
 // byte-level BPE with a small vocabulary, from the repository.
-func demoTok(t *testing.T) *tokenizer.Tokenizer {
+func demoTok(t testing.TB) *tokenizer.Tokenizer {
 	t.Helper()
 	demoTokenizerOnce.Do(func() {
 		demoTokenizer, demoTokenizerErr = tokenizer.Load(filepath.Join("..", "..", "assets", "models", "suzuran-tiny"))
