@@ -97,12 +97,12 @@ var refusedNames = map[string]string{
 	"application/x-tar":                              "tar archive",
 	"application/x-bzip2":                            "bzip2 archive",
 	"application/x-xz":                               "xz archive",
-	"application/msword":                             "Word 97–2003 document (.doc); save it as .docx",
-	"application/vnd.ms-excel":                       "Excel 97–2003 workbook (.xls); save it as .xlsx",
+	"application/msword":                             "Word 97–2003 document (.doc)",
+	"application/vnd.ms-excel":                       "Excel 97–2003 workbook (.xls)",
 	"application/vnd.ms-powerpoint":                  "PowerPoint 97–2003 presentation (.ppt)",
-	"application/x-ole-storage":                      "Microsoft Office 97–2003 file; save it in the newer format (.docx, .xlsx)",
-	"application/vnd.oasis.opendocument.text":        "OpenDocument text (.odt); save it as .docx",
-	"application/vnd.oasis.opendocument.spreadsheet": "OpenDocument spreadsheet (.ods); save it as .xlsx",
+	"application/x-ole-storage":                      "Microsoft Office 97–2003 file",
+	"application/vnd.oasis.opendocument.text":        "OpenDocument text (.odt)",
+	"application/vnd.oasis.opendocument.spreadsheet": "OpenDocument spreadsheet (.ods)",
 	"application/vnd.openxmlformats-officedocument.presentationml.presentation": "PowerPoint presentation (.pptx)",
 	"application/x-mach-binary":                     "macOS program",
 	"application/x-executable":                      "program",
@@ -258,5 +258,20 @@ func refused(name string, mime *mimetype.MIME) *Error {
 	if strings.HasPrefix(mime.String(), "image/") {
 		return failure(name, ErrUnsupported, "is a %s; images can't be attached yet, only text documents (text, Markdown, code, CSV, JSON, HTML, PDF, DOCX, XLSX, EPUB, RTF)", typeName)
 	}
+	if hint, ok := convertHints[mime.String()]; ok {
+		return failure(name, ErrUnsupported, "is a %s, which can't be attached; %s and attach that", typeName, hint)
+	}
 	return failure(name, ErrUnsupported, "is a %s, which can't be attached; attach a text document instead (text, Markdown, code, CSV, JSON, HTML, PDF, DOCX, XLSX, EPUB, RTF)", typeName)
+}
+
+// convertHints say how to turn an office format that can't be read into
+// one that can.
+var convertHints = map[string]string{
+	"application/msword":                                                        "open it in Word or Pages, save it as .docx",
+	"application/vnd.ms-excel":                                                  "open it in Excel or Numbers, save it as .xlsx",
+	"application/vnd.oasis.opendocument.text":                                   "save it as .docx from LibreOffice or Pages",
+	"application/vnd.oasis.opendocument.spreadsheet":                            "save it as .xlsx from LibreOffice or Numbers",
+	"application/vnd.openxmlformats-officedocument.presentationml.presentation": "export it as PDF",
+	"application/vnd.ms-powerpoint":                                             "export it as PDF",
+	"application/vnd.apple.pages":                                               "export it as .docx or PDF",
 }
