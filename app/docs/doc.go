@@ -25,6 +25,11 @@
 // and ZIP containers are checked against their unpacked size before any part
 // is read.
 //
+// API: OpenAIFile and AnthropicDocument turn the HTTP API's document parts
+// (OpenAI "file" content parts with base64 file_data, Anthropic "document"
+// blocks) into a name and bytes for Extract, so that they go through the
+// same extraction as a dropped file; a URL source is refused, not fetched.
+//
 // Prompt: NewAttachment counts a Document's tokens with the model's
 // tokenizer and gives the record a conversation stores. UserMessage places
 // attachments in a delimited block before the question. Budget.Check says
