@@ -35,6 +35,10 @@ var (
 	ErrUnsafe = errors.New("unsafe document construct")
 	// ErrTimeLimit: extraction ran past Limits.Timeout.
 	ErrTimeLimit = errors.New("extraction time limit")
+	// ErrInternal: an extractor failed in a way it should not (a bug
+	// caught so that it cannot take the app down; the fuzz test fails on
+	// it).
+	ErrInternal = errors.New("internal extraction error")
 )
 
 // Error is an extraction failure of one named document.

@@ -207,6 +207,11 @@ func Extract(ctx context.Context, name string, data []byte, opts Options) (*Docu
 	}
 	done := make(chan result, 1)
 	go func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- result{nil, failure(name, ErrInternal, "could not be read because of an error in Suzuran (%v); please report it with the file if you can", r)}
+			}
+		}()
 		doc, err := job.run()
 		done <- result{doc, err}
 	}()

@@ -17,7 +17,8 @@ var fuzzNames = []string{"a.txt", "a.md", "a.go", "a.csv", "a.tsv", "a.json", "a
 
 // FuzzExtract feeds the dispatcher, and through it every extractor, with
 // arbitrary bytes under any name: it must return a document of valid UTF-8
-// text or an *Error, never panic, and never run into the time limit. Under
+// text or an *Error, never panic (Extract turns a panic into ErrInternal),
+// and never run into the time limit. Under
 // go test it runs the seeds below (one document of each format, and
 // damaged ones); `go test -fuzz FuzzExtract ./app/docs` explores.
 func FuzzExtract(f *testing.F) {
@@ -65,6 +66,9 @@ func FuzzExtract(f *testing.F) {
 			var e *Error
 			if !errors.As(err, &e) || e.Message == "" || e.Name != name {
 				t.Fatalf("%s: error %v (%T) is not an *Error with a message", name, err, err)
+			}
+			if errors.Is(err, ErrInternal) {
+				t.Fatalf("%s: %v", name, err)
 			}
 			if errors.Is(err, ErrTimeLimit) {
 				t.Fatalf("%s: ran into the time limit on %d bytes", name, len(data))
