@@ -70,3 +70,17 @@ func TestHTMLDeeplyNested(t *testing.T) {
 		t.Errorf("took %v", d)
 	}
 }
+
+// A table inside a table cell is written as the cell's text: Markdown has
+// no nested tables.
+func TestNestedTables(t *testing.T) {
+	html := mustExtract(t, "nested.html", []byte("<table><tr><td>outer</td><td><table><tr><td>a</td><td>b</td></tr><tr><td>c</td></tr></table></td></tr></table>"))
+	if want := "| outer | a b<br>c |\n| --- | --- |"; html.Text != want {
+		t.Errorf("HTML:\n%s\nwant\n%s", html.Text, want)
+	}
+	inner := "<w:tbl><w:tr>" + cell("a") + cell("b") + "</w:tr><w:tr>" + cell("c") + "</w:tr></w:tbl>"
+	docx := mustExtract(t, "nested.docx", docxOf(t, "<w:tbl><w:tr>"+cell("outer")+"<w:tc>"+inner+"</w:tc></w:tr></w:tbl>"))
+	if want := "| outer | a b<br>c |\n| --- | --- |"; docx.Text != want {
+		t.Errorf("DOCX:\n%s\nwant\n%s", docx.Text, want)
+	}
+}

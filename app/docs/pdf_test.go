@@ -1,7 +1,9 @@
 package docs
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -72,5 +74,24 @@ func TestPDFErrors(t *testing.T) {
 				t.Errorf("got %v\nwant %s", err, c.msg)
 			}
 		})
+	}
+}
+
+// Progress counts pages as they are read.
+func TestPDFProgress(t *testing.T) {
+	var pages []int64
+	_, err := Extract(context.Background(), "cjk.pdf", readTestdata(t, "cjk.pdf"), Options{Progress: func(p Progress) {
+		if p.Unit == "pages" {
+			if p.Total != 3 {
+				t.Errorf("total %d pages, want 3", p.Total)
+			}
+			pages = append(pages, p.Done)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(pages) != "[1 2 3]" {
+		t.Errorf("progress %v, want [1 2 3]", pages)
 	}
 }
