@@ -34,7 +34,7 @@
 // tokenizer and gives the record a conversation stores. UserMessage places
 // attachments in a delimited block before the question. Budget.Check says
 // whether the documents fit in the context beside the conversation and the
-// room kept for the answer, with the numbers; Fit cuts them to fit, keeping
+// room kept for the answer, with the numbers; FitDocuments cuts them to fit, keeping
 // the beginning or the end of each, and marks every cut in the text itself,
 // so that nothing is ever dropped without the model and the user seeing it.
 package docs
