@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/suzuran-app/suzuran/app/docs"
+	"github.com/suzuran-app/suzuran/engine/tokenizer"
+)
+
+func init() { register(newExtractCmd()) }
+
+// extractOutput is what --json prints.
+type extractOutput struct {
+	Attachments []docs.Attachment `json:"attachments"`
+	// BlockTokens counts the whole document block as the prompt holds it.
+	BlockTokens int `json:"block_tokens"`
+	// Errors name the files that could not be read, and why.
+	Errors []string `json:"errors,omitempty"`
+}
+
+func newExtractCmd() *cobra.Command {
+	var (
+		dir      string
+		asJSON   bool
+		maxBytes int64
+		maxPages int
+		timeout  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "extract FILE... [--json] [--model DIR]",
+		Short: "Print the text the model reads from documents, with its tokens and pages",
+		Long: `extract reads documents the way the chat window does when they are dropped
+on it, and prints on stdout the document block the model would read before the
+question. On stderr it lists each file with its type, size, pages and tokens
+(counted with the model's tokenizer). With --json it prints instead, on stdout,
+the attachment records a conversation stores (text, name, size, SHA-256, pages,
+tokens) and the block's token count.
+
+Formats: text, Markdown, source code, CSV/TSV, JSON, HTML, PDF, DOCX, XLSX,
+EPUB and RTF. A file that cannot be read is reported, and the others are still
+printed; the command then exits with an error.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			modelDir, err := commandModel(cmd, dir)
+			if err != nil {
+				return err
+			}
+			tok, err := tokenizer.Load(modelDir)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+			opts := docs.Options{Limits: docs.Limits{MaxBytes: maxBytes, MaxPages: maxPages, Timeout: timeout}}
+			stderr := cmd.ErrOrStderr()
+			var out extractOutput
+			for _, path := range args {
+				progress := newProgressLine(stderr)
+				opts.Progress = progress.extraction
+				att, err := extractOne(ctx, path, tok, opts, progress)
+				progress.clear()
+				if err != nil {
+					fmt.Fprintln(stderr, err)
+					out.Errors = append(out.Errors, err.Error())
+					if ctx.Err() != nil {
+						break
+					}
+					continue
+				}
+				out.Attachments = append(out.Attachments, att)
+				if !asJSON {
+					fmt.Fprintln(stderr, describe(att))
+				}
+			}
+			if len(out.Attachments) > 0 {
+				out.BlockTokens = len(tok.Encode(docs.DocumentBlock(out.Attachments) + "\n\n"))
+			}
+			if err := printExtract(cmd.OutOrStdout(), stderr, out, asJSON); err != nil {
+				return err
+			}
+			if len(out.Errors) > 0 {
+				return fmt.Errorf("%d of %d files could not be read", len(out.Errors), len(args))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dir, "model", "", "model folder whose tokenizer counts the tokens (default: the configured model, else the demo model)")
+	f.BoolVar(&asJSON, "json", false, "print the attachment records as JSON")
+	f.Int64Var(&maxBytes, "max-bytes", 0, fmt.Sprintf("largest file read, in bytes (default %d)", docs.DefaultMaxBytes))
+	f.IntVar(&maxPages, "max-pages", 0, fmt.Sprintf("most PDF pages, XLSX sheets or EPUB chapters (default %d)", docs.DefaultMaxPages))
+	f.DurationVar(&timeout, "timeout", 0, fmt.Sprintf("longest time one file may take (default %v)", docs.DefaultTimeout))
+	return cmd
+}
+
+// extractOne reads one file and counts its tokens.
+func extractOne(ctx context.Context, path string, tok *tokenizer.Tokenizer, opts docs.Options, progress *progressLine) (docs.Attachment, error) {
+	doc, err := docs.ExtractFile(ctx, path, opts)
+	if err != nil {
+		return docs.Attachment{}, err
+	}
+	return docs.NewAttachment(ctx, doc, tok, progress.counting(doc.Name))
+}
+
+// describe is the line that lists an attachment on stderr, as its chip in
+// the window would: name, type, size, pages, tokens.
+func describe(a docs.Attachment) string {
+	s := fmt.Sprintf("%s: %s, %s", a.Name, a.Type, humanBytes(a.Size))
+	if a.Pages > 0 {
+		unit := a.PageUnit
+		if a.Pages == 1 {
+			unit = strings.TrimSuffix(unit, "s")
+		}
+		s += fmt.Sprintf(", %d %s", a.Pages, unit)
+	}
+	if a.Encoding != "" && a.Encoding != "UTF-8" {
+		s += ", " + a.Encoding
+	}
+	s += fmt.Sprintf(", %d tokens", a.Tokens)
+	for _, n := range a.Notes {
+		s += "\n  note: " + n
+	}
+	return s
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n < 1000:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1e6:
+		return fmt.Sprintf("%.1f KB", float64(n)/1e3)
+	default:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	}
+}
+
+func printExtract(stdout, stderr io.Writer, out extractOutput, asJSON bool) error {
+	if asJSON {
+		if out.Attachments == nil {
+			out.Attachments = []docs.Attachment{}
+		}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(out)
+	}
+	if len(out.Attachments) == 0 {
+		return nil
+	}
+	if _, err := fmt.Fprintln(stdout, docs.DocumentBlock(out.Attachments)); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(stderr, "document block: %d tokens\n", out.BlockTokens)
+	return err
+}
+
+// progressLine shows the progress of a large file on one terminal line,
+// at most a few times a second; on anything but a terminal it is silent.
+type progressLine struct {
+	w     io.Writer
+	on    bool
+	last  time.Time
+	shown bool
+}
+
+func newProgressLine(w io.Writer) *progressLine {
+	return &progressLine{w: w, on: isTerminal(w)}
+}
+
+func (p *progressLine) show(format string, args ...any) {
+	if !p.on || time.Since(p.last) < 200*time.Millisecond {
+		return
+	}
+	p.last = time.Now()
+	p.shown = true
+	fmt.Fprintf(p.w, "\r\033[K"+format, args...)
+}
+
+func (p *progressLine) extraction(pr docs.Progress) {
+	if pr.Total > 0 {
+		p.show("%s: %s %d%%", pr.Name, pr.Stage, 100*pr.Done/pr.Total)
+	} else {
+		p.show("%s: %s %d %s", pr.Name, pr.Stage, pr.Done, pr.Unit)
+	}
+}
+
+func (p *progressLine) counting(name string) func(done, total int64) {
+	return func(done, total int64) {
+		if total > 0 {
+			p.show("%s: counting tokens %d%%", name, 100*done/total)
+		}
+	}
+}
+
+func (p *progressLine) clear() {
+	if p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}

@@ -1,0 +1,40 @@
+// Package docs turns documents a user attaches to a conversation into the
+// text the model reads, and places that text in the prompt.
+//
+// Extraction: Extract and ExtractFile read one document, decide its format
+// from its content (and its name's extension where the content alone does
+// not tell, as with source code or CSV), and run the matching extractor:
+//
+//	plain text, Markdown   as decoded (encoding.go: BOMs, UTF-8, legacy encodings)
+//	source code            a fenced code block named by language
+//	CSV, TSV               a Markdown table
+//	JSON                   a fenced json block, validated
+//	HTML                   the readable text, tables as Markdown tables
+//	PDF                    text in reading order, columns one after another, pages numbered
+//	DOCX                   paragraphs, headings, lists, tables as Markdown tables
+//	XLSX                   one Markdown table per sheet
+//	EPUB                   the chapters in spine order, each through the HTML extractor
+//	RTF                    the text, tables as Markdown tables
+//
+// Anything else (images, archives, programs) is refused with an error that
+// names its type. Every extraction runs under Limits (input bytes, pages,
+// time, unpacked size of ZIP-based formats) and stops early when its context
+// is cancelled; Progress reports how far a large document has come. Nothing
+// in a document is executed, fetched or followed: links are kept as text,
+// XML documents with a DOCTYPE (where external entities live) are refused,
+// and ZIP containers are checked against their unpacked size before any part
+// is read.
+//
+// API: OpenAIFile and AnthropicDocument turn the HTTP API's document parts
+// (OpenAI "file" content parts with base64 file_data, Anthropic "document"
+// blocks) into a name and bytes for Extract, so that they go through the
+// same extraction as a dropped file; a URL source is refused, not fetched.
+//
+// Prompt: NewAttachment counts a Document's tokens with the model's
+// tokenizer and gives the record a conversation stores. UserMessage places
+// attachments in a delimited block before the question. Budget.Check says
+// whether the documents fit in the context beside the conversation and the
+// room kept for the answer, with the numbers; FitDocuments cuts them to fit, keeping
+// the beginning or the end of each, and marks every cut in the text itself,
+// so that nothing is ever dropped without the model and the user seeing it.
+package docs

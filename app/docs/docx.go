@@ -1,0 +1,427 @@
+package docs
+
+import (
+	"archive/zip"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strconv"
+	"strings"
+)
+
+// docx reads a Word document (Office Open XML): the main document part in
+// order, paragraphs as paragraphs, headings (by style or outline level) as
+// Markdown headings, list items with their bullet or number, tables as
+// Markdown tables. Deleted text of tracked changes, field codes and the
+// fallback copies of drawings are left out; links keep their text only.
+//
+// It reads the XML itself with encoding/xml: the Go DOCX libraries we
+// looked at either write documents only, drop styles and numbering (no
+// headings or list numbers), or carry a commercial licence.
+func (x *extraction) docx() (string, error) {
+	const what = "Word document"
+	zr, err := x.openZip(what)
+	if err != nil {
+		return "", err
+	}
+	mainPart := "word/document.xml"
+	if rels := zipFile(zr, "_rels/.rels"); rels != nil {
+		data, err := x.readZipFile(rels, what)
+		if err != nil {
+			return "", err
+		}
+		if target, err := x.officeDocumentTarget(data); err != nil {
+			return "", err
+		} else if target != "" {
+			mainPart = path.Clean(strings.TrimPrefix(target, "/"))
+		}
+	}
+	doc := zipFile(zr, mainPart)
+	if doc == nil {
+		return "", damaged(x.name, what, fmt.Errorf("it has no %s part", mainPart))
+	}
+	dir := path.Dir(mainPart)
+	w := &docxReader{x: x, headingLevels: map[string]int{}, numFormats: map[string]string{}, counters: map[string]int{}}
+	if f := zipFile(zr, path.Join(dir, "styles.xml")); f != nil {
+		if err := w.readStyles(f, what); err != nil {
+			return "", err
+		}
+	}
+	if f := zipFile(zr, path.Join(dir, "numbering.xml")); f != nil {
+		if err := w.readNumbering(f, what); err != nil {
+			return "", err
+		}
+	}
+	data, err := x.readZipFile(doc, what)
+	if err != nil {
+		return "", err
+	}
+	return w.readDocument(data, doc.Name, what)
+}
+
+// officeDocumentTarget finds the main part named by the package's
+// relationships.
+func (x *extraction) officeDocumentTarget(data []byte) (string, error) {
+	var target string
+	err := x.walkXML(data, "_rels/.rels", func(d *xml.Decoder, t xml.Token) error {
+		if se, ok := t.(xml.StartElement); ok && se.Name.Local == "Relationship" {
+			if strings.HasSuffix(attr(se, "Type"), "/officeDocument") {
+				target = attr(se, "Target")
+			}
+		}
+		return nil
+	})
+	return target, err
+}
+
+// walkXML streams the tokens of an XML part to visit, refusing DOCTYPEs
+// and checking the context every few thousand tokens.
+func (x *extraction) walkXML(data []byte, part string, visit func(*xml.Decoder, xml.Token) error) error {
+	d := xmlDecoder(data)
+	for i := 0; ; i++ {
+		if i%4096 == 0 {
+			if err := x.check(); err != nil {
+				return err
+			}
+		}
+		t, err := d.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return damaged(x.name, "document", fmt.Errorf("part %s: %v", part, err))
+		}
+		if dir, ok := t.(xml.Directive); ok {
+			if err := checkDirective(dir); errors.Is(err, errDoctype) {
+				return x.unsafeXML(part)
+			}
+		}
+		if err := visit(d, t); err != nil {
+			return err
+		}
+	}
+}
+
+// attr returns the value of the attribute with the given local name.
+func attr(se xml.StartElement, local string) string {
+	for _, a := range se.Attr {
+		if a.Name.Local == local {
+			return a.Value
+		}
+	}
+	return ""
+}
+
+// docxReader holds what the document part needs from the other parts.
+type docxReader struct {
+	x             *extraction
+	headingLevels map[string]int    // style id → heading level
+	numFormats    map[string]string // numId/ilvl → numFmt ("bullet", "decimal", …)
+	counters      map[string]int    // numId/ilvl → last number written
+}
+
+func (r *docxReader) readStyles(f *zip.File, what string) error {
+	data, err := r.x.readZipFile(f, what)
+	if err != nil {
+		return err
+	}
+	var id string
+	return r.x.walkXML(data, "styles.xml", func(d *xml.Decoder, t xml.Token) error {
+		se, ok := t.(xml.StartElement)
+		if !ok {
+			return nil
+		}
+		switch se.Name.Local {
+		case "style":
+			id = attr(se, "styleId")
+		case "name":
+			name := strings.ToLower(attr(se, "val"))
+			if level, ok := strings.CutPrefix(name, "heading "); ok {
+				if n, err := strconv.Atoi(level); err == nil && n >= 1 && n <= 9 {
+					r.headingLevels[id] = min(n, 6)
+				}
+			} else if name == "title" {
+				r.headingLevels[id] = 1
+			}
+		case "outlineLvl":
+			if n, err := strconv.Atoi(attr(se, "val")); err == nil && n < 9 && id != "" {
+				if _, set := r.headingLevels[id]; !set {
+					r.headingLevels[id] = min(n+1, 6)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+func (r *docxReader) readNumbering(f *zip.File, what string) error {
+	data, err := r.x.readZipFile(f, what)
+	if err != nil {
+		return err
+	}
+	abstractFormats := map[string]map[string]string{} // abstractNumId → ilvl → numFmt
+	numToAbstract := map[string]string{}
+	var abstractID, level, numID string
+	err = r.x.walkXML(data, "numbering.xml", func(d *xml.Decoder, t xml.Token) error {
+		se, ok := t.(xml.StartElement)
+		if !ok {
+			return nil
+		}
+		switch se.Name.Local {
+		case "abstractNum":
+			abstractID = attr(se, "abstractNumId")
+			abstractFormats[abstractID] = map[string]string{}
+		case "lvl":
+			level = attr(se, "ilvl")
+		case "numFmt":
+			if m := abstractFormats[abstractID]; m != nil {
+				m[level] = attr(se, "val")
+			}
+		case "num":
+			numID = attr(se, "numId")
+		case "abstractNumId":
+			numToAbstract[numID] = attr(se, "val")
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for num, abstract := range numToAbstract {
+		for lvl, format := range abstractFormats[abstract] {
+			r.numFormats[num+"/"+lvl] = format
+		}
+	}
+	return nil
+}
+
+// docxParagraph is a paragraph being read.
+type docxParagraph struct {
+	style   string
+	outline int // outline level + 1, 0 when none
+	numID   string
+	level   int
+	text    strings.Builder
+}
+
+// docxTable collects a table being read.
+type docxTable struct {
+	rows [][]string
+	row  []string
+	cell []string // the cell's paragraphs
+	in   bool     // inside a cell
+	// spans is how many empty cells follow the current one (gridSpan).
+	spans int
+}
+
+// docxBlock is one written paragraph: list items are joined by one line
+// break, everything else by a blank line.
+type docxBlock struct {
+	text     string
+	listItem bool
+}
+
+func (r *docxReader) readDocument(data []byte, part, what string) (string, error) {
+	var (
+		blocks     []docxBlock
+		paragraphs []*docxParagraph
+		tables     []*docxTable
+		inText     bool
+		skipDepth  int // inside mc:Fallback, whose content repeats mc:Choice
+		depth      int
+	)
+	emit := func(text string, listItem bool) {
+		if n := len(tables); n > 0 && tables[n-1].in {
+			tables[n-1].cell = append(tables[n-1].cell, text)
+			return
+		}
+		blocks = append(blocks, docxBlock{text, listItem})
+	}
+	err := r.x.walkXML(data, part, func(d *xml.Decoder, t xml.Token) error {
+		switch t := t.(type) {
+		case xml.StartElement:
+			depth++
+			if skipDepth > 0 {
+				return nil
+			}
+			p := (*docxParagraph)(nil)
+			if n := len(paragraphs); n > 0 {
+				p = paragraphs[n-1]
+			}
+			switch t.Name.Local {
+			case "Fallback":
+				skipDepth = depth
+			case "p":
+				paragraphs = append(paragraphs, &docxParagraph{})
+			case "pStyle":
+				if p != nil {
+					p.style = attr(t, "val")
+				}
+			case "outlineLvl":
+				if n, err := strconv.Atoi(attr(t, "val")); err == nil && p != nil && n < 9 {
+					p.outline = n + 1
+				}
+			case "numId":
+				if p != nil {
+					p.numID = attr(t, "val")
+				}
+			case "ilvl":
+				if n, err := strconv.Atoi(attr(t, "val")); err == nil && p != nil {
+					p.level = min(max(n, 0), maxIndent)
+				}
+			case "t":
+				inText = p != nil
+			case "tab", "ptab":
+				if p != nil && len(paragraphs) > 0 && inRun(t) {
+					p.text.WriteByte('\t')
+				}
+			case "br", "cr":
+				if p != nil {
+					p.text.WriteByte('\n')
+				}
+			case "noBreakHyphen":
+				if p != nil {
+					p.text.WriteByte('-')
+				}
+			case "tbl":
+				tables = append(tables, &docxTable{})
+			case "tr":
+				if n := len(tables); n > 0 {
+					tables[n-1].row = []string{}
+				}
+			case "tc":
+				if n := len(tables); n > 0 {
+					tables[n-1].in, tables[n-1].cell = true, nil
+				}
+			case "gridSpan":
+				// A cell merged across n grid columns: n-1 empty cells
+				// after it keep the columns of the Markdown table aligned.
+				if n := len(tables); n > 0 {
+					if span, err := strconv.Atoi(attr(t, "val")); err == nil && span > 1 {
+						tables[n-1].cellSpan(min(span, 64) - 1)
+					}
+				}
+			}
+		case xml.EndElement:
+			defer func() { depth-- }()
+			if skipDepth > 0 {
+				if depth == skipDepth {
+					skipDepth = 0
+				}
+				return nil
+			}
+			switch t.Name.Local {
+			case "t":
+				inText = false
+			case "p":
+				n := len(paragraphs)
+				if n == 0 {
+					return nil
+				}
+				p := paragraphs[n-1]
+				paragraphs = paragraphs[:n-1]
+				text, listItem := r.paragraphText(p)
+				if text != "" {
+					emit(text, listItem)
+				}
+			case "tc":
+				if n := len(tables); n > 0 {
+					tb := tables[n-1]
+					tb.row = append(tb.row, strings.Join(tb.cell, "\n"))
+					tb.cell, tb.in = nil, false
+					tb.row = append(tb.row, tb.pending()...)
+				}
+			case "tr":
+				if n := len(tables); n > 0 {
+					tables[n-1].rows = append(tables[n-1].rows, tables[n-1].row)
+					tables[n-1].row = nil
+				}
+			case "tbl":
+				if n := len(tables); n > 0 {
+					tb := tables[n-1]
+					tables = tables[:n-1]
+					table := markdownTable(tb.rows)
+					if len(tables) > 0 {
+						table = flattenTable(tb.rows) // a table in a cell
+					}
+					if table != "" {
+						emit(table, false)
+					}
+				}
+			}
+		case xml.CharData:
+			if inText && skipDepth == 0 {
+				paragraphs[len(paragraphs)-1].text.Write(t)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	if depth != 0 {
+		return "", damaged(r.x.name, what, fmt.Errorf("part %s ends before its elements close", part))
+	}
+	var b strings.Builder
+	for i, blk := range blocks {
+		if i > 0 {
+			if blk.listItem && blocks[i-1].listItem {
+				b.WriteString("\n")
+			} else {
+				b.WriteString("\n\n")
+			}
+		}
+		b.WriteString(blk.text)
+	}
+	return b.String(), nil
+}
+
+// inRun is true for a w:tab that is text (inside a run), not a tab stop
+// definition of paragraph properties, which uses the same element name.
+func inRun(t xml.StartElement) bool {
+	return attr(t, "pos") == "" && attr(t, "leader") == ""
+}
+
+// cellSpan records empty cells to add after the current one.
+func (t *docxTable) cellSpan(n int) {
+	t.spans = n
+}
+
+// pending returns the empty cells of a gridSpan and clears them.
+func (t *docxTable) pending() []string {
+	n := t.spans
+	t.spans = 0
+	return make([]string, n)
+}
+
+// paragraphText writes a paragraph with its heading marks or list marker.
+func (r *docxReader) paragraphText(p *docxParagraph) (string, bool) {
+	text := strings.TrimSpace(p.text.String())
+	if text == "" {
+		return "", false
+	}
+	level := r.headingLevels[p.style]
+	if p.outline > 0 {
+		level = min(p.outline, 6)
+	}
+	if level > 0 && !strings.Contains(text, "\n") {
+		return strings.Repeat("#", level) + " " + text, false
+	}
+	if p.numID != "" && p.numID != "0" {
+		key := p.numID + "/" + strconv.Itoa(p.level)
+		format := r.numFormats[key]
+		// A new item resets the numbering of the levels below it.
+		for deeper := p.level + 1; deeper <= maxIndent; deeper++ {
+			delete(r.counters, p.numID+"/"+strconv.Itoa(deeper))
+		}
+		indent := strings.Repeat("  ", p.level)
+		if format == "bullet" || format == "none" || format == "" {
+			return indent + "- " + text, true
+		}
+		r.counters[key]++
+		return indent + strconv.Itoa(r.counters[key]) + ". " + text, true
+	}
+	return text, false
+}
