@@ -20,6 +20,12 @@
 // budget, and the request's context, which is checked before every pass so
 // a cancelled request ends within one token.
 //
+// A request with a Constraint (constrained decoding: JSON output, forced
+// tool calls) samples on the host instead: each pass returns its logits
+// row, the constraint sets the tokens it rules out to −Inf, the host sampler
+// applies the same rule to the rest, and the chosen token is fed to the next
+// pass. Such steps are not pipelined; the constraint's Done ends the request.
+//
 // The prefix cache (prefixcache.go) exists because Gated DeltaNet state
 // cannot be rolled back: to continue a conversation the engine restores a
 // snapshot taken earlier at a point the new prompt shares, rather than

@@ -92,6 +92,10 @@ type Request struct {
 	// on the engine goroutine between passes and must return at once
 	// (hand the value to another goroutine, or drop it).
 	Progress func(PrefillProgress)
+	// Constraint, when set, restricts the generated tokens to a grammar
+	// (see Constraint); the request then samples on the host. A constraint
+	// serves one request: it keeps the state of the text so far.
+	Constraint Constraint
 }
 
 // PrefillProgress is how far a request's prompt has been read.
@@ -261,6 +265,20 @@ func (e *Engine) Tokenizer() *tokenizer.Tokenizer { return e.tok }
 
 // Config returns the model's config.
 func (e *Engine) Config() *model.Config { return &e.weights.Config }
+
+// EOS returns the ids that end generation, in ascending order (a
+// Constraint allows them where its text may end).
+func (e *Engine) EOS() []int {
+	ids := make([]int, 0, len(e.eos))
+	for id := range e.eos {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// VocabSize is the width of a logits row: the ids the model can generate.
+func (e *Engine) VocabSize() int { return e.vocab }
 
 // ContextTokens is the most tokens a request may hold.
 func (e *Engine) ContextTokens() int { return e.opts.ContextTokens }

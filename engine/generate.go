@@ -21,6 +21,8 @@ type generation struct {
 	// tail is the text released at the end (a held-back stop-string prefix
 	// or an unfinished character), sent with the final event.
 	tail string
+	// host samples a constrained request's tokens; nil otherwise.
+	host *hostSampling
 }
 
 // errCancelled marks a request whose context ended; it is not reported as
@@ -37,6 +39,9 @@ func (g *generation) run() error {
 
 	sampling := req.Sampling
 	sampling.GeneratedFrom = len(req.Prompt)
+	if req.Constraint != nil {
+		g.host = newHostSampling(req.Constraint, req.Prompt)
+	}
 	cur, err := g.prefill(&sampling)
 	if errors.Is(err, errCancelled) {
 		g.stats.FinishReason = FinishCancelled
@@ -57,7 +62,11 @@ func (g *generation) run() error {
 		budget = min(budget, req.MaxTokens)
 	}
 	step := func() (model.Pass, error) {
-		p, err := model.Start(e.backend, e.weights, e.seq, model.Input{Sample: &sampling})
+		in := model.Input{Sample: &sampling}
+		if g.host != nil {
+			in = g.host.input()
+		}
+		p, err := model.Start(e.backend, e.weights, e.seq, in)
 		if err != nil {
 			return nil, fmt.Errorf("decode step %d: %w", g.stats.GeneratedTokens+1, err)
 		}
@@ -71,7 +80,7 @@ func (g *generation) run() error {
 		// starts before the host reads that token: the device feeds it from
 		// its own memory, so it never waits for the host.
 		var next model.Pass
-		if e.opts.Pipelined && g.stats.GeneratedTokens+2 <= budget && ctx.Err() == nil {
+		if e.opts.Pipelined && g.host == nil && g.stats.GeneratedTokens+2 <= budget && ctx.Err() == nil {
 			if next, err = step(); err != nil {
 				g.drain(cur)
 				return err
@@ -83,6 +92,11 @@ func (g *generation) run() error {
 			return fmt.Errorf("decode step %d: %w", g.stats.GeneratedTokens+1, err)
 		}
 		tok := res.Token
+		if g.host != nil {
+			if tok, err = g.host.choose(res.Logits, &sampling); err != nil {
+				return fmt.Errorf("constrained decode step %d: %w", g.stats.GeneratedTokens+1, err)
+			}
+		}
 		if decodeStart.IsZero() {
 			g.stats.PrefillDuration = time.Since(g.start)
 			decodeStart = time.Now()
@@ -90,10 +104,12 @@ func (g *generation) run() error {
 		g.stats.GeneratedTokens++
 		generated = append(generated, tok)
 		isEOS := e.eos[tok]
+		// A constraint whose text is complete ends the request like EOS.
+		complete := g.host != nil && g.host.constraint.Done()
 		// Not pipelined, the next step starts as soon as the token is known
 		// to need one, before the token is streamed. Not after EOS, at the
 		// budget, or once cancelled: the step would be thrown away.
-		if !e.opts.Pipelined && !isEOS && g.stats.GeneratedTokens < budget && ctx.Err() == nil {
+		if (!e.opts.Pipelined || g.host != nil) && !isEOS && !complete && g.stats.GeneratedTokens < budget && ctx.Err() == nil {
 			if next, err = step(); err != nil {
 				return err
 			}
@@ -108,7 +124,7 @@ func (g *generation) run() error {
 			return errCancelled
 		}
 		switch {
-		case isEOS || stopped:
+		case isEOS || stopped || complete:
 			g.stats.FinishReason = FinishStop
 		case g.stats.GeneratedTokens >= budget:
 			g.stats.FinishReason = FinishLength
@@ -251,7 +267,11 @@ func (g *generation) prefill(sampling *model.Sampling) (model.Pass, error) {
 		pos = end
 		progress(pos)
 	}
-	p, err := model.Start(e.backend, e.weights, e.seq, model.Input{IDs: prompt[pos:], Sample: sampling})
+	last := model.Input{IDs: prompt[pos:], Sample: sampling}
+	if g.host != nil {
+		last = model.Input{IDs: prompt[pos:], Logits: model.LogitsLast}
+	}
+	p, err := model.Start(e.backend, e.weights, e.seq, last)
 	if err != nil {
 		return nil, fmt.Errorf("prefill of tokens %d..%d: %w", pos, n, err)
 	}
