@@ -1,0 +1,95 @@
+package grammar
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/suzuran-app/suzuran/engine"
+)
+
+// Grammar is a compiled output language (a JSON schema, a tool call) over
+// one Vocabulary. It is safe for concurrent use, and worth keeping for
+// repeated requests: the automaton and the token masks it computes on the
+// way are shared by every Constraint made from it.
+type Grammar struct {
+	dfa *dfa
+}
+
+// NewConstraint starts a constraint for one request (engine.Request's
+// Constraint field).
+func (g *Grammar) NewConstraint() *Constraint {
+	return &Constraint{g: g, state: g.dfa.start}
+}
+
+// Constraint follows one request's output through a Grammar; it
+// implements engine.Constraint.
+type Constraint struct {
+	g     *Grammar
+	state int32
+	ended bool // an EOS token was accepted
+}
+
+var _ engine.Constraint = (*Constraint)(nil)
+
+var negInf = float32(math.Inf(-1))
+
+// Mask sets the logits of the tokens that may not come next to −Inf.
+func (c *Constraint) Mask(logits []float32) {
+	if c.ended {
+		for i := range logits {
+			logits[i] = negInf
+		}
+		return
+	}
+	mask, _ := c.g.dfa.maskOf(c.state)
+	for w, word := range mask {
+		if word == ^uint64(0) {
+			continue
+		}
+		base := w * 64
+		end := min(base+64, len(logits))
+		for i := base; i < end; i++ {
+			if word&(1<<(i-base)) == 0 {
+				logits[i] = negInf
+			}
+		}
+	}
+	for i := len(mask) * 64; i < len(logits); i++ {
+		logits[i] = negInf
+	}
+}
+
+// Accept advances past token, or returns an error if the grammar does not
+// allow it here.
+func (c *Constraint) Accept(token int) error {
+	d := c.g.dfa
+	v := d.vocab
+	if c.ended {
+		return fmt.Errorf("token %d after the end of the constrained text", token)
+	}
+	if v.isEOS(token) {
+		if !d.accepting(c.state) {
+			return fmt.Errorf("end of text (token %d) before the constrained text is complete", token)
+		}
+		c.ended = true
+		return nil
+	}
+	if token < 0 || token >= len(v.pieces) || v.pieces[token] == nil {
+		return fmt.Errorf("token %d cannot appear in constrained text", token)
+	}
+	next := d.walk(c.state, v.pieces[token])
+	if next == dead {
+		return fmt.Errorf("token %d (%q) does not fit the constrained text here", token, v.pieces[token])
+	}
+	c.state = next
+	return nil
+}
+
+// Done reports that the text is complete: nothing but EOS could follow.
+func (c *Constraint) Done() bool {
+	if c.ended {
+		return true
+	}
+	_, done := c.g.dfa.maskOf(c.state)
+	return done
+}

@@ -1,0 +1,47 @@
+// Package grammar constrains what the model may write: JSON that a schema
+// validates (response_format json_object and json_schema, the Responses
+// API's text.format) and forced tool calls (tool_choice "required" or a
+// named function) in the Qwen3.5/3.6 tool-call format. It turns each into
+// an engine.Constraint, which the engine applies to the logits before every
+// token is sampled, so the output is valid by construction instead of by
+// retrying.
+//
+// The pieces:
+//
+//   - A Vocabulary is built once per loaded model: every token's bytes, and
+//     the tokens sorted by those bytes with the prefix each shares with its
+//     predecessor, so that the vocabulary can be walked like a trie.
+//   - JSONObject, JSONSchema and ToolCall compile a language into a byte
+//     level automaton (an NFA from Thompson's construction, determinized
+//     lazily): a Grammar. Everything is finite: whitespace between tokens
+//     is bounded (nothing, a space, or a newline and up to 20 spaces or
+//     tabs), numbers have bounded digits, and values a schema leaves open
+//     (json_object, {}, an object without properties) nest a bounded number
+//     of levels, so the model can neither pad nor nest forever.
+//   - A Grammar's Constraint follows one request. Its mask for an automaton
+//     state (the tokens whose bytes lead to a live state, plus EOS where
+//     the text may end) is computed the first time the state is met and
+//     kept in the Grammar, so a step usually costs a lookup per byte of the
+//     chosen token and one pass over the mask. When the text is complete
+//     and nothing can follow it (the closing brace of the object), Done
+//     reports it and the engine ends the request.
+//
+// A server uses it so:
+//
+//	vocab, err := grammar.NewVocabulary(e.Tokenizer(), e.EOS(), e.VocabSize()) // once per model
+//	g, err := grammar.JSONSchema(vocab, schemaJSON, grammar.Options{Thinking: thinking})
+//	// err is a *SchemaError for a schema it cannot compile: answer 400.
+//	stream, err := e.Submit(ctx, engine.Request{..., Constraint: g.NewConstraint()})
+//
+// Schema support: type (one or a list), enum, const, anyOf, oneOf (as
+// anyOf: exact when its branches are disjoint), allOf of one schema, local
+// $ref (not recursive), nullable; properties, required and
+// additionalProperties (with properties, exactly the listed properties are
+// written, in schema order, the optional ones optionally; without, a map
+// whose values follow additionalProperties); items, prefixItems, minItems
+// and maxItems; minLength and maxLength; the formats date, time, date-time
+// and uuid; integers and numbers; strings with escapes and any Unicode;
+// booleans and null. Annotations (title, description, default, examples,
+// $defs, …) are ignored. Any other keyword (pattern, minimum, …) is a
+// *SchemaError that names it.
+package grammar

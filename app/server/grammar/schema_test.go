@@ -1,0 +1,167 @@
+package grammar
+
+import (
+	"encoding/json"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// schemaCases cover every supported keyword; good texts must be accepted
+// and bad ones refused.
+var schemaCases = []struct {
+	name   string
+	schema string
+	good   []string
+	bad    []string
+}{
+	{
+		name:   "object with required and optional properties",
+		schema: `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"},"tags":{"type":"array","items":{"type":"string"}}},"required":["name","tags"],"additionalProperties":false}`,
+		good:   []string{`{"name":"Ann","tags":[]}`, `{"name":"A\"n\\n\u00e9","age":-12,"tags":["x","y"]}`, "{\n  \"name\": \"日本\",\n  \"tags\": [ \"a\" ]\n}"},
+		bad:    []string{`{"tags":[],"name":"Ann"}`, `{"name":"Ann"}`, `{"name":"Ann","age":1.5,"tags":[]}`, `{"name":"Ann","tags":[],"x":1}`, `{"name":"A` + "\n" + `","tags":[]}`, `{"name":"Ann","tags":[]} `},
+	},
+	{
+		name:   "nested objects, enum, const, booleans, null",
+		schema: `{"type":"object","properties":{"kind":{"const":"point"},"at":{"type":"object","properties":{"x":{"type":"number"},"y":{"type":"number"}},"required":["x","y"]},"color":{"enum":["red","green",null,3]},"ok":{"type":"boolean"},"none":{"type":"null"}},"required":["kind","at","color","ok","none"]}`,
+		good:   []string{`{"kind":"point","at":{"x":1.25e-3,"y":0},"color":null,"ok":true,"none":null}`, `{"kind":"point","at":{"x":-0.5,"y":10},"color":3,"ok":false,"none":null}`},
+		bad:    []string{`{"kind":"line","at":{"x":1,"y":0},"color":null,"ok":true,"none":null}`, `{"kind":"point","at":{"x":1},"color":"red","ok":true,"none":null}`, `{"kind":"point","at":{"x":01,"y":0},"color":"red","ok":true,"none":null}`},
+	},
+	{
+		name:   "anyOf, type lists, nullable, $ref",
+		schema: `{"$defs":{"pet":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}},"type":"object","properties":{"id":{"anyOf":[{"type":"integer"},{"type":"string","format":"uuid"}]},"pet":{"$ref":"#/$defs/pet"},"note":{"type":["string","null"]},"score":{"type":["number","null"]}},"required":["id","pet","note","score"]}`,
+		good:   []string{`{"id":7,"pet":{"name":"Rex"},"note":null,"score":null}`, `{"id":"123e4567-e89b-12d3-a456-426614174000","pet":{"name":""},"note":"hi","score":2}`},
+		bad:    []string{`{"id":true,"pet":{"name":"Rex"},"note":null,"score":null}`, `{"id":"abc","pet":{"name":"Rex"},"note":null,"score":null}`},
+	},
+	{
+		name:   "array bounds, tuples, string lengths, formats",
+		schema: `{"type":"object","properties":{"pair":{"type":"array","prefixItems":[{"type":"string","minLength":1,"maxLength":3},{"type":"integer"}],"items":false,"minItems":2},"few":{"type":"array","items":{"type":"boolean"},"minItems":1,"maxItems":3},"when":{"type":"string","format":"date-time"},"day":{"type":"string","format":"date"}},"required":["pair","few","when","day"]}`,
+		good:   []string{`{"pair":["abc",1],"few":[true],"when":"2024-02-28T23:59:59.5+01:00","day":"2025-12-31"}`, `{"pair":["\n",0],"few":[true,false,true],"when":"2024-01-01T00:00:00Z","day":"2025-04-30"}`},
+		bad:    []string{`{"pair":["",1],"few":[true],"when":"2024-02-28T23:59:59Z","day":"2025-12-31"}`, `{"pair":["abcd",1],"few":[true],"when":"2024-02-28T23:59:59Z","day":"2025-12-31"}`, `{"pair":["a",1],"few":[],"when":"2024-02-28T23:59:59Z","day":"2025-12-31"}`, `{"pair":["a",1],"few":[true,true,true,true],"when":"2024-02-28T23:59:59Z","day":"2025-12-31"}`, `{"pair":["a",1],"few":[true],"when":"2024-02-28","day":"2025-12-31"}`, `{"pair":["a",1],"few":[true],"when":"2024-02-28T23:59:59Z","day":"2025-04-31"}`},
+	},
+	{
+		name:   "maps and open values",
+		schema: `{"type":"object","properties":{"counts":{"type":"object","additionalProperties":{"type":"integer"}},"extra":{},"anything":true},"required":["counts","extra","anything"]}`,
+		good:   []string{`{"counts":{},"extra":[1,{"a":null}],"anything":"x"}`, `{"counts":{"a":1,"b":2},"extra":{"k":[true]},"anything":{}}`},
+		bad:    []string{`{"counts":{"a":"1"},"extra":1,"anything":1}`, `{"counts":{},"extra":[[[[[1]]]]],"anything":1}`},
+	},
+	{
+		name:   "top-level array of enums",
+		schema: `{"type":"array","items":{"type":"string","enum":["a","b\"c"]}}`,
+		good:   []string{`[]`, `["a","b\"c","a"]`},
+		bad:    []string{`["c"]`, `[ ]  `},
+	},
+}
+
+func TestSchemaAcceptsAndRejects(t *testing.T) {
+	_, _, vocab := demoModel(t)
+	for _, c := range schemaCases {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := JSONSchema(vocab, []byte(c.schema), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := validator(t, c.schema)
+			for _, text := range c.good {
+				if err := validate(v, text); err != nil {
+					t.Fatalf("test case is wrong: %s does not validate: %v", text, err)
+				}
+				if !accepts(g, text) {
+					t.Errorf("refused %s", text)
+				}
+			}
+			for _, text := range c.bad {
+				if accepts(g, text) {
+					t.Errorf("accepted %q", text)
+				}
+			}
+		})
+	}
+}
+
+// TestRandomWalksValidate is the property test: random walks through each
+// schema's automaton, byte by byte, always end in text that parses and
+// that the validator accepts.
+func TestRandomWalksValidate(t *testing.T) {
+	_, _, vocab := demoModel(t)
+	walks := 300
+	if testing.Short() {
+		walks = 50
+	}
+	for i, c := range schemaCases {
+		t.Run(c.name, func(t *testing.T) {
+			g, err := JSONSchema(vocab, []byte(c.schema), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := validator(t, c.schema)
+			dist := distances(t, g)
+			rng := rand.New(rand.NewPCG(uint64(i), 1))
+			for range walks {
+				text := randomText(g, dist, rng, rng.IntN(200))
+				if err := validate(v, text); err != nil {
+					t.Fatalf("random walk wrote %q: %v", text, err)
+				}
+			}
+		})
+	}
+}
+
+// TestJSONObject: json_object's random walks are JSON objects.
+func TestJSONObject(t *testing.T) {
+	_, _, vocab := demoModel(t)
+	g, err := JSONObject(vocab, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{`{}`, `{"a":[1,{"b":null}],"c":"\u00e9"}`, "{\n\t\"x\": -0.5E+3\n}"} {
+		if !accepts(g, text) {
+			t.Errorf("refused %s", text)
+		}
+	}
+	for _, text := range []string{`[]`, `"x"`, `{"a":1,}`, `{"a" 1}`, `{"a":[[[[[1]]]]]}`, "{  \"a\":1}", "{\n\n\"a\":1}"} {
+		if accepts(g, text) {
+			t.Errorf("accepted %q", text)
+		}
+	}
+	dist := distances(t, g)
+	rng := rand.New(rand.NewPCG(9, 9))
+	for range 300 {
+		text := randomText(g, dist, rng, rng.IntN(300))
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(text), &obj); err != nil {
+			t.Fatalf("random walk wrote %q: %v", text, err)
+		}
+	}
+}
+
+func TestUnsupportedKeywordsAreNamed(t *testing.T) {
+	_, _, vocab := demoModel(t)
+	cases := []struct{ schema, keyword, path string }{
+		{`{"type":"string","pattern":"^a+$"}`, "pattern", "#"},
+		{`{"type":"object","properties":{"n":{"type":"integer","minimum":0}}}`, "minimum", "#/properties/n"},
+		{`{"type":"array","items":{"type":"string"},"uniqueItems":true}`, "uniqueItems", "#"},
+		{`{"type":"object","properties":{"a":{"not":{}}}}`, "not", "#/properties/a"},
+		{`{"type":"string","format":"email"}`, "format", "#"},
+		{`{"$defs":{"n":{"type":"object","properties":{"next":{"$ref":"#/$defs/n"}}}},"$ref":"#/$defs/n"}`, "$ref", "#/$defs/n/properties/next"},
+		{`{"type":"array","maxItems":100000}`, "maxItems", "#"},
+		{`{"frobnicate":1}`, "frobnicate", "#"},
+	}
+	for _, c := range cases {
+		_, err := JSONSchema(vocab, []byte(c.schema), Options{})
+		var se *SchemaError
+		if !errors.As(err, &se) || se.Keyword != c.keyword || se.Path != c.path {
+			t.Errorf("%s: error %v, want keyword %q at %s", c.schema, err, c.keyword, c.path)
+			continue
+		}
+		if !strings.Contains(err.Error(), `"`+c.keyword+`"`) {
+			t.Errorf("%s: message %q does not name %q", c.schema, err, c.keyword)
+		}
+	}
+	for _, bad := range []string{`{"type":"strin"}`, `not json`, `false`, `{"enum":[]}`, `{"type":"integer","enum":["a"]}`} {
+		if _, err := JSONSchema(vocab, []byte(bad), Options{}); err == nil {
+			t.Errorf("%s: compiled, want an error", bad)
+		}
+	}
+}
