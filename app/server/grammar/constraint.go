@@ -3,6 +3,7 @@ package grammar
 import (
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/suzuran-app/suzuran/engine"
 )
@@ -36,26 +37,50 @@ var negInf = float32(math.Inf(-1))
 // Mask sets the logits of the tokens that may not come next to −Inf.
 func (c *Constraint) Mask(logits []float32) {
 	if c.ended {
-		for i := range logits {
-			logits[i] = negInf
-		}
+		fillNegInf(logits)
 		return
 	}
 	mask, _ := c.g.dfa.maskOf(c.state)
-	for w, word := range mask {
-		if word == ^uint64(0) {
-			continue
-		}
+	for w := 0; w < len(mask); w++ {
+		word := mask[w]
 		base := w * 64
-		end := min(base+64, len(logits))
-		for i := base; i < end; i++ {
-			if word&(1<<(i-base)) == 0 {
-				logits[i] = negInf
+		switch {
+		case word == ^uint64(0):
+		case word == 0:
+			// A run of ruled-out words is filled by copying, which is
+			// what most steps of a structural state spend their time on.
+			end := w + 1
+			for end < len(mask) && mask[end] == 0 {
+				end++
+			}
+			fillNegInf(logits[min(base, len(logits)):min(end*64, len(logits))])
+			w = end - 1
+		default:
+			// Only the ruled-out ids of a mixed word.
+			for out := ^word; out != 0; out &= out - 1 {
+				if i := base + bits.TrailingZeros64(out); i < len(logits) {
+					logits[i] = negInf
+				}
 			}
 		}
 	}
-	for i := len(mask) * 64; i < len(logits); i++ {
-		logits[i] = negInf
+	if n := len(mask) * 64; n < len(logits) {
+		fillNegInf(logits[n:])
+	}
+}
+
+// negInfBlock is copied over ruled-out runs of logits.
+var negInfBlock = func() []float32 {
+	b := make([]float32, 4096)
+	for i := range b {
+		b[i] = negInf
+	}
+	return b
+}()
+
+func fillNegInf(dst []float32) {
+	for len(dst) > 0 {
+		dst = dst[copy(dst, negInfBlock):]
 	}
 }
 

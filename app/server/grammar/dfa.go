@@ -166,7 +166,7 @@ func (d *dfa) maskOf(s int32) ([]uint64, bool) {
 	any := false
 	for i := 0; i < len(v.order); {
 		id := v.order[i]
-		b := v.pieces[id]
+		b := v.sorted[v.offset[i]:v.offset[i+1]]
 		k := min(int(v.lcp[i]), valid)
 		for k < len(b) {
 			next := d.step(path[k], b[k])

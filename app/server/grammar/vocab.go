@@ -31,6 +31,12 @@ type Vocabulary struct {
 	pieces [][]byte // by id; nil for ids a grammar never produces
 	order  []int32  // ids with a piece, sorted by piece
 	lcp    []uint16 // lcp[i]: common prefix of order[i] and order[i-1]
+	// sorted holds the pieces of order back to back, piece i at
+	// sorted[offset[i]:offset[i+1]]: the mask walk reads memory in order
+	// instead of chasing a slice per token (a third of its time on a
+	// 248k vocabulary).
+	sorted []byte
+	offset []uint32
 	maxLen int
 	eos    []int
 }
@@ -66,6 +72,12 @@ func NewVocabulary(tok Tokenizer, eos []int, width int) (*Vocabulary, error) {
 		}
 		return int(a - b)
 	})
+	v.offset = make([]uint32, 0, len(v.order)+1)
+	for _, id := range v.order {
+		v.offset = append(v.offset, uint32(len(v.sorted)))
+		v.sorted = append(v.sorted, v.pieces[id]...)
+	}
+	v.offset = append(v.offset, uint32(len(v.sorted)))
 	v.lcp = make([]uint16, len(v.order))
 	for i := 1; i < len(v.order); i++ {
 		a, b := v.pieces[v.order[i-1]], v.pieces[v.order[i]]
