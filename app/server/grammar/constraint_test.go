@@ -19,8 +19,10 @@ func TestMaskIsExact(t *testing.T) {
 	grammars := map[string]func() (*Grammar, error){
 		"json_object": func() (*Grammar, error) { return JSONObject(vocab, Options{}) },
 		"schema":      func() (*Grammar, error) { return JSONSchema(vocab, []byte(schemaCases[0].schema), Options{}) },
-		"thinking":    func() (*Grammar, error) { return JSONSchema(vocab, []byte(schemaCases[1].schema), Options{Thinking: true}) },
-		"tool call":   func() (*Grammar, error) { return ToolCall(vocab, fns, Options{ParallelToolCalls: true}) },
+		"thinking": func() (*Grammar, error) {
+			return JSONSchema(vocab, []byte(schemaCases[1].schema), Options{Thinking: true})
+		},
+		"tool call": func() (*Grammar, error) { return ToolCall(vocab, fns, Options{ParallelToolCalls: true}) },
 	}
 	for name, compile := range grammars {
 		t.Run(name, func(t *testing.T) {

@@ -56,9 +56,9 @@ func TestToolCallAcceptsTheTemplateFormat(t *testing.T) {
 		"<tool_call>\n<function=ping>\n</function>\n</tool_call>",
 	}
 	bad := []string{
-		"<tool_call>\n<function=get_weather>\n</function>\n</tool_call>",                                                                  // city is required
-		"<tool_call>\n<function=get_weather>\n<parameter=city>\na</b\n</parameter>\n</function>\n</tool_call>",                           // "</" in a raw value
-		"<tool_call>\n<function=get_weather>\n<parameter=city>\na\n<x\n</parameter>\n</function>\n</tool_call>",                          // '<' after a newline
+		"<tool_call>\n<function=get_weather>\n</function>\n</tool_call>",                                                                                // city is required
+		"<tool_call>\n<function=get_weather>\n<parameter=city>\na</b\n</parameter>\n</function>\n</tool_call>",                                          // "</" in a raw value
+		"<tool_call>\n<function=get_weather>\n<parameter=city>\na\n<x\n</parameter>\n</function>\n</tool_call>",                                         // '<' after a newline
 		"<tool_call>\n<function=get_weather>\n<parameter=city>\nKyoto\n</parameter>\n<parameter=unit>\nkelvin\n</parameter>\n</function>\n</tool_call>", // not in the enum
 		"<tool_call>\n<function=nope>\n</function>\n</tool_call>",
 		"<tool_call>\n<function=ping>\n</function>\n</tool_call>\n<tool_call>\n<function=ping>\n</function>\n</tool_call>", // one call only
