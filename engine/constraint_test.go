@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/suzuran-app/suzuran/engine/model"
 )
@@ -130,5 +131,41 @@ func TestConstraintThatAllowsNothingFails(t *testing.T) {
 	stats, err := stream.Result()
 	if err == nil || stats.FinishReason != FinishError || tokens != 0 {
 		t.Fatalf("got %d tokens, finish %q, error %v; want no token and an error", tokens, stats.FinishReason, err)
+	}
+}
+
+// BenchmarkConstrainedDecode measures what host sampling costs a
+// constrained request: the 48-token greedy answer decoded plain and with a
+// constraint that masks nothing (so both write the same tokens), on each
+// backend. On a GPU backend the constrained path reads the logits row back,
+// samples on the host and gives up pipelining; µs/token is the decode time
+// per token after the first.
+func BenchmarkConstrainedDecode(b *testing.B) {
+	c := greedyCases(b)[3]
+	for _, backend := range backendsUnderTest() {
+		e := loadDemo(b, backend, LoadOptions{CacheBytes: -1})
+		for _, constrained := range []bool{false, true} {
+			name := backend + "/plain"
+			if constrained {
+				name = backend + "/constrained"
+			}
+			b.Run(name, func(b *testing.B) {
+				var decode time.Duration
+				var tokens int
+				for b.Loop() {
+					req := Request{Prompt: c.PromptIDs, MaxTokens: len(c.GreedyIDs)}
+					if constrained {
+						req.Constraint = &allowAll{}
+					}
+					ids, _, stats := collect(b, e, req)
+					if !slices.Equal(ids, c.GreedyIDs) {
+						b.Fatalf("ids %v, want %v", ids, c.GreedyIDs)
+					}
+					decode += stats.DecodeDuration
+					tokens += stats.GeneratedTokens - 1
+				}
+				b.ReportMetric(float64(decode.Microseconds())/float64(tokens), "µs/token")
+			})
+		}
 	}
 }

@@ -29,7 +29,8 @@
 // A server uses it so:
 //
 //	vocab, err := grammar.NewVocabulary(e.Tokenizer(), e.EOS(), e.VocabSize()) // once per model
-//	g, err := grammar.JSONSchema(vocab, schemaJSON, grammar.Options{Thinking: thinking})
+//	grammars := grammar.NewCache(vocab, 0)                                      // and one cache
+//	g, err := grammars.JSONSchema(schemaJSON, grammar.Options{Thinking: thinking})
 //	// err is a *SchemaError for a schema it cannot compile: answer 400.
 //	stream, err := e.Submit(ctx, engine.Request{..., Constraint: g.NewConstraint()})
 //
