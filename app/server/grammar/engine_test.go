@@ -176,36 +176,42 @@ func TestEngineEmu(t *testing.T) {
 	if testing.Short() {
 		t.Skip("emu compiles the Metal kernels with the system C++ compiler")
 	}
+	// Small schemas: an emulated decode step costs about 0.1 s.
+	const schema = `{"type":"object","properties":{"mood":{"enum":["happy","sad","calm"]},"ok":{"type":"boolean"},"n":{"type":"integer"}},"required":["mood","ok","n"],"additionalProperties":false}`
+	fns := []Function{{Name: "set_mode", Parameters: json.RawMessage(`{"type":"object","properties":{"mode":{"type":"string","enum":["eco","fast"]},"level":{"type":"integer"}},"required":["mode","level"]}`)}}
 	dir, _, _ := demoModel(t)
-	check := validator(t, boundedSchema)
-	fns, tools := functionsOf(t, alarmTools)
+	check := validator(t, schema)
 	checkArgs := validator(t, string(fns[0].Parameters))
 	e, vocab := loadEngine(t, dir, "emu")
-	g, err := JSONSchema(vocab, []byte(boundedSchema), Options{})
+	g, err := JSONSchema(vocab, []byte(schema), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, stats := generate(t, e, ask("Describe a cat as JSON.", nil), model.Sampling{}, 1000, g.NewConstraint())
+	text, stats := generate(t, e, ask("Describe a cat as JSON.", nil), model.Sampling{}, 200, g.NewConstraint())
 	if err := validate(check, text); err != nil || stats.FinishReason != engine.FinishStop {
 		t.Errorf("json_schema: %q (finish %s): %v", text, stats.FinishReason, err)
 	}
-	t.Logf("json_schema: %+v", stats)
+	t.Logf("json_schema: %d tokens: %s", stats.GeneratedTokens, text)
 	calls, err := ToolCall(vocab, fns, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The prompt leaves the tools out: emu's prefill of the template's
-	// tool instructions (500 tokens) takes minutes, and the constraint
-	// alone decides the call's shape.
-	text, stats = generate(t, e, ask("Wake me at seven.", nil), model.Sampling{Temperature: 1, Seed: 4}, 1000, calls.NewConstraint())
-	out := chat.ParseOutput(text, chat.ParserOptions{Tools: tools})
+	// The prompt leaves the tool out: emu's prefill of the template's tool
+	// instructions (500 tokens) takes minutes, and the constraint alone
+	// decides the call's shape.
+	text, stats = generate(t, e, ask("Go fast.", nil), model.Sampling{Temperature: 1, Seed: 4}, 200, calls.NewConstraint())
+	tools, err := chat.DecodeJSON([]byte(`[{"type":"function","function":{"name":"set_mode","parameters":` + string(fns[0].Parameters) + `}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := chat.ParseOutput(text, chat.ParserOptions{Tools: tools.([]any)})
 	if len(out.ToolCalls) != 1 || stats.FinishReason != engine.FinishStop {
 		t.Fatalf("tool call: %q parsed as %+v (finish %s)", text, out, stats.FinishReason)
 	}
 	if err := validate(checkArgs, out.ToolCalls[0].Arguments); err != nil {
 		t.Errorf("tool call arguments %s: %v", out.ToolCalls[0].Arguments, err)
 	}
-	t.Logf("tool call: %+v", stats)
+	t.Logf("tool call: %d tokens: %s", stats.GeneratedTokens, out.ToolCalls[0].Arguments)
 }
 
 // TestJSONObjectOnTheFixture: json_object on the random model. Its strings
