@@ -16,6 +16,11 @@ type ChatRequest struct {
 	MaxTokens int
 	Stop      []string
 	Progress  func(PrefillProgress) // as in Request
+	// Constraint is as in Request. A grammar that must know whether the
+	// prompt opened a <think> block can tell from Encode's Prompt.Text
+	// (chat.PromptOpensThinking); Encode and Submit then do what
+	// SubmitChat does.
+	Constraint Constraint
 }
 
 // Template returns the model's chat template, or the error that kept it
@@ -58,6 +63,7 @@ func (e *Engine) SubmitChat(ctx context.Context, r ChatRequest) (*Stream, chat.P
 		// answer; a user turn diverges at the checkpoint.
 		SnapshotAnswer: len(r.Render.Tools) > 0,
 		Progress:       r.Progress,
+		Constraint:     r.Constraint,
 	})
 	return s, prompt, err
 }

@@ -96,6 +96,14 @@ func TestConstraintForcesTokensAndEnds(t *testing.T) {
 			t.Errorf("sampling %+v: stats %+v, want stop after %d tokens", sampling, stats, len(want))
 		}
 	}
+	// SubmitChat passes the constraint on.
+	stream, _, err := e.SubmitChat(t.Context(), ChatRequest{Render: userTurn(c.Question), MaxTokens: 48, Constraint: &forceTokens{want: want}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, stats := drain(t, stream); text != `{"answer": "lily of the valley"}` || stats.FinishReason != FinishStop {
+		t.Errorf("SubmitChat: %q, finish %s", text, stats.FinishReason)
+	}
 	// The budget still applies: the forced text cut short ends with "length".
 	ids, _, stats := collect(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 3, Constraint: &forceTokens{want: want}})
 	if !slices.Equal(ids, want[:3]) || stats.FinishReason != FinishLength {
