@@ -47,6 +47,13 @@ type dfaState struct {
 
 const unknown = -1
 
+// maxDFAStates bounds a grammar's DFA (a state is about 1 KB). Subset
+// construction can blow up on a schema written to make it (anyOf branches
+// that overlap in many ways); past the bound every new transition leads to
+// the dead state, which only makes the constraint stricter: the text it
+// lets through is still valid. Ordinary schemas use a few thousand.
+const maxDFAStates = 1 << 16
+
 func newDFA(n *nfa, start, accept int32, v *Vocabulary) *dfa {
 	d := &dfa{nfa: n, start: start, accept: accept, vocab: v, ids: map[string]int32{}, mark: make([]uint32, len(n.states))}
 	d.intern(nil) // dead
@@ -120,7 +127,7 @@ func (d *dfa) step(s int32, c byte) int32 {
 		}
 	}
 	t := int32(dead)
-	if len(seeds) > 0 {
+	if len(seeds) > 0 && len(d.states) < maxDFAStates {
 		t = d.intern(d.closure(seeds))
 	}
 	// intern may have grown d.states; st still points at the same state.

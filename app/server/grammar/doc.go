@@ -41,8 +41,9 @@
 // written, in schema order, the optional ones optionally; without, a map
 // whose values follow additionalProperties); items, prefixItems, minItems
 // and maxItems; minLength and maxLength; the formats date, time, date-time
-// and uuid; integers and numbers; strings with escapes and any Unicode;
-// booleans and null. Annotations (title, description, default, examples,
-// $defs, …) are ignored. Any other keyword (pattern, minimum, …) is a
-// *SchemaError that names it.
+// and uuid; integers with minimum, maximum and their exclusive forms;
+// numbers (with minimum 0 as the only bound); strings with escapes and any
+// Unicode; booleans and null. Annotations (title, description, default,
+// examples, $defs, …) are ignored. Any other keyword (pattern, multipleOf,
+// a bound on a number, …) is a *SchemaError that names it.
 package grammar

@@ -279,7 +279,7 @@ func build(v *Vocabulary, n *nfa, body frag, o Options) (*Grammar, error) {
 		body = n.seq(n.until("</think>"), n.repeat(0, 2, func() frag { return n.lit("\n") }), body)
 	}
 	if n.tooBig {
-		return nil, fmt.Errorf("grammar: the schema unrolls into more than %d automaton states: bound fewer repetitions (maxItems, maxLength) or nest less", maxStates)
+		return nil, errTooBig
 	}
 	return &Grammar{dfa: newDFA(n, body.in, body.out, v)}, nil
 }

@@ -37,6 +37,9 @@ func (e *SchemaError) Error() string {
 	return fmt.Sprintf("JSON schema at %s: %s", e.Path, e.Reason)
 }
 
+// errTooBig stops a compilation that passed maxStates as soon as it does.
+var errTooBig = fmt.Errorf("grammar: the schema unrolls into more than %d automaton states: bound fewer repetitions (maxItems, maxLength) or nest less", maxStates)
+
 // annotations are keywords that do not constrain the value; they are
 // accepted and ignored.
 var annotations = map[string]bool{
@@ -53,6 +56,7 @@ var constraining = map[string]bool{
 	"properties": true, "required": true, "additionalProperties": true, "unevaluatedProperties": true,
 	"items": true, "prefixItems": true, "minItems": true, "maxItems": true,
 	"minLength": true, "maxLength": true, "format": true,
+	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
 }
 
 // unsupportedWhy explains the keywords most often met that the compiler
@@ -60,10 +64,6 @@ var constraining = map[string]bool{
 var unsupportedWhy = map[string]string{
 	"pattern":           "regular expressions are not compiled; use enum, or drop the keyword",
 	"patternProperties": "property names by pattern are not generated; list the properties",
-	"minimum":           "numeric ranges are not enforced; drop the bound and check the value",
-	"maximum":           "numeric ranges are not enforced; drop the bound and check the value",
-	"exclusiveMinimum":  "numeric ranges are not enforced; drop the bound and check the value",
-	"exclusiveMaximum":  "numeric ranges are not enforced; drop the bound and check the value",
 	"multipleOf":        "multiples are not enforced; drop the keyword",
 	"uniqueItems":       "distinct items are not enforced; drop the keyword",
 	"not":               "negated schemas are not compiled",
@@ -87,6 +87,9 @@ func (c *compiler) errorf(path, format string, args ...any) error {
 // value compiles the schema s found at path.
 func (c *compiler) value(s any, path string) (frag, error) {
 	n := c.n
+	if n.tooBig {
+		return frag{}, errTooBig
+	}
 	if b, ok := s.(bool); ok {
 		if !b {
 			return frag{}, c.errorf(path, "the schema false allows no value")
@@ -185,9 +188,9 @@ func (c *compiler) value(s any, path string) (frag, error) {
 		case "string":
 			f, err = c.str(obj, path)
 		case "integer":
-			f = n.jsonInteger()
+			f, err = c.integer(obj, path)
 		case "number":
-			f = n.jsonNumber()
+			f, err = c.number(obj, path)
 		case "boolean":
 			f = n.alt(n.lit("true"), n.lit("false"))
 		case "null":
@@ -639,6 +642,37 @@ func (c *compiler) str(obj *chat.Object, path string) (frag, error) {
 		return frag{}, c.errorf(path, "maxLength %d is below minLength %d", hi, lo)
 	}
 	return c.n.jsonString(stringOptions{minLength: lo, maxLength: hi, noCloseTag: c.noCloseTag}), nil
+}
+
+// integer compiles an integer schema, with its bounds if it has any.
+func (c *compiler) integer(obj *chat.Object, path string) (frag, error) {
+	lo, hi, bounded, err := c.integerBounds(obj, path)
+	if err != nil || !bounded {
+		return c.n.jsonInteger(), err
+	}
+	return c.n.integerRange(lo, hi), nil
+}
+
+// number compiles a number schema. Fractional bounds are not generated;
+// a lower bound of zero (the common "minimum": 0) is, by leaving out the
+// minus sign.
+func (c *compiler) number(obj *chat.Object, path string) (frag, error) {
+	for _, k := range []string{"exclusiveMinimum", "maximum", "exclusiveMaximum"} {
+		if _, ok := obj.Get(k); ok {
+			return frag{}, &SchemaError{Path: path, Keyword: k, Reason: "bounds on a number are not enforced (only minimum 0 is); use type integer, or drop the bound"}
+		}
+	}
+	if v, ok := obj.Get("minimum"); ok {
+		num, _ := v.(json.Number)
+		if f, err := strconv.ParseFloat(string(num), 64); err != nil || f != 0 {
+			return frag{}, &SchemaError{Path: path, Keyword: "minimum", Reason: "bounds on a number are not enforced (only minimum 0 is); use type integer, or drop the bound"}
+		}
+		n := c.n
+		return n.seq(n.alt(n.lit("0"), n.seq(n.class(byteRange{'1', '9'}), n.digits(0, maxIntDigits-1))),
+			n.opt(n.seq(n.lit("."), n.digits(1, maxFractionDigits))),
+			n.opt(n.seq(n.class(byteRange{'e', 'e'}, byteRange{'E', 'E'}), n.opt(n.class(byteRange{'+', '+'}, byteRange{'-', '-'})), n.digits(1, maxExponentDigits)))), nil
+	}
+	return c.n.jsonNumber(), nil
 }
 
 func kindOf(v any) string {

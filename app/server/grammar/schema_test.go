@@ -3,7 +3,9 @@ package grammar
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -45,6 +47,12 @@ var schemaCases = []struct {
 		schema: `{"type":"object","properties":{"counts":{"type":"object","additionalProperties":{"type":"integer"}},"extra":{},"anything":true},"required":["counts","extra","anything"]}`,
 		good:   []string{`{"counts":{},"extra":[1,{"a":null}],"anything":"x"}`, `{"counts":{"a":1,"b":2},"extra":{"k":[true]},"anything":{}}`},
 		bad:    []string{`{"counts":{"a":"1"},"extra":1,"anything":1}`, `{"counts":{},"extra":[[[[[1]]]]],"anything":1}`},
+	},
+	{
+		name:   "integer ranges and a non-negative number",
+		schema: `{"type":"object","properties":{"age":{"type":"integer","minimum":0,"maximum":130},"delta":{"type":"integer","exclusiveMinimum":-40.5,"exclusiveMaximum":7},"year":{"type":"integer","minimum":1900},"price":{"type":"number","minimum":0}},"required":["age","delta","year","price"]}`,
+		good:   []string{`{"age":0,"delta":-40,"year":1900,"price":0}`, `{"age":130,"delta":6,"year":99999,"price":12.5e3}`, `{"age":42,"delta":0,"year":2025,"price":0.01}`},
+		bad:    []string{`{"age":131,"delta":0,"year":2000,"price":1}`, `{"age":-1,"delta":0,"year":2000,"price":1}`, `{"age":1,"delta":7,"year":2000,"price":1}`, `{"age":1,"delta":-41,"year":2000,"price":1}`, `{"age":1,"delta":0,"year":1899,"price":1}`, `{"age":1,"delta":0,"year":2000,"price":-1}`, `{"age":007,"delta":0,"year":2000,"price":1}`, `{"age":-0,"delta":0,"year":2000,"price":1}`},
 	},
 	{
 		name:   "top-level array of enums",
@@ -140,7 +148,7 @@ func TestUnsupportedKeywordsAreNamed(t *testing.T) {
 	_, _, vocab := demoModel(t)
 	cases := []struct{ schema, keyword, path string }{
 		{`{"type":"string","pattern":"^a+$"}`, "pattern", "#"},
-		{`{"type":"object","properties":{"n":{"type":"integer","minimum":0}}}`, "minimum", "#/properties/n"},
+		{`{"type":"object","properties":{"n":{"type":"number","maximum":1.5}}}`, "maximum", "#/properties/n"},
 		{`{"type":"array","items":{"type":"string"},"uniqueItems":true}`, "uniqueItems", "#"},
 		{`{"type":"object","properties":{"a":{"not":{}}}}`, "not", "#/properties/a"},
 		{`{"type":"string","format":"email"}`, "format", "#"},
@@ -162,6 +170,65 @@ func TestUnsupportedKeywordsAreNamed(t *testing.T) {
 	for _, bad := range []string{`{"type":"strin"}`, `not json`, `false`, `{"enum":[]}`, `{"type":"integer","enum":["a"]}`} {
 		if _, err := JSONSchema(vocab, []byte(bad), Options{}); err == nil {
 			t.Errorf("%s: compiled, want an error", bad)
+		}
+	}
+}
+
+// FuzzJSONSchema: any input compiles or fails with an error, never a panic
+// or a runaway allocation, and a compiled grammar's masks can be computed.
+func FuzzJSONSchema(f *testing.F) {
+	for _, c := range schemaCases {
+		f.Add(c.schema)
+	}
+	f.Add(`{"type":"array","items":{"type":"array","items":{"type":"array","maxItems":256},"maxItems":256},"maxItems":256}`)
+	f.Add(`{"anyOf":[{"type":"string","maxLength":200},{"type":"string","minLength":3}]}`)
+	_, _, vocab := demoModel(f)
+	f.Fuzz(func(t *testing.T, schema string) {
+		g, err := JSONSchema(vocab, []byte(schema), Options{})
+		if err != nil {
+			return
+		}
+		c := g.NewConstraint()
+		c.Mask(make([]float32, vocab.width))
+		c.Done()
+	})
+}
+
+// TestIntegerRange checks the range automaton against arithmetic on random
+// bounds: near each bound, at zero and at random points.
+func TestIntegerRange(t *testing.T) {
+	_, _, vocab := demoModel(t)
+	rng := rand.New(rand.NewPCG(7, 7))
+	random := func() int64 {
+		switch rng.IntN(4) {
+		case 0:
+			return int64(rng.IntN(21)) - 10
+		case 1:
+			return int64(rng.IntN(2001)) - 1000
+		case 2:
+			return rng.Int64N(2e9) - 1e9
+		}
+		return rng.Int64N(2*maxMagnitude) - maxMagnitude
+	}
+	for range 200 {
+		lo, hi := random(), random()
+		if lo > hi {
+			lo, hi = hi, lo
+		}
+		schema := fmt.Sprintf(`{"type":"integer","minimum":%d,"maximum":%d}`, lo, hi)
+		g, err := JSONSchema(vocab, []byte(schema), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		probes := []int64{lo - 1, lo, lo + 1, hi - 1, hi, hi + 1, 0, -1, 1, (lo + hi) / 2}
+		for range 10 {
+			probes = append(probes, random())
+		}
+		for _, x := range probes {
+			want := lo <= x && x <= hi && x >= -maxMagnitude && x <= maxMagnitude
+			if got := accepts(g, strconv.FormatInt(x, 10)); got != want {
+				t.Fatalf("[%d, %d]: %d accepted %v, want %v", lo, hi, x, got, want)
+			}
 		}
 	}
 }
