@@ -156,8 +156,9 @@ func (d *dfa) walk(s int32, b []byte) int32 {
 
 // maskOf returns state s's token mask and whether s is complete, computing
 // them on first use: every token whose bytes lead from s to a live state,
-// found by walking the tokens in byte order so that a shared prefix is
-// walked once and a dead prefix rules out every token that starts with it.
+// found by walking the vocabulary's trie, so that a shared prefix is
+// walked once and a dead prefix rules out every token that starts with it
+// in one jump.
 func (d *dfa) maskOf(s int32) ([]uint64, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -167,33 +168,24 @@ func (d *dfa) maskOf(s int32) ([]uint64, bool) {
 	}
 	v := d.vocab
 	mask := make([]uint64, (v.width+63)/64)
+	// path[k] is the state after the first k bytes of the current node's
+	// prefix; a node at depth k steps from path[k-1].
 	path := make([]int32, v.maxLen+1)
 	path[0] = s
-	valid := 0 // path[:valid+1] holds the states along the previous token
 	any := false
-	for i := 0; i < len(v.order); {
-		id := v.order[i]
-		b := v.sorted[v.offset[i]:v.offset[i+1]]
-		k := min(int(v.lcp[i]), valid)
-		for k < len(b) {
-			next := d.step(path[k], b[k])
-			if next == dead {
-				break
-			}
-			path[k+1] = next
-			k++
-		}
-		valid = k
-		i++
-		if k == len(b) {
-			mask[id/64] |= 1 << (id % 64)
-			any = true
+	for i := 0; i < len(v.nodes); {
+		node := &v.nodes[i]
+		next := d.step(path[node.depth-1], node.b)
+		if next == dead {
+			i = int(node.end) // no piece through this byte fits
 			continue
 		}
-		// Every following token that shares b[:k+1] dies at the same byte.
-		for i < len(v.order) && int(v.lcp[i]) > k {
-			i++
+		path[node.depth] = next
+		for _, id := range v.order[node.tokens:node.tokensEnd] {
+			mask[id/64] |= 1 << (id % 64)
+			any = true
 		}
+		i++
 	}
 	if st.accept {
 		for _, id := range v.eos {

@@ -8,9 +8,11 @@
 //
 // The pieces:
 //
-//   - A Vocabulary is built once per loaded model: every token's bytes, and
-//     the tokens sorted by those bytes with the prefix each shares with its
-//     predecessor, so that the vocabulary can be walked like a trie.
+//   - A Vocabulary is built once per loaded model: every token's bytes, laid
+//     out as a trie in depth-first order, so that the tokens allowed after
+//     an automaton state are found by one walk that steps the automaton
+//     once per trie node and jumps over the subtree of any byte that leads
+//     nowhere.
 //   - JSONObject, JSONSchema and ToolCall compile a language into a byte
 //     level automaton (an NFA from Thompson's construction, determinized
 //     lazily): a Grammar. Everything is finite: whitespace between tokens

@@ -20,25 +20,33 @@ type Tokenizer interface {
 }
 
 // Vocabulary is the per-tokenizer precomputation every grammar of one model
-// shares: each token's bytes, and the tokens sorted by their bytes with the
-// length of the prefix each shares with the one before, which lets a mask
-// be computed by walking the vocabulary like a trie. Build it once per
-// loaded model; it is read-only and safe for concurrent use.
+// shares: each token's bytes, and a trie of them in depth-first order,
+// which a mask walk follows. Build it once per loaded model; it is
+// read-only and safe for concurrent use.
 type Vocabulary struct {
 	// width is the logits row's length (the model's vocabulary, which may
 	// exceed the tokenizer's).
 	width  int
 	pieces [][]byte // by id; nil for ids a grammar never produces
 	order  []int32  // ids with a piece, sorted by piece
-	lcp    []uint16 // lcp[i]: common prefix of order[i] and order[i-1]
-	// sorted holds the pieces of order back to back, piece i at
-	// sorted[offset[i]:offset[i+1]]: the mask walk reads memory in order
-	// instead of chasing a slice per token (a third of its time on a
-	// 248k vocabulary).
-	sorted []byte
-	offset []uint32
+	// nodes is the trie of the sorted pieces in depth-first order (the
+	// root left out): a mask walk steps the automaton once per node it
+	// enters and jumps over the whole subtree of a byte that leads nowhere,
+	// so a state that allows few tokens costs little more than those.
+	nodes  []trieNode
 	maxLen int
 	eos    []int
+}
+
+// trieNode is one byte of the trie: the pieces through it are the prefix
+// its ancestors and it spell.
+type trieNode struct {
+	b     byte
+	depth uint16 // 1 for a child of the root
+	// end is the index just past the node's subtree.
+	end int32
+	// order[tokens:tokensEnd] are the ids whose piece ends here.
+	tokens, tokensEnd int32
 }
 
 // NewVocabulary prepares tok for grammars: eos are the ids that end
@@ -72,23 +80,40 @@ func NewVocabulary(tok Tokenizer, eos []int, width int) (*Vocabulary, error) {
 		}
 		return int(a - b)
 	})
-	v.offset = make([]uint32, 0, len(v.order)+1)
-	for _, id := range v.order {
-		v.offset = append(v.offset, uint32(len(v.sorted)))
-		v.sorted = append(v.sorted, v.pieces[id]...)
-	}
-	v.offset = append(v.offset, uint32(len(v.sorted)))
-	v.lcp = make([]uint16, len(v.order))
-	for i := 1; i < len(v.order); i++ {
-		a, b := v.pieces[v.order[i-1]], v.pieces[v.order[i]]
-		k := 0
-		for k < len(a) && k < len(b) && a[k] == b[k] {
-			k++
-		}
-		v.lcp[i] = uint16(k)
-	}
+	v.buildTrie()
 	return v, nil
 }
 
 // isEOS reports whether id ends generation.
 func (v *Vocabulary) isEOS(id int) bool { return slices.Contains(v.eos, id) }
+
+// buildTrie lays the sorted pieces out as a depth-first trie: each piece
+// adds a node for every byte past the prefix it shares with the piece
+// before it.
+func (v *Vocabulary) buildTrie() {
+	var open []int32 // the path of nodes to the previous piece
+	var prev []byte
+	for i, id := range v.order {
+		p := v.pieces[id]
+		shared := 0
+		for shared < len(p) && shared < len(prev) && p[shared] == prev[shared] {
+			shared++
+		}
+		// Close the previous path's nodes past the shared prefix.
+		for len(open) > shared {
+			v.nodes[open[len(open)-1]].end = int32(len(v.nodes))
+			open = open[:len(open)-1]
+		}
+		for k := shared; k < len(p); k++ {
+			open = append(open, int32(len(v.nodes)))
+			v.nodes = append(v.nodes, trieNode{b: p[k], depth: uint16(k + 1), tokens: int32(i), tokensEnd: int32(i)})
+		}
+		// p ends at the last open node (a piece equal to the previous one
+		// adds no node and joins its tokens).
+		v.nodes[open[len(open)-1]].tokensEnd = int32(i + 1)
+		prev = p
+	}
+	for _, n := range open {
+		v.nodes[n].end = int32(len(v.nodes))
+	}
+}
