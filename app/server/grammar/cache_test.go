@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/suzuran-app/suzuran/engine/chat"
 )
 
 func TestCacheReusesAndEvicts(t *testing.T) {
@@ -75,5 +77,42 @@ func TestConcurrentConstraints(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestForEngineAndFunctions: the server's path from an engine and the
+// decoded tools of a request to a tool-call grammar.
+func TestForEngineAndFunctions(t *testing.T) {
+	e, _ := loadEngine(t, fixtureDir, "cpu")
+	cache, err := ForEngine(e, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tools := functionsOf(t, weatherTools)
+	fns, err := Functions(tools)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := functionsOf(t, weatherTools)
+	if len(fns) != len(want) {
+		t.Fatalf("%d functions, want %d", len(fns), len(want))
+	}
+	for i := range fns {
+		if fns[i].Name != want[i].Name || string(fns[i].Parameters) != string(compact(want[i].Parameters)) {
+			t.Errorf("function %d: %s %s, want %s %s", i, fns[i].Name, fns[i].Parameters, want[i].Name, compact(want[i].Parameters))
+		}
+	}
+	g, err := cache.ToolCall(fns, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !accepts(g, "<tool_call>\n<function=ping>\n</function>\n</tool_call>") {
+		t.Error("the grammar from decoded tools refuses a call of ping")
+	}
+	for _, bad := range []string{`[1]`, `[{"type":"function","function":{"parameters":{}}}]`, `[{"function":7}]`} {
+		v, _ := chat.DecodeJSON([]byte(bad))
+		if _, err := Functions(v.([]any)); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
 	}
 }

@@ -30,9 +30,10 @@
 //
 // A server uses it so:
 //
-//	vocab, err := grammar.NewVocabulary(e.Tokenizer(), e.EOS(), e.VocabSize()) // once per model
-//	grammars := grammar.NewCache(vocab, 0)                                      // and one cache
-//	g, err := grammars.JSONSchema(schemaJSON, grammar.Options{Thinking: thinking})
+//	grammars, err := grammar.ForEngine(e, 0) // once per loaded model
+//	o := grammar.Options{Thinking: chat.PromptOpensThinking(prompt.Text)}
+//	g, err := grammars.JSONSchema(schemaJSON, o) // or JSONObject(o), or
+//	// ToolCall(fns, o) with fns from Functions(tools)
 //	// err is a *SchemaError for a schema it cannot compile: answer 400.
 //	stream, err := e.Submit(ctx, engine.Request{..., Constraint: g.NewConstraint()})
 //
