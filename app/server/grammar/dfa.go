@@ -2,7 +2,6 @@ package grammar
 
 import (
 	"encoding/binary"
-	"math/bits"
 	"slices"
 	"sync"
 )
@@ -196,13 +195,4 @@ func (d *dfa) maskOf(s int32) ([]uint64, bool) {
 	}
 	st.mask, st.done = mask, st.accept && !any
 	return mask, st.done
-}
-
-// count is the number of set bits of a mask (tests and benchmarks).
-func count(mask []uint64) int {
-	n := 0
-	for _, w := range mask {
-		n += bits.OnesCount64(w)
-	}
-	return n
 }
