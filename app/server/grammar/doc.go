@@ -43,10 +43,11 @@
 // additionalProperties (with properties, exactly the listed properties are
 // written, in schema order, the optional ones optionally; without, a map
 // whose values follow additionalProperties); items, prefixItems, minItems
-// and maxItems; minLength and maxLength; the formats date, time, date-time
-// and uuid; integers with minimum, maximum and their exclusive forms;
+// and maxItems; minLength and maxLength; pattern (RE2 syntax, as Go's
+// regexp/syntax reads it; not combined with a length or format, and not in
+// a tool call's parameters); the formats date, time, date-time and uuid; integers with minimum, maximum and their exclusive forms;
 // numbers (with minimum 0 as the only bound); strings with escapes and any
 // Unicode; booleans and null. Annotations (title, description, default,
-// examples, $defs, …) are ignored. Any other keyword (pattern, multipleOf,
+// examples, $defs, …) are ignored. Any other keyword (multipleOf, not,
 // a bound on a number, …) is a *SchemaError that names it.
 package grammar

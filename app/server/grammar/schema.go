@@ -57,12 +57,12 @@ var constraining = map[string]bool{
 	"items": true, "prefixItems": true, "minItems": true, "maxItems": true,
 	"minLength": true, "maxLength": true, "format": true,
 	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
+	"pattern": true,
 }
 
 // unsupportedWhy explains the keywords most often met that the compiler
 // refuses.
 var unsupportedWhy = map[string]string{
-	"pattern":           "regular expressions are not compiled; use enum, or drop the keyword",
 	"patternProperties": "property names by pattern are not generated; list the properties",
 	"multipleOf":        "multiples are not enforced; drop the keyword",
 	"uniqueItems":       "distinct items are not enforced; drop the keyword",
@@ -618,8 +618,28 @@ func (c *compiler) array(obj *chat.Object, path string) (frag, error) {
 	return frag{open.in, end}, nil
 }
 
-// str compiles a string schema: length bounds and a few formats.
+// str compiles a string schema: a pattern, a few formats, or length
+// bounds.
 func (c *compiler) str(obj *chat.Object, path string) (frag, error) {
+	if p, ok := obj.Get("pattern"); ok {
+		expr, isString := p.(string)
+		if !isString {
+			return frag{}, c.errorf(path+"/pattern", "must be a string")
+		}
+		for _, k := range []string{"format", "minLength", "maxLength"} {
+			if _, ok := obj.Get(k); ok {
+				return frag{}, &SchemaError{Path: path, Keyword: k, Reason: "not supported together with pattern; put the bound into the pattern"}
+			}
+		}
+		if c.noCloseTag {
+			return frag{}, &SchemaError{Path: path, Keyword: "pattern", Reason: "not supported inside a tool call's JSON parameter"}
+		}
+		body, err := c.pattern(expr, path)
+		if err != nil {
+			return frag{}, err
+		}
+		return c.n.seq(c.n.lit(`"`), body, c.n.lit(`"`)), nil
+	}
 	if f, ok := obj.Get("format"); ok {
 		name, _ := f.(string)
 		build, known := formats[name]

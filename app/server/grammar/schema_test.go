@@ -55,6 +55,12 @@ var schemaCases = []struct {
 		bad:    []string{`{"age":131,"delta":0,"year":2000,"price":1}`, `{"age":-1,"delta":0,"year":2000,"price":1}`, `{"age":1,"delta":7,"year":2000,"price":1}`, `{"age":1,"delta":-41,"year":2000,"price":1}`, `{"age":1,"delta":0,"year":1899,"price":1}`, `{"age":1,"delta":0,"year":2000,"price":-1}`, `{"age":007,"delta":0,"year":2000,"price":1}`, `{"age":-0,"delta":0,"year":2000,"price":1}`},
 	},
 	{
+		name:   "patterns",
+		schema: `{"type":"object","properties":{"zip":{"type":"string","pattern":"^[0-9]{5}(-[0-9]{4})?$"},"code":{"type":"string","pattern":"^(?i)[a-c]{2}\\d+$"},"any":{"type":"string","pattern":"ab"},"q":{"type":"string","pattern":"^[\"\\\\é-ë\\x00-\\x02]*.?$"}},"required":["zip","code","any","q"]}`,
+		good:   []string{`{"zip":"12345","code":"aB12","any":"xxabyy","q":"\"\\é\u0001ë"}`, `{"zip":"12345-6789","code":"cc0","any":"ab","q":""}`},
+		bad:    []string{`{"zip":"1234","code":"ab1","any":"ab","q":""}`, `{"zip":"12345","code":"ad1","any":"ab","q":""}`, `{"zip":"12345","code":"ab1","any":"a b","q":""}`, `{"zip":"12345","code":"ab1","any":"ab","q":"ab"}`},
+	},
+	{
 		name:   "top-level array of enums",
 		schema: `{"type":"array","items":{"type":"string","enum":["a","b\"c"]}}`,
 		good:   []string{`[]`, `["a","b\"c","a"]`},
@@ -147,7 +153,8 @@ func TestJSONObject(t *testing.T) {
 func TestUnsupportedKeywordsAreNamed(t *testing.T) {
 	_, _, vocab := demoModel(t)
 	cases := []struct{ schema, keyword, path string }{
-		{`{"type":"string","pattern":"^a+$"}`, "pattern", "#"},
+		{`{"type":"string","pattern":"(a)\\1"}`, "pattern", "#"},
+		{`{"type":"string","pattern":"a\\bc"}`, "pattern", "#"},
 		{`{"type":"object","properties":{"n":{"type":"number","maximum":1.5}}}`, "maximum", "#/properties/n"},
 		{`{"type":"array","items":{"type":"string"},"uniqueItems":true}`, "uniqueItems", "#"},
 		{`{"type":"object","properties":{"a":{"not":{}}}}`, "not", "#/properties/a"},
@@ -182,6 +189,7 @@ func FuzzJSONSchema(f *testing.F) {
 	}
 	f.Add(`{"type":"array","items":{"type":"array","items":{"type":"array","maxItems":256},"maxItems":256},"maxItems":256}`)
 	f.Add(`{"anyOf":[{"type":"string","maxLength":200},{"type":"string","minLength":3}]}`)
+	f.Add(`{"type":"string","pattern":"^(?i)[a-z\\d]{2,5}(x|y+)*.?$"}`)
 	_, _, vocab := demoModel(f)
 	f.Fuzz(func(t *testing.T, schema string) {
 		g, err := JSONSchema(vocab, []byte(schema), Options{})
