@@ -106,6 +106,13 @@ func TestForEngineAndFunctions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s1, err := Shared(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2, _ := Shared(e); s1 != s2 || s1.Vocabulary().width != e.VocabSize() {
+		t.Error("Shared built a second cache for the same engine")
+	}
 	if !accepts(g, "<tool_call>\n<function=ping>\n</function>\n</tool_call>") {
 		t.Error("the grammar from decoded tools refuses a call of ping")
 	}

@@ -30,7 +30,7 @@
 //
 // A server uses it so:
 //
-//	grammars, err := grammar.ForEngine(e, 0) // once per loaded model
+//	grammars, err := grammar.Shared(e) // or ForEngine(e, 0): once per loaded model
 //	o := grammar.Options{Thinking: chat.PromptOpensThinking(prompt.Text)}
 //	g, err := grammars.JSONSchema(schemaJSON, o) // or JSONObject(o), or
 //	// ToolCall(fns, o) with fns from Functions(tools)

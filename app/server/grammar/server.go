@@ -3,6 +3,7 @@ package grammar
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
@@ -17,6 +18,32 @@ func ForEngine(e *engine.Engine, maxGrammars int) (*Cache, error) {
 		return nil, err
 	}
 	return NewCache(v, maxGrammars), nil
+}
+
+// shared is the cache Shared hands out, for the engine it was built for.
+var shared struct {
+	sync.Mutex
+	engine *engine.Engine
+	cache  *Cache
+}
+
+// Shared returns a cache for e (ForEngine with the default size), built
+// on first use and kept for later calls with the same engine. Only the
+// most recent engine's cache is kept: the app serves one model at a time,
+// and a reloaded model's cache replaces the old one instead of keeping its
+// vocabulary alive.
+func Shared(e *engine.Engine) (*Cache, error) {
+	shared.Lock()
+	defer shared.Unlock()
+	if shared.engine == e && shared.cache != nil {
+		return shared.cache, nil
+	}
+	c, err := ForEngine(e, 0)
+	if err != nil {
+		return nil, err
+	}
+	shared.engine, shared.cache = e, c
+	return c, nil
 }
 
 // Functions reads function tools as a chat request carries them, decoded by
