@@ -21,8 +21,25 @@ func (c *compiler) pattern(expr, path string) (frag, error) {
 	if err != nil {
 		return frag{}, &SchemaError{Path: path, Keyword: "pattern", Reason: fmt.Sprintf("%v (RE2 syntax: no backreferences or look-around)", err)}
 	}
-	re = re.Simplify()
-	// Peel the anchors off the ends of the top-level sequence.
+	return c.unanchored(re.Simplify(), path)
+}
+
+// unanchored compiles a whole pattern: the anchors at the ends of its
+// top-level sequence (of each branch, for an alternation) decide whether
+// any characters may come before and after.
+func (c *compiler) unanchored(re *syntax.Regexp, path string) (frag, error) {
+	n := c.n
+	if re.Op == syntax.OpAlternate {
+		var branches []frag
+		for _, sub := range re.Sub {
+			f, err := c.unanchored(sub, path)
+			if err != nil {
+				return frag{}, err
+			}
+			branches = append(branches, f)
+		}
+		return n.alt(branches...), nil
+	}
 	startAnchored, endAnchored := false, false
 	parts := []*syntax.Regexp{re}
 	if re.Op == syntax.OpConcat {
@@ -34,7 +51,6 @@ func (c *compiler) pattern(expr, path string) (frag, error) {
 	if len(parts) > 0 && parts[len(parts)-1].Op == syntax.OpEndText {
 		endAnchored, parts = true, parts[:len(parts)-1]
 	}
-	n := c.n
 	var frags []frag
 	if !startAnchored {
 		frags = append(frags, n.star(n.stringChar()))
