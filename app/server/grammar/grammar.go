@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"strings"
 
 	"github.com/suzuran-app/suzuran/engine/chat"
 )
@@ -200,7 +200,7 @@ func (c *compiler) rawString(obj *chat.Object, path string) (frag, error) {
 	if values != nil {
 		var parts []frag
 		for _, v := range values {
-			if s, ok := v.(string); ok && !slices.ContainsFunc([]string{"</", "\n<"}, func(tag string) bool { return containsString(s, tag) }) {
+			if s, ok := v.(string); ok && !strings.Contains(s, "</") && !strings.Contains(s, "\n<") {
 				parts = append(parts, n.lit(s))
 			}
 		}
@@ -236,15 +236,6 @@ func (c *compiler) rawString(obj *chat.Object, path string) (frag, error) {
 		}), nil
 	}
 	return n.rawText(), nil
-}
-
-func containsString(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
 }
 
 // rawText matches UTF-8 text (tabs and newlines included) without "</"
