@@ -1,0 +1,68 @@
+package store
+
+import (
+	"database/sql"
+	"fmt"
+)
+
+// migrations take the schema from version i to i+1 (migrations[0] creates
+// it in an empty file). The database's PRAGMA user_version is the number
+// applied. Append only: a released step never changes, since databases out
+// there were made by it.
+var migrations = []string{
+	// 1: conversations and their messages.
+	`CREATE TABLE conversations (
+		id         INTEGER PRIMARY KEY,
+		title      TEXT    NOT NULL,
+		created_at INTEGER NOT NULL,
+		updated_at INTEGER NOT NULL
+	);
+	CREATE TABLE messages (
+		id              INTEGER PRIMARY KEY,
+		conversation_id INTEGER NOT NULL REFERENCES conversations(id) ON DELETE CASCADE,
+		role            TEXT    NOT NULL CHECK (role IN ('user', 'assistant')),
+		content         TEXT    NOT NULL DEFAULT '',
+		reasoning       TEXT    NOT NULL DEFAULT '',
+		status          TEXT    NOT NULL,
+		stats           TEXT,
+		created_at      INTEGER NOT NULL
+	);
+	CREATE INDEX messages_by_conversation ON messages (conversation_id, id);`,
+
+	// 2: delete with undo (a deleted conversation is hidden until the next
+	// start), and the reason a reply failed.
+	`ALTER TABLE conversations ADD COLUMN deleted_at INTEGER;
+	ALTER TABLE messages ADD COLUMN error TEXT NOT NULL DEFAULT '';
+	CREATE INDEX conversations_by_activity ON conversations (updated_at);`,
+}
+
+// migrate brings db's schema to version target, one transaction per step,
+// so a crash between steps leaves a database at a version that opens.
+func migrate(db *sql.DB, target int) error {
+	var version int
+	if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
+		return fmt.Errorf("reading the schema version: %w", err)
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("the database has schema version %d, newer than this app knows (%d): update Suzuran", version, len(migrations))
+	}
+	for v := version; v < target; v++ {
+		tx, err := db.Begin()
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(migrations[v]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migrating the schema to version %d: %w", v+1, err)
+		}
+		// PRAGMA takes no parameters; v+1 is an int.
+		if _, err := tx.Exec(fmt.Sprintf("PRAGMA user_version = %d", v+1)); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("recording schema version %d: %w", v+1, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("migrating the schema to version %d: %w", v+1, err)
+		}
+	}
+	return nil
+}

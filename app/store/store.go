@@ -1,0 +1,442 @@
+// Package store keeps the app's conversations in a SQLite database.
+//
+// The database is one file in the user's data folder (DefaultPath), opened
+// with modernc.org/sqlite, a pure-Go SQLite, so the app needs no cgo for it.
+// It runs in WAL mode with synchronous=NORMAL: a write is durable against a
+// crash of the app the moment its transaction commits (the WAL is in the
+// file system; only a power loss can take the last commits back), and
+// readers never wait for the writer.
+//
+// The schema is versioned with SQLite's user_version: migrations.go lists
+// every step from an empty file to the current schema, and Open applies the
+// missing ones in one transaction each, so a database written by any
+// earlier version of the app opens in this one.
+//
+// A reply being generated is a message with status "streaming", rewritten as
+// it grows. A process that dies mid-reply leaves it so; the next Open marks
+// every such message "interrupted", which is how the UI knows to offer
+// Continue and Regenerate.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Message statuses.
+const (
+	StatusComplete    = "complete"    // the reply ended normally (or a user message)
+	StatusStreaming   = "streaming"   // being generated now
+	StatusStopped     = "stopped"     // the user pressed Stop
+	StatusInterrupted = "interrupted" // the app ended while it was generated
+	StatusError       = "error"       // generation failed; Error says why
+)
+
+// Conversation is one chat in the sidebar.
+type Conversation struct {
+	ID    int64  `json:"id"`
+	Title string `json:"title"`
+	// CreatedAt and UpdatedAt are Unix milliseconds.
+	CreatedAt int64 `json:"createdAt"`
+	UpdatedAt int64 `json:"updatedAt"`
+	// Snippet is the matching text of a search hit ("" outside a search).
+	Snippet string `json:"snippet,omitempty"`
+}
+
+// Message is one turn of a conversation.
+type Message struct {
+	ID             int64  `json:"id"`
+	ConversationID int64  `json:"conversationId"`
+	Role           string `json:"role"` // "user" or "assistant"
+	Content        string `json:"content"`
+	// Reasoning is the assistant's thinking, "" when there was none.
+	Reasoning string `json:"reasoning"`
+	Status    string `json:"status"`
+	Error     string `json:"error,omitempty"`
+	// Stats are set on a finished assistant reply.
+	Stats     *Stats `json:"stats,omitempty"`
+	CreatedAt int64  `json:"createdAt"`
+}
+
+// Stats are what the window shows under an answer.
+type Stats struct {
+	PromptTokens    int     `json:"promptTokens"`
+	CachedTokens    int     `json:"cachedTokens"`
+	GeneratedTokens int     `json:"generatedTokens"`
+	TimeToFirstMS   float64 `json:"timeToFirstMs"`
+	TokensPerSecond float64 `json:"tokensPerSecond"`
+	FinishReason    string  `json:"finishReason"`
+}
+
+// ErrNotFound is wrapped by the errors of calls naming a conversation or a
+// message that does not exist (or was deleted).
+var ErrNotFound = errors.New("not found")
+
+// Store is an open database. It is safe for concurrent use.
+type Store struct {
+	db   *sql.DB
+	path string
+}
+
+// DefaultPath is where the app keeps its database: Application
+// Support/Suzuran on macOS, $XDG_DATA_HOME/suzuran (or
+// ~/.local/share/suzuran) on Linux.
+func DefaultPath() (string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("no home folder for the conversation database: %w", err)
+	}
+	var dir string
+	switch runtime.GOOS {
+	case "darwin":
+		dir = filepath.Join(home, "Library", "Application Support", "Suzuran")
+	default:
+		base := os.Getenv("XDG_DATA_HOME")
+		if base == "" || !filepath.IsAbs(base) {
+			base = filepath.Join(home, ".local", "share")
+		}
+		dir = filepath.Join(base, "suzuran")
+	}
+	return filepath.Join(dir, "suzuran.db"), nil
+}
+
+// Open opens (creating it if needed) the database at path, brings its
+// schema up to date and marks replies left streaming by a process that
+// ended as interrupted.
+func Open(path string) (*Store, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("creating the folder of %s: %w", path, err)
+	}
+	// The pragmas go in the DSN so that every pooled connection gets them.
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
+		"&_pragma=foreign_keys(ON)&_pragma=busy_timeout(5000)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	s := &Store{db: db, path: path}
+	if err := s.init(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w (if the file is damaged, move it away and the app starts a new one)", path, err)
+	}
+	return s, nil
+}
+
+func (s *Store) init() error {
+	var mode string
+	if err := s.db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("reading the journal mode: %w", err)
+	}
+	if mode != "wal" {
+		return fmt.Errorf("journal mode is %q, want wal", mode)
+	}
+	if err := migrate(s.db, len(migrations)); err != nil {
+		return err
+	}
+	if _, err := s.db.Exec(`UPDATE messages SET status = ? WHERE status = ?`, StatusInterrupted, StatusStreaming); err != nil {
+		return fmt.Errorf("marking unfinished replies interrupted: %w", err)
+	}
+	// A deletion can be undone only while the app runs.
+	if _, err := s.db.Exec(`DELETE FROM conversations WHERE deleted_at IS NOT NULL`); err != nil {
+		return fmt.Errorf("removing deleted conversations: %w", err)
+	}
+	return nil
+}
+
+// Path is the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// IntegrityCheck runs PRAGMA integrity_check and returns its findings as an
+// error, nil when the database is sound.
+func (s *Store) IntegrityCheck(ctx context.Context) error {
+	rows, err := s.db.QueryContext(ctx, "PRAGMA integrity_check")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return err
+		}
+		if line != "ok" {
+			problems = append(problems, line)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("integrity check: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+func now() int64 { return time.Now().UnixMilli() }
+
+// TitleFrom makes a conversation's title from its first question: the first
+// line, cut at a word boundary to about 48 characters.
+func TitleFrom(question string) string {
+	const max = 48
+	line := strings.TrimSpace(question)
+	if i := strings.IndexByte(line, '\n'); i >= 0 {
+		line = strings.TrimSpace(line[:i])
+	}
+	line = strings.Join(strings.Fields(line), " ")
+	if line == "" {
+		return "New chat"
+	}
+	if utf8.RuneCountInString(line) <= max {
+		return line
+	}
+	runes := []rune(line)[:max]
+	cut := string(runes)
+	if i := strings.LastIndexByte(cut, ' '); i > max/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,.;:") + "…"
+}
+
+// CreateConversation adds an empty conversation.
+func (s *Store) CreateConversation(ctx context.Context, title string) (Conversation, error) {
+	t := now()
+	res, err := s.db.ExecContext(ctx, `INSERT INTO conversations (title, created_at, updated_at) VALUES (?, ?, ?)`, title, t, t)
+	if err != nil {
+		return Conversation{}, fmt.Errorf("creating a conversation: %w", err)
+	}
+	id, _ := res.LastInsertId()
+	return Conversation{ID: id, Title: title, CreatedAt: t, UpdatedAt: t}, nil
+}
+
+// Conversations lists conversations, the most recently active first. With
+// a query it keeps those whose title or any message contains it (case is
+// ignored for ASCII letters) and gives each a snippet around the match.
+func (s *Store) Conversations(ctx context.Context, query string) ([]Conversation, error) {
+	query = strings.TrimSpace(query)
+	var rows *sql.Rows
+	var err error
+	if query == "" {
+		rows, err = s.db.QueryContext(ctx, `SELECT id, title, created_at, updated_at, '' FROM conversations
+			WHERE deleted_at IS NULL ORDER BY updated_at DESC, id DESC`)
+	} else {
+		pattern := "%" + escapeLike(query) + "%"
+		rows, err = s.db.QueryContext(ctx, `SELECT c.id, c.title, c.created_at, c.updated_at,
+				COALESCE((SELECT m.content FROM messages m WHERE m.conversation_id = c.id
+					AND m.content LIKE ?1 ESCAPE '\' ORDER BY m.id LIMIT 1), '')
+			FROM conversations c
+			WHERE c.deleted_at IS NULL AND (c.title LIKE ?1 ESCAPE '\' OR EXISTS (
+				SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.content LIKE ?1 ESCAPE '\'))
+			ORDER BY c.updated_at DESC, c.id DESC`, pattern)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing conversations: %w", err)
+	}
+	defer rows.Close()
+	list := []Conversation{}
+	for rows.Next() {
+		var c Conversation
+		var text string
+		if err := rows.Scan(&c.ID, &c.Title, &c.CreatedAt, &c.UpdatedAt, &text); err != nil {
+			return nil, err
+		}
+		if text != "" {
+			c.Snippet = snippet(text, query)
+		}
+		list = append(list, c)
+	}
+	return list, rows.Err()
+}
+
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// snippet is about 80 characters of text around the first match of query.
+func snippet(text, query string) string {
+	i := strings.Index(strings.ToLower(text), strings.ToLower(query))
+	if i < 0 {
+		i = 0
+	}
+	runes := []rune(text)
+	at := utf8.RuneCountInString(text[:i])
+	from, to := max(0, at-30), min(len(runes), at+50)
+	s := strings.Join(strings.Fields(string(runes[from:to])), " ")
+	if from > 0 {
+		s = "…" + s
+	}
+	if to < len(runes) {
+		s += "…"
+	}
+	return s
+}
+
+// Conversation returns one conversation and its messages in order.
+func (s *Store) Conversation(ctx context.Context, id int64) (Conversation, []Message, error) {
+	var c Conversation
+	err := s.db.QueryRowContext(ctx, `SELECT id, title, created_at, updated_at FROM conversations
+		WHERE id = ? AND deleted_at IS NULL`, id).Scan(&c.ID, &c.Title, &c.CreatedAt, &c.UpdatedAt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, nil, fmt.Errorf("conversation %d: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return c, nil, fmt.Errorf("reading conversation %d: %w", id, err)
+	}
+	msgs, err := s.messages(ctx, id)
+	return c, msgs, err
+}
+
+func (s *Store) messages(ctx context.Context, conversation int64) ([]Message, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, conversation_id, role, content, reasoning, status, error, stats, created_at
+		FROM messages WHERE conversation_id = ? ORDER BY id`, conversation)
+	if err != nil {
+		return nil, fmt.Errorf("reading the messages of conversation %d: %w", conversation, err)
+	}
+	defer rows.Close()
+	msgs := []Message{}
+	for rows.Next() {
+		m, err := scanMessage(rows)
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs, rows.Err()
+}
+
+type scanner interface{ Scan(...any) error }
+
+func scanMessage(row scanner) (Message, error) {
+	var m Message
+	var stats sql.NullString
+	if err := row.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Reasoning, &m.Status, &m.Error, &stats, &m.CreatedAt); err != nil {
+		return m, err
+	}
+	if stats.Valid && stats.String != "" {
+		m.Stats = &Stats{}
+		if err := json.Unmarshal([]byte(stats.String), m.Stats); err != nil {
+			return m, fmt.Errorf("message %d: stats: %w", m.ID, err)
+		}
+	}
+	return m, nil
+}
+
+// Message returns one message.
+func (s *Store) Message(ctx context.Context, id int64) (Message, error) {
+	row := s.db.QueryRowContext(ctx, `SELECT id, conversation_id, role, content, reasoning, status, error, stats, created_at
+		FROM messages WHERE id = ?`, id)
+	m, err := scanMessage(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, fmt.Errorf("message %d: %w", id, ErrNotFound)
+	}
+	return m, err
+}
+
+// RenameConversation sets a conversation's title.
+func (s *Store) RenameConversation(ctx context.Context, id int64, title string) error {
+	title = strings.TrimSpace(title)
+	if title == "" {
+		return errors.New("a conversation's title cannot be empty")
+	}
+	return s.exec1(ctx, fmt.Sprintf("renaming conversation %d", id),
+		`UPDATE conversations SET title = ? WHERE id = ? AND deleted_at IS NULL`, title, id)
+}
+
+// DeleteConversation hides a conversation; RestoreConversation brings it
+// back until the next Open, which removes it for good.
+func (s *Store) DeleteConversation(ctx context.Context, id int64) error {
+	return s.exec1(ctx, fmt.Sprintf("deleting conversation %d", id),
+		`UPDATE conversations SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL`, now(), id)
+}
+
+// RestoreConversation undoes DeleteConversation.
+func (s *Store) RestoreConversation(ctx context.Context, id int64) error {
+	return s.exec1(ctx, fmt.Sprintf("restoring conversation %d", id),
+		`UPDATE conversations SET deleted_at = NULL WHERE id = ? AND deleted_at IS NOT NULL`, id)
+}
+
+// exec1 runs a statement that must change exactly one row.
+func (s *Store) exec1(ctx context.Context, what, query string, args ...any) error {
+	res, err := s.db.ExecContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	return nil
+}
+
+// AddMessage appends m to its conversation and returns it with its id.
+func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
+	m.CreatedAt = now()
+	if m.Status == "" {
+		m.Status = StatusComplete
+	}
+	stats, err := encodeStats(m.Stats)
+	if err != nil {
+		return m, err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return m, err
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `INSERT INTO messages (conversation_id, role, content, reasoning, status, error, stats, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, m.ConversationID, m.Role, m.Content, m.Reasoning, m.Status, m.Error, stats, m.CreatedAt)
+	if err != nil {
+		return m, fmt.Errorf("adding a message to conversation %d: %w", m.ConversationID, err)
+	}
+	m.ID, _ = res.LastInsertId()
+	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = ? WHERE id = ?`, m.CreatedAt, m.ConversationID); err != nil {
+		return m, err
+	}
+	return m, tx.Commit()
+}
+
+// UpdateMessage rewrites a message's text, status, error and stats (a reply
+// as it grows and when it ends, or an edited question).
+func (s *Store) UpdateMessage(ctx context.Context, m Message) error {
+	stats, err := encodeStats(m.Stats)
+	if err != nil {
+		return err
+	}
+	return s.exec1(ctx, fmt.Sprintf("saving message %d", m.ID),
+		`UPDATE messages SET content = ?, reasoning = ?, status = ?, error = ?, stats = ? WHERE id = ?`,
+		m.Content, m.Reasoning, m.Status, m.Error, stats, m.ID)
+}
+
+// DeleteMessagesAfter removes the messages of a conversation that come
+// after message id (for regenerating or editing and resending).
+func (s *Store) DeleteMessagesAfter(ctx context.Context, conversation, id int64) error {
+	_, err := s.db.ExecContext(ctx, `DELETE FROM messages WHERE conversation_id = ? AND id > ?`, conversation, id)
+	if err != nil {
+		return fmt.Errorf("removing the messages after %d: %w", id, err)
+	}
+	return nil
+}
+
+func encodeStats(st *Stats) (any, error) {
+	if st == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	return string(b), nil
+}
