@@ -1,0 +1,233 @@
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/suzuran-app/suzuran/app/store"
+	"github.com/suzuran-app/suzuran/engine"
+	"github.com/suzuran-app/suzuran/engine/chat"
+	"github.com/suzuran-app/suzuran/engine/model"
+)
+
+// How often a reply's new text goes to the window, and how often it is
+// written to the database while it grows. 30 ms batches stream smoothly
+// without one event per token; saving every 250 ms bounds what a crash
+// loses to a quarter of a second of text.
+const (
+	flushEvery = 30 * time.Millisecond
+	saveEvery  = 250 * time.Millisecond
+)
+
+// generation is a reply being written for one conversation.
+type generation struct {
+	replyID int64
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// start runs the reply message reply for its conversation in the
+// background. With resume, reply already holds text that the model goes on
+// from (Continue).
+func (s *Service) start(reply store.Message, think, resume bool) {
+	ctx, cancel := context.WithCancel(context.Background())
+	g := &generation{replyID: reply.ID, cancel: cancel, done: make(chan struct{})}
+	s.mu.Lock()
+	s.running[reply.ConversationID] = g
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer close(g.done)
+		defer cancel()
+		s.generate(ctx, reply, think, resume)
+		s.mu.Lock()
+		if s.running[reply.ConversationID] == g {
+			delete(s.running, reply.ConversationID)
+		}
+		s.mu.Unlock()
+	}()
+}
+
+// stopAndWait stops the conversation's reply, if one runs, and waits until
+// it is saved.
+func (s *Service) stopAndWait(conversation int64) {
+	s.mu.Lock()
+	g := s.running[conversation]
+	s.mu.Unlock()
+	if g != nil {
+		g.cancel()
+		<-g.done
+	}
+}
+
+// generate writes one reply, saving it as it grows and publishing its text.
+func (s *Service) generate(ctx context.Context, reply store.Message, think, resume bool) {
+	finish := func(status string, err error, stats *store.Stats) {
+		reply.Status, reply.Stats = status, stats
+		if err != nil {
+			reply.Error = err.Error()
+		}
+		// The reply is saved even when the request was cancelled.
+		if err := s.store.UpdateMessage(context.Background(), reply); err != nil {
+			s.log.Error().Err(err).Int64("message", reply.ID).Msg("saving a reply")
+		}
+		m := reply
+		s.events.publish(Event{Type: EventMessage, ConversationID: reply.ConversationID, MessageID: reply.ID, Message: &m})
+	}
+
+	e, err := s.models.acquire(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			finish(store.StatusStopped, nil, nil)
+		} else {
+			finish(store.StatusError, fmt.Errorf("the model could not load: %w", err), nil)
+		}
+		return
+	}
+	defer s.models.release()
+
+	_, history, err := s.store.Conversation(ctx, reply.ConversationID)
+	if err != nil {
+		finish(store.StatusError, err, nil)
+		return
+	}
+	settings := s.Settings()
+	var msgs []chat.Message
+	if strings.TrimSpace(settings.SystemPrompt) != "" {
+		msgs = append(msgs, chat.Message{Role: "system", Content: settings.SystemPrompt})
+	}
+	for _, m := range history {
+		if m.ID >= reply.ID {
+			break
+		}
+		msgs = append(msgs, chat.Message{Role: m.Role, Content: m.Content})
+	}
+	render := chat.RenderRequest{Messages: msgs, AddGenerationPrompt: true, EnableThinking: &think}
+	samp := settings.SamplingFor(think)
+	sampling := model.Sampling{
+		Temperature: float32(samp.Temperature), TopP: float32(samp.TopP), TopK: samp.TopK,
+		MinP: float32(samp.MinP), PresencePenalty: float32(samp.PresencePenalty),
+	}
+	if sampling.Temperature > 0 {
+		var seed [8]byte
+		rand.Read(seed[:])
+		sampling.Seed = binary.LittleEndian.Uint64(seed[:])
+	} else {
+		sampling = model.Sampling{}
+	}
+
+	var stream *engine.Stream
+	var promptText string
+	var promptTokens int
+	if resume {
+		stream, promptText, promptTokens, err = s.submitContinuation(ctx, e, render, sampling, reply)
+	} else {
+		var prompt chat.Prompt
+		stream, prompt, err = e.SubmitChat(ctx, engine.ChatRequest{Render: render, Sampling: sampling})
+		promptText, promptTokens = prompt.Text, len(prompt.IDs)
+	}
+	if err != nil {
+		if errors.Is(err, engine.ErrBusy) {
+			err = errors.New("the model is busy with other requests; try again in a moment")
+		}
+		finish(store.StatusError, err, nil)
+		return
+	}
+	s.events.publish(Event{Type: EventPrefill, ConversationID: reply.ConversationID, MessageID: reply.ID, PromptTokens: promptTokens})
+
+	parser := chat.NewParser(chat.ParserOptions{InReasoning: chat.PromptOpensThinking(promptText)})
+	var pendingContent, pendingReasoning strings.Builder
+	flush := func() {
+		if pendingContent.Len() == 0 && pendingReasoning.Len() == 0 {
+			return
+		}
+		s.events.publish(Event{Type: EventReply, ConversationID: reply.ConversationID, MessageID: reply.ID,
+			Content: pendingContent.String(), Reasoning: pendingReasoning.String()})
+		pendingContent.Reset()
+		pendingReasoning.Reset()
+	}
+	take := func(events []chat.Event) {
+		for _, ev := range events {
+			switch ev.Kind {
+			case chat.ReasoningDelta:
+				reply.Reasoning += ev.Text
+				pendingReasoning.WriteString(ev.Text)
+			case chat.ContentDelta, chat.ToolCallArguments:
+				reply.Content += ev.Text
+				pendingContent.WriteString(ev.Text)
+			}
+		}
+	}
+	flushTick := time.NewTicker(flushEvery)
+	defer flushTick.Stop()
+	lastSave := time.Now()
+	for events := stream.Events; events != nil; {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			take(parser.Feed(ev.Text))
+			if s.decodeDelay > 0 {
+				time.Sleep(s.decodeDelay)
+			}
+		case <-flushTick.C:
+			flush()
+			if time.Since(lastSave) >= saveEvery {
+				if err := s.store.UpdateMessage(context.Background(), reply); err != nil {
+					s.log.Error().Err(err).Msg("saving a growing reply")
+				}
+				lastSave = time.Now()
+			}
+		}
+	}
+	take(parser.Finish())
+	flush()
+	st, err := stream.Result()
+	stats := &store.Stats{
+		PromptTokens:    st.PromptTokens,
+		CachedTokens:    st.CachedTokens,
+		GeneratedTokens: st.GeneratedTokens,
+		TimeToFirstMS:   float64((st.QueueWait + st.PrefillDuration).Microseconds()) / 1000,
+		TokensPerSecond: st.DecodeTokensPerSecond(),
+		FinishReason:    st.FinishReason,
+	}
+	reply.Content = strings.TrimLeft(reply.Content, "\n")
+	switch {
+	case err != nil && st.FinishReason != engine.FinishCancelled:
+		finish(store.StatusError, err, stats)
+	case st.FinishReason == engine.FinishCancelled || ctx.Err() != nil:
+		finish(store.StatusStopped, nil, stats)
+	default:
+		finish(store.StatusComplete, nil, stats)
+	}
+}
+
+// submitContinuation submits the conversation with the reply's text so far
+// after the generation prompt, so that the model goes on where it stopped.
+func (s *Service) submitContinuation(ctx context.Context, e *engine.Engine, render chat.RenderRequest,
+	sampling model.Sampling, reply store.Message) (*engine.Stream, string, int, error) {
+	prompt, err := e.Encode(render)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	text := prompt.Text
+	if chat.PromptOpensThinking(text) {
+		text += reply.Reasoning
+		if reply.Content != "" {
+			text += "\n</think>\n\n" + reply.Content
+		}
+	} else {
+		text += reply.Content
+	}
+	ids := e.Tokenizer().EncodeWithSpecials(text)
+	stream, err := e.Submit(ctx, engine.Request{Prompt: ids, Sampling: sampling, Checkpoints: prompt.Checkpoints})
+	return stream, text, len(ids), err
+}

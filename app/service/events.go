@@ -1,0 +1,87 @@
+package service
+
+import (
+	"sync"
+
+	"github.com/suzuran-app/suzuran/app/store"
+)
+
+// Event types.
+const (
+	// EventReply carries a reply's new text (Content and Reasoning are
+	// what was added since the last event, about 30 ms of tokens).
+	EventReply = "reply"
+	// EventPrefill says the model is reading a prompt of PromptTokens
+	// tokens before its first token.
+	EventPrefill = "prefill"
+	// EventMessage carries a whole message: a reply starting or ending, or
+	// a question added.
+	EventMessage = "message"
+	// EventConversations says the list of conversations changed.
+	EventConversations = "conversations"
+	// EventModel carries the model's new state.
+	EventModel = "model"
+	// EventAPI carries the local API's new state.
+	EventAPI = "api"
+	// EventSettings carries the settings after a change.
+	EventSettings = "settings"
+)
+
+// Event is what the service tells the windows: over Wails events in the
+// desktop window, over server-sent events in a browser.
+type Event struct {
+	Type           string         `json:"type"`
+	ConversationID int64          `json:"conversationId,omitempty"`
+	MessageID      int64          `json:"messageId,omitempty"`
+	Content        string         `json:"content,omitempty"`
+	Reasoning      string         `json:"reasoning,omitempty"`
+	PromptTokens   int            `json:"promptTokens,omitempty"`
+	Message        *store.Message `json:"message,omitempty"`
+	Model          *ModelState    `json:"model,omitempty"`
+	API            *APIState      `json:"api,omitempty"`
+	Settings       *Settings      `json:"settings,omitempty"`
+}
+
+// subscriberBuffer is how many events a subscriber may fall behind before
+// it is dropped: at one reply event per 30 ms that is half a minute, far
+// more than a live window ever lags.
+const subscriberBuffer = 1024
+
+// bus hands every event to every subscriber in order. A subscriber that
+// falls behind by subscriberBuffer events has its channel closed rather
+// than stall generation; a browser then reconnects and reloads.
+type bus struct {
+	mu   sync.Mutex
+	subs map[chan Event]struct{}
+}
+
+func (b *bus) subscribe() (<-chan Event, func()) {
+	ch := make(chan Event, subscriberBuffer)
+	b.mu.Lock()
+	if b.subs == nil {
+		b.subs = map[chan Event]struct{}{}
+	}
+	b.subs[ch] = struct{}{}
+	b.mu.Unlock()
+	return ch, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if _, ok := b.subs[ch]; ok {
+			delete(b.subs, ch)
+			close(ch)
+		}
+	}
+}
+
+func (b *bus) publish(ev Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for ch := range b.subs {
+		select {
+		case ch <- ev:
+		default:
+			delete(b.subs, ch)
+			close(ch)
+		}
+	}
+}

@@ -1,0 +1,297 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/suzuran-app/suzuran/app/server"
+	"github.com/suzuran-app/suzuran/assets/models"
+	"github.com/suzuran-app/suzuran/engine"
+)
+
+// ModelState is the model's state as the window and the tray show it.
+type ModelState struct {
+	State    string  `json:"state"` // loading, ready, error or unloaded
+	Name     string  `json:"name"`  // the model's folder name, or "Suzuran Tiny"
+	Dir      string  `json:"dir"`
+	Demo     bool    `json:"demo"`     // the demo model Suzuran Tiny
+	Progress float64 `json:"progress"` // 0..1 while loading
+	Error    string  `json:"error"`
+	Backend  string  `json:"backend"` // the backend, once loaded ("cpu: 2 threads")
+}
+
+// modelHost owns the engine: it loads it in the background with progress,
+// hands it to the window and the API, unloads it after the keep-alive
+// time, and reloads it on the next request.
+type modelHost struct {
+	backend   string
+	threads   int
+	onChange  func(ModelState)
+	keepAlive func() time.Duration
+	context   func() int
+
+	mu      sync.Mutex
+	state   ModelState
+	engine  *engine.Engine
+	loaded  chan struct{} // closed when the load under way ends
+	users   int           // requests running on engine
+	idle    *time.Timer
+	closed  bool
+	loadGen int // counts loads, so that a superseded load discards its engine
+}
+
+// ensureLoaded starts loading the model when none is loaded or loading.
+func (h *modelHost) ensureLoaded() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.state.State == server.StateUnloaded && !h.closed {
+		h.startLoadLocked(h.state.Dir)
+	}
+}
+
+// load replaces the model with the one in dir (or reloads it).
+func (h *modelHost) load(dir string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	h.dropEngineLocked()
+	h.startLoadLocked(dir)
+}
+
+func (h *modelHost) startLoadLocked(dir string) {
+	h.loadGen++
+	gen := h.loadGen
+	h.state = ModelState{State: server.StateLoading, Dir: dir, Name: modelName(dir), Demo: isDemo(dir)}
+	h.loaded = make(chan struct{})
+	h.emitLocked()
+	backend, threads, contextTokens := h.backend, h.threads, h.context()
+	done := h.loaded
+	go func() {
+		e, err := loadEngine(dir, engine.LoadOptions{Backend: backend, Threads: threads, ContextTokens: contextTokens},
+			func(p float64) { h.setProgress(gen, p) })
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		defer close(done)
+		if gen != h.loadGen || h.closed {
+			if e != nil {
+				go e.Close()
+			}
+			return
+		}
+		if err != nil {
+			h.state.State, h.state.Error, h.state.Progress = server.StateError, err.Error(), 0
+		} else {
+			h.engine = e
+			h.state.State, h.state.Progress, h.state.Backend = server.StateReady, 1, e.BackendName()
+			h.armIdleLocked()
+		}
+		h.emitLocked()
+	}()
+}
+
+func (h *modelHost) setProgress(gen int, p float64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if gen != h.loadGen || h.state.State != server.StateLoading {
+		return
+	}
+	// Whole percents are enough for the tray and the window.
+	if int(p*100) == int(h.state.Progress*100) {
+		return
+	}
+	h.state.Progress = p
+	h.emitLocked()
+}
+
+// loadEngine reads the weights once through the page cache with progress
+// (the engine maps them, and on a cold start that read is what takes the
+// time), then starts the engine on them.
+func loadEngine(dir string, opts engine.LoadOptions, progress func(float64)) (*engine.Engine, error) {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
+	var total, done int64
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			total += st.Size()
+		}
+	}
+	buf := make([]byte, 4<<20)
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, fmt.Errorf("opening %s: %w", name, err)
+		}
+		for {
+			n, err := f.Read(buf)
+			done += int64(n)
+			if total > 0 {
+				progress(0.95 * float64(done) / float64(total))
+			}
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				f.Close()
+				return nil, fmt.Errorf("reading %s: %w", name, err)
+			}
+		}
+		f.Close()
+	}
+	e, err := engine.Load(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.Template(); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("%s cannot chat: %w", dir, err)
+	}
+	return e, nil
+}
+
+// acquire waits for the model to be ready (loading it if it was unloaded)
+// and holds it until release; the keep-alive clock stops meanwhile.
+func (h *modelHost) acquire(ctx context.Context) (*engine.Engine, error) {
+	for {
+		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			return nil, engine.ErrClosed
+		}
+		switch h.state.State {
+		case server.StateReady:
+			h.users++
+			if h.idle != nil {
+				h.idle.Stop()
+			}
+			e := h.engine
+			h.mu.Unlock()
+			return e, nil
+		case server.StateError:
+			err := errors.New(h.state.Error)
+			h.mu.Unlock()
+			return nil, err
+		case server.StateUnloaded:
+			h.startLoadLocked(h.state.Dir)
+		}
+		wait := h.loaded
+		h.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (h *modelHost) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.users--
+	h.armIdleLocked()
+}
+
+// armIdleLocked (re)starts the keep-alive clock when nothing runs.
+func (h *modelHost) armIdleLocked() {
+	keep := h.keepAlive()
+	if h.idle != nil {
+		h.idle.Stop()
+	}
+	if keep <= 0 || h.users > 0 || h.engine == nil {
+		return
+	}
+	gen := h.loadGen
+	h.idle = time.AfterFunc(keep, func() { h.unloadIdle(gen) })
+}
+
+func (h *modelHost) unloadIdle(gen int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if gen != h.loadGen || h.users > 0 || h.state.State != server.StateReady {
+		return
+	}
+	h.dropEngineLocked()
+	h.state = ModelState{State: server.StateUnloaded, Dir: h.state.Dir, Name: h.state.Name, Demo: h.state.Demo}
+	h.emitLocked()
+}
+
+// dropEngineLocked closes the engine in the background: Close waits for
+// a running request, and the lock must not.
+func (h *modelHost) dropEngineLocked() {
+	if h.engine != nil {
+		e := h.engine
+		h.engine = nil
+		go e.Close()
+	}
+}
+
+func (h *modelHost) snapshot() ModelState {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.state
+}
+
+func (h *modelHost) emitLocked() {
+	if h.onChange != nil {
+		h.onChange(h.state)
+	}
+}
+
+func (h *modelHost) close() {
+	h.mu.Lock()
+	h.closed = true
+	e := h.engine
+	h.engine = nil
+	if h.idle != nil {
+		h.idle.Stop()
+	}
+	h.mu.Unlock()
+	if e != nil {
+		e.Close()
+	}
+}
+
+// modelName is what the window calls the model in dir.
+func modelName(dir string) string {
+	if isDemo(dir) {
+		return models.DemoName
+	}
+	return filepath.Base(dir)
+}
+
+func isDemo(dir string) bool { return filepath.Base(dir) == models.FolderName() }
+
+// serverModels is the service's engine as the API server sees it.
+type serverModels struct{ h *modelHost }
+
+// Current returns the engine when it is ready; while it loads (or after
+// the keep-alive unloaded it, which starts a reload) the error wraps
+// server.ErrLoading.
+func (m serverModels) Current(ctx context.Context) (*engine.Engine, string, error) {
+	h := m.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch h.state.State {
+	case server.StateReady:
+		h.armIdleLocked() // an API request counts as use
+		return h.engine, h.state.Name, nil
+	case server.StateError:
+		return nil, "", fmt.Errorf("the model %s failed to load: %s", h.state.Name, h.state.Error)
+	case server.StateUnloaded:
+		if !h.closed {
+			h.startLoadLocked(h.state.Dir)
+		}
+	}
+	return nil, "", fmt.Errorf("%s (%.0f %%): %w", h.state.Name, 100*h.state.Progress, server.ErrLoading)
+}
+
+func (m serverModels) Status() server.ModelStatus {
+	s := m.h.snapshot()
+	return server.ModelStatus{State: s.State, Model: s.Name, Dir: s.Dir, Progress: s.Progress, Error: s.Error}
+}

@@ -1,0 +1,303 @@
+// Package service is the one API the chat UI calls: conversations, sending,
+// stopping, regenerating and editing messages, settings, and the state of
+// the model and of the local API.
+//
+// A Service owns the app's engine (model.go: loaded in the background with
+// progress, unloaded after the keep-alive time, reloaded on the next
+// message, errors reported instead of exiting), its conversation database
+// (app/store) and its settings (settings.json, settings.go). Its UI value
+// holds the calls the window makes; the desktop window reaches them through
+// Wails bindings, a browser through the HTTP transport of http.go, and both
+// get the same Events (a reply's text arrives in batches of about 30 ms).
+// The API server (app/server) gets the same engine through Models.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/suzuran-app/suzuran/app/server"
+	"github.com/suzuran-app/suzuran/app/store"
+	"github.com/suzuran-app/suzuran/assets/models"
+)
+
+// Options configure a Service.
+type Options struct {
+	// DatabasePath is the conversation database; "" is store.DefaultPath.
+	DatabasePath string
+	// SettingsPath is settings.json; "" is SettingsPath().
+	SettingsPath string
+	// Model is the model folder to run; "" is the settings' "model", else
+	// the demo model Suzuran Tiny (installed from the binary).
+	Model string
+	// Backend and Threads choose how the engine runs ("cpu", 0: all cores).
+	Backend string
+	Threads int
+	// Version is the app's version, shown by the window.
+	Version string
+	// API switches the local API server on and off; nil leaves the switch
+	// unavailable (the UI then hides it).
+	API APISwitch
+	Log zerolog.Logger
+}
+
+// APISwitch starts and stops the local API server. The app's main package
+// implements it with app/server, giving the server this Service's Models.
+type APISwitch interface {
+	// Start listens with the settings' port, exposure, key and origins and
+	// returns the address it listens on.
+	Start(s Settings) (addr string, err error)
+	Stop(ctx context.Context) error
+}
+
+// APIState is the local API's state as the window and the tray show it.
+type APIState struct {
+	Available bool   `json:"available"`
+	Enabled   bool   `json:"enabled"`
+	URL       string `json:"url"` // http://127.0.0.1:8080 while enabled
+	LAN       bool   `json:"lan"`
+	Error     string `json:"error"`
+}
+
+// Service is the app's state behind every window. Create it with Open.
+type Service struct {
+	log      zerolog.Logger
+	store    *store.Store
+	settings settingsFile
+	version  string
+	models   *modelHost
+	events   bus
+	api      APISwitch
+
+	mu       sync.Mutex
+	current  Settings
+	apiState APIState
+	running  map[int64]*generation // by conversation
+	wg       sync.WaitGroup
+
+	// decodeDelay, set only by tests, is a pause after each token that
+	// makes the tiny test models stream as slowly as the real one does on
+	// a Mac (about 100 tokens a second), so that a test can act while a
+	// reply is still being written.
+	decodeDelay time.Duration
+}
+
+// Open opens the database and the settings and starts loading the model in
+// the background; the model's progress arrives as EventModel.
+func Open(o Options) (*Service, error) {
+	if o.SettingsPath == "" {
+		p, err := SettingsPath()
+		if err != nil {
+			return nil, err
+		}
+		o.SettingsPath = p
+	}
+	if o.DatabasePath == "" {
+		p, err := store.DefaultPath()
+		if err != nil {
+			return nil, err
+		}
+		o.DatabasePath = p
+	}
+	if o.Backend == "" {
+		o.Backend = "cpu"
+	}
+	s := &Service{
+		log:      o.Log,
+		settings: settingsFile{path: o.SettingsPath},
+		version:  o.Version,
+		api:      o.API,
+		running:  map[int64]*generation{},
+	}
+	current, configured, err := s.settings.load()
+	if err != nil {
+		// Bad settings must not keep the app from starting: run on the
+		// defaults and say why; saving rewrites only the app's keys.
+		s.log.Warn().Err(err).Msg("settings unreadable; using the defaults")
+	}
+	s.current = current
+	s.apiState = APIState{Available: o.API != nil, LAN: current.APILAN}
+
+	dir := o.Model
+	if dir == "" {
+		dir = configured
+	}
+	if dir == "" {
+		root, err := models.DefaultRoot()
+		if err != nil {
+			return nil, err
+		}
+		if dir, err = models.Install(root); err != nil {
+			return nil, fmt.Errorf("installing the demo model: %w", err)
+		}
+	}
+
+	db, err := store.Open(o.DatabasePath)
+	if err != nil {
+		return nil, err
+	}
+	s.store = db
+	s.models = &modelHost{
+		backend:   o.Backend,
+		threads:   o.Threads,
+		onChange:  func(m ModelState) { s.events.publish(Event{Type: EventModel, Model: &m}) },
+		keepAlive: func() time.Duration { return time.Duration(s.Settings().KeepAliveMinutes) * time.Minute },
+		context:   func() int { return s.Settings().ContextTokens },
+	}
+	s.models.load(dir)
+	return s, nil
+}
+
+// Close stops every reply (each is saved as stopped), the API server, and
+// the engine, and closes the database.
+func (s *Service) Close() error {
+	s.mu.Lock()
+	for _, g := range s.running {
+		g.cancel()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	if s.api != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		s.api.Stop(ctx)
+		cancel()
+	}
+	s.models.close()
+	return s.store.Close()
+}
+
+// UI is the set of calls the window makes.
+func (s *Service) UI() *UI { return &UI{s: s} }
+
+// Models is the engine as the API server takes it.
+func (s *Service) Models() server.Models { return serverModels{s.models} }
+
+// Subscribe returns a channel of every event from now on, and the function
+// that ends the subscription. The channel is closed when the subscriber
+// falls too far behind (see bus).
+func (s *Service) Subscribe() (<-chan Event, func()) { return s.events.subscribe() }
+
+// Settings returns the current settings.
+func (s *Service) Settings() Settings {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.current
+}
+
+// Store is the conversation database (for tests and the smoke test's
+// checks).
+func (s *Service) Store() *store.Store { return s.store }
+
+// ModelState returns the model's state.
+func (s *Service) ModelState() ModelState { return s.models.snapshot() }
+
+// APIState returns the local API's state.
+func (s *Service) APIState() APIState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.apiState
+}
+
+// SetAPIEnabled switches the local API on or off.
+func (s *Service) SetAPIEnabled(on bool) (APIState, error) {
+	if s.api == nil {
+		return s.APIState(), errors.New("this build of Suzuran has no local API server")
+	}
+	s.mu.Lock()
+	settings := s.current
+	was := s.apiState.Enabled
+	s.mu.Unlock()
+	var state APIState
+	var err error
+	switch {
+	case on && !was:
+		var addr string
+		addr, err = s.api.Start(settings)
+		state = APIState{Available: true, Enabled: err == nil, LAN: settings.APILAN}
+		if err == nil {
+			state.URL = "http://" + addr
+		} else {
+			state.Error = err.Error()
+		}
+	case !on && was:
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = s.api.Stop(ctx)
+		cancel()
+		state = APIState{Available: true, LAN: settings.APILAN}
+		if err != nil {
+			state.Error = err.Error()
+		}
+	default:
+		return s.APIState(), nil
+	}
+	s.mu.Lock()
+	s.apiState = state
+	s.mu.Unlock()
+	s.events.publish(Event{Type: EventAPI, API: &state})
+	return state, err
+}
+
+// SaveSettings validates and stores new settings, applying what changed:
+// the API restarts with its new port or exposure, a new context length
+// reloads the model, launch at login is registered or removed.
+func (s *Service) SaveSettings(next Settings) (Settings, error) {
+	next.APICORSOrigins = normaliseOrigins(next.APICORSOrigins)
+	if next.APILAN && next.APIKey == "" {
+		next.APIKey = newAPIKey()
+	}
+	if err := next.Validate(); err != nil {
+		return s.Settings(), err
+	}
+	s.mu.Lock()
+	prev := s.current
+	s.mu.Unlock()
+	if next.LaunchAtLogin != prev.LaunchAtLogin {
+		if err := setLaunchAtLogin(next.LaunchAtLogin); err != nil {
+			return prev, err
+		}
+	}
+	if err := s.settings.save(next); err != nil {
+		return prev, err
+	}
+	s.mu.Lock()
+	s.current = next
+	apiOn := s.apiState.Enabled
+	s.mu.Unlock()
+	s.events.publish(Event{Type: EventSettings, Settings: &next})
+
+	if apiOn && (prev.APIPort != next.APIPort || prev.APILAN != next.APILAN || prev.APIKey != next.APIKey ||
+		fmt.Sprint(prev.APICORSOrigins) != fmt.Sprint(next.APICORSOrigins)) {
+		s.SetAPIEnabled(false)
+		if _, err := s.SetAPIEnabled(true); err != nil {
+			return next, fmt.Errorf("settings saved, but the API did not restart: %w", err)
+		}
+	}
+	if prev.ContextTokens != next.ContextTokens {
+		s.models.load(s.models.snapshot().Dir)
+	}
+	if prev.KeepAliveMinutes != next.KeepAliveMinutes {
+		s.models.mu.Lock()
+		s.models.armIdleLocked()
+		s.models.mu.Unlock()
+	}
+	return next, nil
+}
+
+// LoadModel switches to the model in dir (or reloads the current one when
+// dir is "") and makes it the configured model.
+func (s *Service) LoadModel(dir string) error {
+	if dir == "" {
+		dir = s.models.snapshot().Dir
+	} else if !isDemo(dir) {
+		if err := s.settings.setModel(dir); err != nil {
+			return err
+		}
+	}
+	s.models.load(dir)
+	return nil
+}

@@ -1,0 +1,404 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/suzuran-app/suzuran/app/server"
+	"github.com/suzuran-app/suzuran/app/store"
+	"github.com/suzuran-app/suzuran/assets/models"
+)
+
+// demoDir installs the demo model Suzuran Tiny once for the package's
+// tests: a real model folder that answers questions about Python.
+var demoDir = sync.OnceValues(func() (string, error) {
+	root, err := os.MkdirTemp("", "suzuran-service-test-")
+	if err != nil {
+		return "", err
+	}
+	return models.Install(root)
+})
+
+// tinyDir is the random-weight fixture model: it never says EOS in
+// practice, so its replies run as long as a test needs.
+const tinyDir = "../../engine/internal/fixtures/testdata/qwen35moe-tiny/hf-bf16"
+
+type testService struct {
+	*Service
+	ui       *UI
+	settings string
+}
+
+func newTestService(t *testing.T, modelDir string) *testService {
+	t.Helper()
+	dir := t.TempDir()
+	svc, err := Open(Options{
+		DatabasePath: filepath.Join(dir, "suzuran.db"),
+		SettingsPath: filepath.Join(dir, "settings.json"),
+		Model:        modelDir,
+		Backend:      "cpu",
+		Threads:      1,
+		Version:      "test",
+		Log:          zerolog.Nop(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	waitModel(t, svc, server.StateReady)
+	return &testService{Service: svc, ui: svc.UI(), settings: filepath.Join(dir, "settings.json")}
+}
+
+func waitModel(t *testing.T, svc *Service, state string) ModelState {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		m := svc.ModelState()
+		if m.State == state {
+			return m
+		}
+		if m.State == server.StateError || time.Now().After(deadline) {
+			t.Fatalf("model state %+v, waiting for %s", m, state)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitReply waits until the reply is no longer streaming and returns it.
+func waitReply(t *testing.T, svc *Service, id int64) store.Message {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		m, err := svc.store.Message(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Status != store.StatusStreaming {
+			return m
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reply %d still streaming after 60 s: %+v", id, m)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitGrowth waits until a reply holds more than n bytes of text.
+func waitGrowth(t *testing.T, svc *Service, id int64, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m, _ := svc.store.Message(context.Background(), id)
+		if len(m.Content)+len(m.Reasoning) > n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reply %d did not grow past %d bytes within 30 s: %+v", id, n, m)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func demo(t *testing.T) string {
+	dir, err := demoDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func TestSendStreamsBatchedAndSaves(t *testing.T) {
+	s := newTestService(t, demo(t))
+	state := s.ui.State()
+	if !state.Model.Demo || state.Model.Name != models.DemoName || state.Version != "test" {
+		t.Fatalf("state %+v: want the demo model, version test", state)
+	}
+	events, cancel := s.Subscribe()
+	defer cancel()
+	res, err := s.ui.Send(SendRequest{Text: "What does json.dumps do?", Think: false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Conversation.Title != "What does json.dumps do?" || res.Reply.Status != store.StatusStreaming {
+		t.Fatalf("send result %+v", res)
+	}
+	var streamed strings.Builder
+	var replies, prefill int
+	var final *store.Message
+	for final == nil {
+		select {
+		case ev := <-events:
+			switch {
+			case ev.Type == EventReply && ev.MessageID == res.Reply.ID:
+				replies++
+				streamed.WriteString(ev.Content)
+			case ev.Type == EventPrefill && ev.MessageID == res.Reply.ID:
+				prefill = ev.PromptTokens
+			case ev.Type == EventMessage && ev.MessageID == res.Reply.ID && ev.Message.Status != store.StatusStreaming:
+				final = ev.Message
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("no final message within 60 s")
+		}
+	}
+	if final.Status != store.StatusComplete || final.Stats == nil {
+		t.Fatalf("final reply %+v", final)
+	}
+	// The demo model knows json.dumps: its answer names JSON.
+	if !strings.Contains(strings.ToLower(final.Content), "json") {
+		t.Errorf("the demo model's answer %q does not mention JSON", final.Content)
+	}
+	if strings.TrimLeft(streamed.String(), "\n") != final.Content {
+		t.Errorf("streamed text %q differs from the saved reply %q", streamed.String(), final.Content)
+	}
+	if prefill == 0 || prefill != final.Stats.PromptTokens {
+		t.Errorf("prefill event said %d prompt tokens, stats %d", prefill, final.Stats.PromptTokens)
+	}
+	// Batching: one reply event per flush at most, never one per token
+	// beyond the token count (the demo writes faster than 30 ms a token,
+	// so several tokens share an event).
+	if replies == 0 || replies > final.Stats.GeneratedTokens {
+		t.Errorf("%d reply events for %d tokens", replies, final.Stats.GeneratedTokens)
+	}
+	t.Logf("%d tokens in %d reply events, %.0f tok/s, first token after %.1f ms",
+		final.Stats.GeneratedTokens, replies, final.Stats.TokensPerSecond, final.Stats.TimeToFirstMS)
+
+	view, err := s.ui.Conversation(res.Conversation.ID)
+	if err != nil || len(view.Messages) != 2 || view.Messages[1].Content != final.Content {
+		t.Fatalf("stored conversation %+v, %v", view, err)
+	}
+
+	// A second turn in the same conversation reuses the cached prompt.
+	res2, err := s.ui.Send(SendRequest{ConversationID: res.Conversation.ID, Text: "And json.loads?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second := waitReply(t, s.Service, res2.Reply.ID)
+	if second.Stats == nil || second.Stats.CachedTokens == 0 {
+		t.Errorf("second turn stats %+v: want cached prompt tokens", second.Stats)
+	}
+}
+
+func TestStopRegenerateEditContinue(t *testing.T) {
+	s := newTestService(t, tinyDir)
+	res, err := s.ui.Send(SendRequest{Text: "Write a long story", Think: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Let some text arrive, then stop.
+	waitGrowth(t, s.Service, res.Reply.ID, 0)
+	if _, err := s.ui.Send(SendRequest{ConversationID: res.Conversation.ID, Text: "again"}); err == nil {
+		t.Error("a second question was accepted while a reply was being written")
+	}
+	s.ui.Stop(res.Conversation.ID)
+	stopped := waitReply(t, s.Service, res.Reply.ID)
+	if stopped.Status != store.StatusStopped || stopped.Stats == nil || stopped.Stats.FinishReason != "cancelled" {
+		t.Fatalf("after Stop: %+v", stopped)
+	}
+
+	// Continue goes on from the stopped text.
+	cont, err := s.ui.Continue(stopped.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitGrowth(t, s.Service, cont.ID, len(stopped.Reasoning)+len(stopped.Content))
+	s.ui.Stop(res.Conversation.ID)
+	continued := waitReply(t, s.Service, cont.ID)
+	before := stopped.Reasoning + stopped.Content
+	after := continued.Reasoning + continued.Content
+	if !strings.HasPrefix(continued.Reasoning, stopped.Reasoning) || len(after) <= len(before) {
+		t.Errorf("Continue did not extend the reply: %d bytes before, %d after", len(before), len(after))
+	}
+
+	// Regenerate replaces the last reply.
+	regen, err := s.ui.Regenerate(res.Conversation.ID, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	s.ui.Stop(res.Conversation.ID)
+	waitReply(t, s.Service, regen.ID)
+	view, _ := s.ui.Conversation(res.Conversation.ID)
+	if len(view.Messages) != 2 || view.Messages[1].ID != regen.ID {
+		t.Fatalf("after Regenerate: %+v", view.Messages)
+	}
+
+	// Edit rewrites the question and answers it again.
+	edited, err := s.ui.Edit(res.Question.ID, "A short story", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	s.ui.Stop(res.Conversation.ID)
+	waitReply(t, s.Service, edited.Reply.ID)
+	view, _ = s.ui.Conversation(res.Conversation.ID)
+	if len(view.Messages) != 2 || view.Messages[0].Content != "A short story" || view.Messages[1].ID != edited.Reply.ID {
+		t.Fatalf("after Edit: %+v", view.Messages)
+	}
+	if _, err := s.ui.Edit(edited.Reply.ID, "x", false); err == nil {
+		t.Error("editing a reply was accepted")
+	}
+}
+
+func TestConversationCalls(t *testing.T) {
+	s := newTestService(t, demo(t))
+	res, err := s.ui.Send(SendRequest{Text: "What does itertools.pairwise do?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitReply(t, s.Service, res.Reply.ID)
+	id := res.Conversation.ID
+	if err := s.ui.Rename(id, "Pairs"); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := s.ui.Conversations("pairwise"); len(list) != 1 || list[0].Title != "Pairs" {
+		t.Fatalf("search after rename: %+v", list)
+	}
+	if err := s.ui.Delete(id); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := s.ui.Conversations(""); len(list) != 0 {
+		t.Fatalf("after delete: %+v", list)
+	}
+	if err := s.ui.Undelete(id); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := s.ui.Conversations(""); len(list) != 1 {
+		t.Fatalf("after undo: %+v", list)
+	}
+	if _, err := s.ui.Send(SendRequest{Text: "   "}); err == nil {
+		t.Error("an empty message was accepted")
+	}
+	if _, err := s.ui.Conversation(9999); err == nil {
+		t.Error("a missing conversation was returned")
+	}
+}
+
+func TestSettingsPersistAndKeepOtherKeys(t *testing.T) {
+	s := newTestService(t, demo(t))
+	// Another feature's key and the command line's model key.
+	if err := os.WriteFile(s.settings, []byte(`{"model": "/models/x", "hub": {"token": "t"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	next := s.ui.Settings()
+	next.SystemPrompt = "Answer briefly."
+	next.SamplingPreset = PresetCoding
+	next.APILAN = true
+	next.APICORSOrigins = []string{" http://localhost:3000/ ", ""}
+	saved, err := s.ui.SaveSettings(next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(saved.APIKey, "sk-suzuran-") || len(saved.APIKey) < 40 {
+		t.Errorf("exposing the API generated the key %q", saved.APIKey)
+	}
+	if len(saved.APICORSOrigins) != 1 || saved.APICORSOrigins[0] != "http://localhost:3000" {
+		t.Errorf("origins %q", saved.APICORSOrigins)
+	}
+	var raw map[string]any
+	data, _ := os.ReadFile(s.settings)
+	if err := json.Unmarshal(data, &raw); err != nil {
+		t.Fatal(err)
+	}
+	if raw["model"] != "/models/x" || raw["hub"] == nil || raw["system_prompt"] != "Answer briefly." {
+		t.Errorf("settings.json after saving: %s", data)
+	}
+	// A fresh read gets the same settings.
+	got, _, err := settingsFile{s.settings}.load()
+	if err != nil || got.SystemPrompt != "Answer briefly." || got.APIKey != saved.APIKey || got.SamplingPreset != PresetCoding {
+		t.Errorf("reloaded %+v, %v", got, err)
+	}
+	if got := got.SamplingFor(true); got.Temperature != 0.6 || got.PresencePenalty != 0 {
+		t.Errorf("coding preset sampling %+v", got)
+	}
+
+	bad := []func(*Settings){
+		func(s *Settings) { s.APIPort = 0 },
+		func(s *Settings) { s.SamplingPreset = "wild" },
+		func(s *Settings) { s.SamplingPreset, s.Custom.TopP = PresetCustom, 0 },
+		func(s *Settings) { s.Custom.Temperature = -1 },
+		func(s *Settings) { s.ContextTokens = 100 },
+		func(s *Settings) { s.APICORSOrigins = []string{"localhost:3000"} },
+		func(s *Settings) { s.KeepAliveMinutes = -5 },
+	}
+	for i, change := range bad {
+		next := saved
+		change(&next)
+		if _, err := s.ui.SaveSettings(next); err == nil {
+			t.Errorf("bad settings %d were accepted: %+v", i, next)
+		}
+	}
+	after, _ := os.ReadFile(s.settings)
+	if string(after) != string(data) {
+		t.Errorf("rejected settings changed the file:\n%s\nwas\n%s", after, data)
+	}
+}
+
+func TestBrokenSettingsFileIsReportedNotLost(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "settings.json")
+	os.WriteFile(path, []byte(`{"model": `), 0o600)
+	if _, _, err := (settingsFile{path}).load(); err == nil || !strings.Contains(err.Error(), "not a JSON object") {
+		t.Fatalf("loading a broken file: %v", err)
+	}
+	if err := (settingsFile{path}).save(DefaultSettings()); err == nil {
+		t.Fatal("saving over a broken file succeeded; it would lose what the user wrote")
+	}
+	if data, _ := os.ReadFile(path); string(data) != `{"model": ` {
+		t.Errorf("the broken file was changed: %q", data)
+	}
+}
+
+func TestKeepAliveUnloadsAndReloads(t *testing.T) {
+	s := newTestService(t, demo(t))
+	s.models.mu.Lock()
+	s.models.keepAlive = func() time.Duration { return 50 * time.Millisecond }
+	s.models.armIdleLocked()
+	s.models.mu.Unlock()
+	waitModel(t, s.Service, server.StateUnloaded)
+	if _, _, err := s.Models().Current(context.Background()); err == nil {
+		t.Fatal("Current returned an engine while unloaded")
+	}
+	// The next message loads the model again and is answered.
+	res, err := s.ui.Send(SendRequest{Text: "What does json.dumps do?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := waitReply(t, s.Service, res.Reply.ID); m.Status != store.StatusComplete {
+		t.Fatalf("reply after reload: %+v", m)
+	}
+}
+
+func TestModelErrorIsReported(t *testing.T) {
+	dir := t.TempDir()
+	svc, err := Open(Options{
+		DatabasePath: filepath.Join(dir, "db"), SettingsPath: filepath.Join(dir, "settings.json"),
+		Model: filepath.Join(dir, "no-such-model"), Log: zerolog.Nop(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	m := waitModel(t, svc, server.StateError)
+	if !strings.Contains(m.Error, "no-such-model") {
+		t.Errorf("error %q does not name the folder", m.Error)
+	}
+	if st := svc.Models().Status(); st.State != server.StateError || st.Error == "" {
+		t.Errorf("server status %+v", st)
+	}
+	res, err := svc.UI().Send(SendRequest{Text: "hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := waitReply(t, svc, res.Reply.ID); r.Status != store.StatusError || !strings.Contains(r.Error, "could not load") {
+		t.Errorf("reply with a broken model: %+v", r)
+	}
+}

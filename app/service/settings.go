@@ -1,0 +1,265 @@
+package service
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Settings are the user's choices in the Settings view. They live in
+// settings.json beside the "model" key that the command line reads, one
+// top-level key each, so that the file stays readable and other features
+// can keep their own keys in it.
+type Settings struct {
+	SystemPrompt string `json:"system_prompt"`
+	// SamplingPreset is one of the Preset constants; Custom holds the
+	// values used with PresetCustom.
+	SamplingPreset string   `json:"sampling_preset"`
+	Custom         Sampling `json:"sampling"`
+	// Thinking is the thinking switch's last position.
+	Thinking bool `json:"thinking"`
+	// ContextTokens bounds a conversation (prompt and answer); 0 is the
+	// model's own limit, up to 32,768.
+	ContextTokens int `json:"context_tokens"`
+	// The local API: its port, whether it listens beyond this computer (it
+	// then needs APIKey), and the origins of web pages allowed to call it.
+	APIPort        int      `json:"api_port"`
+	APILAN         bool     `json:"api_lan"`
+	APIKey         string   `json:"api_key"`
+	APICORSOrigins []string `json:"api_cors_origins"`
+	LaunchAtLogin  bool     `json:"launch_at_login"`
+	// KeepAliveMinutes unloads the model after this many idle minutes, to
+	// give its memory back; 0 keeps it loaded.
+	KeepAliveMinutes int `json:"keep_alive_minutes"`
+	// Shortcut opens the chat window from anywhere (macOS), as "Alt+Space".
+	Shortcut string `json:"shortcut"`
+}
+
+// Sampling is a sampling rule as the Settings view edits it.
+type Sampling struct {
+	Temperature     float64 `json:"temperature"`
+	TopP            float64 `json:"top_p"`
+	TopK            int     `json:"top_k"`
+	MinP            float64 `json:"min_p"`
+	PresencePenalty float64 `json:"presence_penalty"`
+}
+
+// Sampling presets: the model card's, and the user's own.
+const (
+	PresetAuto        = "auto" // the model card's thinking or non-thinking values, following the thinking switch
+	PresetThinking    = "thinking"
+	PresetNonThinking = "non-thinking"
+	PresetCoding      = "coding"
+	PresetCustom      = "custom"
+)
+
+// Model card values (shared MODEL.md).
+var presets = map[string]Sampling{
+	PresetThinking:    {Temperature: 1.0, TopP: 0.95, TopK: 20, PresencePenalty: 1.5},
+	PresetNonThinking: {Temperature: 0.7, TopP: 0.8, TopK: 20, PresencePenalty: 1.5},
+	PresetCoding:      {Temperature: 0.6, TopP: 0.95, TopK: 20, PresencePenalty: 0},
+}
+
+// SamplingFor is the rule a request uses under settings s.
+func (s Settings) SamplingFor(thinking bool) Sampling {
+	switch s.SamplingPreset {
+	case PresetCustom:
+		return s.Custom
+	case PresetThinking, PresetNonThinking, PresetCoding:
+		return presets[s.SamplingPreset]
+	}
+	if thinking {
+		return presets[PresetThinking]
+	}
+	return presets[PresetNonThinking]
+}
+
+// DefaultSettings are what a first start uses.
+func DefaultSettings() Settings {
+	return Settings{
+		SamplingPreset:   PresetAuto,
+		Custom:           presets[PresetNonThinking],
+		Thinking:         true,
+		APIPort:          8080,
+		APICORSOrigins:   []string{},
+		KeepAliveMinutes: 0,
+		Shortcut:         "Alt+Space",
+	}
+}
+
+// Validate checks s, naming the first bad field and what it accepts.
+func (s Settings) Validate() error {
+	switch s.SamplingPreset {
+	case PresetAuto, PresetThinking, PresetNonThinking, PresetCoding, PresetCustom:
+	default:
+		return fmt.Errorf("sampling preset %q: use auto, thinking, non-thinking, coding or custom", s.SamplingPreset)
+	}
+	c := s.Custom
+	switch {
+	case c.Temperature < 0 || c.Temperature > 2:
+		return fmt.Errorf("temperature %v: use 0 (greedy) to 2", c.Temperature)
+	case c.TopP <= 0 || c.TopP > 1:
+		return fmt.Errorf("top-p %v: use a value above 0 and at most 1", c.TopP)
+	case c.TopK < 0:
+		return fmt.Errorf("top-k %d: use 0 (off) or more", c.TopK)
+	case c.MinP < 0 || c.MinP >= 1:
+		return fmt.Errorf("min-p %v: use 0 (off) to below 1", c.MinP)
+	case c.PresencePenalty < -2 || c.PresencePenalty > 2:
+		return fmt.Errorf("presence penalty %v: use -2 to 2", c.PresencePenalty)
+	}
+	if s.ContextTokens != 0 && (s.ContextTokens < 512 || s.ContextTokens > 262144) {
+		return fmt.Errorf("context length %d: use 0 (the model's) or 512 to 262,144 tokens", s.ContextTokens)
+	}
+	if s.APIPort < 1 || s.APIPort > 65535 {
+		return fmt.Errorf("API port %d: use 1 to 65535 (1024 and above need no administrator)", s.APIPort)
+	}
+	for _, origin := range s.APICORSOrigins {
+		u, err := url.Parse(origin)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
+			return fmt.Errorf("CORS origin %q: write a scheme and host, such as http://localhost:3000", origin)
+		}
+	}
+	if s.KeepAliveMinutes < 0 {
+		return fmt.Errorf("keep-alive %d minutes: use 0 (keep the model loaded) or more", s.KeepAliveMinutes)
+	}
+	return nil
+}
+
+// settingsFile reads and writes the app's keys of settings.json, leaving
+// every other key as it was.
+type settingsFile struct{ path string }
+
+// SettingsPath is settings.json in the user's config folder, the file the
+// command line reads "model" from.
+func SettingsPath() (string, error) {
+	base, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("no user config folder for settings.json: %w", err)
+	}
+	return filepath.Join(base, "suzuran", "settings.json"), nil
+}
+
+// readRaw returns the file's keys; an absent file has none.
+func (f settingsFile) readRaw() (map[string]json.RawMessage, error) {
+	raw := map[string]json.RawMessage{}
+	data, err := os.ReadFile(f.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return raw, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading settings: %w", err)
+	}
+	if err := json.Unmarshal(data, &raw); err != nil || raw == nil {
+		return nil, fmt.Errorf("%s is not a JSON object (%v): fix it or move it away, and the app starts with its defaults", f.path, err)
+	}
+	return raw, nil
+}
+
+// load returns the settings, defaults filling the keys that are absent.
+func (f settingsFile) load() (Settings, string, error) {
+	s := DefaultSettings()
+	raw, err := f.readRaw()
+	if err != nil {
+		return s, "", err
+	}
+	// Unmarshalling the object again over the defaults sets exactly the
+	// keys that are present.
+	data, _ := json.Marshal(raw)
+	if err := json.Unmarshal(data, &s); err != nil {
+		return DefaultSettings(), "", fmt.Errorf("%s: %w; fix the value or remove the key", f.path, err)
+	}
+	if s.APICORSOrigins == nil {
+		s.APICORSOrigins = []string{}
+	}
+	var model string
+	if m, ok := raw["model"]; ok {
+		json.Unmarshal(m, &model)
+	}
+	return s, model, nil
+}
+
+// save writes s's keys into the file, keeping the others.
+func (f settingsFile) save(s Settings) error {
+	var fields map[string]json.RawMessage
+	data, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	json.Unmarshal(data, &fields)
+	return f.update(fields)
+}
+
+// setModel writes the "model" key.
+func (f settingsFile) setModel(dir string) error {
+	v, _ := json.Marshal(dir)
+	return f.update(map[string]json.RawMessage{"model": v})
+}
+
+// update merges fields into the file and writes it atomically: a temporary
+// file in the same folder, synced, then renamed over the old one, so a crash
+// leaves either the old file or the new one.
+func (f settingsFile) update(fields map[string]json.RawMessage) error {
+	raw, err := f.readRaw()
+	if err != nil {
+		return err
+	}
+	for k, v := range fields {
+		raw[k] = v
+	}
+	data, err := json.MarshalIndent(raw, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	dir := filepath.Dir(f.path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	tmp, err := os.CreateTemp(dir, ".settings-*.json")
+	if err != nil {
+		return fmt.Errorf("writing settings: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing settings: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing settings: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing settings: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), f.path); err != nil {
+		return fmt.Errorf("replacing %s: %w", f.path, err)
+	}
+	return nil
+}
+
+// newAPIKey makes the key the API requires once it listens beyond this
+// computer: 32 random bytes.
+func newAPIKey() string {
+	var b [32]byte
+	rand.Read(b[:])
+	return "sk-suzuran-" + hex.EncodeToString(b[:])
+}
+
+// normaliseOrigins trims and drops empty origins and a trailing slash.
+func normaliseOrigins(origins []string) []string {
+	out := []string{}
+	for _, o := range origins {
+		o = strings.TrimRight(strings.TrimSpace(o), "/")
+		if o != "" {
+			out = append(out, o)
+		}
+	}
+	return out
+}

@@ -1,0 +1,250 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/suzuran-app/suzuran/app/store"
+)
+
+// UI is every call the chat window makes. Its exported methods are the
+// whole surface: Wails binds them for the desktop window, the HTTP
+// transport (http.go) serves them at /api/call/<Method> for a browser, and
+// frontend/src/lib/gen/service.ts gives them their TypeScript types
+// (written by ./gen from these very methods).
+type UI struct{ s *Service }
+
+// AppState is what the window needs when it opens.
+type AppState struct {
+	Version  string     `json:"version"`
+	Model    ModelState `json:"model"`
+	API      APIState   `json:"api"`
+	Settings Settings   `json:"settings"`
+}
+
+// ConversationView is a conversation with its messages.
+type ConversationView struct {
+	Conversation store.Conversation `json:"conversation"`
+	Messages     []store.Message    `json:"messages"`
+}
+
+// SendRequest is a message typed in the window.
+type SendRequest struct {
+	// ConversationID is the conversation to add to; 0 starts a new one.
+	ConversationID int64  `json:"conversationId"`
+	Text           string `json:"text"`
+	Think          bool   `json:"think"`
+}
+
+// SendResult is what Send and Edit add: the question and the reply that
+// is being written (status "streaming"; its text arrives as events).
+type SendResult struct {
+	Conversation store.Conversation `json:"conversation"`
+	Question     store.Message      `json:"question"`
+	Reply        store.Message      `json:"reply"`
+}
+
+// State returns the app's version and the state of the model, the API and
+// the settings.
+func (u *UI) State() AppState {
+	return AppState{Version: u.s.version, Model: u.s.ModelState(), API: u.s.APIState(), Settings: u.s.Settings()}
+}
+
+// Conversations lists the conversations, the latest first; a non-empty
+// query keeps those whose title or text contains it.
+func (u *UI) Conversations(query string) ([]store.Conversation, error) {
+	return u.s.store.Conversations(context.Background(), query)
+}
+
+// Conversation returns one conversation and its messages; a reply being
+// written is returned with its text so far.
+func (u *UI) Conversation(id int64) (ConversationView, error) {
+	c, msgs, err := u.s.store.Conversation(context.Background(), id)
+	return ConversationView{Conversation: c, Messages: msgs}, err
+}
+
+// Rename sets a conversation's title.
+func (u *UI) Rename(id int64, title string) error {
+	if err := u.s.store.RenameConversation(context.Background(), id, title); err != nil {
+		return err
+	}
+	u.s.events.publish(Event{Type: EventConversations})
+	return nil
+}
+
+// Delete removes a conversation (stopping its reply); Undelete brings it
+// back until the app quits.
+func (u *UI) Delete(id int64) error {
+	u.s.stopAndWait(id)
+	if err := u.s.store.DeleteConversation(context.Background(), id); err != nil {
+		return err
+	}
+	u.s.events.publish(Event{Type: EventConversations})
+	return nil
+}
+
+// Undelete undoes Delete.
+func (u *UI) Undelete(id int64) error {
+	if err := u.s.store.RestoreConversation(context.Background(), id); err != nil {
+		return err
+	}
+	u.s.events.publish(Event{Type: EventConversations})
+	return nil
+}
+
+// Send adds a question to a conversation (a new one when its id is 0) and
+// starts the reply.
+func (u *UI) Send(req SendRequest) (SendResult, error) {
+	ctx := context.Background()
+	text := strings.TrimSpace(req.Text)
+	if text == "" {
+		return SendResult{}, errors.New("the message is empty: type a question first")
+	}
+	var c store.Conversation
+	var err error
+	if req.ConversationID == 0 {
+		c, err = u.s.store.CreateConversation(ctx, store.TitleFrom(text))
+	} else {
+		c, _, err = u.s.store.Conversation(ctx, req.ConversationID)
+		if err == nil && u.s.busy(c.ID) {
+			err = fmt.Errorf("a reply is still being written in %q: stop it first", c.Title)
+		}
+	}
+	if err != nil {
+		return SendResult{}, err
+	}
+	q, err := u.s.store.AddMessage(ctx, store.Message{ConversationID: c.ID, Role: "user", Content: text})
+	if err != nil {
+		return SendResult{}, err
+	}
+	reply, err := u.s.newReply(c.ID, req.Think)
+	if err != nil {
+		return SendResult{}, err
+	}
+	u.s.events.publish(Event{Type: EventConversations})
+	return SendResult{Conversation: c, Question: q, Reply: reply}, nil
+}
+
+// Stop ends the reply being written in a conversation within one token;
+// it is kept, marked stopped.
+func (u *UI) Stop(conversationID int64) {
+	u.s.stopAndWait(conversationID)
+}
+
+// Regenerate replaces a conversation's last reply with a new one.
+func (u *UI) Regenerate(conversationID int64, think bool) (store.Message, error) {
+	ctx := context.Background()
+	u.s.stopAndWait(conversationID)
+	_, msgs, err := u.s.store.Conversation(ctx, conversationID)
+	if err != nil {
+		return store.Message{}, err
+	}
+	last := lastQuestion(msgs)
+	if last == nil {
+		return store.Message{}, errors.New("this conversation has no question to answer again")
+	}
+	if err := u.s.store.DeleteMessagesAfter(ctx, conversationID, last.ID); err != nil {
+		return store.Message{}, err
+	}
+	return u.s.newReply(conversationID, think)
+}
+
+// Edit replaces a question's text, drops everything after it, and answers
+// it again.
+func (u *UI) Edit(messageID int64, text string, think bool) (SendResult, error) {
+	ctx := context.Background()
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return SendResult{}, errors.New("the message is empty: type a question first")
+	}
+	q, err := u.s.store.Message(ctx, messageID)
+	if err != nil {
+		return SendResult{}, err
+	}
+	if q.Role != "user" {
+		return SendResult{}, fmt.Errorf("message %d is a reply: only questions can be edited", messageID)
+	}
+	u.s.stopAndWait(q.ConversationID)
+	c, _, err := u.s.store.Conversation(ctx, q.ConversationID)
+	if err != nil {
+		return SendResult{}, err
+	}
+	q.Content = text
+	if err := u.s.store.UpdateMessage(ctx, q); err != nil {
+		return SendResult{}, err
+	}
+	if err := u.s.store.DeleteMessagesAfter(ctx, q.ConversationID, q.ID); err != nil {
+		return SendResult{}, err
+	}
+	reply, err := u.s.newReply(q.ConversationID, think)
+	return SendResult{Conversation: c, Question: q, Reply: reply}, err
+}
+
+// Continue goes on with a reply that was stopped or interrupted, from
+// where its text ends.
+func (u *UI) Continue(messageID int64) (store.Message, error) {
+	ctx := context.Background()
+	m, err := u.s.store.Message(ctx, messageID)
+	if err != nil {
+		return m, err
+	}
+	if m.Role != "assistant" || (m.Status != store.StatusInterrupted && m.Status != store.StatusStopped) {
+		return m, fmt.Errorf("message %d is not a stopped or interrupted reply", messageID)
+	}
+	u.s.stopAndWait(m.ConversationID)
+	if err := u.s.store.DeleteMessagesAfter(ctx, m.ConversationID, m.ID); err != nil {
+		return m, err
+	}
+	think := m.Reasoning != ""
+	m.Status, m.Error, m.Stats = store.StatusStreaming, "", nil
+	if err := u.s.store.UpdateMessage(ctx, m); err != nil {
+		return m, err
+	}
+	u.s.events.publish(Event{Type: EventMessage, ConversationID: m.ConversationID, MessageID: m.ID, Message: &m})
+	u.s.start(m, think, true)
+	return m, nil
+}
+
+// Settings returns the settings.
+func (u *UI) Settings() Settings { return u.s.Settings() }
+
+// SaveSettings validates and stores settings and returns them as saved (a
+// key generated when the API was exposed to the network).
+func (u *UI) SaveSettings(s Settings) (Settings, error) { return u.s.SaveSettings(s) }
+
+// SetAPIEnabled switches the local API on or off.
+func (u *UI) SetAPIEnabled(on bool) (APIState, error) { return u.s.SetAPIEnabled(on) }
+
+// ReloadModel loads the model again (after an error, for instance).
+func (u *UI) ReloadModel() error { return u.s.LoadModel("") }
+
+// newReply adds an empty reply to a conversation and starts writing it.
+func (s *Service) newReply(conversation int64, think bool) (store.Message, error) {
+	reply, err := s.store.AddMessage(context.Background(), store.Message{
+		ConversationID: conversation, Role: "assistant", Status: store.StatusStreaming,
+	})
+	if err != nil {
+		return reply, err
+	}
+	m := reply
+	s.events.publish(Event{Type: EventMessage, ConversationID: conversation, MessageID: reply.ID, Message: &m})
+	s.start(reply, think, false)
+	return reply, nil
+}
+
+func (s *Service) busy(conversation int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.running[conversation] != nil
+}
+
+func lastQuestion(msgs []store.Message) *store.Message {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == "user" {
+			return &msgs[i]
+		}
+	}
+	return nil
+}
