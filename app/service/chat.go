@@ -143,14 +143,22 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 
 	parser := chat.NewParser(chat.ParserOptions{InReasoning: chat.PromptOpensThinking(promptText)})
 	var pendingContent, pendingReasoning strings.Builder
+	contentAt, reasoningAt := utf16Len(reply.Content), utf16Len(reply.Reasoning)
 	flush := func() {
 		if pendingContent.Len() == 0 && pendingReasoning.Len() == 0 {
 			return
 		}
-		s.events.publish(Event{Type: EventReply, ConversationID: reply.ConversationID, MessageID: reply.ID,
-			Content: pendingContent.String(), Reasoning: pendingReasoning.String()})
+		ev := Event{Type: EventReply, ConversationID: reply.ConversationID, MessageID: reply.ID,
+			Content: pendingContent.String(), Reasoning: pendingReasoning.String(),
+			ContentAt: contentAt, ReasoningAt: reasoningAt}
+		contentAt += utf16Len(ev.Content)
+		reasoningAt += utf16Len(ev.Reasoning)
 		pendingContent.Reset()
 		pendingReasoning.Reset()
+		// The live copy first: a window reading the conversation after
+		// this point gets the text and skips the event's repeat of it.
+		s.setLive(reply)
+		s.events.publish(ev)
 	}
 	take := func(events []chat.Event) {
 		for _, ev := range events {
@@ -190,6 +198,7 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 	}
 	take(parser.Finish())
 	flush()
+	defer s.clearLive(reply.ID)
 	st, err := stream.Result()
 	stats := &store.Stats{
 		PromptTokens:    st.PromptTokens,
@@ -199,7 +208,6 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		TokensPerSecond: st.DecodeTokensPerSecond(),
 		FinishReason:    st.FinishReason,
 	}
-	reply.Content = strings.TrimLeft(reply.Content, "\n")
 	switch {
 	case err != nil && st.FinishReason != engine.FinishCancelled:
 		finish(store.StatusError, err, stats)
@@ -230,4 +238,43 @@ func (s *Service) submitContinuation(ctx context.Context, e *engine.Engine, rend
 	ids := e.Tokenizer().EncodeWithSpecials(text)
 	stream, err := e.Submit(ctx, engine.Request{Prompt: ids, Sampling: sampling, Checkpoints: prompt.Checkpoints})
 	return stream, text, len(ids), err
+}
+
+// utf16Len is the length of s in UTF-16 code units.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// setLive records a reply's text as streamed so far; Conversation returns
+// it in place of the last save.
+func (s *Service) setLive(m store.Message) {
+	s.mu.Lock()
+	s.live[m.ID] = m
+	s.mu.Unlock()
+}
+
+func (s *Service) clearLive(id int64) {
+	s.mu.Lock()
+	delete(s.live, id)
+	s.mu.Unlock()
+}
+
+// withLive replaces streaming messages by their live text.
+func (s *Service) withLive(msgs []store.Message) []store.Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, m := range msgs {
+		if live, ok := s.live[m.ID]; ok && m.Status == store.StatusStreaming {
+			msgs[i].Content, msgs[i].Reasoning = live.Content, live.Reasoning
+		}
+	}
+	return msgs
 }

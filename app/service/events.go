@@ -30,16 +30,22 @@ const (
 // Event is what the service tells the windows: over Wails events in the
 // desktop window, over server-sent events in a browser.
 type Event struct {
-	Type           string         `json:"type"`
-	ConversationID int64          `json:"conversationId,omitempty"`
-	MessageID      int64          `json:"messageId,omitempty"`
-	Content        string         `json:"content,omitempty"`
-	Reasoning      string         `json:"reasoning,omitempty"`
-	PromptTokens   int            `json:"promptTokens,omitempty"`
-	Message        *store.Message `json:"message,omitempty"`
-	Model          *ModelState    `json:"model,omitempty"`
-	API            *APIState      `json:"api,omitempty"`
-	Settings       *Settings      `json:"settings,omitempty"`
+	Type           string `json:"type"`
+	ConversationID int64  `json:"conversationId,omitempty"`
+	MessageID      int64  `json:"messageId,omitempty"`
+	Content        string `json:"content,omitempty"`
+	Reasoning      string `json:"reasoning,omitempty"`
+	// ContentAt and ReasoningAt are where Content and Reasoning go in the
+	// reply's text, in UTF-16 code units (JavaScript's string indexes): a
+	// window that loaded the reply part-way through skips what it has and
+	// notices a gap.
+	ContentAt    int            `json:"contentAt,omitempty"`
+	ReasoningAt  int            `json:"reasoningAt,omitempty"`
+	PromptTokens int            `json:"promptTokens,omitempty"`
+	Message      *store.Message `json:"message,omitempty"`
+	Model        *ModelState    `json:"model,omitempty"`
+	API          *APIState      `json:"api,omitempty"`
+	Settings     *Settings      `json:"settings,omitempty"`
 }
 
 // subscriberBuffer is how many events a subscriber may fall behind before

@@ -92,7 +92,7 @@ func TestHTTPTransport(t *testing.T) {
 		case EventMessage:
 			if ev.Message.Status != store.StatusStreaming {
 				final = true
-				if ev.Message.Content != strings.TrimLeft(text.String(), "\n") || ev.Message.Status != store.StatusComplete {
+				if ev.Message.Content != text.String() || ev.Message.Status != store.StatusComplete {
 					t.Errorf("SSE text %q, final %+v", text.String(), ev.Message)
 				}
 			}

@@ -77,7 +77,8 @@ type Service struct {
 	mu       sync.Mutex
 	current  Settings
 	apiState APIState
-	running  map[int64]*generation // by conversation
+	running  map[int64]*generation   // by conversation
+	live     map[int64]store.Message // replies being written, by id
 	wg       sync.WaitGroup
 
 	// decodeDelay, set only by tests, is a pause after each token that
@@ -113,6 +114,7 @@ func Open(o Options) (*Service, error) {
 		version:  o.Version,
 		api:      o.API,
 		running:  map[int64]*generation{},
+		live:     map[int64]store.Message{},
 	}
 	current, configured, err := s.settings.load()
 	if err != nil {

@@ -156,7 +156,7 @@ func TestSendStreamsBatchedAndSaves(t *testing.T) {
 	if !strings.Contains(strings.ToLower(final.Content), "json") {
 		t.Errorf("the demo model's answer %q does not mention JSON", final.Content)
 	}
-	if strings.TrimLeft(streamed.String(), "\n") != final.Content {
+	if streamed.String() != final.Content {
 		t.Errorf("streamed text %q differs from the saved reply %q", streamed.String(), final.Content)
 	}
 	if prefill == 0 || prefill != final.Stats.PromptTokens {

@@ -62,7 +62,7 @@ func (u *UI) Conversations(query string) ([]store.Conversation, error) {
 // written is returned with its text so far.
 func (u *UI) Conversation(id int64) (ConversationView, error) {
 	c, msgs, err := u.s.store.Conversation(context.Background(), id)
-	return ConversationView{Conversation: c, Messages: msgs}, err
+	return ConversationView{Conversation: c, Messages: u.s.withLive(msgs)}, err
 }
 
 // Rename sets a conversation's title.

@@ -88,6 +88,8 @@ export interface Event {
   messageId?: number;
   content?: string;
   reasoning?: string;
+  contentAt?: number;
+  reasoningAt?: number;
   promptTokens?: number;
   message?: Message;
   model?: ModelState;
