@@ -1,61 +1,261 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { cleanup, fireEvent, render, screen } from '@testing-library/svelte';
-import { tick } from 'svelte';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { cleanup, fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
 import App from './App.svelte';
+import { FakeBackend } from './test/fakeBackend';
+import { append } from './lib/chat.svelte';
+import { EventType, MessageStatus, type Message } from './lib/gen/service';
 
-afterEach(() => {
-  cleanup();
-  delete window.go;
+let backend: FakeBackend;
+
+beforeEach(() => {
+  backend = new FakeBackend();
+});
+afterEach(() => cleanup());
+
+async function renderApp() {
+  render(App, { backend });
+  await screen.findByTestId('version');
+}
+
+function messageBox() {
+  return screen.getByRole('textbox', { name: 'Message' }) as HTMLTextAreaElement;
+}
+
+/** Types text and presses Enter; returns the reply the fake created. */
+async function sendMessage(text: string): Promise<Message> {
+  await fireEvent.input(messageBox(), { target: { value: text } });
+  await fireEvent.keyDown(messageBox(), { key: 'Enter' });
+  await waitFor(() => expect(backend.ui.Send).toHaveBeenCalled());
+  await waitFor(() => expect(screen.getAllByTestId('message').length).toBeGreaterThanOrEqual(2));
+  return backend.messages.filter((m) => m.role === 'assistant').at(-1)!;
+}
+
+describe('chat view', () => {
+  it('shows the version, the demo model banner and an empty conversation', async () => {
+    await renderApp();
+    expect(screen.getByTestId('version').textContent).toBe('1.2.3');
+    expect(screen.getByTestId('demo-banner').textContent).toContain('Suzuran Tiny');
+    expect(screen.getByRole('link', { name: 'Get Qwen3.6-35B-A3B' })).toBeTruthy();
+    expect(screen.getByRole('main', { name: 'Conversation' }).textContent).toContain('Ask anything');
+    expect((screen.getByRole('button', { name: 'Send' }) as HTMLButtonElement).disabled).toBe(true);
+  });
+
+  it('sends on Enter, keeps Shift+Enter for a new line, ignores blank messages', async () => {
+    await renderApp();
+    await fireEvent.input(messageBox(), { target: { value: '   ' } });
+    await fireEvent.keyDown(messageBox(), { key: 'Enter' });
+    await fireEvent.input(messageBox(), { target: { value: 'first line' } });
+    await fireEvent.keyDown(messageBox(), { key: 'Enter', shiftKey: true });
+    expect(backend.ui.Send).not.toHaveBeenCalled();
+
+    await sendMessage('What does json.dumps do?');
+    expect(backend.ui.Send).toHaveBeenCalledWith({ conversationId: 0, text: 'What does json.dumps do?', think: false });
+    expect(messageBox().value).toBe('');
+  });
+
+  it('streams a reply: prefill, thinking live then collapsed, Markdown, stats', async () => {
+    await renderApp();
+    const reply = await sendMessage('What does json.dumps do?');
+    backend.emit({ type: EventType.Prefill, conversationId: reply.conversationId, messageId: reply.id, promptTokens: 18012 });
+    await screen.findByText('Reading 18,012 tokens…');
+    expect(screen.getByRole('button', { name: 'Stop' })).toBeTruthy();
+
+    backend.stream(reply, [{ reasoning: 'The user asks about ' }, { reasoning: 'json.' }], MessageStatus.Streaming);
+    const details = (await screen.findByTestId('thinking')).closest('details')!;
+    await waitFor(() => expect(screen.getByTestId('thinking').textContent).toBe('The user asks about json.'));
+    expect(details.open).toBe(true);
+    expect(screen.queryByText(/Reading/)).toBeNull();
+
+    backend.stream(reply, [{ content: 'It returns **a JSON string**.\n\n```python\njson.dumps(1)\n```' }]);
+    await waitFor(() => expect(screen.getByTestId('answer').querySelector('strong')?.textContent).toBe('a JSON string'));
+    await waitFor(() => expect(details.open).toBe(false));
+    expect(screen.getByTestId('answer').querySelector('button.copy-code')).toBeTruthy();
+    const stats = await screen.findByTestId('stats');
+    expect(stats.textContent).toBe('41.3 tok/s · 30 tokens · first token 85 ms · 12 prompt tokens cached');
+    expect(screen.getByRole('button', { name: 'Send' })).toBeTruthy();
+  });
+
+  it('stops with the Stop button and with Esc', async () => {
+    await renderApp();
+    const reply = await sendMessage('Tell me a story');
+    await fireEvent.click(screen.getByRole('button', { name: 'Stop' }));
+    expect(backend.ui.Stop).toHaveBeenCalledWith(reply.conversationId);
+    await fireEvent.keyDown(window, { key: 'Escape' });
+    expect(backend.ui.Stop).toHaveBeenCalledTimes(2);
+
+    backend.stream(reply, [{ content: 'Once upon' }], MessageStatus.Stopped);
+    await screen.findByText('Stopped.');
+    expect(screen.getByRole('button', { name: 'Continue' })).toBeTruthy();
+  });
+
+  it('regenerates the last answer and edits and resends a question', async () => {
+    await renderApp();
+    const reply = await sendMessage('What does json.dumps do?');
+    backend.stream(reply, [{ content: 'First answer' }]);
+    await screen.findByText('First answer');
+
+    await fireEvent.click(screen.getByRole('button', { name: 'Regenerate' }));
+    expect(backend.ui.Regenerate).toHaveBeenCalledWith(reply.conversationId, false);
+    await waitFor(() => expect(screen.queryByText('First answer')).toBeNull());
+
+    const second = backend.messages.filter((m) => m.role === 'assistant').at(-1)!;
+    backend.stream(second, [{ content: 'Second answer' }]);
+    await screen.findByText('Second answer');
+
+    await fireEvent.click(screen.getByRole('button', { name: 'Edit and resend' }));
+    const edit = screen.getByRole('textbox', { name: 'Edit message' }) as HTMLTextAreaElement;
+    expect(edit.value).toBe('What does json.dumps do?');
+    await fireEvent.input(edit, { target: { value: 'What does json.loads do?' } });
+    await fireEvent.keyDown(edit, { key: 'Enter' });
+    const question = backend.messages.find((m) => m.role === 'user')!;
+    expect(backend.ui.Edit).toHaveBeenCalledWith(question.id, 'What does json.loads do?', false);
+    await screen.findByText('What does json.loads do?');
+    await waitFor(() => expect(screen.queryByText('Second answer')).toBeNull());
+  });
+
+  it('sends with thinking when the switch is on, and remembers it', async () => {
+    await renderApp();
+    await fireEvent.click(screen.getByRole('checkbox', { name: 'Thinking' }));
+    await waitFor(() => expect(backend.ui.SaveSettings).toHaveBeenCalledWith(expect.objectContaining({ thinking: true })));
+    await sendMessage('Why?');
+    expect(backend.ui.Send).toHaveBeenCalledWith({ conversationId: 0, text: 'Why?', think: true });
+  });
+
+  it('offers Continue and Regenerate on an interrupted answer', async () => {
+    const c = backend.addConversation('Old', ['Question']);
+    backend.addMessage(c.id, 'assistant', 'Half an ans', MessageStatus.Interrupted);
+    await renderApp();
+    await fireEvent.click(screen.getByRole('button', { name: /^Old/ }));
+    await screen.findByText(/Interrupted/);
+    await fireEvent.click(screen.getByRole('button', { name: 'Continue' }));
+    expect(backend.ui.Continue).toHaveBeenCalled();
+    expect(screen.getByRole('button', { name: 'Regenerate' })).toBeTruthy();
+  });
+
+  it('shows the service’s errors', async () => {
+    backend.ui.Send = async () => {
+      throw new Error('the model is busy with other requests; try again in a moment');
+    };
+    await renderApp();
+    await fireEvent.input(messageBox(), { target: { value: 'hi' } });
+    await fireEvent.keyDown(messageBox(), { key: 'Enter' });
+    expect((await screen.findByRole('alert')).textContent).toContain('the model is busy');
+    await waitFor(() => expect(messageBox().value).toBe('hi')); // nothing typed is lost
+  });
+
+  it('starts a new chat with Ctrl+N', async () => {
+    await renderApp();
+    const reply = await sendMessage('Hello');
+    backend.stream(reply, [{ content: 'Hi' }]);
+    await screen.findByText('Hi');
+    await fireEvent.keyDown(window, { key: 'n', ctrlKey: true });
+    await screen.findByText(/Ask anything/);
+  });
 });
 
-describe('chat window', () => {
-  it('shows the title, an empty conversation and a disabled Send', () => {
-    render(App);
-    expect(screen.getByRole('heading', { name: 'Suzuran' })).toBeTruthy();
-    expect(screen.getByRole('main', { name: 'Conversation' }).textContent).toContain(
-      'Ask anything',
+describe('sidebar', () => {
+  it('lists, searches, renames, deletes and undoes', async () => {
+    backend.addConversation('Pairs', ['What does itertools.pairwise do?']);
+    backend.addConversation('Serialising', ['What does json.dumps do?']);
+    await renderApp();
+    const nav = screen.getByRole('navigation', { name: 'Conversations' });
+    await waitFor(() => expect(within(nav).getAllByRole('button', { name: /^(Pairs|Serialising)$/ })).toHaveLength(2));
+
+    await fireEvent.input(within(nav).getByRole('searchbox', { name: 'Search conversations' }), {
+      target: { value: 'pairwise' },
+    });
+    await waitFor(() => expect(backend.ui.Conversations).toHaveBeenLastCalledWith('pairwise'));
+    await waitFor(() => expect(within(nav).queryByText('Serialising')).toBeNull());
+    expect(within(nav).getByText('Pairs')).toBeTruthy();
+
+    await fireEvent.click(within(nav).getByRole('button', { name: 'Rename Pairs' }));
+    const input = within(nav).getByRole('textbox', { name: 'New title' });
+    await fireEvent.input(input, { target: { value: 'Itertools' } });
+    await fireEvent.keyDown(input, { key: 'Enter' });
+    await waitFor(() => expect(backend.ui.Rename).toHaveBeenCalledWith(2 - 1, 'Itertools'));
+    await within(nav).findByText('Itertools');
+
+    await fireEvent.click(within(nav).getByRole('button', { name: 'Delete Itertools' }));
+    await waitFor(() => expect(within(nav).queryByText('Itertools')).toBeNull());
+    await fireEvent.click(within(nav).getByRole('button', { name: 'Undo' }));
+    expect(backend.ui.Undelete).toHaveBeenCalledWith(1);
+    await within(nav).findByText('Itertools');
+  });
+
+  it('says when nothing matches', async () => {
+    await renderApp();
+    expect(screen.getByText('No conversations yet')).toBeTruthy();
+  });
+});
+
+describe('settings', () => {
+  async function openSettings() {
+    await renderApp();
+    await fireEvent.click(screen.getByRole('button', { name: 'Settings' }));
+    return screen.getByRole('region', { name: 'Settings' });
+  }
+
+  it('saves the system prompt, a custom preset and the API exposure, showing the new key', async () => {
+    const view = await openSettings();
+    await fireEvent.input(within(view).getByRole('textbox', { name: 'System prompt' }), {
+      target: { value: 'Answer briefly.' },
+    });
+    await fireEvent.change(within(view).getByRole('combobox', { name: 'Preset' }), { target: { value: 'custom' } });
+    await fireEvent.input(within(view).getByRole('spinbutton', { name: 'Temperature' }), { target: { value: '0.3' } });
+    await fireEvent.click(within(view).getByRole('checkbox', { name: /Reachable from other computers/ }));
+    await fireEvent.click(within(view).getByRole('button', { name: 'Save' }));
+    await within(view).findByText('Saved.');
+    expect(backend.ui.SaveSettings).toHaveBeenCalledWith(
+      expect.objectContaining({
+        system_prompt: 'Answer briefly.',
+        sampling_preset: 'custom',
+        sampling: expect.objectContaining({ temperature: 0.3 }),
+        api_lan: true,
+      }),
     );
-    expect(screen.queryAllByRole('listitem')).toHaveLength(0);
-    const send = screen.getByRole('button', { name: 'Send' }) as HTMLButtonElement;
-    expect(send.disabled).toBe(true);
+    expect((within(view).getByRole('textbox', { name: 'API key' }) as HTMLInputElement).value).toBe('sk-suzuran-test');
   });
 
-  it('adds what is typed to the conversation on Enter and clears the box', async () => {
-    render(App);
-    const box = screen.getByRole('textbox', { name: 'Message' }) as HTMLTextAreaElement;
-    await fireEvent.input(box, { target: { value: '  What does itertools.pairwise do?  ' } });
-    expect((screen.getByRole('button', { name: 'Send' }) as HTMLButtonElement).disabled).toBe(
-      false,
-    );
-    await fireEvent.keyDown(box, { key: 'Enter' });
-
-    const items = screen.getAllByRole('listitem');
-    expect(items).toHaveLength(1);
-    expect(items[0].textContent).toBe('What does itertools.pairwise do?');
-    expect(items[0].className).toContain('user');
-    expect(box.value).toBe('');
+  it('shows why settings were refused', async () => {
+    const view = await openSettings();
+    await fireEvent.input(within(view).getByRole('textbox', { name: /Allowed web origins/ }), {
+      target: { value: 'localhost:3000' },
+    });
+    await fireEvent.click(within(view).getByRole('button', { name: 'Save' }));
+    expect((await screen.findByRole('alert')).textContent).toContain('CORS origin "localhost:3000"');
+    expect(within(view).queryByText('Saved.')).toBeNull();
   });
 
-  it('keeps Shift+Enter for a new line and ignores blank messages', async () => {
-    render(App);
-    const box = screen.getByRole('textbox', { name: 'Message' }) as HTMLTextAreaElement;
-    await fireEvent.input(box, { target: { value: '   ' } });
-    await fireEvent.keyDown(box, { key: 'Enter' });
-    expect(screen.queryAllByRole('listitem')).toHaveLength(0);
-
-    await fireEvent.input(box, { target: { value: 'first line' } });
-    await fireEvent.keyDown(box, { key: 'Enter', shiftKey: true });
-    expect(screen.queryAllByRole('listitem')).toHaveLength(0);
-    expect(box.value).toBe('first line');
+  it('switches the local API and shows its address', async () => {
+    const view = await openSettings();
+    await fireEvent.click(within(view).getByRole('checkbox', { name: /Local API on/ }));
+    expect(backend.ui.SetAPIEnabled).toHaveBeenCalledWith(true);
+    expect((await within(view).findByTestId('api-url')).textContent).toBe('http://127.0.0.1:8080');
   });
+});
 
-  it('shows the version the Go side reports', async () => {
-    window.go = { main: { App: { Version: () => Promise.resolve('9.8.7') } } };
-    render(App);
-    // onMount's promise resolves after the first render.
-    await tick();
-    await Promise.resolve();
-    await tick();
-    expect(screen.getByTestId('version').textContent).toBe('9.8.7');
+describe('append', () => {
+  const message = (content: string): Message => ({
+    id: 1,
+    conversationId: 1,
+    role: 'assistant',
+    content,
+    reasoning: '',
+    status: 'streaming',
+    createdAt: 0,
   });
+  const cases: { name: string; have: string; text: string; at: number; want: string; ok: boolean }[] = [
+    { name: 'next batch', have: 'Hello', text: ' world', at: 5, want: 'Hello world', ok: true },
+    { name: 'already loaded', have: 'Hello world', text: ' world', at: 5, want: 'Hello world', ok: true },
+    { name: 'partly loaded', have: 'Hello wo', text: ' world', at: 5, want: 'Hello world', ok: true },
+    { name: 'gap', have: 'Hel', text: ' world', at: 5, want: 'Hel', ok: false },
+    { name: 'astral characters count as two', have: '🙂', text: '!', at: 2, want: '🙂!', ok: true },
+  ];
+  for (const c of cases) {
+    it(c.name, () => {
+      const m = message(c.have);
+      expect(append(m, 'content', c.text, c.at)).toBe(c.ok);
+      expect(m.content).toBe(c.want);
+    });
+  }
 });

@@ -1,26 +1,102 @@
-// The Go side as the chat window sees it. Wails binds the exported methods
-// of app/gui.go's App struct under window.go.main.App and injects that object
-// into the page; outside the desktop app (vite dev, tests) it is absent and
-// these functions say so instead of failing.
+// The Go side as the chat window sees it: app/service's UI calls and its
+// events, over one of two transports. In the desktop app Wails binds the
+// service's UI object under window.go.service.UI and delivers events with
+// its runtime; in a browser the same calls go to /api/call/<Method> and the
+// events come as server-sent events from /api/events. The types and the
+// method list are generated from the Go types (lib/gen/service.ts).
 
-/** The methods app/gui.go binds, with the types Wails gives them in JS. */
-export interface AppBinding {
-  Version(): Promise<string>;
+import { UIMethods, type Event, type UI } from './gen/service';
+
+/** An event, or 'resync' when events may have been missed (a reconnect). */
+export type BackendEvent = Event | { type: 'resync' };
+
+/** A connection to the service. */
+export interface Backend {
+  ui: UI;
+  /** Calls handler for every event until the returned function is called. */
+  onEvent(handler: (event: BackendEvent) => void): () => void;
+}
+
+/** The Wails event name the desktop app emits service events under. */
+export const wailsEventName = 'suzuran:event';
+
+interface WailsRuntime {
+  EventsOn(name: string, callback: (...data: unknown[]) => void): () => void;
 }
 
 declare global {
   interface Window {
-    go?: { main?: { App?: AppBinding } };
+    go?: { service?: { UI?: UI } };
+    runtime?: WailsRuntime;
   }
 }
 
-/** The bound App, or undefined when the page runs outside the desktop app. */
-export function appBinding(): AppBinding | undefined {
-  return window.go?.main?.App;
+/** The desktop window's transport, or undefined outside the desktop app. */
+export function wailsBackend(): Backend | undefined {
+  const ui = window.go?.service?.UI;
+  const runtime = window.runtime;
+  if (!ui || !runtime) return undefined;
+  return {
+    ui,
+    onEvent(handler) {
+      return runtime.EventsOn(wailsEventName, (data) => handler(data as Event));
+    },
+  };
 }
 
-/** Suzuran's version from the Go side, or '' outside the desktop app. */
-export async function appVersion(): Promise<string> {
-  const app = appBinding();
-  return app ? app.Version() : '';
+/** Raised by calls that the service answered with an error. */
+export class CallError extends Error {}
+
+/** The browser's transport: HTTP calls and server-sent events under base. */
+export function httpBackend(base = ''): Backend {
+  const ui = {} as Record<string, (...args: unknown[]) => Promise<unknown>>;
+  for (const name of UIMethods) {
+    ui[name] = async (...args: unknown[]) => {
+      const response = await fetch(`${base}/api/call/${name}`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(args),
+      });
+      let body: { result?: unknown; error?: string };
+      try {
+        body = await response.json();
+      } catch {
+        throw new CallError(`${name}: the app answered ${response.status} without a readable body`);
+      }
+      if (body.error) throw new CallError(body.error);
+      return body.result;
+    };
+  }
+  return {
+    ui: ui as unknown as UI,
+    onEvent(handler) {
+      let source: EventSource | undefined;
+      let closed = false;
+      let opened = false;
+      const open = () => {
+        source = new EventSource(`${base}/api/events`);
+        source.onopen = () => {
+          // After a reconnect, what happened meanwhile was missed.
+          if (opened) handler({ type: 'resync' });
+          opened = true;
+        };
+        source.onmessage = (message) => handler(JSON.parse(message.data) as Event);
+        source.onerror = () => {
+          // EventSource retries by itself unless the stream was closed
+          // for good; then start again after a pause.
+          if (!closed && source?.readyState === EventSource.CLOSED) setTimeout(open, 1000);
+        };
+      };
+      open();
+      return () => {
+        closed = true;
+        source?.close();
+      };
+    },
+  };
+}
+
+/** The transport for where the page runs. */
+export function connect(): Backend {
+  return wailsBackend() ?? httpBackend();
 }

@@ -1,0 +1,274 @@
+// The window's state and what the user can do with it. Components read the
+// fields (Svelte 5 runes make them reactive) and call the methods; events
+// from the service keep everything current, a reply's text arriving in
+// batches of about 30 ms.
+
+import type { Backend, BackendEvent } from './backend';
+import {
+  EventType,
+  MessageStatus,
+  type APIState,
+  type Conversation,
+  type Event,
+  type Message,
+  type ModelState,
+  type Settings,
+} from './gen/service';
+
+/** The main views of the window. */
+export type View = 'chat' | 'settings';
+
+export class ChatState {
+  version = $state('');
+  model: ModelState | null = $state(null);
+  api: APIState | null = $state(null);
+  settings: Settings | null = $state(null);
+  conversations: Conversation[] = $state([]);
+  query = $state('');
+  current: Conversation | null = $state(null);
+  messages: Message[] = $state([]);
+  /** The reply whose prompt is being read, and its length in tokens. */
+  prefill: { messageId: number; tokens: number } | null = $state(null);
+  think = $state(true);
+  view: View = $state('chat');
+  /** The last error, shown until dismissed. */
+  error = $state('');
+  /** The conversation just deleted, while Undo is offered. */
+  deleted: Conversation | null = $state(null);
+
+  readonly streaming = $derived(this.messages.some((m) => m.status === MessageStatus.Streaming));
+
+  private stopEvents: (() => void) | undefined;
+  private undoTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(private backend: Backend) {}
+
+  get ui() {
+    return this.backend.ui;
+  }
+
+  /** Loads the state and starts following events. */
+  async start(): Promise<void> {
+    this.stopEvents = this.backend.onEvent((event) => this.handle(event));
+    await this.guard(async () => {
+      const state = await this.ui.State();
+      this.version = state.version;
+      this.model = state.model;
+      this.api = state.api;
+      this.settings = state.settings;
+      this.think = state.settings.thinking;
+      await this.refreshList();
+    });
+  }
+
+  stop(): void {
+    this.stopEvents?.();
+  }
+
+  /** Runs an action, showing its error instead of throwing it. */
+  private async guard<T>(action: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await action();
+    } catch (e) {
+      this.error = e instanceof Error ? e.message : String(e);
+      return undefined;
+    }
+  }
+
+  async refreshList(): Promise<void> {
+    this.conversations = await this.ui.Conversations(this.query);
+  }
+
+  async search(query: string): Promise<void> {
+    this.query = query;
+    await this.guard(() => this.refreshList());
+  }
+
+  async open(id: number): Promise<void> {
+    await this.guard(async () => {
+      const view = await this.ui.Conversation(id);
+      this.current = view.conversation;
+      this.messages = view.messages;
+      this.view = 'chat';
+    });
+  }
+
+  newChat(): void {
+    this.current = null;
+    this.messages = [];
+    this.prefill = null;
+    this.view = 'chat';
+  }
+
+  async send(text: string): Promise<boolean> {
+    const result = await this.guard(() =>
+      this.ui.Send({ conversationId: this.current?.id ?? 0, text, think: this.think }),
+    );
+    if (!result) return false;
+    if (this.current?.id !== result.conversation.id) {
+      this.current = result.conversation;
+      this.messages = [];
+    }
+    this.upsert(result.question);
+    this.upsert(result.reply);
+    // Events for a new conversation may have come before its id was known.
+    await this.reloadCurrent();
+    return true;
+  }
+
+  async stopReply(): Promise<void> {
+    if (this.current) {
+      const id = this.current.id;
+      await this.guard(() => this.ui.Stop(id));
+    }
+  }
+
+  async regenerate(): Promise<void> {
+    if (!this.current) return;
+    const id = this.current.id;
+    const reply = await this.guard(() => this.ui.Regenerate(id, this.think));
+    if (reply) await this.reloadCurrent();
+  }
+
+  async edit(messageId: number, text: string): Promise<boolean> {
+    const result = await this.guard(() => this.ui.Edit(messageId, text, this.think));
+    if (result) await this.reloadCurrent();
+    return result !== undefined;
+  }
+
+  async continueReply(messageId: number): Promise<void> {
+    const reply = await this.guard(() => this.ui.Continue(messageId));
+    if (reply) await this.reloadCurrent();
+  }
+
+  async rename(id: number, title: string): Promise<void> {
+    await this.guard(async () => {
+      await this.ui.Rename(id, title);
+      if (this.current?.id === id) this.current = { ...this.current, title: title.trim() };
+      await this.refreshList();
+    });
+  }
+
+  /** Deletes a conversation, offering Undo for 8 seconds. */
+  async remove(conversation: Conversation): Promise<void> {
+    await this.guard(async () => {
+      await this.ui.Delete(conversation.id);
+      if (this.current?.id === conversation.id) this.newChat();
+      this.deleted = conversation;
+      clearTimeout(this.undoTimer);
+      this.undoTimer = setTimeout(() => (this.deleted = null), 8000);
+      await this.refreshList();
+    });
+  }
+
+  async undoDelete(): Promise<void> {
+    const c = this.deleted;
+    if (!c) return;
+    this.deleted = null;
+    clearTimeout(this.undoTimer);
+    await this.guard(async () => {
+      await this.ui.Undelete(c.id);
+      await this.refreshList();
+    });
+  }
+
+  async setThink(on: boolean): Promise<void> {
+    this.think = on;
+    if (this.settings && this.settings.thinking !== on) {
+      const saved = await this.guard(() => this.ui.SaveSettings({ ...this.settings!, thinking: on }));
+      if (saved) this.settings = saved;
+    }
+  }
+
+  async saveSettings(next: Settings): Promise<boolean> {
+    const saved = await this.guard(() => this.ui.SaveSettings(next));
+    if (saved) this.settings = saved;
+    return saved !== undefined;
+  }
+
+  async setAPIEnabled(on: boolean): Promise<void> {
+    const state = await this.guard(() => this.ui.SetAPIEnabled(on));
+    if (state) this.api = state;
+  }
+
+  async reloadModel(): Promise<void> {
+    await this.guard(() => this.ui.ReloadModel());
+  }
+
+  private async reloadCurrent(): Promise<void> {
+    if (!this.current) return;
+    const id = this.current.id;
+    await this.guard(async () => {
+      const view = await this.ui.Conversation(id);
+      if (this.current?.id === id) this.messages = view.messages;
+    });
+  }
+
+  private upsert(message: Message): void {
+    const i = this.messages.findIndex((m) => m.id === message.id);
+    if (i >= 0) this.messages[i] = message;
+    else {
+      this.messages.push(message);
+      this.messages.sort((a, b) => a.id - b.id);
+    }
+  }
+
+  /** Applies one event from the service. */
+  handle(received: BackendEvent): void {
+    if (received.type === 'resync') {
+      void this.guard(() => this.refreshList());
+      void this.reloadCurrent();
+      return;
+    }
+    const event = received as Event;
+    switch (event.type) {
+      case EventType.Model:
+        this.model = event.model ?? this.model;
+        return;
+      case EventType.API:
+        this.api = event.api ?? this.api;
+        return;
+      case EventType.Settings:
+        if (event.settings) this.settings = event.settings;
+        return;
+      case EventType.Conversations:
+        void this.guard(() => this.refreshList());
+        return;
+    }
+    if (!this.current || event.conversationId !== this.current.id) return;
+    switch (event.type) {
+      case EventType.Prefill:
+        this.prefill = { messageId: event.messageId ?? 0, tokens: event.promptTokens ?? 0 };
+        return;
+      case EventType.Message:
+        if (event.message) {
+          this.upsert(event.message);
+          if (event.message.status !== MessageStatus.Streaming && this.prefill?.messageId === event.message.id) {
+            this.prefill = null;
+          }
+        }
+        return;
+      case EventType.Reply: {
+        const m = this.messages.find((x) => x.id === event.messageId);
+        if (!m) return;
+        if (this.prefill?.messageId === m.id) this.prefill = null;
+        const okContent = append(m, 'content', event.content ?? '', event.contentAt ?? 0);
+        const okReasoning = append(m, 'reasoning', event.reasoning ?? '', event.reasoningAt ?? 0);
+        if (!okContent || !okReasoning) void this.reloadCurrent();
+        return;
+      }
+    }
+  }
+}
+
+/**
+ * append adds text, which starts at offset at of the field, to the field:
+ * what the message already has is skipped; a gap returns false.
+ */
+export function append(m: Message, field: 'content' | 'reasoning', text: string, at: number): boolean {
+  if (!text) return true;
+  const have = m[field].length;
+  if (at > have) return false;
+  if (at + text.length > have) m[field] += text.slice(have - at);
+  return true;
+}

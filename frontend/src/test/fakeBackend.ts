@@ -1,0 +1,176 @@
+// An in-memory stand-in for app/service in component tests: it keeps
+// conversations like the store does, records every call, and lets a test
+// push the events the service would send. The real service and both real
+// transports are tested in Go (app/service) and in the browser end-to-end
+// test (e2e/).
+
+import { vi } from 'vitest';
+import type { Backend, BackendEvent } from '../lib/backend';
+import {
+  EventType,
+  MessageStatus,
+  type AppState,
+  type Conversation,
+  type Message,
+  type Settings,
+  type UI,
+} from '../lib/gen/service';
+
+export function defaultSettings(): Settings {
+  return {
+    system_prompt: '',
+    sampling_preset: 'auto',
+    sampling: { temperature: 0.7, top_p: 0.8, top_k: 20, min_p: 0, presence_penalty: 1.5 },
+    thinking: false,
+    context_tokens: 0,
+    api_port: 8080,
+    api_lan: false,
+    api_key: '',
+    api_cors_origins: [],
+    launch_at_login: false,
+    keep_alive_minutes: 0,
+    shortcut: 'Alt+Space',
+  };
+}
+
+export class FakeBackend implements Backend {
+  handlers = new Set<(e: BackendEvent) => void>();
+  conversations: Conversation[] = [];
+  messages: Message[] = [];
+  deleted = new Set<number>();
+  settings = defaultSettings();
+  nextID = 1;
+  state: AppState = {
+    version: '1.2.3',
+    model: { state: 'ready', name: 'Suzuran Tiny', dir: '/m', demo: true, progress: 1, error: '', backend: 'cpu' },
+    api: { available: true, enabled: false, url: '', lan: false, error: '' },
+    settings: this.settings,
+  };
+
+  emit(event: BackendEvent) {
+    for (const h of this.handlers) h(event);
+  }
+
+  onEvent(handler: (e: BackendEvent) => void) {
+    this.handlers.add(handler);
+    return () => this.handlers.delete(handler);
+  }
+
+  addConversation(title: string, texts: string[] = []): Conversation {
+    const c = { id: this.nextID++, title, createdAt: 0, updatedAt: 0 };
+    this.conversations.unshift(c);
+    for (const t of texts) this.addMessage(c.id, 'user', t);
+    return c;
+  }
+
+  addMessage(conversationId: number, role: string, content: string, status: string = MessageStatus.Complete): Message {
+    const m: Message = { id: this.nextID++, conversationId, role, content, reasoning: '', status, createdAt: 0 };
+    this.messages.push(m);
+    return m;
+  }
+
+  ui: UI = {
+    State: vi.fn(async () => ({ ...this.state, settings: this.settings })),
+    Conversations: vi.fn(async (query: string) =>
+      this.conversations
+        .filter((c) => !this.deleted.has(c.id))
+        .filter(
+          (c) =>
+            !query ||
+            c.title.toLowerCase().includes(query.toLowerCase()) ||
+            this.messages.some((m) => m.conversationId === c.id && m.content.toLowerCase().includes(query.toLowerCase())),
+        ),
+    ),
+    Conversation: vi.fn(async (id: number) => {
+      const c = this.conversations.find((x) => x.id === id && !this.deleted.has(id));
+      if (!c) throw new Error(`conversation ${id}: not found`);
+      return { conversation: c, messages: structuredClone(this.messages.filter((m) => m.conversationId === id)) };
+    }),
+    Rename: vi.fn(async (id: number, title: string) => {
+      const c = this.conversations.find((x) => x.id === id);
+      if (!c || !title.trim()) throw new Error('cannot rename');
+      c.title = title.trim();
+    }),
+    Delete: vi.fn(async (id: number) => {
+      this.deleted.add(id);
+    }),
+    Undelete: vi.fn(async (id: number) => {
+      this.deleted.delete(id);
+    }),
+    Send: vi.fn(async (req) => {
+      const c = req.conversationId
+        ? this.conversations.find((x) => x.id === req.conversationId)!
+        : this.addConversation(req.text.slice(0, 48));
+      const question = this.addMessage(c.id, 'user', req.text.trim());
+      const reply = this.addMessage(c.id, 'assistant', '', MessageStatus.Streaming);
+      return { conversation: c, question, reply: { ...reply } };
+    }),
+    Stop: vi.fn(async () => {}),
+    Regenerate: vi.fn(async (conversationId: number) => {
+      const last = this.messages.filter((m) => m.conversationId === conversationId && m.role === 'assistant').pop();
+      this.messages = this.messages.filter((m) => m !== last);
+      return { ...this.addMessage(conversationId, 'assistant', '', MessageStatus.Streaming) };
+    }),
+    Edit: vi.fn(async (messageId: number, text: string) => {
+      const q = this.messages.find((m) => m.id === messageId)!;
+      q.content = text;
+      this.messages = this.messages.filter((m) => m.conversationId !== q.conversationId || m.id <= q.id);
+      const c = this.conversations.find((x) => x.id === q.conversationId)!;
+      const reply = this.addMessage(c.id, 'assistant', '', MessageStatus.Streaming);
+      return { conversation: c, question: q, reply };
+    }),
+    Continue: vi.fn(async (messageId: number) => {
+      const m = this.messages.find((x) => x.id === messageId)!;
+      m.status = MessageStatus.Streaming;
+      return { ...m };
+    }),
+    Settings: vi.fn(async () => this.settings),
+    SaveSettings: vi.fn(async (s: Settings) => {
+      for (const origin of s.api_cors_origins) {
+        if (origin && !/^https?:\/\//.test(origin)) {
+          throw new Error(`CORS origin "${origin}": write a scheme and host, such as http://localhost:3000`);
+        }
+      }
+      this.settings = { ...s, api_key: s.api_lan && !s.api_key ? 'sk-suzuran-test' : s.api_key };
+      return this.settings;
+    }),
+    SetAPIEnabled: vi.fn(async (on: boolean) => ({
+      available: true,
+      enabled: on,
+      url: on ? 'http://127.0.0.1:8080' : '',
+      lan: false,
+      error: '',
+    })),
+    ReloadModel: vi.fn(async () => {}),
+  };
+
+  /** Streams text into a reply as the service would, then ends it. */
+  stream(reply: Message, chunks: { content?: string; reasoning?: string }[], status: string = MessageStatus.Complete) {
+    const stored = this.messages.find((m) => m.id === reply.id)!;
+    for (const chunk of chunks) {
+      this.emit({
+        type: EventType.Reply,
+        conversationId: reply.conversationId,
+        messageId: reply.id,
+        content: chunk.content,
+        reasoning: chunk.reasoning,
+        contentAt: stored.content.length,
+        reasoningAt: stored.reasoning.length,
+      });
+      stored.content += chunk.content ?? '';
+      stored.reasoning += chunk.reasoning ?? '';
+    }
+    if (status !== MessageStatus.Streaming) {
+      stored.status = status;
+      stored.stats = {
+        promptTokens: 20,
+        cachedTokens: 12,
+        generatedTokens: 30,
+        timeToFirstMs: 85,
+        tokensPerSecond: 41.25,
+        finishReason: 'stop',
+      };
+      this.emit({ type: EventType.Message, conversationId: reply.conversationId, messageId: reply.id, message: { ...stored } });
+    }
+  }
+}
