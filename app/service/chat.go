@@ -98,6 +98,11 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		return
 	}
 	settings := s.Settings()
+	// The demo model was trained without thinking: asked to think, it
+	// writes template text where the thinking goes.
+	if isDemo(e.Dir()) {
+		think = false
+	}
 	var msgs []chat.Message
 	if strings.TrimSpace(settings.SystemPrompt) != "" {
 		msgs = append(msgs, chat.Message{Role: "system", Content: settings.SystemPrompt})
@@ -122,15 +127,18 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		sampling = model.Sampling{}
 	}
 
+	progress := func(p engine.PrefillProgress) {
+		s.events.publish(Event{Type: EventPrefill, ConversationID: reply.ConversationID, MessageID: reply.ID,
+			PromptTokens: p.Total, PromptDone: p.Done})
+	}
 	var stream *engine.Stream
 	var promptText string
-	var promptTokens int
 	if resume {
-		stream, promptText, promptTokens, err = s.submitContinuation(ctx, e, render, sampling, reply)
+		stream, promptText, err = s.submitContinuation(ctx, e, render, sampling, reply, progress)
 	} else {
 		var prompt chat.Prompt
-		stream, prompt, err = e.SubmitChat(ctx, engine.ChatRequest{Render: render, Sampling: sampling})
-		promptText, promptTokens = prompt.Text, len(prompt.IDs)
+		stream, prompt, err = e.SubmitChat(ctx, engine.ChatRequest{Render: render, Sampling: sampling, Progress: progress})
+		promptText = prompt.Text
 	}
 	if err != nil {
 		if errors.Is(err, engine.ErrBusy) {
@@ -139,7 +147,6 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		finish(store.StatusError, err, nil)
 		return
 	}
-	s.events.publish(Event{Type: EventPrefill, ConversationID: reply.ConversationID, MessageID: reply.ID, PromptTokens: promptTokens})
 
 	parser := chat.NewParser(chat.ParserOptions{InReasoning: chat.PromptOpensThinking(promptText)})
 	var pendingContent, pendingReasoning strings.Builder
@@ -221,10 +228,10 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 // submitContinuation submits the conversation with the reply's text so far
 // after the generation prompt, so that the model goes on where it stopped.
 func (s *Service) submitContinuation(ctx context.Context, e *engine.Engine, render chat.RenderRequest,
-	sampling model.Sampling, reply store.Message) (*engine.Stream, string, int, error) {
+	sampling model.Sampling, reply store.Message, progress func(engine.PrefillProgress)) (*engine.Stream, string, error) {
 	prompt, err := e.Encode(render)
 	if err != nil {
-		return nil, "", 0, err
+		return nil, "", err
 	}
 	text := prompt.Text
 	if chat.PromptOpensThinking(text) {
@@ -236,8 +243,8 @@ func (s *Service) submitContinuation(ctx context.Context, e *engine.Engine, rend
 		text += reply.Content
 	}
 	ids := e.Tokenizer().EncodeWithSpecials(text)
-	stream, err := e.Submit(ctx, engine.Request{Prompt: ids, Sampling: sampling, Checkpoints: prompt.Checkpoints})
-	return stream, text, len(ids), err
+	stream, err := e.Submit(ctx, engine.Request{Prompt: ids, Sampling: sampling, Checkpoints: prompt.Checkpoints, Progress: progress})
+	return stream, text, err
 }
 
 // utf16Len is the length of s in UTF-16 code units.

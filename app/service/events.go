@@ -11,8 +11,10 @@ const (
 	// EventReply carries a reply's new text (Content and Reasoning are
 	// what was added since the last event, about 30 ms of tokens).
 	EventReply = "reply"
-	// EventPrefill says the model is reading a prompt of PromptTokens
-	// tokens before its first token.
+	// EventPrefill says how far the model has read a prompt of
+	// PromptTokens tokens (PromptDone, cached ones included) before its
+	// first token: once after the prefix cache lookup and after each
+	// prefill chunk.
 	EventPrefill = "prefill"
 	// EventMessage carries a whole message: a reply starting or ending, or
 	// a question added.
@@ -42,6 +44,7 @@ type Event struct {
 	ContentAt    int            `json:"contentAt,omitempty"`
 	ReasoningAt  int            `json:"reasoningAt,omitempty"`
 	PromptTokens int            `json:"promptTokens,omitempty"`
+	PromptDone   int            `json:"promptDone,omitempty"`
 	Message      *store.Message `json:"message,omitempty"`
 	Model        *ModelState    `json:"model,omitempty"`
 	API          *APIState      `json:"api,omitempty"`

@@ -56,8 +56,8 @@ describe('chat view', () => {
   it('streams a reply: prefill, thinking live then collapsed, Markdown, stats', async () => {
     await renderApp();
     const reply = await sendMessage('What does json.dumps do?');
-    backend.emit({ type: EventType.Prefill, conversationId: reply.conversationId, messageId: reply.id, promptTokens: 18012 });
-    await screen.findByText('Reading 18,012 tokens…');
+    backend.emit({ type: EventType.Prefill, conversationId: reply.conversationId, messageId: reply.id, promptTokens: 18012, promptDone: 7205 });
+    await screen.findByText('Reading 18,012 tokens… 40 %');
     expect(screen.getByRole('button', { name: 'Stop' })).toBeTruthy();
 
     backend.stream(reply, [{ reasoning: 'The user asks about ' }, { reasoning: 'json.' }], MessageStatus.Streaming);
@@ -114,11 +114,20 @@ describe('chat view', () => {
   });
 
   it('sends with thinking when the switch is on, and remembers it', async () => {
+    backend.state.model = { ...backend.state.model, demo: false, name: 'Qwen3.6-35B-A3B-4bit' };
     await renderApp();
     await fireEvent.click(screen.getByRole('checkbox', { name: 'Thinking' }));
     await waitFor(() => expect(backend.ui.SaveSettings).toHaveBeenCalledWith(expect.objectContaining({ thinking: true })));
     await sendMessage('Why?');
     expect(backend.ui.Send).toHaveBeenCalledWith({ conversationId: 0, text: 'Why?', think: true });
+  });
+
+  it('keeps thinking off for the demo model, which was trained without it', async () => {
+    backend.settings.thinking = true;
+    await renderApp();
+    const box = screen.getByRole('checkbox', { name: 'Thinking' }) as HTMLInputElement;
+    expect(box.disabled).toBe(true);
+    expect(box.checked).toBe(false);
   });
 
   it('offers Continue and Regenerate on an interrupted answer', async () => {

@@ -27,8 +27,8 @@ export class ChatState {
   query = $state('');
   current: Conversation | null = $state(null);
   messages: Message[] = $state([]);
-  /** The reply whose prompt is being read, and its length in tokens. */
-  prefill: { messageId: number; tokens: number } | null = $state(null);
+  /** The reply whose prompt is being read: its length and how much is read, in tokens. */
+  prefill: { messageId: number; tokens: number; done: number } | null = $state(null);
   think = $state(true);
   view: View = $state('chat');
   /** The last error, shown until dismissed. */
@@ -238,7 +238,11 @@ export class ChatState {
     if (!this.current || event.conversationId !== this.current.id) return;
     switch (event.type) {
       case EventType.Prefill:
-        this.prefill = { messageId: event.messageId ?? 0, tokens: event.promptTokens ?? 0 };
+        this.prefill = {
+          messageId: event.messageId ?? 0,
+          tokens: event.promptTokens ?? 0,
+          done: event.promptDone ?? 0,
+        };
         return;
       case EventType.Message:
         if (event.message) {

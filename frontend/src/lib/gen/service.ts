@@ -91,6 +91,7 @@ export interface Event {
   contentAt?: number;
   reasoningAt?: number;
   promptTokens?: number;
+  promptDone?: number;
   message?: Message;
   model?: ModelState;
   api?: APIState;
