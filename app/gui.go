@@ -17,17 +17,21 @@ import (
 	"github.com/wailsapp/wails/v2/pkg/options/mac"
 	wailsruntime "github.com/wailsapp/wails/v2/pkg/runtime"
 
+	"github.com/suzuran-app/suzuran/app/service"
 	"github.com/suzuran-app/suzuran/assets"
 	"github.com/suzuran-app/suzuran/frontend"
 )
 
-// App is the Go object the chat window talks to: Wails binds its exported
-// methods under window.go.main.App, and frontend/src/lib/backend.ts gives
-// them their TypeScript types.
-type App struct{}
+// windowEvent is the Wails event that carries the service's events to
+// the window (frontend/src/lib/backend.ts listens for it).
+const windowEvent = "suzuran:event"
 
-// Version is Suzuran's version, shown in the window's title bar.
-func (a *App) Version() string { return version }
+// windowCommand is an event the tray sends the window: "new-chat" or
+// "settings".
+type windowCommand struct {
+	Type    string `json:"type"` // always "command"
+	Command string `json:"command"`
+}
 
 // desktop ties the window and the tray together. Tray clicks arrive on
 // the tray's goroutine while Wails calls startup on its own, hence the lock
@@ -35,6 +39,7 @@ func (a *App) Version() string { return version }
 type desktop struct {
 	log  zerolog.Logger
 	tray *tray
+	svc  *service.Service
 
 	// trayNotice is set when the desktop shows no tray icons: the window
 	// says so once (trayNoticeShown remembers it across launches).
@@ -54,8 +59,29 @@ func runGUI() error {
 		return err
 	}
 	d := &desktop{log: log.Logger.With().Str("part", "desktop").Logger()}
-	d.tray = newTray(trayActions{open: d.showWindow, quit: d.quit}, d.log)
 	d.log.Info().Str("version", version).Msg("starting")
+	api := &localAPI{log: log.Logger.With().Str("part", "api").Logger()}
+	d.svc, err = service.Open(service.Options{
+		Backend: defaultBackend(),
+		Version: version,
+		API:     api,
+		Log:     log.Logger.With().Str("part", "service").Logger(),
+	})
+	if err != nil {
+		return err
+	}
+	defer d.svc.Close()
+	api.ui = service.Handler(d.svc, dist)
+	d.tray = newTray(trayActions{
+		open:     d.showWindow,
+		newChat:  func() { d.command("new-chat") },
+		settings: func() { d.command("settings") },
+		setAPI:   func(on bool) { d.svc.SetAPIEnabled(on) },
+		copyURL:  d.copyText,
+		quit:     d.quit,
+	}, d.log)
+	d.tray.showModel(d.svc.ModelState())
+	d.tray.showAPI(d.svc.APIState())
 	// Without a tray host (GNOME without the AppIndicator extension) the
 	// icon appears nowhere: the window is then the only way in, so closing
 	// it quits, and it says so once.
@@ -83,8 +109,14 @@ func runGUI() error {
 		OnStartup:   d.startup,
 		OnDomReady:  d.domReady,
 		OnShutdown:  d.shutdown,
-		Bind:        []any{&App{}},
-		Logger:      wailsLog{log.Logger.With().Str("part", "wails").Logger()},
+		// The window calls the service's UI methods (window.go.service.UI).
+		Bind: []any{d.svc.UI()},
+		// A second launch shows the first one's window and exits.
+		SingleInstanceLock: &options.SingleInstanceLock{
+			UniqueId:               "app.suzuran.Suzuran",
+			OnSecondInstanceLaunch: func(options.SecondInstanceData) { d.showWindow() },
+		},
+		Logger: wailsLog{log.Logger.With().Str("part", "wails").Logger()},
 		// Wails filters by its own level first; zerolog's level decides.
 		LogLevel:           wailslogger.TRACE,
 		LogLevelProduction: wailslogger.TRACE,
@@ -106,6 +138,46 @@ func (d *desktop) startup(ctx context.Context) {
 	d.mu.Unlock()
 	wailsruntime.OnFileDrop(ctx, d.filesDropped)
 	d.tray.start()
+	events, _ := d.svc.Subscribe()
+	go d.forward(ctx, events)
+}
+
+// forward hands the service's events to the window and the tray until the
+// app ends. A window that fell behind (the channel closes) reloads what it
+// shows on the "resync" that follows a new subscription.
+func (d *desktop) forward(ctx context.Context, events <-chan service.Event) {
+	for {
+		for ev := range events {
+			switch ev.Type {
+			case service.EventModel:
+				d.tray.showModel(*ev.Model)
+			case service.EventAPI:
+				d.tray.showAPI(*ev.API)
+			}
+			wailsruntime.EventsEmit(ctx, windowEvent, ev)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		events, _ = d.svc.Subscribe()
+		wailsruntime.EventsEmit(ctx, windowEvent, map[string]string{"type": "resync"})
+	}
+}
+
+// command shows the window and tells it to open a view.
+func (d *desktop) command(name string) {
+	d.showWindow()
+	if ctx := d.context(); ctx != nil {
+		wailsruntime.EventsEmit(ctx, windowEvent, windowCommand{Type: "command", Command: name})
+	}
+}
+
+func (d *desktop) copyText(text string) {
+	if ctx := d.context(); ctx != nil && text != "" {
+		if err := wailsruntime.ClipboardSetText(ctx, text); err != nil {
+			d.log.Warn().Err(err).Msg("copying the API address")
+		}
+	}
 }
 
 func (d *desktop) shutdown(ctx context.Context) { d.tray.stop() }

@@ -1,33 +1,56 @@
 package main
 
 import (
+	"fmt"
 	"sync"
 
 	"fyne.io/systray"
 	"github.com/rs/zerolog"
+
+	"github.com/suzuran-app/suzuran/app/server"
+	"github.com/suzuran-app/suzuran/app/service"
 )
 
 // Tray menu item titles; the desktop smoke test looks for these.
 const (
-	trayOpenTitle = "Open Suzuran"
-	trayQuitTitle = "Quit"
+	trayOpenTitle     = "Open Chat"
+	trayNewChatTitle  = "New Chat"
+	trayAPITitle      = "Local API"
+	trayCopyURLTitle  = "Copy URL"
+	traySettingsTitle = "Settings…"
+	trayQuitTitle     = "Quit"
 )
 
 // trayActions is what the tray menu does.
 type trayActions struct {
-	open func() // show the chat window
-	quit func() // quit the app
+	open     func()        // show the chat window
+	newChat  func()        // show it with a new conversation
+	settings func()        // show it with the settings
+	setAPI   func(on bool) // switch the local API
+	copyURL  func(string)  // put the API's address on the clipboard
+	quit     func()        // quit the app
 }
 
 // tray is the menu-bar icon (macOS) or StatusNotifierItem (Linux) and its
 // menu. It runs inside the Wails app's event loop (systray's external-loop
-// mode): start creates it once Wails is up, stop takes it down.
+// mode): start creates it once Wails is up, stop takes it down. Its model
+// and API lines follow the service's events (showModel, showAPI).
 type tray struct {
 	log        zerolog.Logger
 	actions    trayActions
 	nativeUp   func()
 	nativeDown func()
 	stopOnce   sync.Once
+
+	mu    sync.Mutex
+	built bool
+	model service.ModelState
+	api   service.APIState
+	items trayItems
+}
+
+type trayItems struct {
+	model, api, address, copyURL *systray.MenuItem
 }
 
 func newTray(actions trayActions, log zerolog.Logger) *tray {
@@ -48,9 +71,26 @@ func (t *tray) ready() {
 	setTrayIcon()
 	systray.SetTooltip("Suzuran")
 	open := systray.AddMenuItem(trayOpenTitle, "Show the chat window")
+	newChat := systray.AddMenuItem(trayNewChatTitle, "Start a new conversation")
+	systray.AddSeparator()
+	model := systray.AddMenuItem("Model: starting…", "The model's state")
+	model.Disable()
+	systray.AddSeparator()
+	api := systray.AddMenuItemCheckbox(trayAPITitle, "Let other programs on this computer use the model through an OpenAI-compatible API", false)
+	address := systray.AddMenuItem("", "The API's address")
+	address.Disable()
+	copyURL := systray.AddMenuItem(trayCopyURLTitle, "Copy the API's address")
+	systray.AddSeparator()
+	settings := systray.AddMenuItem(traySettingsTitle, "Open the settings")
 	systray.AddSeparator()
 	quit := systray.AddMenuItem(trayQuitTitle, "Quit Suzuran")
 	setTrayClick(t.actions.open)
+
+	t.mu.Lock()
+	t.items = trayItems{model: model, api: api, address: address, copyURL: copyURL}
+	t.built = true
+	t.refreshLocked()
+	t.mu.Unlock()
 	t.log.Debug().Msg("tray ready")
 
 	go func() {
@@ -58,10 +98,76 @@ func (t *tray) ready() {
 			select {
 			case <-open.ClickedCh:
 				t.actions.open()
+			case <-newChat.ClickedCh:
+				t.actions.newChat()
+			case <-api.ClickedCh:
+				t.actions.setAPI(!api.Checked())
+			case <-copyURL.ClickedCh:
+				t.mu.Lock()
+				url := t.api.URL
+				t.mu.Unlock()
+				t.actions.copyURL(url)
+			case <-settings.ClickedCh:
+				t.actions.settings()
 			case <-quit.ClickedCh:
 				t.actions.quit()
 				return
 			}
 		}
 	}()
+}
+
+// showModel and showAPI update the menu with the service's state.
+func (t *tray) showModel(m service.ModelState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.model = m
+	t.refreshLocked()
+}
+
+func (t *tray) showAPI(a service.APIState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.api = a
+	t.refreshLocked()
+}
+
+func (t *tray) refreshLocked() {
+	if !t.built {
+		return
+	}
+	t.items.model.SetTitle(modelLine(t.model))
+	if t.api.Enabled {
+		t.items.api.Check()
+		t.items.address.SetTitle(t.api.URL)
+		t.items.address.Show()
+		t.items.copyURL.Show()
+	} else {
+		t.items.api.Uncheck()
+		t.items.address.Hide()
+		t.items.copyURL.Hide()
+	}
+	if t.api.Error != "" && !t.api.Enabled {
+		t.items.address.SetTitle("API: " + t.api.Error)
+		t.items.address.Show()
+	}
+}
+
+// modelLine is the tray's line about the model.
+func modelLine(m service.ModelState) string {
+	name := m.Name
+	if m.Demo {
+		name = "demo model " + m.Name
+	}
+	switch m.State {
+	case server.StateLoading:
+		return fmt.Sprintf("Loading %s… %.0f %%", name, 100*m.Progress)
+	case server.StateReady:
+		return "Ready: " + name
+	case server.StateError:
+		return "Model error: " + m.Error
+	case server.StateUnloaded:
+		return "Unloaded (idle): " + name
+	}
+	return "Model: starting…"
 }

@@ -162,6 +162,19 @@ describe('chat view', () => {
   });
 });
 
+describe('tray commands', () => {
+  it('opens a new chat and the settings', async () => {
+    await renderApp();
+    const reply = await sendMessage('Hello');
+    backend.stream(reply, [{ content: 'Hi there' }]);
+    await screen.findByText('Hi there');
+    backend.emit({ type: 'command', command: 'new-chat' });
+    await screen.findByText(/Ask anything/);
+    backend.emit({ type: 'command', command: 'settings' });
+    await screen.findByRole('region', { name: 'Settings' });
+  });
+});
+
 describe('sidebar', () => {
   it('lists, searches, renames, deletes and undoes', async () => {
     backend.addConversation('Pairs', ['What does itertools.pairwise do?']);

@@ -7,8 +7,11 @@
 
 import { UIMethods, type Event, type UI } from './gen/service';
 
-/** An event, or 'resync' when events may have been missed (a reconnect). */
-export type BackendEvent = Event | { type: 'resync' };
+/**
+ * An event from the service; 'resync' when events may have been missed (a
+ * reconnect); or a command from the desktop app's tray menu.
+ */
+export type BackendEvent = Event | { type: 'resync' } | { type: 'command'; command: 'new-chat' | 'settings' };
 
 /** A connection to the service. */
 export interface Backend {

@@ -220,6 +220,12 @@ export class ChatState {
       void this.reloadCurrent();
       return;
     }
+    if (received.type === 'command') {
+      const { command } = received as { command: string };
+      if (command === 'new-chat') this.newChat();
+      else if (command === 'settings') this.view = 'settings';
+      return;
+    }
     const event = received as Event;
     switch (event.type) {
       case EventType.Model:
