@@ -30,10 +30,11 @@ endif
 # Debian packages: WebKitGTK and GTK headers for the window; Xvfb, xauth,
 # dbus, xdotool, ImageMagick (import) and a font for the desktop smoke test;
 # g++ for -race and the kernel emulator; file to name the darwin binaries;
-# tmux for the terminal test of suzuran pull's progress bar.
+# tmux for the terminal test of suzuran pull's progress bar; chromium for the
+# browser end-to-end test of the chat window (driven by playwright-core).
 DEB_PACKAGES := libwebkit2gtk-4.1-dev libgtk-3-dev pkg-config g++ \
 	xvfb xauth dbus dbus-x11 xdotool imagemagick fonts-dejavu-core file \
-	tmux
+	tmux chromium
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -42,7 +43,7 @@ FRONTEND_SOURCES := $(shell find frontend/src -type f 2>/dev/null) \
 	frontend/tsconfig.json frontend/package-lock.json
 
 .PHONY: all run build test bench lint deps deps-debian deps-frontend app clean \
-	vet go-test frontend-test smoke darwin-check api-e2e
+	vet go-test frontend-test smoke darwin-check api-e2e e2e
 
 all: build
 
@@ -67,7 +68,7 @@ frontend/dist/index.html: $(FRONTEND_SOURCES) frontend/node_modules/.package-loc
 
 ## test: everything CI checks, the quick stages first so that they fail
 ## fast; go-test, the engine's tests, takes longest.
-test: deps vet frontend-test api-e2e smoke darwin-check go-test
+test: deps vet frontend-test api-e2e smoke e2e darwin-check go-test
 	@echo "make test: all checks passed"
 
 vet:
@@ -98,6 +99,12 @@ api-e2e: $(API_E2E)/node_modules/.package-lock.json
 $(API_E2E)/node_modules/.package-lock.json: $(API_E2E)/package-lock.json $(API_E2E)/package.json
 	cd $(API_E2E) && $(NPM) ci --no-audit --no-fund
 	touch $@
+
+## e2e: the chat window in headless Chromium against `suzuran ui` on the
+## demo model and the tiny fixture model (frontend/e2e); screenshots of the
+## main states go to bin/e2e/.
+e2e: build
+	cd frontend && SUZURAN=bin/suzuran E2E_SHOTS=bin/e2e node --test e2e/chat.e2e.mjs
 
 ## smoke: the built app under Xvfb with a private D-Bus session: its window
 ## shows something, its tray menu lists the items, and Quit ends it with 0.

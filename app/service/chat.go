@@ -190,8 +190,8 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 				continue
 			}
 			take(parser.Feed(ev.Text))
-			if s.decodeDelay > 0 {
-				time.Sleep(s.decodeDelay)
+			if s.pace > 0 {
+				time.Sleep(s.pace)
 			}
 		case <-flushTick.C:
 			flush()

@@ -34,13 +34,12 @@ func TestMain(m *testing.M) {
 func crashChild(db string) {
 	svc, err := Open(Options{
 		DatabasePath: db, SettingsPath: filepath.Join(filepath.Dir(db), "settings.json"),
-		Model: tinyDir, Threads: 1, Log: zerolog.Nop(),
+		Model: tinyDir, Threads: 1, Log: zerolog.Nop(), Pace: 10 * time.Millisecond,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	svc.decodeDelay = 10 * time.Millisecond
 	res, err := svc.UI().Send(SendRequest{ConversationID: 1, Text: "Tell me everything", Think: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

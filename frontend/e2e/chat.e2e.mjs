@@ -1,0 +1,226 @@
+// End-to-end test of the chat window in headless Chromium (playwright-core
+// driving Debian's chromium) against the real app: `suzuran ui` on the demo
+// model Suzuran Tiny, with its own database and settings in a temporary
+// folder. Run by `make e2e` (part of `make test`):
+//
+//   SUZURAN=bin/suzuran node --test frontend/e2e/
+//
+// Screenshots of the main states go to bin/e2e/ (E2E_SHOTS overrides).
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const root = resolve(import.meta.dirname, '../..');
+const binary = resolve(root, process.env.SUZURAN ?? 'bin/suzuran');
+const shots = resolve(root, process.env.E2E_SHOTS ?? 'bin/e2e');
+const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const tinyModel = join(root, 'engine/internal/fixtures/testdata/qwen35moe-tiny/hf-bf16');
+
+const dir = mkdtempSync(join(tmpdir(), 'suzuran-e2e-'));
+const files = ['--db', join(dir, 'suzuran.db'), '--settings', join(dir, 'settings.json')];
+let browser;
+
+/** Starts `suzuran ui` and resolves with its address and process. */
+function startServer(extra = []) {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn(binary, ['ui', '--addr', '127.0.0.1:0', '--pace', '40ms', ...files, ...extra], {
+      // The demo model installs into the cache folder: a private one.
+      env: { ...process.env, XDG_CACHE_HOME: join(dir, 'cache'), XDG_CONFIG_HOME: join(dir, 'config') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stderr.on('data', (d) => (err += d));
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/Suzuran at (http:\/\/\S+)/);
+      if (m) resolvePromise({ url: m[1], child });
+    });
+    child.on('exit', (code) => reject(new Error(`suzuran ui exited with ${code}: ${err}`)));
+    setTimeout(() => reject(new Error(`suzuran ui did not start within 30 s: ${out}${err}`)), 30_000);
+  });
+}
+
+function stopServer(server) {
+  return new Promise((resolvePromise) => {
+    server.child.removeAllListeners('exit');
+    server.child.on('exit', (code) => resolvePromise(code));
+    server.child.kill('SIGTERM');
+  });
+}
+
+async function newPage(url) {
+  const page = await browser.newPage({ viewport: { width: 1100, height: 720 } });
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e));
+  await page.goto(url);
+  await page.getByTestId('version').waitFor();
+  page.errors = errors;
+  return page;
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: join(shots, `${name}.png`) });
+}
+
+/** Sends a message and waits for the reply to finish; returns the reply element. */
+async function ask(page, text) {
+  const before = await page.getByTestId('message').count();
+  await page.getByRole('textbox', { name: 'Message' }).fill(text);
+  await page.keyboard.press('Enter');
+  await page.getByTestId('message').nth(before + 1).waitFor();
+  const reply = page.getByTestId('message').nth(before + 1);
+  await reply.locator('[data-testid=stats]').waitFor({ timeout: 30_000 });
+  return reply;
+}
+
+before(async () => {
+  mkdirSync(shots, { recursive: true });
+  browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+});
+
+after(async () => {
+  await browser?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('chat on the demo model: stream, stop, regenerate, edit, conversations, restart', async () => {
+  let server = await startServer();
+  let page = await newPage(server.url);
+  assert.match(await page.getByTestId('demo-banner').innerText(), /Suzuran Tiny/);
+  await shot(page, '01-empty');
+
+  // Send and watch it stream: the answer grows over several updates.
+  await page.getByRole('textbox', { name: 'Message' }).fill('What does json.dumps do?');
+  await page.keyboard.press('Enter');
+  const reply = page.getByTestId('message').nth(1);
+  const answer = reply.getByTestId('answer');
+  await page.getByRole('button', { name: 'Stop' }).waitFor();
+  const lengths = new Set();
+  while ((await reply.getAttribute('data-status')) === 'streaming') {
+    lengths.add((await answer.innerText()).length);
+    await page.waitForTimeout(30);
+  }
+  assert.ok(lengths.size >= 3, `the answer grew in ${lengths.size} steps; want it seen streaming`);
+  assert.equal(await reply.getAttribute('data-status'), 'complete');
+  assert.match(await answer.innerText(), /JSON/i);
+  assert.match(await reply.getByTestId('stats').innerText(), /tok\/s · \d+ tokens · first token/);
+  await shot(page, '02-answer');
+
+  // Stop: pressed while the answer streams, it ends marked stopped.
+  await page.getByRole('textbox', { name: 'Message' }).fill('What does itertools.pairwise do?');
+  await page.keyboard.press('Enter');
+  const second = page.getByTestId('message').nth(3);
+  await second.getByTestId('answer').filter({ hasText: /\S/ }).waitFor();
+  await page.getByRole('button', { name: 'Stop' }).click();
+  await second.getByText('Stopped.').waitFor();
+  assert.equal(await second.getAttribute('data-status'), 'stopped');
+  await shot(page, '03-stopped');
+
+  // Regenerate the stopped answer: a complete one replaces it.
+  await second.getByRole('button', { name: 'Regenerate' }).click();
+  await page.waitForFunction(
+    () => document.querySelectorAll('[data-testid=message]')[3]?.getAttribute('data-status') === 'complete',
+  );
+  assert.match(await page.getByTestId('message').nth(3).getByTestId('answer').innerText(), /pair/i);
+
+  // Edit the first question and send it again: what followed it goes.
+  await page.getByRole('button', { name: 'Edit and resend' }).first().click();
+  await page.getByRole('textbox', { name: 'Edit message' }).fill('What does json.loads do?');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction(() => {
+    const items = document.querySelectorAll('[data-testid=message]');
+    return items.length === 2 && items[1].getAttribute('data-status') === 'complete';
+  });
+  assert.equal(await page.getByTestId('message').first().innerText(), 'What does json.loads do?\nEdit');
+
+  // Conversations: a second one, then rename, search, delete and undo.
+  await page.getByRole('button', { name: 'New chat' }).click();
+  await ask(page, 'What does collections.Counter do?');
+  const nav = page.getByRole('navigation', { name: 'Conversations' });
+  await nav.getByRole('button', { name: /^What does collections.Counter do\?/ }).waitFor();
+  await nav.getByRole('button', { name: 'Rename What does collections.Counter do?' }).click();
+  await nav.getByRole('textbox', { name: 'New title' }).fill('Counting things');
+  await page.keyboard.press('Enter');
+  await nav.getByRole('button', { name: 'Counting things', exact: true }).waitFor();
+
+  await nav.getByRole('searchbox', { name: 'Search conversations' }).fill('loads');
+  await nav.getByRole('button', { name: 'Counting things', exact: true }).waitFor({ state: 'detached' });
+  assert.equal(await nav.getByRole('button', { name: /^What does json\.dumps/ }).count(), 1);
+  await shot(page, '04-search');
+  await nav.getByRole('searchbox', { name: 'Search conversations' }).fill('');
+  await nav.getByRole('button', { name: 'Counting things', exact: true }).waitFor();
+
+  await nav.getByRole('button', { name: 'Delete Counting things' }).click();
+  await nav.getByRole('button', { name: 'Counting things', exact: true }).waitFor({ state: 'detached' });
+  await nav.getByRole('button', { name: 'Undo' }).click();
+  await nav.getByRole('button', { name: 'Counting things', exact: true }).waitFor();
+
+  // A setting, saved.
+  await nav.getByRole('button', { name: 'Settings' }).click();
+  const settings = page.getByRole('region', { name: 'Settings' });
+  await settings.getByRole('textbox', { name: 'System prompt' }).fill('Answer in one sentence.');
+  await settings.getByRole('button', { name: 'Save' }).click();
+  await settings.getByText('Saved.').waitFor();
+  await shot(page, '05-settings');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+
+  // Restart the server: the conversations, their messages and the setting
+  // are all still there.
+  assert.equal(await stopServer(server), 0);
+  server = await startServer();
+  page = await newPage(server.url);
+  const nav2 = page.getByRole('navigation', { name: 'Conversations' });
+  await nav2.getByRole('button', { name: 'Counting things', exact: true }).waitFor();
+  await nav2.getByRole('button', { name: /^What does json\.dumps/ }).click();
+  await page.getByText('What does json.loads do?').waitFor();
+  assert.equal(await page.getByTestId('message').count(), 2);
+  await nav2.getByRole('button', { name: 'Settings' }).click();
+  assert.equal(
+    await page.getByRole('region', { name: 'Settings' }).getByRole('textbox', { name: 'System prompt' }).inputValue(),
+    'Answer in one sentence.',
+  );
+  assert.deepEqual(page.errors, []);
+  await page.close();
+  assert.equal(await stopServer(server), 0);
+});
+
+test('thinking on the tiny fixture model: the switch, live thoughts, then collapsed', async () => {
+  const server = await startServer(['--model', tinyModel]);
+  const page = await newPage(server.url);
+  const think = page.getByRole('checkbox', { name: 'Thinking' });
+  assert.equal(await think.isDisabled(), false);
+  if (!(await think.isChecked())) await think.check();
+  await page.getByRole('textbox', { name: 'Message' }).fill('Think about it');
+  await page.keyboard.press('Enter');
+  const reply = page.getByTestId('message').nth(1);
+  // While the model thinks, its thoughts show, open.
+  await reply.locator('details[open] [data-testid=thinking]').waitFor();
+  await shot(page, '06-thinking');
+  await page.keyboard.press('Escape');
+  await page.waitForFunction(
+    () => document.querySelectorAll('[data-testid=message]')[1]?.getAttribute('data-status') !== 'streaming',
+  );
+
+  // Off: the next answer has no thoughts.
+  await think.uncheck();
+  await page.getByRole('button', { name: 'New chat' }).click();
+  await page.getByRole('textbox', { name: 'Message' }).fill('Answer at once');
+  await page.keyboard.press('Enter');
+  const plain = page.getByTestId('message').nth(1);
+  await page.waitForTimeout(500);
+  await page.keyboard.press('Escape');
+  await page.waitForFunction(
+    () => document.querySelectorAll('[data-testid=message]')[1]?.getAttribute('data-status') !== 'streaming',
+  );
+  assert.equal(await plain.getByTestId('thinking').count(), 0);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+  assert.equal(await stopServer(server), 0);
+});
