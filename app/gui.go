@@ -139,6 +139,9 @@ func (d *desktop) startup(ctx context.Context) {
 	wailsruntime.OnFileDrop(ctx, d.filesDropped)
 	d.tray.start()
 	events, _ := d.svc.Subscribe()
+	// The model may have loaded before the subscription: start from now.
+	d.tray.showModel(d.svc.ModelState())
+	d.tray.showAPI(d.svc.APIState())
 	go d.forward(ctx, events)
 }
 

@@ -27,11 +27,13 @@ func TestDesktopWithoutTrayHost(t *testing.T) {
 		t.Fatalf("this test needs a session bus without a tray host: missing %v, %v", missing, err)
 	}
 	stateDir := t.TempDir()
+	home := t.TempDir() // the app's settings, database and demo model
 	for launch := 1; launch <= 2; launch++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		var output bytes.Buffer
 		app := exec.CommandContext(ctx, *smokeBinary, "--log-level", "debug")
-		app.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir)
+		app.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir, "XDG_CONFIG_HOME="+filepath.Join(home, "config"),
+			"XDG_DATA_HOME="+filepath.Join(home, "data"), "XDG_CACHE_HOME="+filepath.Join(home, "cache"))
 		app.Stdout, app.Stderr = &output, &output
 		if err := app.Start(); err != nil {
 			cancel()

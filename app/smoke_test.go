@@ -12,12 +12,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
 	"image"
 	"image/draw"
 	"image/png"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +34,7 @@ import (
 	"github.com/ebitengine/purego"
 	"github.com/godbus/dbus/v5"
 	"github.com/godbus/dbus/v5/prop"
+	_ "modernc.org/sqlite" // reads the app's database
 )
 
 var (
@@ -65,11 +69,17 @@ func TestDesktopSmoke(t *testing.T) {
 	watcher := startWatcher(t, conn)
 
 	stateDir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// The app's settings, database and demo model in folders of its own;
+	// the settings give the local API a port that is free now.
+	home := t.TempDir()
+	apiPort := freePort(t)
+	writeSettings(t, filepath.Join(home, "config", "suzuran", "settings.json"), fmt.Sprintf(`{"api_port": %d}`, apiPort))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var output bytes.Buffer
 	app := exec.CommandContext(ctx, *smokeBinary, "--log-level", "debug")
-	app.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir)
+	app.Env = append(os.Environ(), "XDG_STATE_HOME="+stateDir, "XDG_CONFIG_HOME="+filepath.Join(home, "config"),
+		"XDG_DATA_HOME="+filepath.Join(home, "data"), "XDG_CACHE_HOME="+filepath.Join(home, "cache"))
 	app.Stdout, app.Stderr = &output, &output
 	if err := app.Start(); err != nil {
 		t.Fatalf("starting %s: %v", *smokeBinary, err)
@@ -124,9 +134,23 @@ func TestDesktopSmoke(t *testing.T) {
 	if !ok {
 		t.Fatalf("the tray menu has no %q item: %v", trayQuitTitle, items)
 	}
+	for _, title := range []string{trayNewChatTitle, trayAPITitle, trayCopyURLTitle, traySettingsTitle} {
+		if _, ok := items[title]; !ok {
+			t.Errorf("the tray menu has no %q item: %v", title, items)
+		}
+	}
+	// The model's line follows its state, to ready.
+	const readyLine = "Ready: demo model Suzuran Tiny"
+	waitFor(t, exited, "the tray to say "+readyLine, func() bool {
+		_, ok := readMenu(t, menu)[readyLine]
+		return ok
+	})
+
+	checkLocalAPISwitch(t, menu, items[trayAPITitle], apiPort, exited)
+	checkMessageAnswered(t, window, filepath.Join(home, "data", "suzuran", "suzuran.db"), exited)
 
 	// Closing the window hides it and leaves the app running in the tray;
-	// "Open Suzuran", or a left click on the icon (Activate), brings it back.
+	// "Open Chat", or a left click on the icon (Activate), brings it back.
 	for _, reopen := range []struct {
 		how  string
 		call func()
@@ -174,6 +198,147 @@ func TestDesktopSmoke(t *testing.T) {
 	if !bytes.Contains(log, []byte(`"message":"quit from the tray"`)) {
 		t.Errorf("the log file does not record the quit from the tray:\n%s", log)
 	}
+}
+
+// freePort returns a TCP port that nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+func writeSettings(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkLocalAPISwitch turns the Local API on from the tray, finds the port
+// open (serving the chat UI) and the address in the menu, then turns it off
+// and finds the port closed.
+func checkLocalAPISwitch(t *testing.T, menu dbus.BusObject, apiID int32, port int, exited <-chan error) {
+	t.Helper()
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	get := func() (int, error) {
+		resp, err := http.Get(url + "/")
+		if err != nil {
+			return 0, err
+		}
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if _, err := get(); err == nil {
+		t.Fatalf("%s answers before the Local API was switched on", url)
+	}
+	clickMenuItem(t, menu, apiID)
+	waitFor(t, exited, "the Local API to answer at "+url, func() bool {
+		status, err := get()
+		return err == nil && status == http.StatusOK
+	})
+	waitFor(t, exited, "the tray to show "+url, func() bool {
+		_, ok := readMenu(t, menu)[url]
+		return ok
+	})
+	t.Logf("Local API on: %s answers, and the tray shows it", url)
+	clickMenuItem(t, menu, apiID)
+	waitFor(t, exited, "the Local API's port to close", func() bool {
+		_, err := get()
+		return err != nil
+	})
+	t.Logf("Local API off: %s refuses connections", url)
+}
+
+// checkMessageAnswered types a question into the window with xdotool and
+// waits for the demo model's answer in the app's database, then keeps a
+// screenshot of the window answering and checks that the window changed.
+func checkMessageAnswered(t *testing.T, window xWindow, dbPath string, exited <-chan error) {
+	t.Helper()
+	before, err := screenshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No window manager runs under Xvfb: focus the window directly, then
+	// click into the message box at the bottom of it.
+	x, y := window.rect.Dx()*2/3, window.rect.Dy()-40
+	for _, args := range [][]string{
+		{"windowfocus", "--sync", window.id},
+		{"mousemove", "--window", window.id, strconv.Itoa(x), strconv.Itoa(y)},
+		{"click", "1"},
+		{"type", "--delay", "30", "What does json.dumps do?"},
+		{"key", "Return"},
+	} {
+		if out, err := exec.Command("xdotool", args...).CombinedOutput(); err != nil {
+			t.Fatalf("xdotool %v: %v: %s", args, err, out)
+		}
+	}
+	db, err := sql.Open("sqlite", "file:"+dbPath+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var question, answer string
+	waitFor(t, exited, "the demo model's answer in the database", func() bool {
+		err := db.QueryRow(`SELECT q.content, a.content FROM messages q JOIN messages a
+			ON a.conversation_id = q.conversation_id AND a.id > q.id AND a.role = 'assistant'
+			WHERE q.role = 'user' AND a.status = 'complete' ORDER BY a.id DESC LIMIT 1`).Scan(&question, &answer)
+		return err == nil
+	})
+	if question != "What does json.dumps do?" || !strings.Contains(strings.ToLower(answer), "json") {
+		t.Fatalf("the database holds question %q and answer %q; want the typed question and an answer about JSON", question, answer)
+	}
+	t.Logf("the database holds the typed question and the answer %q", answer)
+	// Let the window paint the end of the answer, then photograph it.
+	time.Sleep(time.Second)
+	after, err := screenshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := changedPercent(before, after, window.rect)
+	if changed < 1 {
+		t.Errorf("only %.2f %% of the window changed after the answer; want the question and answer shown", changed)
+	}
+	t.Logf("%.1f %% of the window changed with the question and answer", changed)
+	if *smokeShot != "" {
+		saveImage(t, strings.TrimSuffix(*smokeShot, ".png")+"-answer.png", after)
+	}
+}
+
+// changedPercent is the share of pixels inside r that differ between a and b.
+func changedPercent(a, b image.Image, r image.Rectangle) float64 {
+	r = r.Intersect(a.Bounds()).Intersect(b.Bounds())
+	if r.Empty() {
+		return 0
+	}
+	changed := 0
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			if a.At(x, y) != b.At(x, y) {
+				changed++
+			}
+		}
+	}
+	return 100 * float64(changed) / float64(r.Dx()*r.Dy())
+}
+
+func saveImage(t *testing.T, path string, img image.Image) {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Errorf("saving %s: %v", path, err)
+		return
+	}
+	defer f.Close()
+	if err := png.Encode(f, img); err != nil {
+		t.Errorf("saving %s: %v", path, err)
+	}
+	t.Logf("screenshot: %s", path)
 }
 
 // checkTrayIcon reads the item's IconPixmap, a(iiay): one ARGB image per
