@@ -46,15 +46,6 @@ type modelHost struct {
 	loadGen int // counts loads, so that a superseded load discards its engine
 }
 
-// ensureLoaded starts loading the model when none is loaded or loading.
-func (h *modelHost) ensureLoaded() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.state.State == server.StateUnloaded && !h.closed {
-		h.startLoadLocked(h.state.Dir)
-	}
-}
-
 // load replaces the model with the one in dir (or reloads it).
 func (h *modelHost) load(dir string) {
 	h.mu.Lock()
