@@ -28,7 +28,7 @@ let browser;
 /** Starts `suzuran ui` and resolves with its address and process. */
 function startServer(extra = []) {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(binary, ['ui', '--addr', '127.0.0.1:0', '--pace', '40ms', ...files, ...extra], {
+    const child = spawn(binary, ['ui', '--addr', '127.0.0.1:0', '--pace', '80ms', ...files, ...extra], {
       // The demo model installs into the cache folder: a private one.
       env: { ...process.env, XDG_CACHE_HOME: join(dir, 'cache'), XDG_CONFIG_HOME: join(dir, 'config') },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -95,22 +95,44 @@ test('chat on the demo model: stream, stop, regenerate, edit, conversations, res
   assert.match(await page.getByTestId('demo-banner').innerText(), /Suzuran Tiny/);
   await shot(page, '01-empty');
 
-  // Send and watch it stream: the answer grows over several updates.
+  // Send and watch it stream: the answer grows over several updates. The
+  // page itself records each length the answer shows, so that a slow
+  // test machine cannot miss them.
+  await page.evaluate(() => {
+    const lengths = new Set();
+    window.answerLengths = lengths;
+    new MutationObserver(() => {
+      const answer = document.querySelectorAll('[data-testid=message]')[1]?.querySelector('[data-testid=answer]');
+      if (answer) lengths.add(answer.textContent.length);
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
   await page.getByRole('textbox', { name: 'Message' }).fill('What does json.dumps do?');
   await page.keyboard.press('Enter');
   const reply = page.getByTestId('message').nth(1);
   const answer = reply.getByTestId('answer');
-  await page.getByRole('button', { name: 'Stop' }).waitFor();
-  const lengths = new Set();
-  while ((await reply.getAttribute('data-status')) === 'streaming') {
-    lengths.add((await answer.innerText()).length);
-    await page.waitForTimeout(30);
-  }
-  assert.ok(lengths.size >= 3, `the answer grew in ${lengths.size} steps; want it seen streaming`);
+  await reply.getByTestId('stats').waitFor({ timeout: 30_000 });
+  const steps = await page.evaluate(() => [...window.answerLengths].filter((n) => n > 0).length);
+  assert.ok(steps >= 3, `the answer grew in ${steps} steps; want it seen streaming`);
   assert.equal(await reply.getAttribute('data-status'), 'complete');
   assert.match(await answer.innerText(), /JSON/i);
   assert.match(await reply.getByTestId('stats').innerText(), /tok\/s · \d+ tokens · first token/);
   await shot(page, '02-answer');
+
+  // The system's dark theme, and the smallest window (420×360): nothing
+  // spills sideways, and the message box stays on screen.
+  await page.emulateMedia({ colorScheme: 'dark' });
+  const background = await page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+  const [r, g, b] = background.match(/\d+/g).map(Number);
+  assert.ok(r + g + b < 3 * 64, `dark theme background ${background}`);
+  await shot(page, '02-answer-dark');
+  await page.emulateMedia({ colorScheme: 'light' });
+  await page.setViewportSize({ width: 420, height: 360 });
+  await page.getByRole('button', { name: 'Hide conversations' }).click();
+  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
+  assert.ok(await page.getByRole('textbox', { name: 'Message' }).isVisible());
+  await shot(page, '02-answer-small');
+  await page.getByRole('button', { name: 'Show conversations' }).click();
+  await page.setViewportSize({ width: 1100, height: 720 });
 
   // Stop: pressed while the answer streams, it ends marked stopped.
   await page.getByRole('textbox', { name: 'Message' }).fill('What does itertools.pairwise do?');
