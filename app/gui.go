@@ -59,6 +59,15 @@ func runGUI() error {
 		return err
 	}
 	d := &desktop{log: log.Logger.With().Str("part", "desktop").Logger()}
+	first, release, err := claimInstance(d.showWindow)
+	if err != nil {
+		d.log.Warn().Err(err).Msg("single instance check")
+	}
+	if !first {
+		d.log.Info().Msg("Suzuran is already running: showed its window")
+		return nil
+	}
+	defer release()
 	d.log.Info().Str("version", version).Msg("starting")
 	api := &localAPI{log: log.Logger.With().Str("part", "api").Logger()}
 	d.svc, err = service.Open(service.Options{

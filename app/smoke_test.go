@@ -149,6 +149,29 @@ func TestDesktopSmoke(t *testing.T) {
 	checkLocalAPISwitch(t, menu, items[trayAPITitle], apiPort, exited)
 	checkMessageAnswered(t, window, filepath.Join(home, "data", "suzuran", "suzuran.db"), exited)
 
+	// A second launch hands over to the first one, which shows its hidden
+	// window, and exits with 0; the first runs on.
+	closeWindow(t, window.id)
+	waitFor(t, exited, "the window to hide before a second launch", func() bool {
+		_, err := findWindow()
+		return err != nil
+	})
+	second := exec.CommandContext(ctx, *smokeBinary)
+	second.Env = app.Env
+	if out, err := second.CombinedOutput(); err != nil {
+		t.Errorf("a second launch: %v\n%s", err, out)
+	}
+	select {
+	case err := <-exited:
+		t.Fatalf("the first instance exited when a second was launched: %v", err)
+	default:
+	}
+	waitFor(t, exited, "the first instance to show its window after a second launch", func() bool {
+		_, err := findWindow()
+		return err == nil
+	})
+	t.Log("a second launch exited with 0 and the first showed its window")
+
 	// Closing the window hides it and leaves the app running in the tray;
 	// "Open Chat", or a left click on the icon (Activate), brings it back.
 	for _, reopen := range []struct {
