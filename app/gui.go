@@ -80,7 +80,7 @@ func runGUI() error {
 		return err
 	}
 	defer d.svc.Close()
-	api.ui = service.Handler(d.svc, dist)
+	api.models, api.ui = d.svc.Models(), service.Handler(d.svc, dist)
 	d.tray = newTray(trayActions{
 		open:     d.showWindow,
 		newChat:  func() { d.command("new-chat") },

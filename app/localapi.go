@@ -8,21 +8,23 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/suzuran-app/suzuran/app/server"
 	"github.com/suzuran-app/suzuran/app/service"
 )
 
-// localAPI is the tray's "Local API" switch: it starts and stops the HTTP
-// server that serves the chat UI to a browser (and, with app/server, the
-// OpenAI-compatible API) on the engine the window uses. While it is off no
+// localAPI is the tray's "Local API" switch: it starts and stops the API
+// server (app/server: the OpenAI- and Anthropic-compatible API, and the
+// chat UI for a browser) on the engine the window uses. While it is off no
 // port is open.
 type localAPI struct {
 	log zerolog.Logger
-	// ui is the service's browser transport and the built frontend.
-	ui http.Handler
+	// models is the service's engine; ui is the service's browser
+	// transport and the built frontend.
+	models server.Models
+	ui     http.Handler
 
 	mu  sync.Mutex
 	srv apiListener
@@ -34,34 +36,34 @@ type apiListener interface {
 	Shutdown(ctx context.Context) error
 }
 
-// newAPIListener starts the server for settings s. This build serves the
-// browser UI and its /api transport on loopback only: exposing them on the
-// network needs the key checks of the API server (app/server), which
-// replaces this function when it is built in.
-var newAPIListener = func(s service.Settings, ui http.Handler, log zerolog.Logger) (apiListener, error) {
+// newAPIListener starts the API server (app/server) for settings s: on
+// loopback, or on every interface with the key required when the user
+// exposed it to the network; the chat UI is served at / behind the same
+// Host, CORS and key checks.
+func newAPIListener(s service.Settings, models server.Models, ui http.Handler, log zerolog.Logger) (apiListener, error) {
+	host, key := "127.0.0.1", ""
 	if s.APILAN {
-		return nil, errors.New("this build cannot expose the API on the network; turn network access off in Settings")
+		if s.APIKey == "" {
+			return nil, errors.New("exposing the API on the network needs an API key: save the settings once to make one")
+		}
+		host, key = "0.0.0.0", s.APIKey
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(s.APIPort)))
+	srv, err := server.New(server.Config{
+		Addr:        net.JoinHostPort(host, strconv.Itoa(s.APIPort)),
+		APIKey:      key,
+		CORSOrigins: s.APICORSOrigins,
+		Models:      models,
+		UI:          ui,
+		Logger:      log,
+	})
 	if err != nil {
+		return nil, err
+	}
+	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("port %d: %w (choose another port in Settings)", s.APIPort, err)
 	}
-	srv := &plainListener{srv: &http.Server{Handler: ui, ReadHeaderTimeout: 10 * time.Second}, addr: ln.Addr().String()}
-	go func() {
-		if err := srv.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error().Err(err).Msg("local API server")
-		}
-	}()
 	return srv, nil
 }
-
-type plainListener struct {
-	srv  *http.Server
-	addr string
-}
-
-func (p *plainListener) Addr() string                       { return p.addr }
-func (p *plainListener) Shutdown(ctx context.Context) error { return p.srv.Shutdown(ctx) }
 
 // Start implements service.APISwitch.
 func (a *localAPI) Start(s service.Settings) (string, error) {
@@ -70,7 +72,7 @@ func (a *localAPI) Start(s service.Settings) (string, error) {
 	if a.srv != nil {
 		return a.srv.Addr(), nil
 	}
-	srv, err := newAPIListener(s, a.ui, a.log)
+	srv, err := newAPIListener(s, a.models, a.ui, a.log)
 	if err != nil {
 		return "", err
 	}

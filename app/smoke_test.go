@@ -19,6 +19,7 @@ import (
 	"image"
 	"image/draw"
 	"image/png"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -266,6 +267,16 @@ func checkLocalAPISwitch(t *testing.T, menu dbus.BusObject, apiID int32, port in
 		status, err := get()
 		return err == nil && status == http.StatusOK
 	})
+	// The same port serves the OpenAI-compatible API on the window's model.
+	resp, err := http.Get(url + "/v1/models")
+	if err != nil {
+		t.Fatalf("GET /v1/models: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "Suzuran Tiny") {
+		t.Errorf("GET /v1/models = %d %s; want the demo model listed", resp.StatusCode, body)
+	}
 	waitFor(t, exited, "the tray to show "+url, func() bool {
 		_, ok := readMenu(t, menu)[url]
 		return ok

@@ -87,7 +87,7 @@ func DefaultSettings() Settings {
 		SamplingPreset:   PresetAuto,
 		Custom:           presets[PresetNonThinking],
 		Thinking:         true,
-		APIPort:          8080,
+		APIPort:          11435, // server.DefaultAddr's port
 		APICORSOrigins:   []string{},
 		KeepAliveMinutes: 0,
 		Shortcut:         "Alt+Space",

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/suzuran-app/suzuran/app/service"
+	"github.com/suzuran-app/suzuran/assets/models"
+)
+
+// The Local API switch runs the real API server with the service's engine
+// and the browser UI at /: the UI, its calls and the OpenAI API answer on
+// one port while it is on, and nothing after it is off.
+func TestLocalAPISwitch(t *testing.T) {
+	dir := t.TempDir()
+	demo, err := models.Install(filepath.Join(dir, "models"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := &localAPI{log: zerolog.Nop()}
+	svc, err := service.Open(service.Options{
+		DatabasePath: filepath.Join(dir, "suzuran.db"), SettingsPath: filepath.Join(dir, "settings.json"),
+		Model: demo, API: api, Log: zerolog.Nop(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	ui := fstest.MapFS{"index.html": {Data: []byte("<title>Suzuran</title>")}}
+	api.models, api.ui = svc.Models(), service.Handler(svc, ui)
+
+	settings := svc.Settings()
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	settings.APIPort = ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	if _, err := svc.SaveSettings(settings); err != nil {
+		t.Fatal(err)
+	}
+	state, err := svc.SetAPIEnabled(true)
+	if err != nil || !state.Enabled {
+		t.Fatalf("switching the API on: %+v, %v", state, err)
+	}
+	url := state.URL
+	deadline := time.Now().Add(30 * time.Second)
+	for svc.ModelState().State != "ready" && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cases := []struct {
+		method, path, body, want string
+	}{
+		{"GET", "/", "", "<title>Suzuran</title>"},
+		{"POST", "/api/call/State", "[]", `"demo":true`},
+		{"GET", "/v1/models", "", "Suzuran Tiny"},
+	}
+	for _, c := range cases {
+		req, _ := http.NewRequest(c.method, url+c.path, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s %s: %v", c.method, c.path, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), c.want) {
+			t.Errorf("%s %s = %d %s; want 200 with %s", c.method, c.path, resp.StatusCode, body, c.want)
+		}
+	}
+	if state, err := svc.SetAPIEnabled(false); err != nil || state.Enabled {
+		t.Fatalf("switching the API off: %+v, %v", state, err)
+	}
+	if _, err := http.Get(url + "/"); err == nil {
+		t.Error("the port still answers after the API was switched off")
+	}
+
+	// Exposed to the network, the server requires the key the settings
+	// made.
+	settings = svc.Settings()
+	settings.APILAN = true
+	saved, err := svc.SaveSettings(settings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	state, err = svc.SetAPIEnabled(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.SetAPIEnabled(false)
+	local := strings.Replace(state.URL, "0.0.0.0", "127.0.0.1", 1)
+	for _, key := range []string{"", saved.APIKey} {
+		req, _ := http.NewRequestWithContext(context.Background(), "GET", local+"/v1/models", nil)
+		if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if want := map[bool]int{false: 401, true: 200}[key != ""]; resp.StatusCode != want {
+			t.Errorf("exposed API with key %q: %d, want %d", key, resp.StatusCode, want)
+		}
+	}
+}
