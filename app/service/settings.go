@@ -38,8 +38,6 @@ type Settings struct {
 	// KeepAliveMinutes unloads the model after this many idle minutes, to
 	// give its memory back; 0 keeps it loaded.
 	KeepAliveMinutes int `json:"keep_alive_minutes"`
-	// Shortcut opens the chat window from anywhere (macOS), as "Alt+Space".
-	Shortcut string `json:"shortcut"`
 }
 
 // Sampling is a sampling rule as the Settings view edits it.
@@ -90,7 +88,6 @@ func DefaultSettings() Settings {
 		APIPort:          11435, // server.DefaultAddr's port
 		APICORSOrigins:   []string{},
 		KeepAliveMinutes: 0,
-		Shortcut:         "Alt+Space",
 	}
 }
 

@@ -29,7 +29,6 @@ export function defaultSettings(): Settings {
     api_cors_origins: [],
     launch_at_login: false,
     keep_alive_minutes: 0,
-    shortcut: 'Alt+Space',
   };
 }
 

@@ -174,7 +174,6 @@ export interface Settings {
   api_cors_origins: string[];
   launch_at_login: boolean;
   keep_alive_minutes: number;
-  shortcut: string;
 }
 
 /**
