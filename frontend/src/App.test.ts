@@ -162,6 +162,23 @@ describe('chat view', () => {
   });
 });
 
+describe('links', () => {
+  it('open in the browser through Wails in the desktop window', async () => {
+    const opened: string[] = [];
+    window.runtime = { EventsOn: () => () => {}, BrowserOpenURL: (url: string) => opened.push(url) };
+    try {
+      await renderApp();
+      const reply = await sendMessage('Where are the docs?');
+      backend.stream(reply, [{ content: 'See [the docs](https://docs.python.org/3/).' }]);
+      await fireEvent.click(await screen.findByRole('link', { name: 'the docs' }));
+      await fireEvent.click(screen.getByRole('link', { name: 'Get Qwen3.6-35B-A3B' }));
+      expect(opened).toEqual(['https://docs.python.org/3/', 'https://huggingface.co/mlx-community/Qwen3.6-35B-A3B-4bit']);
+    } finally {
+      delete window.runtime;
+    }
+  });
+});
+
 describe('tray commands', () => {
   it('opens a new chat and the settings', async () => {
     await renderApp();

@@ -25,6 +25,7 @@ export const wailsEventName = 'suzuran:event';
 
 interface WailsRuntime {
   EventsOn(name: string, callback: (...data: unknown[]) => void): () => void;
+  BrowserOpenURL(url: string): void;
 }
 
 declare global {
@@ -102,4 +103,15 @@ export function httpBackend(base = ''): Backend {
 /** The transport for where the page runs. */
 export function connect(): Backend {
   return wailsBackend() ?? httpBackend();
+}
+
+/**
+ * Opens a link in the user's browser. In the desktop window a link with
+ * target=_blank goes nowhere by itself, so it is handed to Wails; returns
+ * whether it was (the caller then cancels the click).
+ */
+export function openExternal(url: string): boolean {
+  if (!window.runtime?.BrowserOpenURL) return false;
+  window.runtime.BrowserOpenURL(url);
+  return true;
 }
