@@ -15,6 +15,7 @@ import (
 	"github.com/suzuran-app/suzuran/app/server"
 	"github.com/suzuran-app/suzuran/app/store"
 	"github.com/suzuran-app/suzuran/assets/models"
+	"github.com/suzuran-app/suzuran/engine"
 )
 
 // demoDir installs the demo model Suzuran Tiny once for the package's
@@ -402,5 +403,25 @@ func TestModelErrorIsReported(t *testing.T) {
 	}
 	if r := waitReply(t, svc, res.Reply.ID); r.Status != store.StatusError || !strings.Contains(r.Error, "could not load") {
 		t.Errorf("reply with a broken model: %+v", r)
+	}
+}
+
+func TestLoadReportsProgress(t *testing.T) {
+	var seen []float64
+	e, err := loadEngine(demo(t), engine.LoadOptions{Backend: "cpu", Threads: 1}, func(p float64) { seen = append(seen, p) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	// The demo's 8 MB of weights are read in 4 MB pieces: at least two
+	// reports, rising, the last at the 95 % the read stands for (the
+	// engine's own start is the rest).
+	if len(seen) < 2 || seen[len(seen)-1] != 0.95 {
+		t.Fatalf("progress reports %v", seen)
+	}
+	for i := 1; i < len(seen); i++ {
+		if seen[i] < seen[i-1] {
+			t.Fatalf("progress went back: %v", seen)
+		}
 	}
 }
