@@ -192,6 +192,9 @@ func TestSendStreamsBatchedAndSaves(t *testing.T) {
 
 func TestStopRegenerateEditContinue(t *testing.T) {
 	s := newTestService(t, tinyDir)
+	// The random-weight model says EOS now and then; at the full model's
+	// pace its replies last long enough to be stopped.
+	s.pace = 10 * time.Millisecond
 	res, err := s.ui.Send(SendRequest{Text: "Write a long story", Think: true})
 	if err != nil {
 		t.Fatal(err)
