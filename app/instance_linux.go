@@ -24,7 +24,8 @@ func claimInstance(show func()) (first bool, release func(), err error) {
 	if err != nil {
 		return true, func() {}, fmt.Errorf("session bus: %w", err)
 	}
-	if err := conn.Auth(nil); err == nil {
+	err = conn.Auth(nil)
+	if err == nil {
 		err = conn.Hello()
 	}
 	if err != nil {
