@@ -78,7 +78,23 @@ func (a *localAPI) Start(s service.Settings) (string, error) {
 	}
 	a.srv = srv
 	a.log.Info().Str("addr", srv.Addr()).Msg("local API on")
-	return srv.Addr(), nil
+	return reachableAddr(srv.Addr()), nil
+}
+
+// reachableAddr turns a listen address on every interface (0.0.0.0:port)
+// into one that other computers can use: this machine's first LAN address.
+func reachableAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || !net.ParseIP(host).IsUnspecified() {
+		return addr
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if ip, ok := a.(*net.IPNet); ok && ip.IP.To4() != nil && !ip.IP.IsLoopback() && !ip.IP.IsLinkLocalUnicast() {
+			return net.JoinHostPort(ip.IP.String(), port)
+		}
+	}
+	return net.JoinHostPort("127.0.0.1", port)
 }
 
 // Stop implements service.APISwitch.

@@ -94,7 +94,11 @@ func TestLocalAPISwitch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.SetAPIEnabled(false)
-	local := strings.Replace(state.URL, "0.0.0.0", "127.0.0.1", 1)
+	if strings.Contains(state.URL, "0.0.0.0") {
+		t.Errorf("exposed API's URL %s names no address another computer can use", state.URL)
+	}
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(state.URL, "http://"))
+	local := "http://127.0.0.1:" + port
 	for _, key := range []string{"", saved.APIKey} {
 		req, _ := http.NewRequestWithContext(context.Background(), "GET", local+"/v1/models", nil)
 		if key != "" {
