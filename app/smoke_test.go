@@ -174,12 +174,15 @@ func TestDesktopSmoke(t *testing.T) {
 	t.Log("a second launch exited with 0 and the first showed its window")
 
 	// Closing the window hides it and leaves the app running in the tray;
-	// "Open Chat", or a left click on the icon (Activate), brings it back.
+	// "Open Chat", "New Chat", "Settings…", or a left click on the icon
+	// (Activate), brings it back.
 	for _, reopen := range []struct {
 		how  string
 		call func()
 	}{
 		{"the " + trayOpenTitle + " menu item", func() { clickMenuItem(t, menu, openID) }},
+		{"the " + trayNewChatTitle + " menu item", func() { clickMenuItem(t, menu, items[trayNewChatTitle]) }},
+		{"the " + traySettingsTitle + " menu item", func() { clickMenuItem(t, menu, items[traySettingsTitle]) }},
 		{"a left click on the tray icon", func() {
 			if err := item.Call("org.kde.StatusNotifierItem.Activate", 0, int32(0), int32(0)).Err; err != nil {
 				t.Fatalf("Activate on the tray item: %v", err)
