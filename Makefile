@@ -19,6 +19,11 @@ LDFLAGS := -X main.version=$(VERSION)
 TAGS := desktop,production,webkit2_41
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+ACTIONLINT := github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+
+# The Linux package: bin/suzuran_VERSION_ARCH.deb (Debian's architecture name).
+DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null || $(GO) env GOARCH)
+DEB := bin/suzuran_$(subst -,~,$(VERSION))_$(DEB_ARCH).deb
 
 # On macOS, Wails' file dialogs link UniformTypeIdentifiers, and the bundle
 # promises macOS 14 (LSMinimumSystemVersion in Info.plist.tmpl).
@@ -31,10 +36,12 @@ endif
 # dbus, xdotool, ImageMagick (import) and a font for the desktop smoke test;
 # g++ for -race and the kernel emulator; file to name the darwin binaries;
 # tmux for the terminal test of suzuran pull's progress bar; chromium for the
-# browser end-to-end test of the chat window (driven by playwright-core).
+# browser end-to-end test of the chat window (driven by playwright-core);
+# desktop-file-utils (desktop-file-validate) and shellcheck for the release
+# check (ImageMagick also renders the Linux package's icon sizes).
 DEB_PACKAGES := libwebkit2gtk-4.1-dev libgtk-3-dev pkg-config g++ \
 	xvfb xauth dbus dbus-x11 xdotool imagemagick fonts-dejavu-core file \
-	tmux chromium
+	tmux chromium desktop-file-utils shellcheck
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -43,7 +50,7 @@ FRONTEND_SOURCES := $(shell find frontend/src -type f 2>/dev/null) \
 	frontend/tsconfig.json frontend/package-lock.json
 
 .PHONY: all run build test bench lint deps deps-debian deps-frontend app clean \
-	vet go-test frontend-test smoke darwin-check api-e2e e2e
+	vet go-test frontend-test smoke darwin-check api-e2e e2e package-linux release-check
 
 all: build
 
@@ -68,7 +75,7 @@ frontend/dist/index.html: $(FRONTEND_SOURCES) frontend/node_modules/.package-loc
 
 ## test: everything CI checks, the quick stages first so that they fail
 ## fast; go-test, the engine's tests, takes longest.
-test: deps vet frontend-test api-e2e smoke e2e darwin-check go-test
+test: deps vet frontend-test api-e2e smoke e2e darwin-check release-check go-test
 	@echo "make test: all checks passed"
 
 vet:
@@ -123,6 +130,16 @@ mac-check:
 ## test binaries of the engine, and a type-check of the cgo-bound rest.
 darwin-check:
 	$(GO) run ./build/darwincheck -out bin/darwin
+
+## release-check: what a release needs, checked here: the workflows
+## (actionlint), the release scripts (shellcheck), the macOS bundle through
+## a dry run of build/macos/make-app.sh with Info.plist and the entitlements
+## validated, the update check against a local releases feed, and the real
+## .deb (make package-linux) validated and unpacked into a scratch root.
+release-check: package-linux
+	$(GO) run $(ACTIONLINT) -shellcheck= -pyflakes=
+	shellcheck -x build/macos/*.sh build/linux/*.sh
+	SUZURAN_DEB=$(abspath $(DEB)) $(GO) test -count=1 ./app/internal/release/ ./app/internal/bundle/ ./app/update/
 
 # ---- bench: begin ----
 # The reference benchmark of BENCHMARKS.md (the body of this target belongs to
@@ -189,14 +206,28 @@ frontend/node_modules/.package-lock.json: frontend/package-lock.json frontend/pa
 	cd frontend && $(NPM) ci --no-audit --no-fund
 	touch $@
 
-## app: bin/Suzuran.app, the macOS bundle with the rendered Info.plist.
+## app: bin/Suzuran.app and bin/Suzuran-VERSION.dmg on a Mac (arm64, cgo,
+## the desktop tags): bundled, signed with the hardened runtime (Developer ID
+## with SUZURAN_SIGN_IDENTITY, ad hoc without), notarised and stapled when
+## credentials are set; build/macos/make-app.sh runs each step's script.
 app:
 	@if [ "$$(uname)" != Darwin ]; then \
-		echo "make app builds a macOS bundle and needs macOS (this is $$(uname))"; exit 1; \
+		echo "make app builds the macOS app and its DMG, and bundling needs macOS (this is $$(uname))."; \
+		echo "Here, instead:"; \
+		echo "  make build             bin/suzuran, the app for this system"; \
+		echo "  make package-linux     $(DEB), the Debian package"; \
+		echo "  build/macos/make-app.sh --dry-run --binary bin/suzuran"; \
+		echo "                         the bundle's layout and every macOS step, printed"; \
+		exit 1; \
 	fi
 	$(MAKE) build
-	$(GO) run ./app/internal/bundle/mkapp -binary bin/suzuran -wails wails.json \
-		-template Info.plist.tmpl -icon assets/icons/appicon.png -o bin/Suzuran.app
+	build/macos/make-app.sh --binary bin/suzuran --out-dir bin
+
+## package-linux: the Debian package (build/linux/package-deb.sh), for
+## `sudo apt install ./$(DEB)`.
+package-linux: build
+	@if [ "$$(uname)" != Linux ]; then echo "make package-linux builds a Debian package and needs Linux (this is $$(uname)); on a Mac, make app"; exit 1; fi
+	build/linux/package-deb.sh --binary bin/suzuran --out bin --arch $(DEB_ARCH)
 
 clean:
 	rm -rf bin frontend/node_modules engine/tokenizer/testdata/node/node_modules \
