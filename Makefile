@@ -206,8 +206,9 @@ frontend/node_modules/.package-lock.json: frontend/package-lock.json frontend/pa
 	cd frontend && $(NPM) ci --no-audit --no-fund
 	touch $@
 
-## app: bin/Suzuran.app and bin/Suzuran-VERSION.dmg on a Mac (arm64, cgo,
-## the desktop tags): bundled, signed with the hardened runtime (Developer ID
+## app: bin/Suzuran.app and bin/Suzuran-VERSION.dmg on a Mac: the arm64
+## binary with cgo and the desktop tags (an Intel Mac's clang cross-compiles
+## the cgo parts), bundled, signed with the hardened runtime (Developer ID
 ## with SUZURAN_SIGN_IDENTITY, ad hoc without), notarised and stapled when
 ## credentials are set; build/macos/make-app.sh runs each step's script.
 app:
@@ -220,7 +221,7 @@ app:
 		echo "                         the bundle's layout and every macOS step, printed"; \
 		exit 1; \
 	fi
-	$(MAKE) build
+	GOARCH=arm64 $(MAKE) build
 	build/macos/make-app.sh --binary bin/suzuran --out-dir bin
 
 ## package-linux: the Debian package (build/linux/package-deb.sh), for

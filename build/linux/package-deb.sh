@@ -16,7 +16,7 @@
 # removing the package leaves nothing behind but the user's own files
 # (~/.config/suzuran, ~/.local/state/suzuran, ~/.cache/suzuran).
 #
-# Needs dpkg-deb, ImageMagick's convert (the icon sizes) and
+# Needs dpkg-deb, objdump, ImageMagick's convert (the icon sizes) and
 # desktop-file-validate (Debian's desktop-file-utils); `make deps` installs them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -35,8 +35,8 @@ while [ $# -gt 0 ]; do
 done
 
 fail() { echo "package-deb: $*" >&2; exit 1; }
-for tool in dpkg-deb convert desktop-file-validate; do
-	command -v "$tool" >/dev/null || fail "$tool is missing: run make deps (Debian packages dpkg, imagemagick, desktop-file-utils)"
+for tool in dpkg-deb objdump convert desktop-file-validate; do
+	command -v "$tool" >/dev/null || fail "$tool is missing: run make deps (Debian packages dpkg, binutils, imagemagick, desktop-file-utils)"
 done
 [ -f "$binary" ] || fail "$binary does not exist: build it first (make build)"
 [ -x "$binary" ] || fail "$binary is not executable"
@@ -85,15 +85,19 @@ chmod 0644 "$root/usr/share/doc/suzuran/copyright"
 
 installed_kb=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
 # The window is WebKitGTK 4.1 on GTK 3 (the binary is built with the
-# webkit2_41 tag); libc6 for the cgo parts. The tray needs a
-# StatusNotifierItem host, which is the desktop's, not a package's.
+# webkit2_41 tag). The cgo parts link glibc: the package needs at least the
+# newest glibc symbol version the binary uses, which depends on where it was
+# built (the release workflow builds on an older glibc for that reason). The
+# tray needs a StatusNotifierItem host, which is the desktop's, not a package's.
+glibc=$(objdump -T "$binary" 2>/dev/null | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/^GLIBC_//' | sort -uV | tail -n 1 || true)
+libc=libc6${glibc:+ (>= $glibc)}
 cat >"$root/DEBIAN/control" <<CONTROL
 Package: suzuran
 Version: $deb_version
 Architecture: $arch
 Maintainer: Suzuran authors <https://github.com/suzuran-app/suzuran/issues>
 Installed-Size: $installed_kb
-Depends: libc6, libgtk-3-0 (>= 3.24), libwebkit2gtk-4.1-0
+Depends: $libc, libgtk-3-0 (>= 3.24), libwebkit2gtk-4.1-0
 Section: utils
 Priority: optional
 Homepage: https://github.com/suzuran-app/suzuran

@@ -1,6 +1,7 @@
 package release
 
 import (
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +13,8 @@ import (
 // debToCheck is the package to check: the one make package-linux built
 // (SUZURAN_DEB, as make release-check sets it), or else one built here by
 // build/linux/package-deb.sh around a stand-in binary, so that `go test`
-// alone checks the packaging too.
+// alone checks the packaging too. The stand-in is the system's true(1): like
+// the real app, and unlike a test binary, it links glibc dynamically.
 func debToCheck(t *testing.T) string {
 	t.Helper()
 	if deb := os.Getenv("SUZURAN_DEB"); deb != "" {
@@ -20,7 +22,11 @@ func debToCheck(t *testing.T) string {
 		return deb
 	}
 	out := t.TempDir()
-	log, err := script(t, nil, "build/linux/package-deb.sh", "--binary", standInBinary(t), "--out", out)
+	standIn, err := exec.LookPath("true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := script(t, nil, "build/linux/package-deb.sh", "--binary", standIn, "--out", out)
 	if err != nil {
 		t.Fatalf("package-deb.sh: %v\n%s", err, log)
 	}
@@ -62,6 +68,9 @@ func TestDebPackage(t *testing.T) {
 		t.Errorf("package file %s, want %s", filepath.Base(deb), want)
 	}
 
+	root := t.TempDir()
+	command(t, "dpkg", "-x", deb, root)
+
 	fields := map[string]string{}
 	for _, name := range []string{"Package", "Version", "Architecture", "Depends", "Maintainer", "Description", "Installed-Size"} {
 		fields[name] = strings.TrimSpace(command(t, "dpkg-deb", "--field", deb, name))
@@ -71,6 +80,13 @@ func TestDebPackage(t *testing.T) {
 	}
 	if fields["Package"] != "suzuran" || fields["Version"] != strings.Replace(version, "-", "~", 1) || fields["Architecture"] != arch {
 		t.Errorf("control says %s %s %s, want suzuran %s %s", fields["Package"], fields["Version"], fields["Architecture"], version, arch)
+	}
+	if glibc := newestGlibc(t, filepath.Join(root, "usr/bin/suzuran")); glibc == "" {
+		t.Error("the packaged binary links no glibc symbols; the app (cgo) and the stand-in (true) both do")
+	} else {
+		if want := "libc6 (>= " + glibc + ")"; !strings.Contains(fields["Depends"], want) {
+			t.Errorf("Depends %q lacks %s, the newest glibc version the binary links", fields["Depends"], want)
+		}
 	}
 	for _, dep := range []string{"libwebkit2gtk-4.1-0", "libgtk-3-0"} {
 		if !strings.Contains(fields["Depends"], dep) {
@@ -101,8 +117,6 @@ func TestDebPackage(t *testing.T) {
 		t.Errorf("apt-get install --simulate %s would not install it:\n%s", deb, sim)
 	}
 
-	root := t.TempDir()
-	command(t, "dpkg", "-x", deb, root)
 	exe, err := os.Stat(filepath.Join(root, "usr/bin/suzuran"))
 	if err != nil || exe.Mode()&0o111 == 0 {
 		t.Errorf("/usr/bin/suzuran missing or not executable: %v", err)
@@ -139,6 +153,47 @@ func TestDebPackage(t *testing.T) {
 	if copyright, err := os.ReadFile(filepath.Join(root, "usr/share/doc/suzuran/copyright")); err != nil || !strings.Contains(string(copyright), "MIT") {
 		t.Errorf("no copyright file naming the licence: %v", err)
 	}
+}
+
+// newestGlibc is the highest GLIBC_x.y symbol version an ELF binary asks
+// for, read with debug/elf (the script uses objdump), or "" for none.
+func newestGlibc(t *testing.T, path string) string {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	defer f.Close()
+	symbols, err := f.DynamicSymbols()
+	if err != nil {
+		return "" // a static binary
+	}
+	newest := ""
+	for _, s := range symbols {
+		v, ok := strings.CutPrefix(s.Version, "GLIBC_")
+		if ok && (newest == "" || versionLess(newest, v)) {
+			newest = v
+		}
+	}
+	return newest
+}
+
+// versionLess compares dotted numbers such as 2.17 and 2.3.4.
+func versionLess(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) || i < len(bs); i++ {
+		var x, y int
+		if i < len(as) {
+			x, _ = strconv.Atoi(as[i])
+		}
+		if i < len(bs) {
+			y, _ = strconv.Atoi(bs[i])
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
 }
 
 // desktopEntry reads the [Desktop Entry] group's keys.
