@@ -44,6 +44,11 @@ const (
 	DefaultFirstCheck = 2 * time.Minute
 	// DefaultInterval is the time between checks.
 	DefaultInterval = 24 * time.Hour
+	// pollEvery is how often Daily looks at the wall clock to see whether
+	// Interval has passed. Go's timers run on the monotonic clock, which
+	// stops while a Mac sleeps, so a bare 24-hour timer on a laptop that
+	// sleeps every night would fire days late.
+	pollEvery = time.Hour
 )
 
 // maxFeedBytes bounds what is read of the feed. GitHub's answer for a
@@ -67,6 +72,10 @@ type Checker struct {
 	FirstCheck time.Duration
 	Interval   time.Duration
 	OnError    func(error)
+
+	// Tests replace the wall clock and the polling period.
+	now  func() time.Time
+	poll time.Duration
 }
 
 // Result is what a check found.
@@ -235,9 +244,11 @@ func canonical(version string) string {
 }
 
 // Daily checks on a schedule until ctx ends: first FirstCheck after it
-// starts, then every Interval. Before each check it asks enabled (the
+// starts, then whenever Interval has passed on the wall clock since the last
+// check (time asleep counts). Before each check it asks enabled (the
 // settings switch, read afresh each time, so turning it off or on needs no
-// restart) and skips the check when it says no. It calls notify for a newer
+// restart) and skips the check when it says no; switched back on after a
+// day or more, it checks within the hour. It calls notify for a newer
 // release, once per version however many checks see it; failures go to
 // OnError. Run it in a goroutine of its own:
 //
@@ -250,27 +261,43 @@ func (c Checker) Daily(ctx context.Context, enabled func() bool, notify func(Res
 	if every <= 0 {
 		every = DefaultInterval
 	}
+	poll := c.poll
+	if poll <= 0 {
+		poll = min(every, pollEvery)
+	}
+	now := c.now
+	if now == nil {
+		// Round(0) drops the monotonic reading, so that differences are
+		// taken on the wall clock.
+		now = func() time.Time { return time.Now().Round(0) }
+	}
 	timer := time.NewTimer(first)
 	defer timer.Stop()
 	var announced string
+	var last time.Time // wall-clock time of the last check; zero before the first
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-timer.C:
 		}
-		if enabled() {
-			result, err := c.Check(ctx)
-			switch {
-			case err != nil:
-				if c.OnError != nil && ctx.Err() == nil {
-					c.OnError(err)
-				}
-			case result.Newer && result.Latest != announced:
-				announced = result.Latest
-				notify(result)
-			}
+		timer.Reset(poll)
+		if !last.IsZero() && now().Sub(last) < every {
+			continue
 		}
-		timer.Reset(every)
+		if !enabled() {
+			continue
+		}
+		last = now()
+		result, err := c.Check(ctx)
+		switch {
+		case err != nil:
+			if c.OnError != nil && ctx.Err() == nil {
+				c.OnError(err)
+			}
+		case result.Newer && result.Latest != announced:
+			announced = result.Latest
+			notify(result)
+		}
 	}
 }

@@ -350,6 +350,63 @@ func TestDailyStopsDuringAHangingCheck(t *testing.T) {
 	}
 }
 
+// Daily goes by the wall clock: a day asleep counts as a day. The fake
+// clock below stands still while the real poll ticks (the Mac's monotonic
+// clock, which stops during sleep), then jumps a day (the Mac wakes up).
+func TestDailyFollowsTheWallClock(t *testing.T) {
+	srv, hits := feedServer(t, http.StatusOK, releaseJSON("v0.1.0"))
+	var mu sync.Mutex
+	clock := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	advance := func(d time.Duration) {
+		mu.Lock()
+		clock = clock.Add(d)
+		mu.Unlock()
+	}
+	c := Checker{Feed: srv.URL + "/releases/latest", Current: "0.1.0",
+		FirstCheck: time.Millisecond, Interval: 24 * time.Hour,
+		poll: 2 * time.Millisecond,
+		now: func() time.Time {
+			mu.Lock()
+			defer mu.Unlock()
+			return clock
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		c.Daily(ctx, func() bool { return true }, func(Result) {})
+		close(done)
+	}()
+	defer func() { cancel(); <-done }()
+
+	waitFor := func(n int32) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for hits.Load() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d checks in 10 s, want %d", hits.Load(), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitFor(1) // the first check, soon after the start
+	// Many polls (about 50 at 2 ms) within the same wall-clock hour: no check.
+	time.Sleep(100 * time.Millisecond)
+	if got := hits.Load(); got != 1 {
+		t.Fatalf("%d checks before a day had passed on the wall clock, want 1", got)
+	}
+	advance(23 * time.Hour)
+	time.Sleep(50 * time.Millisecond)
+	if got := hits.Load(); got != 1 {
+		t.Fatalf("%d checks after 23 hours, want 1", got)
+	}
+	advance(time.Hour) // a day since the first check
+	waitFor(2)
+	time.Sleep(50 * time.Millisecond)
+	if got := hits.Load(); got != 2 {
+		t.Errorf("%d checks once a day had passed, want exactly 2", got)
+	}
+}
+
 func TestCanonical(t *testing.T) {
 	for in, want := range map[string]string{"0.1.0": "v0.1.0", "v0.1.0": "v0.1.0", " v1.2.3\n": "v1.2.3"} {
 		if got := canonical(in); got != want {

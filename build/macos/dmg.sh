@@ -42,6 +42,9 @@ volume="$name $version"
 rw=$(mktemp -u).dmg
 run hdiutil create -quiet -srcfolder "$staging" -volname "$volume" -fs HFS+ -format UDRW -ov "$rw"
 mount=/Volumes/$volume
+if [ "$DRY_RUN" != 1 ] && [ -e "$mount" ]; then
+	fail "$mount is already mounted (an earlier image?): eject it in Finder, or run hdiutil detach \"$mount\", and run this again"
+fi
 run hdiutil attach -quiet -readwrite -noverify -noautoopen -mountpoint "$mount" "$rw"
 
 # Window 660×400 (the background's size) at (200,120); icons 128 px, the app
@@ -78,7 +81,21 @@ elif ! layout; then
 	note "warning: Finder could not lay out the window (above); the image still has the app, the Applications link and the background file"
 fi
 run sync
-run hdiutil detach -quiet "$mount"
+# Finder may hold the volume for a moment after closing its window.
+detach() {
+	local try
+	for try in 1 2 3 4 5; do
+		hdiutil detach -quiet "$mount" && return 0
+		note "the volume is busy; trying again ($try of 5)"
+		sleep 2
+	done
+	hdiutil detach -force "$mount"
+}
+if [ "$DRY_RUN" = 1 ]; then
+	run hdiutil detach -quiet "$mount"
+else
+	detach
+fi
 mkdir -p "$(dirname "$dmg")"
 run hdiutil convert -quiet "$rw" -format UDZO -imagekey zlib-level=9 -ov -o "$dmg"
 run rm -f "$rw"

@@ -50,10 +50,14 @@ note "sending $dmg to Apple's notary service (this takes minutes)"
 if [ "$DRY_RUN" = 1 ]; then
 	run xcrun notarytool submit "$dmg" --wait --output-format plist "${auth[@]}"
 else
-	verdict=$(xcrun notarytool submit "$dmg" --wait --output-format plist "${auth[@]}") ||
-		fail "notarytool submit failed (above)"
-	status=$(plutil -extract status raw -o - - <<<"$verdict")
-	id=$(plutil -extract id raw -o - - <<<"$verdict")
+	verdict=$(mktemp)
+	trap 'rm -f "$verdict"' EXIT
+	if ! xcrun notarytool submit "$dmg" --wait --output-format plist "${auth[@]}" >"$verdict"; then
+		cat "$verdict" >&2
+		fail "notarytool submit failed (above): check the credentials and that the app is signed with a Developer ID"
+	fi
+	status=$(plutil -extract status raw -o - "$verdict") || fail "notarytool's answer has no status: $(cat "$verdict")"
+	id=$(plutil -extract id raw -o - "$verdict")
 	if [ "$status" != Accepted ]; then
 		xcrun notarytool log "$id" "${auth[@]}" >&2 || true
 		fail "Apple's notary service answered $status for submission $id (its log is above)"

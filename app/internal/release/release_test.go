@@ -286,6 +286,12 @@ func TestMakeAppOffMacOS(t *testing.T) {
 	}
 	cmd := exec.Command("make", "--no-print-directory", "app")
 	cmd.Dir = repoRoot(t)
+	// Run as a fresh make, not as a child of the make running the tests.
+	for _, kv := range cleanEnv() {
+		if name, _, _ := strings.Cut(kv, "="); name != "MAKEFLAGS" && name != "MFLAGS" && name != "MAKELEVEL" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
 	out, err := cmd.CombinedOutput()
 	if err == nil {
 		t.Fatalf("make app succeeded off macOS:\n%s", out)
