@@ -89,6 +89,8 @@ installed_kb=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
 # newest glibc symbol version the binary uses, which depends on where it was
 # built (the release workflow builds on an older glibc for that reason). The
 # tray needs a StatusNotifierItem host, which is the desktop's, not a package's.
+# Ubuntu 24.04 renamed GTK's library package libgtk-3-0t64 (the 64-bit
+# time_t transition), hence the alternative.
 glibc=$(objdump -T "$binary" 2>/dev/null | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/^GLIBC_//' | sort -uV | tail -n 1 || true)
 libc=libc6${glibc:+ (>= $glibc)}
 cat >"$root/DEBIAN/control" <<CONTROL
@@ -97,7 +99,7 @@ Version: $deb_version
 Architecture: $arch
 Maintainer: Suzuran authors <https://github.com/suzuran-app/suzuran/issues>
 Installed-Size: $installed_kb
-Depends: $libc, libgtk-3-0 (>= 3.24), libwebkit2gtk-4.1-0
+Depends: $libc, libgtk-3-0 (>= 3.24) | libgtk-3-0t64, libwebkit2gtk-4.1-0
 Section: utils
 Priority: optional
 Homepage: https://github.com/suzuran-app/suzuran
