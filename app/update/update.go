@@ -129,7 +129,7 @@ func (c Checker) Check(ctx context.Context) (Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	rel, err := fetch(ctx, c.client(), feed)
+	rel, err := fetch(ctx, c.client(), feed, "Suzuran/"+strings.TrimPrefix(current, "v"))
 	if err != nil {
 		return Result{}, err
 	}
@@ -193,12 +193,15 @@ func (c Checker) assetSuffix() string {
 	return ""
 }
 
-func fetch(ctx context.Context, client *http.Client, feed string) (release, error) {
+func fetch(ctx context.Context, client *http.Client, feed, userAgent string) (release, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, feed, nil)
 	if err != nil {
 		return release{}, fmt.Errorf("update check: feed address %q: %w", feed, err)
 	}
-	// GitHub's REST API asks for these two.
+	// GitHub's REST API asks for these, and refuses requests without a
+	// User-Agent; naming the app and version lets the project's maintainers
+	// be told apart from other callers.
+	req.Header.Set("User-Agent", userAgent)
 	req.Header.Set("Accept", "application/vnd.github+json")
 	req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
 	resp, err := client.Do(req)

@@ -48,6 +48,9 @@ func feedServer(t *testing.T, status int, body string) (*httptest.Server, *atomi
 		if got := r.Header.Get("Accept"); got != "application/vnd.github+json" {
 			t.Errorf("Accept header %q, want GitHub's JSON", got)
 		}
+		if got := r.Header.Get("User-Agent"); !strings.HasPrefix(got, "Suzuran/") {
+			t.Errorf("User-Agent %q, want Suzuran/VERSION", got)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		fmt.Fprint(w, body)
