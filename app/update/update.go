@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"runtime"
 	"strings"
 	"time"
@@ -146,22 +147,33 @@ func (c Checker) Check(ctx context.Context) (Result, error) {
 		Current:    strings.TrimPrefix(current, "v"),
 		Latest:     strings.TrimPrefix(latest, "v"),
 		Newer:      semver.Compare(latest, current) > 0,
-		ReleaseURL: rel.HTMLURL,
+		ReleaseURL: webLink(rel.HTMLURL),
 		Published:  rel.PublishedAt,
 	}
 	result.DownloadURL = result.ReleaseURL
 	if suffix := c.assetSuffix(); suffix != "" {
 		for _, a := range rel.Assets {
-			if strings.HasSuffix(a.Name, suffix) && a.BrowserDownloadURL != "" {
+			if strings.HasSuffix(a.Name, suffix) && webLink(a.BrowserDownloadURL) != "" {
 				result.DownloadURL = a.BrowserDownloadURL
 				break
 			}
 		}
 	}
 	if result.DownloadURL == "" {
-		return Result{}, fmt.Errorf("update check: %s: release %s has no page address (html_url) and no download for this computer", feed, rel.TagName)
+		return Result{}, fmt.Errorf("update check: %s: release %s has no https page address (html_url) and no download for this computer", feed, rel.TagName)
 	}
 	return result, nil
+}
+
+// webLink is link if it is an https address, which the app may open in the
+// browser, and "" otherwise: a feed's links are shown to the user and
+// opened on a click, so nothing else (file:, javascript:, a bare path) is.
+func webLink(link string) string {
+	u, err := url.Parse(link)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return ""
+	}
+	return link
 }
 
 func (c Checker) client() *http.Client {
