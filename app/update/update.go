@@ -219,9 +219,9 @@ func fetch(ctx context.Context, client *http.Client, feed, userAgent string) (re
 	resp, err := client.Do(req)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return release{}, fmt.Errorf("update check: %s did not answer in time; check the internet connection, Suzuran tries again tomorrow", feed)
+			return release{}, fmt.Errorf("update check: %s did not answer in time; check the internet connection and try again", feed)
 		}
-		return release{}, fmt.Errorf("update check: cannot reach %s (%w); check the internet connection, Suzuran tries again tomorrow", feed, err)
+		return release{}, fmt.Errorf("update check: cannot reach %s (%w); check the internet connection and try again", feed, err)
 	}
 	defer resp.Body.Close()
 	switch {
