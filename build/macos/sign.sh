@@ -21,7 +21,7 @@ entitlements=$repo/build/macos/entitlements.plist
 identity=${SUZURAN_SIGN_IDENTITY:-}
 flags=(--force --options runtime --entitlements "$entitlements")
 if [ -n "$identity" ]; then
-	if [ "$DRY_RUN" != 1 ] && ! security find-identity -v -p codesigning | grep -qF "\"$identity\""; then
+	if [ "$DRY_RUN" != 1 ] && ! security find-identity -v -p codesigning | grep -qF -- "$identity"; then
 		fail "SUZURAN_SIGN_IDENTITY is \"$identity\", which is not a signing identity in the keychain; security find-identity -v -p codesigning lists those there (or unset it to sign ad hoc)"
 	fi
 	note "signing $app as $identity"
