@@ -22,9 +22,14 @@ need_tool hdiutil "hdiutil comes with macOS"
 # The staging folder is the image's content; under DRY_RUN=1 it is kept
 # (DMG_STAGING names it) so that its layout can be checked.
 staging=${DMG_STAGING:-$(mktemp -d)}
-if [ -z "${DMG_STAGING:-}" ]; then
-	trap 'rm -rf "$staging"' EXIT
-fi
+rw=$(mktemp -u).dmg # the writable image Finder lays out, converted at the end
+mount=
+cleanup() {
+	if [ -n "$mount" ] && [ -d "$mount" ]; then hdiutil detach -force "$mount" >/dev/null 2>&1 || true; fi
+	if [ "$DRY_RUN" != 1 ]; then rm -f "$rw"; fi
+	if [ -z "${DMG_STAGING:-}" ]; then rm -rf "$staging"; fi
+}
+trap cleanup EXIT
 mkdir -p "$staging/.background"
 rm -rf "${staging:?}/$name.app"
 if [ "$(uname)" = Darwin ]; then
@@ -39,16 +44,16 @@ run tiffutil -cathidpicheck "$staging/.background/dmg-background.png" "$staging/
 	-out "$staging/.background/background.tiff"
 
 volume="$name $version"
-rw=$(mktemp -u).dmg
+if [ "$DRY_RUN" != 1 ] && [ -e "/Volumes/$volume" ]; then
+	fail "/Volumes/$volume is already mounted (an earlier image?): eject it in Finder, or run hdiutil detach \"/Volumes/$volume\", and run this again"
+fi
 run hdiutil create -quiet -srcfolder "$staging" -volname "$volume" -fs HFS+ -format UDRW -ov "$rw"
 mount=/Volumes/$volume
-if [ "$DRY_RUN" != 1 ] && [ -e "$mount" ]; then
-	fail "$mount is already mounted (an earlier image?): eject it in Finder, or run hdiutil detach \"$mount\", and run this again"
-fi
 run hdiutil attach -quiet -readwrite -noverify -noautoopen -mountpoint "$mount" "$rw"
 
-# Window 660×400 (the background's size) at (200,120); icons 128 px, the app
-# at (165,180) and Applications at (495,180), the places the arrow joins.
+# Window 660×400 (the background's size; the bounds add the title bar) at
+# (200,120); icons 128 px, the app at (165,180) and Applications at
+# (495,180), the places the arrow joins.
 layout() {
 	osascript <<APPLESCRIPT
 with timeout of 60 seconds
@@ -58,7 +63,7 @@ with timeout of 60 seconds
 			set current view of container window to icon view
 			set toolbar visible of container window to false
 			set statusbar visible of container window to false
-			set bounds of container window to {200, 120, 860, 520}
+			set bounds of container window to {200, 120, 860, 548}
 			set viewOptions to the icon view options of container window
 			set arrangement of viewOptions to not arranged
 			set icon size of viewOptions to 128
@@ -96,9 +101,9 @@ if [ "$DRY_RUN" = 1 ]; then
 else
 	detach
 fi
+mount=
 mkdir -p "$(dirname "$dmg")"
 run hdiutil convert -quiet "$rw" -format UDZO -imagekey zlib-level=9 -ov -o "$dmg"
-run rm -f "$rw"
 if [ -n "${SUZURAN_SIGN_IDENTITY:-}" ]; then
 	run codesign --force --timestamp --sign "$SUZURAN_SIGN_IDENTITY" "$dmg"
 fi
