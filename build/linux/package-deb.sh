@@ -51,6 +51,11 @@ if [ -z "$arch" ]; then
 	arch=$(dpkg --print-architecture)
 fi
 
+# File times are the commit's, which dpkg-deb and ImageMagick honour
+# through SOURCE_DATE_EPOCH: two builds of one commit give the same bytes.
+SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
+export SOURCE_DATE_EPOCH
+
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 root=$stage/root
