@@ -132,12 +132,13 @@ darwin-check:
 	$(GO) run ./build/darwincheck -out bin/darwin
 
 ## release-check: what a release needs, checked here: the workflows
-## (actionlint), the release scripts (shellcheck), the macOS bundle through
-## a dry run of build/macos/make-app.sh with Info.plist and the entitlements
-## validated, the update check against a local releases feed, and the real
-## .deb (make package-linux) validated and unpacked into a scratch root.
+## (actionlint, with shellcheck on their run: scripts), the release scripts
+## (shellcheck), the macOS bundle through a dry run of
+## build/macos/make-app.sh with Info.plist and the entitlements validated,
+## the update check against a local releases feed, and the real .deb (make
+## package-linux) validated and unpacked into a scratch root.
 release-check: package-linux
-	$(GO) run $(ACTIONLINT) -shellcheck= -pyflakes=
+	$(GO) run $(ACTIONLINT) -shellcheck=shellcheck -pyflakes=
 	shellcheck -x build/macos/*.sh build/linux/*.sh
 	SUZURAN_DEB=$(abspath $(DEB)) $(GO) test -count=1 ./app/internal/release/ ./app/internal/bundle/ ./app/update/
 
