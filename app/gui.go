@@ -18,6 +18,7 @@ import (
 	wailsruntime "github.com/wailsapp/wails/v2/pkg/runtime"
 
 	"github.com/suzuran-app/suzuran/app/service"
+	"github.com/suzuran-app/suzuran/app/update"
 	"github.com/suzuran-app/suzuran/assets"
 	"github.com/suzuran-app/suzuran/frontend"
 )
@@ -82,12 +83,14 @@ func runGUI() error {
 	defer d.svc.Close()
 	api.models, api.ui = d.svc.Models(), service.Handler(d.svc, dist)
 	d.tray = newTray(trayActions{
-		open:     d.showWindow,
-		newChat:  func() { d.command("new-chat") },
-		settings: func() { d.command("settings") },
-		setAPI:   func(on bool) { d.svc.SetAPIEnabled(on) },
-		copyURL:  d.copyText,
-		quit:     d.quit,
+		open:        d.showWindow,
+		newChat:     func() { d.command("new-chat") },
+		settings:    func() { d.command("settings") },
+		setAPI:      func(on bool) { d.svc.SetAPIEnabled(on) },
+		copyURL:     d.copyText,
+		checkUpdate: func() { go d.checkForUpdates() },
+		openURL:     d.openURL,
+		quit:        d.quit,
 	}, d.log)
 	d.tray.showModel(d.svc.ModelState())
 	d.tray.showAPI(d.svc.APIState())
@@ -152,6 +155,53 @@ func (d *desktop) startup(ctx context.Context) {
 	d.tray.showModel(d.svc.ModelState())
 	d.tray.showAPI(d.svc.APIState())
 	go d.forward(ctx, events)
+	// The daily update check reads the switch before each check, so
+	// turning it off in Settings takes effect without a restart; a newer
+	// release becomes a tray item, never a dialog out of nowhere.
+	go update.Checker{Current: version, OnError: func(err error) {
+		d.log.Info().Err(err).Msg("daily update check")
+	}}.Daily(ctx, func() bool { return d.svc.Settings().CheckForUpdates }, d.tray.showUpdate)
+}
+
+// checkForUpdates is the tray's "Check for Updates…": it reads the releases
+// feed now and says what it found in a dialog, offering the download when
+// there is a newer version. Nothing is downloaded or installed here.
+func (d *desktop) checkForUpdates() {
+	ctx := d.context()
+	if ctx == nil {
+		return
+	}
+	r, err := update.Checker{Current: version}.Check(ctx)
+	if err != nil {
+		d.log.Warn().Err(err).Msg("update check")
+		wailsruntime.MessageDialog(ctx, wailsruntime.MessageDialogOptions{
+			Type: wailsruntime.WarningDialog, Title: "Check for Updates", Message: err.Error()})
+		return
+	}
+	d.tray.showUpdate(r)
+	if !r.Newer {
+		wailsruntime.MessageDialog(ctx, wailsruntime.MessageDialogOptions{
+			Type: wailsruntime.InfoDialog, Title: "Check for Updates", Message: r.Message()})
+		return
+	}
+	answer, err := wailsruntime.MessageDialog(ctx, wailsruntime.MessageDialogOptions{
+		Type:          wailsruntime.QuestionDialog,
+		Title:         "Check for Updates",
+		Message:       r.Message(),
+		Buttons:       []string{"Download", "Later"},
+		DefaultButton: "Download",
+		CancelButton:  "Later",
+	})
+	if err == nil && answer == "Download" {
+		d.openURL(r.DownloadURL)
+	}
+}
+
+// openURL opens a page in the user's browser.
+func (d *desktop) openURL(url string) {
+	if ctx := d.context(); ctx != nil && url != "" {
+		wailsruntime.BrowserOpenURL(ctx, url)
+	}
 }
 
 // forward hands the service's events to the window and the tray until the

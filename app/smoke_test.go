@@ -135,7 +135,7 @@ func TestDesktopSmoke(t *testing.T) {
 	if !ok {
 		t.Fatalf("the tray menu has no %q item: %v", trayQuitTitle, items)
 	}
-	for _, title := range []string{trayNewChatTitle, trayAPITitle, trayCopyURLTitle, traySettingsTitle} {
+	for _, title := range []string{trayNewChatTitle, trayAPITitle, trayCopyURLTitle, traySettingsTitle, trayUpdateTitle} {
 		if _, ok := items[title]; !ok {
 			t.Errorf("the tray menu has no %q item: %v", title, items)
 		}

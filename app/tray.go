@@ -9,6 +9,7 @@ import (
 
 	"github.com/suzuran-app/suzuran/app/server"
 	"github.com/suzuran-app/suzuran/app/service"
+	"github.com/suzuran-app/suzuran/app/update"
 )
 
 // Tray menu item titles; the desktop smoke test looks for these.
@@ -18,17 +19,20 @@ const (
 	trayAPITitle      = "Local API"
 	trayCopyURLTitle  = "Copy URL"
 	traySettingsTitle = "Settings…"
+	trayUpdateTitle   = "Check for Updates…"
 	trayQuitTitle     = "Quit"
 )
 
 // trayActions is what the tray menu does.
 type trayActions struct {
-	open     func()        // show the chat window
-	newChat  func()        // show it with a new conversation
-	settings func()        // show it with the settings
-	setAPI   func(on bool) // switch the local API
-	copyURL  func(string)  // put the API's address on the clipboard
-	quit     func()        // quit the app
+	open        func()        // show the chat window
+	newChat     func()        // show it with a new conversation
+	settings    func()        // show it with the settings
+	setAPI      func(on bool) // switch the local API
+	copyURL     func(string)  // put the API's address on the clipboard
+	checkUpdate func()        // check the releases feed now and say what it found
+	openURL     func(string)  // open a page in the user's browser
+	quit        func()        // quit the app
 }
 
 // tray is the menu-bar icon (macOS) or StatusNotifierItem (Linux) and its
@@ -46,11 +50,14 @@ type tray struct {
 	built bool
 	model service.ModelState
 	api   service.APIState
+	// newer is the release the daily check found, shown as a menu item
+	// that opens its download; zero until one is found.
+	newer update.Result
 	items trayItems
 }
 
 type trayItems struct {
-	model, api, address, copyURL *systray.MenuItem
+	model, api, address, copyURL, available *systray.MenuItem
 }
 
 func newTray(actions trayActions, log zerolog.Logger) *tray {
@@ -82,12 +89,14 @@ func (t *tray) ready() {
 	copyURL := systray.AddMenuItem(trayCopyURLTitle, "Copy the API's address")
 	systray.AddSeparator()
 	settings := systray.AddMenuItem(traySettingsTitle, "Open the settings")
+	checkUpdate := systray.AddMenuItem(trayUpdateTitle, "See whether a newer Suzuran is out")
+	available := systray.AddMenuItem("", "Open the new version's download page")
 	systray.AddSeparator()
 	quit := systray.AddMenuItem(trayQuitTitle, "Quit Suzuran")
 	setTrayClick(t.actions.open)
 
 	t.mu.Lock()
-	t.items = trayItems{model: model, api: api, address: address, copyURL: copyURL}
+	t.items = trayItems{model: model, api: api, address: address, copyURL: copyURL, available: available}
 	t.built = true
 	t.refreshLocked()
 	t.mu.Unlock()
@@ -109,6 +118,13 @@ func (t *tray) ready() {
 				t.actions.copyURL(url)
 			case <-settings.ClickedCh:
 				t.actions.settings()
+			case <-checkUpdate.ClickedCh:
+				t.actions.checkUpdate()
+			case <-available.ClickedCh:
+				t.mu.Lock()
+				url := t.newer.DownloadURL
+				t.mu.Unlock()
+				t.actions.openURL(url)
 			case <-quit.ClickedCh:
 				t.actions.quit()
 				return
@@ -122,6 +138,14 @@ func (t *tray) showModel(m service.ModelState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.model = m
+	t.refreshLocked()
+}
+
+// showUpdate adds the "Suzuran X is available…" item for a newer release.
+func (t *tray) showUpdate(r update.Result) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.newer = r
 	t.refreshLocked()
 }
 
@@ -146,6 +170,12 @@ func (t *tray) refreshLocked() {
 		t.items.api.Uncheck()
 		t.items.address.Hide()
 		t.items.copyURL.Hide()
+	}
+	if t.newer.Newer {
+		t.items.available.SetTitle(fmt.Sprintf("Suzuran %s is available…", t.newer.Latest))
+		t.items.available.Show()
+	} else {
+		t.items.available.Hide()
 	}
 	if t.api.Error != "" && !t.api.Enabled {
 		t.items.address.SetTitle("API: " + t.api.Error)

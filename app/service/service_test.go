@@ -428,3 +428,23 @@ func TestLoadReportsProgress(t *testing.T) {
 		}
 	}
 }
+
+// The daily update check is on for a settings file written before the
+// switch existed (the key absent), and off once the user turns it off.
+func TestCheckForUpdatesSetting(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "settings.json")
+	if err := os.WriteFile(path, []byte(`{"model": "/models/x", "system_prompt": "Be brief."}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := settingsFile{path}.load()
+	if err != nil || !got.CheckForUpdates || got.SystemPrompt != "Be brief." {
+		t.Fatalf("an older settings file: %+v, %v; want the check on", got, err)
+	}
+	if err := os.WriteFile(path, []byte(`{"check_for_updates": false}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := (settingsFile{path}).load(); err != nil || got.CheckForUpdates {
+		t.Errorf("switched off: %+v, %v", got, err)
+	}
+}

@@ -38,6 +38,9 @@ type Settings struct {
 	// KeepAliveMinutes unloads the model after this many idle minutes, to
 	// give its memory back; 0 keeps it loaded.
 	KeepAliveMinutes int `json:"keep_alive_minutes"`
+	// CheckForUpdates lets the app read the project's releases feed once a
+	// day and say when a newer version is out; nothing is downloaded.
+	CheckForUpdates bool `json:"check_for_updates"`
 }
 
 // Sampling is a sampling rule as the Settings view edits it.
@@ -88,6 +91,7 @@ func DefaultSettings() Settings {
 		APIPort:          11435, // server.DefaultAddr's port
 		APICORSOrigins:   []string{},
 		KeepAliveMinutes: 0,
+		CheckForUpdates:  true,
 	}
 }
 

@@ -29,6 +29,7 @@ export function defaultSettings(): Settings {
     api_cors_origins: [],
     launch_at_login: false,
     keep_alive_minutes: 0,
+    check_for_updates: true,
   };
 }
 

@@ -174,6 +174,7 @@ export interface Settings {
   api_cors_origins: string[];
   launch_at_login: boolean;
   keep_alive_minutes: number;
+  check_for_updates: boolean;
 }
 
 /**
