@@ -181,8 +181,14 @@ type Engine struct {
 	tmpl    *chat.Template
 	tmplErr error
 
-	queue chan *job
-	mu    sync.Mutex // guards closed and sends on queue
+	// queue carries submitted jobs to the engine goroutine. Its bound is
+	// waiting, not the channel's capacity: a request whose context ends
+	// while it waits gives its place back at once (leave), though its job
+	// stays in the channel until the engine skips it, so the channel is
+	// made larger than QueueSize (queueSlack).
+	queue   chan *job
+	mu      sync.Mutex // guards closed, waiting and sends on queue
+	waiting int        // queued requests still wanted, at most QueueSize
 	// closed is set by Close; done closes when the engine goroutine exits.
 	closed bool
 	done   chan struct{}
@@ -195,9 +201,13 @@ type Engine struct {
 
 // job is a submitted request with its stream.
 type job struct {
-	ctx       context.Context
-	req       Request
-	stream    *Stream
+	ctx    context.Context
+	req    Request
+	stream *Stream
+	// stopWatch cancels the watch that gives the queue place back when
+	// ctx ends; left (guarded by Engine.mu) is set once it was given back.
+	stopWatch func() bool
+	left      bool
 	submitted time.Time
 }
 
@@ -237,7 +247,7 @@ func New(opts Options) (*Engine, error) {
 		tok:     opts.Tokenizer,
 		eos:     make(map[int]bool),
 		vocab:   opts.Weights.Embed.Out,
-		queue:   make(chan *job, opts.QueueSize),
+		queue:   make(chan *job, opts.QueueSize*queueSlack),
 		done:    make(chan struct{}),
 		cache:   newPrefixCache(max(opts.CacheBytes, 0)),
 		tmpl:    opts.Template,
@@ -324,11 +334,38 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
 	if e.closed {
 		return nil, ErrClosed
 	}
+	if e.waiting >= e.opts.QueueSize {
+		return nil, ErrBusy
+	}
+	// The watch is set before the job is visible to the engine goroutine;
+	// it takes e.mu, so it cannot give the place back before it is taken.
+	j.stopWatch = context.AfterFunc(ctx, func() { e.leave(j) })
 	select {
 	case e.queue <- j:
+		e.waiting++
 		return j.stream, nil
 	default:
+		// Only cancelled jobs the engine has not reached yet fill the
+		// channel past the bound.
+		j.stopWatch()
+		j.left = true
 		return nil, ErrBusy
+	}
+}
+
+// queueSlack is how many times QueueSize the queue's channel holds, room
+// for requests cancelled while they wait (clients that give up and retry)
+// until the engine skips them.
+const queueSlack = 4
+
+// leave gives j's queue place back: when its context ends while it waits,
+// or when the engine takes it up.
+func (e *Engine) leave(j *job) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !j.left {
+		j.left = true
+		e.waiting--
 	}
 }
 
@@ -383,6 +420,8 @@ func (e *Engine) run() {
 	defer e.backend.Close()
 	defer e.seq.Close()
 	for j := range e.queue {
+		j.stopWatch()
+		e.leave(j)
 		e.mu.Lock()
 		closed := e.closed
 		e.mu.Unlock()

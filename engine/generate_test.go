@@ -355,3 +355,61 @@ func TestPrefillProgress(t *testing.T) {
 		t.Errorf("the same prompt again: progress %v, want %v", got, want)
 	}
 }
+
+// TestCancelledWhileQueuedFreesItsPlace: a request cancelled while it waits
+// gives its queue place back at once, before the engine reaches it, so a
+// client that gives up and retries is not refused as busy; the cancelled
+// request still ends, as cancelled, and the bound still holds.
+func TestCancelledWhileQueuedFreesItsPlace(t *testing.T) {
+	e := newDemoEngine(t, Options{EOS: []int{4095}, QueueSize: 1})
+	c := greedyCases(t)[0]
+	ctxA, cancelA := context.WithCancel(context.Background())
+	defer cancelA()
+	a, err := e.Submit(ctxA, Request{Prompt: c.PromptIDs, MaxTokens: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-a.Events // A is running and holds the engine
+
+	ctxB, cancelB := context.WithCancel(context.Background())
+	b, err := e.Submit(ctxB, Request{Prompt: c.PromptIDs, MaxTokens: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelB()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		e.mu.Lock()
+		free := e.waiting == 0
+		e.mu.Unlock()
+		if free {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cancelled request kept its queue place")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	retry, err := e.Submit(context.Background(), Request{Prompt: c.PromptIDs, MaxTokens: 2})
+	if err != nil {
+		t.Fatalf("the retry after a cancelled wait: %v", err)
+	}
+	if _, err := e.Submit(context.Background(), Request{Prompt: c.PromptIDs, MaxTokens: 2}); !errors.Is(err, ErrBusy) {
+		t.Fatalf("past the bound: %v, want ErrBusy", err)
+	}
+	cancelA()
+	var got []int
+	for ev := range retry.Events {
+		if ev.Token >= 0 {
+			got = append(got, ev.Token)
+		}
+	}
+	if !slices.Equal(got, c.GreedyIDs[:2]) {
+		t.Fatalf("the retry: %v, want %v", got, c.GreedyIDs[:2])
+	}
+	for range b.Events {
+	}
+	if st, _ := b.Result(); st.FinishReason != FinishCancelled {
+		t.Errorf("the cancelled request finished with %q, want %q", st.FinishReason, FinishCancelled)
+	}
+}
