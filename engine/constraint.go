@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"math"
 	"slices"
 
 	"github.com/suzuran-app/suzuran/engine/model"
@@ -45,8 +46,14 @@ type Constraint interface {
 // it, and the host sampler (the rule every backend's sample block follows)
 // draws from what is left.
 type hostSampling struct {
-	constraint Constraint
-	sampler    *sample.Sampler
+	constraint Constraint // nil: unconstrained (a request for logprobs)
+	// logprobs asks choose to keep the log-softmax of the raw logits for
+	// the chosen token and the top most likely ones.
+	logprobs bool
+	top      int
+	last     TokenLogprob
+	raw      []float32 // the last raw logits row, kept for the chosen token
+	sampler  *sample.Sampler
 	// history is the sequence's tokens, prompt and chosen ones: the
 	// penalties' input, and its length the position that seeds the draw.
 	history []int
@@ -68,11 +75,72 @@ func (h *hostSampling) choose(logits []float32, s *model.Sampling) (int, error) 
 	if len(logits) == 0 {
 		return -1, errors.New("the backend returned no logits")
 	}
-	h.constraint.Mask(logits)
+	var lse float64
+	if h.logprobs {
+		// Before the mask and the sampler, which change logits in place.
+		lse = logSumExp(logits)
+		h.last.Top = topLogprobs(logits, h.top, lse, h.last.Top[:0])
+		h.raw = append(h.raw[:0], logits...)
+	}
+	if h.constraint != nil {
+		h.constraint.Mask(logits)
+	}
 	tok := h.sampler.Sample(logits, s, h.history)
-	if err := h.constraint.Accept(tok); err != nil {
-		return -1, err
+	if h.constraint != nil {
+		if err := h.constraint.Accept(tok); err != nil {
+			return -1, err
+		}
+	}
+	if h.logprobs {
+		h.last.Logprob = float64(h.raw[tok]) - lse
 	}
 	h.history = append(h.history, tok)
 	return tok, nil
+}
+
+// lastLogprob is a copy of the last chosen token's log-probability and the
+// most likely tokens at its step.
+func (h *hostSampling) lastLogprob() *TokenLogprob {
+	return &TokenLogprob{Logprob: h.last.Logprob, Top: slices.Clone(h.last.Top)}
+}
+
+// logSumExp is log Σ exp(x), computed from the largest x so that nothing
+// overflows.
+func logSumExp(x []float32) float64 {
+	m := math.Inf(-1)
+	for _, v := range x {
+		m = max(m, float64(v))
+	}
+	if math.IsInf(m, -1) {
+		return m
+	}
+	var sum float64
+	for _, v := range x {
+		sum += math.Exp(float64(v) - m)
+	}
+	return m + math.Log(sum)
+}
+
+// topLogprobs appends the n largest logits of x (lower id first on ties)
+// as log-probabilities, most likely first.
+func topLogprobs(x []float32, n int, lse float64, out []TopLogprob) []TopLogprob {
+	if n <= 0 {
+		return out
+	}
+	for id, v := range x {
+		lp := float64(v) - lse
+		if len(out) == n && !(lp > out[n-1].Logprob) {
+			continue
+		}
+		if len(out) < n {
+			out = append(out, TopLogprob{})
+		}
+		i := len(out) - 1
+		for i > 0 && lp > out[i-1].Logprob {
+			out[i] = out[i-1]
+			i--
+		}
+		out[i] = TopLogprob{Token: id, Logprob: lp}
+	}
+	return out
 }

@@ -96,6 +96,29 @@ type Request struct {
 	// (see Constraint); the request then samples on the host. A constraint
 	// serves one request: it keeps the state of the text so far.
 	Constraint Constraint
+	// Logprobs asks for each generated token's log-probability under the
+	// model (the log-softmax of its raw logits, before sampling rules and
+	// constraints), with the TopLogprobs most likely tokens at that step
+	// (at most MaxTopLogprobs). Such a request samples on the host, as a
+	// constrained one does: the same tokens, without pipelining.
+	Logprobs    bool
+	TopLogprobs int
+}
+
+// MaxTopLogprobs bounds Request.TopLogprobs.
+const MaxTopLogprobs = 20
+
+// TokenLogprob is a generated token's log-probability and the most likely
+// tokens at its step, most likely first.
+type TokenLogprob struct {
+	Logprob float64
+	Top     []TopLogprob
+}
+
+// TopLogprob is one of the most likely tokens at a step.
+type TopLogprob struct {
+	Token   int
+	Logprob float64
 }
 
 // PrefillProgress is how far a request's prompt has been read.
@@ -114,6 +137,8 @@ type Event struct {
 	// (a character still incomplete, or text held back because it might be
 	// the start of a stop string) and is empty for EOS tokens.
 	Text string
+	// Logprob is set on token events of a request that asked for them.
+	Logprob *TokenLogprob
 	// Stats is set on the final event.
 	Stats *Stats
 	// Err is set on the final event when generation failed.
@@ -384,6 +409,9 @@ func (e *Engine) validate(req *Request) error {
 	}
 	if req.MaxTokens < 0 {
 		return fmt.Errorf("max_tokens %d: must be positive (or 0 for as many as fit)", req.MaxTokens)
+	}
+	if req.TopLogprobs < 0 || req.TopLogprobs > MaxTopLogprobs {
+		return fmt.Errorf("top logprobs %d: must be between 0 and %d", req.TopLogprobs, MaxTopLogprobs)
 	}
 	return sample.Validate(&req.Sampling)
 }

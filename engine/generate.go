@@ -39,8 +39,11 @@ func (g *generation) run() error {
 
 	sampling := req.Sampling
 	sampling.GeneratedFrom = len(req.Prompt)
-	if req.Constraint != nil {
+	if req.Constraint != nil || req.Logprobs {
 		g.host = newHostSampling(req.Constraint, req.Prompt)
+		if req.Logprobs {
+			g.host.logprobs, g.host.top = true, req.TopLogprobs
+		}
 	}
 	cur, err := g.prefill(&sampling)
 	if errors.Is(err, errCancelled) {
@@ -105,7 +108,7 @@ func (g *generation) run() error {
 		generated = append(generated, tok)
 		isEOS := e.eos[tok]
 		// A constraint whose text is complete ends the request like EOS.
-		complete := g.host != nil && g.host.constraint.Done()
+		complete := g.host != nil && g.host.constraint != nil && g.host.constraint.Done()
 		// Not pipelined, the next step starts as soon as the token is known
 		// to need one, before the token is streamed. Not after EOS, at the
 		// budget, or once cancelled: the step would be thrown away.
@@ -118,7 +121,11 @@ func (g *generation) run() error {
 		if !isEOS {
 			text, stopped = stops.add(dec.Add(tok))
 		}
-		if !g.send(Event{Token: tok, Text: text}) {
+		ev := Event{Token: tok, Text: text}
+		if g.host != nil && g.host.logprobs {
+			ev.Logprob = g.host.lastLogprob()
+		}
+		if !g.send(ev) {
 			g.drain(next)
 			g.stats.FinishReason = FinishCancelled
 			return errCancelled

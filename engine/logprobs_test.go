@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"context"
+	"math"
+	"slices"
+	"testing"
+
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
+)
+
+// TestLogprobsMatchTransformers decodes the tiny reference model greedily
+// with logprobs on: the tokens are the reference's, each token's logprob is
+// the log-softmax of the logits transformers computed for that step, and the
+// top alternatives are the reference's most likely tokens in order.
+//
+// Tolerance: the cpu backend's logits are within 2e-5 of the reference's
+// largest |logit| (the fixture tests' measured level is ~1e-5), so a
+// log-softmax is within twice that scale: 1e-3 absolute is a wide margin
+// that a wrong normalisation (a missing log-sum-exp, temperature applied)
+// still fails by orders of magnitude.
+func TestLogprobsMatchTransformers(t *testing.T) {
+	const tol, top = 1e-3, 3
+	for _, ref := range fixtures.Models(t)[:2] { // the tiny model, both layouts
+		t.Run(ref.Name, func(t *testing.T) {
+			e, err := Load(ref.Dir, LoadOptions{Backend: "cpu"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			s, err := e.Submit(context.Background(), Request{Prompt: ref.Prompt, MaxTokens: len(ref.GenIDs),
+				Logprobs: true, TopLogprobs: top})
+			if err != nil {
+				t.Fatal(err)
+			}
+			step := 0
+			for ev := range s.Events {
+				if ev.Token < 0 {
+					continue
+				}
+				if step >= len(ref.GenIDs) || ev.Token != ref.GenIDs[step] {
+					t.Fatalf("step %d: token %d, reference %v", step, ev.Token, ref.GenIDs)
+				}
+				if ev.Logprob == nil {
+					t.Fatalf("step %d: no logprob", step)
+				}
+				row := ref.GenLogits[step*ref.Vocab : (step+1)*ref.Vocab]
+				want := logSoftmax64(row)
+				if d := math.Abs(ev.Logprob.Logprob - want[ev.Token]); !(d <= tol) {
+					t.Errorf("step %d: logprob %.6f, reference %.6f", step, ev.Logprob.Logprob, want[ev.Token])
+				}
+				order := make([]int, len(want))
+				for i := range order {
+					order[i] = i
+				}
+				slices.SortStableFunc(order, func(a, b int) int {
+					switch {
+					case want[a] > want[b]:
+						return -1
+					case want[a] < want[b]:
+						return 1
+					}
+					return 0
+				})
+				if len(ev.Logprob.Top) != top {
+					t.Fatalf("step %d: %d alternatives, want %d", step, len(ev.Logprob.Top), top)
+				}
+				for i, alt := range ev.Logprob.Top {
+					if alt.Token != order[i] || math.Abs(alt.Logprob-want[order[i]]) > tol {
+						t.Errorf("step %d alternative %d: %+v, reference token %d at %.6f", step, i, alt, order[i], want[order[i]])
+					}
+				}
+				if ev.Logprob.Top[0].Token != ev.Token {
+					t.Errorf("step %d: greedy token %d is not the most likely %d", step, ev.Token, ev.Logprob.Top[0].Token)
+				}
+				step++
+			}
+			if step == 0 {
+				t.Fatal("no tokens generated")
+			}
+		})
+	}
+}
+
+// logSoftmax64 is the reference log-softmax in float64.
+func logSoftmax64(x []float32) []float64 {
+	m := math.Inf(-1)
+	for _, v := range x {
+		m = max(m, float64(v))
+	}
+	var sum float64
+	for _, v := range x {
+		sum += math.Exp(float64(v) - m)
+	}
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = float64(v) - m - math.Log(sum)
+	}
+	return out
+}
+
+// Asking for logprobs samples on the host with the same rule: a seeded,
+// sampled answer is the same token for token with logprobs on as off, and
+// TopLogprobs past the bound is refused.
+func TestLogprobsKeepTheTokens(t *testing.T) {
+	e := loadDemo(t, "cpu", LoadOptions{})
+	c := greedyCases(t)[1]
+	req := Request{Prompt: c.PromptIDs, MaxTokens: 12}
+	req.Sampling.Temperature, req.Sampling.TopP, req.Sampling.TopK, req.Sampling.Seed = 0.9, 0.95, 20, 7
+	plain, _, _ := collect(t, e, req)
+	req.Logprobs = true
+	with, _, _ := collect(t, e, req)
+	if !slices.Equal(plain, with) {
+		t.Errorf("with logprobs %v, without %v", with, plain)
+	}
+	req.TopLogprobs = MaxTopLogprobs + 1
+	if _, err := e.Submit(context.Background(), req); err == nil {
+		t.Error("TopLogprobs past the bound was accepted")
+	}
+}
