@@ -86,6 +86,10 @@ type genParams struct {
 	// that carries tool results.
 	snapshotAnswer bool
 	constraint     *constraintSpec
+	// logprobs asks the engine for token log-probabilities, topLogprobs
+	// for that many alternatives at each step.
+	logprobs    bool
+	topLogprobs int
 }
 
 // generation is a submitted request being streamed.
@@ -100,6 +104,50 @@ type generation struct {
 	// keepAlive, set by streaming handlers, sends something the client's
 	// SSE parser ignores, while no token has come yet.
 	keepAlive func() error
+	// logprobs holds the OpenAI logprob entries of tokens received and not
+	// yet handed out (takeLogprobs); only run's goroutine touches it.
+	logprobs []map[string]any
+}
+
+// takeLogprobs hands out the logprob entries received so far.
+func (g *generation) takeLogprobs() []map[string]any {
+	out := g.logprobs
+	g.logprobs = nil
+	return out
+}
+
+// logprobEntry is a token's entry in OpenAI's logprobs.content: its text,
+// its UTF-8 bytes (a token may hold part of a character), its logprob and
+// the alternatives.
+func (g *generation) logprobEntry(tok int, lp *engine.TokenLogprob) map[string]any {
+	entry := tokenLogprob(g.e, tok, lp.Logprob)
+	top := make([]any, 0, len(lp.Top))
+	for _, alt := range lp.Top {
+		top = append(top, tokenLogprob(g.e, alt.Token, alt.Logprob))
+	}
+	entry["top_logprobs"] = top
+	return entry
+}
+
+func tokenLogprob(e *engine.Engine, tok int, logprob float64) map[string]any {
+	text := e.Tokenizer().Decode([]int{tok})
+	raw := e.Tokenizer().TokenBytes(tok)
+	bytes := make([]int, len(raw))
+	for i, b := range raw {
+		bytes[i] = int(b)
+	}
+	return map[string]any{"token": text, "logprob": logprob, "bytes": bytes}
+}
+
+// logprobsField is a choice's "logprobs": null unless asked for.
+func logprobsField(asked bool, entries []map[string]any) any {
+	if !asked {
+		return nil
+	}
+	if entries == nil {
+		entries = []map[string]any{}
+	}
+	return map[string]any{"content": entries}
 }
 
 // submit queues a generation on the engine. Its errors come before any
@@ -116,6 +164,8 @@ func (s *Server) submit(ctx context.Context, e *engine.Engine, p genParams) (*ge
 		Stop:           p.stop,
 		Checkpoints:    p.prompt.Checkpoints,
 		SnapshotAnswer: p.snapshotAnswer,
+		Logprobs:       p.logprobs,
+		TopLogprobs:    p.topLogprobs,
 	}
 	if p.constraint != nil {
 		if err := applyConstraint(e, *p.constraint, &req); err != nil {
@@ -234,6 +284,9 @@ func (g *generation) run(emit func(events []chat.Event, since time.Time) error) 
 			received := time.Now()
 			if ev.Token >= 0 {
 				ids = append(ids, ev.Token)
+				if ev.Logprob != nil && !slices.Contains(g.e.Config().EOSTokenIDs, ev.Token) {
+					g.logprobs = append(g.logprobs, g.logprobEntry(ev.Token, ev.Logprob))
+				}
 				handle(ev.Text, false, received)
 				continue
 			}

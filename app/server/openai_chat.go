@@ -24,8 +24,9 @@ type chatCompletionRequest struct {
 	MaxCompletionTokens *int         `json:"max_completion_tokens"`
 	Stop                stringOrList `json:"stop"`
 	N                   *int         `json:"n"`
-	// Logprobs are accepted; the engine does not report them, so the
-	// answer's logprobs are null.
+	// Logprobs asks for every generated token's log-probability (the
+	// reasoning's tokens too; not the end-of-turn token), with the
+	// TopLogprobs most likely alternatives.
 	Logprobs           *bool       `json:"logprobs"`
 	TopLogprobs        *int        `json:"top_logprobs"`
 	User               string      `json:"user"`
@@ -50,6 +51,9 @@ type chatTurn struct {
 	maxTokens  int
 	stop       []string
 	constraint *constraintSpec
+	// logprobs asks for token log-probabilities (top: alternatives).
+	logprobs    bool
+	topLogprobs int
 }
 
 // prepare renders a turn on the engine: the prompt, the sampling rule, and
@@ -87,6 +91,8 @@ func (s *Server) prepare(e *engine.Engine, t *chatTurn) (genParams, error) {
 		parserOpts:     chat.ParserOptions{InReasoning: opensThinking, Tools: parseTools},
 		snapshotAnswer: len(render.Tools) > 0,
 		constraint:     t.constraint,
+		logprobs:       t.logprobs,
+		topLogprobs:    t.topLogprobs,
 	}
 	if p.constraint == nil && (t.toolChoice == "required" || t.toolChoice == "function") {
 		tools := t.tools
@@ -382,7 +388,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": out.id, "object": "chat.completion", "created": out.created, "model": out.model,
-		"choices": []any{map[string]any{"index": 0, "message": message, "logprobs": nil, "finish_reason": res.finish()}},
+		"choices": []any{map[string]any{"index": 0, "message": message, "logprobs": logprobsField(p.logprobs, g.takeLogprobs()), "finish_reason": res.finish()}},
 		"usage":   usageOf(&res),
 	})
 }
@@ -394,6 +400,12 @@ func (req *chatCompletionRequest) turn() (*chatTurn, error) {
 	}
 	if req.TopLogprobs != nil && (*req.TopLogprobs < 0 || *req.TopLogprobs > 20) {
 		return nil, badRequest("top_logprobs", "top_logprobs %d: must be between 0 and 20", *req.TopLogprobs)
+	}
+	// top_logprobs without logprobs: true asks for nothing (OpenAI refuses
+	// it; clients that send it by default are served).
+	topLogprobs := 0
+	if req.TopLogprobs != nil && req.Logprobs != nil && *req.Logprobs {
+		topLogprobs = *req.TopLogprobs
 	}
 	if err := checkMessages(req.Messages); err != nil {
 		return nil, err
@@ -426,6 +438,7 @@ func (req *chatCompletionRequest) turn() (*chatTurn, error) {
 		messages: req.Messages, tools: tools, toolChoice: choice, toolName: name,
 		thinking: thinking, extra: kwargs, sampling: req.samplingFields,
 		maxTokens: maxTokens, stop: req.Stop, constraint: constraint,
+		logprobs: req.Logprobs != nil && *req.Logprobs, topLogprobs: topLogprobs,
 	}, nil
 }
 
@@ -461,10 +474,21 @@ func (s *Server) streamChatCompletion(w http.ResponseWriter, r *http.Request, g 
 	sse.flush()
 	callIDs := map[int]string{}
 	g.keepAlive = func() error { return sse.comment("keep-alive") }
+	// Each chunk carries the logprobs of the tokens received since the
+	// last one sent; a token whose text the parser holds back has its
+	// logprob in the next chunk.
+	withLogprobs := func(choices []any) []any {
+		if g.p.logprobs {
+			if pending := g.takeLogprobs(); len(pending) > 0 {
+				choices[0].(map[string]any)["logprobs"] = logprobsField(true, pending)
+			}
+		}
+		return choices
+	}
 	res := g.run(func(events []chat.Event, received time.Time) error {
 		for _, ev := range events {
 			if delta := chatDelta(ev, callIDs); delta != nil {
-				send(out.chunk(choiceDelta(delta, nil)))
+				send(out.chunk(withLogprobs(choiceDelta(delta, nil))))
 			}
 		}
 		return s.flushToken(sse, received)
@@ -472,7 +496,7 @@ func (s *Server) streamChatCompletion(w http.ResponseWriter, r *http.Request, g 
 	if !s.endStream(r, sse, res, openAIErrors) {
 		return
 	}
-	send(out.chunk(choiceDelta(map[string]any{}, res.finish())))
+	send(out.chunk(withLogprobs(choiceDelta(map[string]any{}, res.finish()))))
 	if includeUsage {
 		chunk := out.chunk([]any{})
 		chunk["usage"] = usageOf(&res)

@@ -301,8 +301,8 @@ func TestUnknownFieldsIgnored(t *testing.T) {
 	if res.status != 200 {
 		t.Fatalf("status %d: %s", res.status, res.body)
 	}
-	if v := res.json(t); path(v, "choices", 0, "logprobs") != nil {
-		t.Errorf("logprobs %v: the engine reports none, so null", path(v, "choices", 0, "logprobs"))
+	if v := res.json(t); len(path(v, "choices", 0, "logprobs", "content").([]any)) != 2 {
+		t.Errorf("logprobs %v: want one entry per token", path(v, "choices", 0, "logprobs"))
 	}
 }
 
@@ -390,4 +390,66 @@ func asciiStop(t *testing.T, text string) string {
 	}
 	t.Fatalf("no stop string to pick in %q", text)
 	return ""
+}
+
+// logprobs: true returns one entry per generated token (10 tokens, none of
+// them the end of the turn: max_tokens cuts the noise model off), each with
+// its text, its bytes, a logprob no larger than the best alternative's, and
+// top_logprobs alternatives, most likely first; greedy picks the most likely
+// token. Streaming hands out the same entries over its chunks, and a request
+// without logprobs gets null.
+func TestChatCompletionLogprobs(t *testing.T) {
+	ts := startServer(t, loadModel(t, fixtureDir, engine.LoadOptions{}), nil)
+	body := func() map[string]any {
+		return map[string]any{"messages": userMessage("Hello"), "max_tokens": 10, "temperature": 0,
+			"logprobs": true, "top_logprobs": 2}
+	}
+	v := post(t, ts.url+"/v1/chat/completions", body()).json(t)
+	content, _ := path(v, "choices", 0, "logprobs", "content").([]any)
+	if len(content) != 10 {
+		t.Fatalf("%d logprob entries for 10 tokens: %v", len(content), path(v, "choices", 0, "logprobs"))
+	}
+	var text strings.Builder
+	for i, c := range content {
+		entry := c.(map[string]any)
+		lp := entry["logprob"].(float64)
+		top := entry["top_logprobs"].([]any)
+		if len(top) != 2 || !(lp <= 0) {
+			t.Fatalf("entry %d: %v", i, entry)
+		}
+		best := top[0].(map[string]any)
+		if best["token"] != entry["token"] || best["logprob"].(float64) != lp || top[1].(map[string]any)["logprob"].(float64) > lp {
+			t.Errorf("entry %d: greedy token %v is not the most likely of %v", i, entry, top)
+		}
+		raw := entry["bytes"].([]any)
+		for _, b := range raw {
+			text.WriteByte(byte(b.(float64)))
+		}
+	}
+	message := path(v, "choices", 0, "message").(map[string]any)
+	reasoning, _ := message["reasoning_content"].(string)
+	answer, _ := message["content"].(string)
+	// The noise model writes byte tokens that are not whole characters:
+	// the message has U+FFFD where the bytes are invalid UTF-8.
+	got := strings.ToValidUTF8(text.String(), "")
+	want := strings.ReplaceAll(strings.TrimSpace(reasoning+answer), "\uFFFD", "")
+	if !strings.Contains(got, want) {
+		t.Errorf("the tokens' bytes %q do not hold the answer %q", got, want)
+	}
+
+	chunks, _ := streamChat(t, ts.url, body())
+	var streamed []any
+	for _, c := range chunks {
+		if lps, ok := path(c, "choices", 0, "logprobs", "content").([]any); ok {
+			streamed = append(streamed, lps...)
+		}
+	}
+	if fmt.Sprint(streamed) != fmt.Sprint(content) {
+		t.Errorf("streamed logprobs differ:\n%v\n%v", streamed, content)
+	}
+
+	plain := post(t, ts.url+"/v1/chat/completions", map[string]any{"messages": userMessage("Hello"), "max_tokens": 4, "temperature": 0}).json(t)
+	if lp, ok := path(plain, "choices", 0).(map[string]any)["logprobs"]; !ok || lp != nil {
+		t.Errorf("logprobs without asking: %v", lp)
+	}
 }
