@@ -215,6 +215,8 @@ func (d *desktop) forward(ctx context.Context, events <-chan service.Event) {
 				d.tray.showModel(*ev.Model)
 			case service.EventAPI:
 				d.tray.showAPI(*ev.API)
+			case service.EventDownload:
+				d.tray.showDownload(*ev.Download)
 			}
 			wailsruntime.EventsEmit(ctx, windowEvent, ev)
 		}
