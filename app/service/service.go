@@ -89,6 +89,8 @@ type Service struct {
 	wg       sync.WaitGroup
 	download DownloadState
 	watching *hub.Job // the download whose progress is being followed
+	// pickFolder is the desktop's folder dialog; nil in a browser.
+	pickFolder func(title string) (string, error)
 
 	pace time.Duration
 }

@@ -372,3 +372,31 @@ func (u *UI) UseModel(dir string) (ModelChoice, error) {
 	}
 	return c, s.LoadModel(f.Dir)
 }
+
+// SetFolderPicker gives the service the desktop's folder dialog (Wails'
+// OpenDirectoryDialog); a browser has none and types the path instead.
+func (s *Service) SetFolderPicker(pick func(title string) (string, error)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pickFolder = pick
+}
+
+// CanPickFolder reports whether PickFolder opens a dialog (the desktop
+// window); a browser shows a field for the path instead.
+func (u *UI) CanPickFolder() bool {
+	u.s.mu.Lock()
+	defer u.s.mu.Unlock()
+	return u.s.pickFolder != nil
+}
+
+// PickFolder asks for a model folder with the system's dialog and returns
+// it ("" when cancelled); use it with UseModel.
+func (u *UI) PickFolder() (string, error) {
+	u.s.mu.Lock()
+	pick := u.s.pickFolder
+	u.s.mu.Unlock()
+	if pick == nil {
+		return "", errors.New("no folder dialog here: type the model folder's path instead")
+	}
+	return pick("Choose a model folder (the one with config.json and the .safetensors files)")
+}

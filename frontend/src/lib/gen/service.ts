@@ -272,6 +272,11 @@ export interface WelcomeInfo {
  */
 export interface UI {
   /**
+   * CanPickFolder reports whether PickFolder opens a dialog (the desktop
+   * window); a browser shows a field for the path instead.
+   */
+  CanPickFolder(): Promise<boolean>;
+  /**
    * Continue goes on with a reply that was stopped or interrupted, from
    * where its text ends.
    */
@@ -311,6 +316,11 @@ export interface UI {
    * and StartDownload goes on from there.
    */
   PauseDownload(): Promise<DownloadState>;
+  /**
+   * PickFolder asks for a model folder with the system's dialog and returns
+   * it ("" when cancelled); use it with UseModel.
+   */
+  PickFolder(): Promise<string>;
   /**
    * Regenerate replaces a conversation's last reply with a new one.
    */
@@ -377,4 +387,4 @@ export interface UI {
 }
 
 /** The names of UI's methods, for transports that call them by name. */
-export const UIMethods = ["Continue", "Conversation", "Conversations", "Delete", "Download", "Edit", "Models", "PauseDownload", "Regenerate", "ReloadModel", "Rename", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "Undelete", "UseModel", "Welcome"] as const;
+export const UIMethods = ["CanPickFolder", "Continue", "Conversation", "Conversations", "Delete", "Download", "Edit", "Models", "PauseDownload", "PickFolder", "Regenerate", "ReloadModel", "Rename", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "Undelete", "UseModel", "Welcome"] as const;
