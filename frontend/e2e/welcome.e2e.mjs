@@ -112,7 +112,15 @@ test('first run: welcome view, machine check, download from the hub, the new mod
   });
   await welcome.getByRole('button', { name: /^Download / }).click();
   await welcome.getByTestId('download-status').waitFor();
+  await page.waitForFunction(() => Number(document.querySelector('progress')?.value) >= 5);
   await page.screenshot({ path: join(shots, '11-downloading.png') });
+
+  // Pause, then resume: it goes on from where it stopped.
+  await welcome.getByRole('button', { name: 'Pause' }).click();
+  const paused = await welcome.getByTestId('download-status').innerText();
+  const pausedAt = Number(paused.match(/Paused at (\d+) %/)?.[1]);
+  assert.ok(pausedAt > 0 && pausedAt < 100, `after Pause the status says ${paused}`);
+  await welcome.getByRole('button', { name: 'Resume download' }).click();
   await welcome.getByTestId('download-done').waitFor({ timeout: 60_000 });
   const percents = await page.evaluate(() => [...window.percents].sort((a, b) => a - b));
   assert.ok(percents.filter((p) => p > 0 && p < 100).length >= 2, `progress shown: ${percents}; want several steps`);
@@ -134,8 +142,12 @@ test('first run: welcome view, machine check, download from the hub, the new mod
   await page.keyboard.press('Enter');
   const reply = page.getByTestId('message').nth(1);
   await reply.getByTestId('stats').waitFor({ timeout: 60_000 });
-  const text = (await reply.innerText()).trim();
-  assert.ok(text.length > 0, 'the downloaded model wrote nothing');
+  const written = await reply.evaluate((el) =>
+    [...el.querySelectorAll('[data-testid=thinking], [data-testid=answer]')].map((e) => e.textContent).join('').trim(),
+  );
+  assert.ok(written.length > 0, 'the downloaded model wrote nothing');
+  const tokens = Number((await reply.getByTestId('stats').innerText()).match(/(\d+) tokens/)[1]);
+  assert.ok(tokens > 0, `the reply's stats say ${tokens} tokens`);
   await page.screenshot({ path: join(shots, '13-new-model-answers.png') });
 
   // The demo stays selectable in the settings' model picker.
