@@ -26,8 +26,11 @@ const (
 	DownloadVerifying = "verifying" // checking the finished model before loading it
 	DownloadDone      = "done"
 	DownloadFailed    = "error"
-	planTimeout       = 30 * time.Second
 )
+
+// planTimeout bounds Welcome's questions to the hub (the listing, with its
+// retries), so that the view says what went wrong instead of waiting.
+const planTimeout = 30 * time.Second
 
 // DownloadState is the download as the welcome view and the tray show it.
 type DownloadState struct {
