@@ -111,7 +111,8 @@ $(API_E2E)/node_modules/.package-lock.json: $(API_E2E)/package-lock.json $(API_E
 ## demo model and the tiny fixture model (frontend/e2e); screenshots of the
 ## main states go to bin/e2e/.
 e2e: build
-	cd frontend && SUZURAN=bin/suzuran E2E_SHOTS=bin/e2e node --test e2e/chat.e2e.mjs
+	$(GO) build -o bin/fakehub ./app/internal/fakehub/cmd/fakehub
+	cd frontend && SUZURAN=bin/suzuran FAKEHUB=bin/fakehub E2E_SHOTS=bin/e2e node --test e2e/chat.e2e.mjs e2e/welcome.e2e.mjs
 
 ## smoke: the built app under Xvfb with a private D-Bus session: its window
 ## shows something, its tray menu lists the items, and Quit ends it with 0.

@@ -154,6 +154,9 @@ func (d *desktop) startup(ctx context.Context) {
 	// The model may have loaded before the subscription: start from now.
 	d.tray.showModel(d.svc.ModelState())
 	d.tray.showAPI(d.svc.APIState())
+	d.svc.SetFolderPicker(func(title string) (string, error) {
+		return wailsruntime.OpenDirectoryDialog(ctx, wailsruntime.OpenDialogOptions{Title: title})
+	})
 	go d.forward(ctx, events)
 	// The daily update check reads the switch before each check, so
 	// turning it off in Settings takes effect without a restart; a newer
@@ -215,6 +218,8 @@ func (d *desktop) forward(ctx context.Context, events <-chan service.Event) {
 				d.tray.showModel(*ev.Model)
 			case service.EventAPI:
 				d.tray.showAPI(*ev.API)
+			case service.EventDownload:
+				d.tray.showDownload(*ev.Download)
 			}
 			wailsruntime.EventsEmit(ctx, windowEvent, ev)
 		}

@@ -53,11 +53,12 @@ type tray struct {
 	// newer is the release the daily check found, shown as a menu item
 	// that opens its download; zero until one is found.
 	newer update.Result
+	dl    service.DownloadState
 	items trayItems
 }
 
 type trayItems struct {
-	model, api, address, copyURL, available *systray.MenuItem
+	model, download, api, address, copyURL, available *systray.MenuItem
 }
 
 func newTray(actions trayActions, log zerolog.Logger) *tray {
@@ -82,6 +83,7 @@ func (t *tray) ready() {
 	systray.AddSeparator()
 	model := systray.AddMenuItem("Model: starting…", "The model's state")
 	model.Disable()
+	download := systray.AddMenuItem("", "The model's download; open the chat window to pause it")
 	systray.AddSeparator()
 	api := systray.AddMenuItemCheckbox(trayAPITitle, "Let other programs on this computer use the model through an OpenAI-compatible API", false)
 	address := systray.AddMenuItem("", "The API's address")
@@ -96,7 +98,7 @@ func (t *tray) ready() {
 	setTrayClick(t.actions.open)
 
 	t.mu.Lock()
-	t.items = trayItems{model: model, api: api, address: address, copyURL: copyURL, available: available}
+	t.items = trayItems{model: model, download: download, api: api, address: address, copyURL: copyURL, available: available}
 	t.built = true
 	t.refreshLocked()
 	t.mu.Unlock()
@@ -106,6 +108,8 @@ func (t *tray) ready() {
 		for {
 			select {
 			case <-open.ClickedCh:
+				t.actions.open()
+			case <-download.ClickedCh:
 				t.actions.open()
 			case <-newChat.ClickedCh:
 				t.actions.newChat()
@@ -149,6 +153,14 @@ func (t *tray) showUpdate(r update.Result) {
 	t.refreshLocked()
 }
 
+// showDownload shows the model download's line while there is one.
+func (t *tray) showDownload(d service.DownloadState) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.dl = d
+	t.refreshLocked()
+}
+
 func (t *tray) showAPI(a service.APIState) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -161,6 +173,12 @@ func (t *tray) refreshLocked() {
 		return
 	}
 	t.items.model.SetTitle(modelLine(t.model))
+	if line := downloadLine(t.dl); line != "" {
+		t.items.download.SetTitle(line)
+		t.items.download.Show()
+	} else {
+		t.items.download.Hide()
+	}
 	if t.api.Enabled {
 		t.items.api.Check()
 		t.items.address.SetTitle(t.api.URL)
@@ -200,4 +218,16 @@ func modelLine(m service.ModelState) string {
 		return "Unloaded (idle): " + name
 	}
 	return "Model: starting…"
+}
+
+// downloadLine is the tray's line about the model download ("Downloading
+// …: 45% (…), 12 min left"); "" when there is nothing to show.
+func downloadLine(d service.DownloadState) string {
+	switch d.State {
+	case service.DownloadIdle, "":
+		return ""
+	case service.DownloadFailed:
+		return "Download failed: open the window for what to do"
+	}
+	return d.Line
 }

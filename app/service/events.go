@@ -27,6 +27,8 @@ const (
 	EventAPI = "api"
 	// EventSettings carries the settings after a change.
 	EventSettings = "settings"
+	// EventDownload carries the model download's new state.
+	EventDownload = "download"
 )
 
 // Event is what the service tells the windows: over Wails events in the
@@ -49,6 +51,7 @@ type Event struct {
 	Model        *ModelState    `json:"model,omitempty"`
 	API          *APIState      `json:"api,omitempty"`
 	Settings     *Settings      `json:"settings,omitempty"`
+	Download     *DownloadState `json:"download,omitempty"`
 }
 
 // subscriberBuffer is how many events a subscriber may fall behind before

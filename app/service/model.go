@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -252,6 +253,13 @@ func (h *modelHost) close() {
 func modelName(dir string) string {
 	if isDemo(dir) {
 		return models.DemoName
+	}
+	// A snapshot in the Hugging Face cache is called by its repository:
+	// models--<org>--<name>/snapshots/<commit>.
+	if snapshots := filepath.Dir(dir); filepath.Base(snapshots) == "snapshots" {
+		if org, name, ok := strings.Cut(strings.TrimPrefix(filepath.Base(filepath.Dir(snapshots)), "models--"), "--"); ok {
+			return org + "/" + name
+		}
 	}
 	return filepath.Base(dir)
 }

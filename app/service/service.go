@@ -21,6 +21,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/suzuran-app/suzuran/app/hub"
 	"github.com/suzuran-app/suzuran/app/server"
 	"github.com/suzuran-app/suzuran/app/store"
 	"github.com/suzuran-app/suzuran/assets/models"
@@ -78,6 +79,7 @@ type Service struct {
 	models   *modelHost
 	events   bus
 	api      APISwitch
+	hub      *downloader // the first run's download (welcome.go)
 
 	mu       sync.Mutex
 	current  Settings
@@ -85,6 +87,10 @@ type Service struct {
 	running  map[int64]*generation   // by conversation
 	live     map[int64]store.Message // replies being written, by id
 	wg       sync.WaitGroup
+	download DownloadState
+	watching *hub.Job // the download whose progress is being followed
+	// pickFolder is the desktop's folder dialog; nil in a browser.
+	pickFolder func(title string) (string, error)
 
 	pace time.Duration
 }
@@ -117,6 +123,8 @@ func Open(o Options) (*Service, error) {
 		pace:     o.Pace,
 		running:  map[int64]*generation{},
 		live:     map[int64]store.Message{},
+		hub:      newDownloader(),
+		download: DownloadState{State: DownloadIdle, SecondsLeft: -1},
 	}
 	current, configured, err := s.settings.load()
 	if err != nil {
@@ -165,6 +173,11 @@ func (s *Service) Close() error {
 		g.cancel()
 	}
 	s.mu.Unlock()
+	if s.hub.downloads != nil {
+		if job := s.hub.downloads.Current(); job != nil {
+			job.Cancel() // a pause: the next start resumes
+		}
+	}
 	s.wg.Wait()
 	if s.api != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

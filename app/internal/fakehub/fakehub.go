@@ -101,6 +101,14 @@ type Hub struct {
 
 // New starts a fake hub that stops when the test ends.
 func New(t testing.TB) *Hub {
+	h := Start()
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+// Start starts a fake hub outside a test (cmd/fakehub, for the browser
+// end-to-end test); Close stops it.
+func Start() *Hub {
 	h := &Hub{
 		PageSize: 3,
 		repos:    map[string]*Repo{}, faults: map[string]*Fault{},
@@ -108,7 +116,6 @@ func New(t testing.TB) *Hub {
 	}
 	h.srv = httptest.NewServer(http.HandlerFunc(h.serve))
 	h.URL = h.srv.URL
-	t.Cleanup(h.srv.Close)
 	return h
 }
 
@@ -119,22 +126,31 @@ func (h *Hub) Close() { h.srv.Close() }
 // .gitattributes and a README.md as every hub repository has. .safetensors
 // files are LFS files.
 func (h *Hub) AddDir(t testing.TB, id, dir string) *Repo {
+	r, err := h.AddFolder(id, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// AddFolder is AddDir outside a test.
+func (h *Hub) AddFolder(id, dir string) (*Repo, error) {
 	files := map[string][]byte{
 		".gitattributes": []byte("*.safetensors filter=lfs diff=lfs merge=lfs -text\n"),
 		"README.md":      []byte("# " + id + "\n"),
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	for _, e := range entries {
 		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		files[e.Name()] = data
 	}
-	return h.Add(id, files)
+	return h.Add(id, files), nil
 }
 
 // Add adds a repository with the given files.

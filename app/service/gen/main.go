@@ -42,7 +42,11 @@ var constantGroups = []struct {
 	{"EventType", "Event.type values.", []namedValue{
 		{"Reply", service.EventReply}, {"Prefill", service.EventPrefill}, {"Message", service.EventMessage},
 		{"Conversations", service.EventConversations}, {"Model", service.EventModel},
-		{"API", service.EventAPI}, {"Settings", service.EventSettings},
+		{"API", service.EventAPI}, {"Settings", service.EventSettings}, {"Download", service.EventDownload},
+	}},
+	{"DownloadStateName", "DownloadState.state values.", []namedValue{
+		{"Idle", service.DownloadIdle}, {"Downloading", service.DownloadRunning}, {"Paused", service.DownloadPaused},
+		{"Verifying", service.DownloadVerifying}, {"Done", service.DownloadDone}, {"Error", service.DownloadFailed},
 	}},
 	{"MessageStatus", "Message.status values.", []namedValue{
 		{"Complete", store.StatusComplete}, {"Streaming", store.StatusStreaming}, {"Stopped", store.StatusStopped},

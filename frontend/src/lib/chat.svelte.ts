@@ -8,6 +8,7 @@ import {
   EventType,
   MessageStatus,
   type APIState,
+  type DownloadState,
   type Conversation,
   type Event,
   type Message,
@@ -16,13 +17,15 @@ import {
 } from './gen/service';
 
 /** The main views of the window. */
-export type View = 'chat' | 'settings';
+export type View = 'chat' | 'settings' | 'welcome';
 
 export class ChatState {
   version = $state('');
   model: ModelState | null = $state(null);
   api: APIState | null = $state(null);
   settings: Settings | null = $state(null);
+  /** The model download (welcome view, demo banner); null until the first event. */
+  download: DownloadState | null = $state(null);
   conversations: Conversation[] = $state([]);
   query = $state('');
   current: Conversation | null = $state(null);
@@ -233,6 +236,9 @@ export class ChatState {
         return;
       case EventType.API:
         this.api = event.api ?? this.api;
+        return;
+      case EventType.Download:
+        this.download = event.download ?? this.download;
         return;
       case EventType.Settings:
         if (event.settings) this.settings = event.settings;

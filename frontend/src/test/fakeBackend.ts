@@ -10,6 +10,9 @@ import {
   EventType,
   MessageStatus,
   type AppState,
+  type DownloadState,
+  type ModelChoice,
+  type WelcomeInfo,
   type Conversation,
   type Message,
   type Settings,
@@ -142,7 +145,62 @@ export class FakeBackend implements Backend {
       error: '',
     })),
     ReloadModel: vi.fn(async () => {}),
+    Welcome: vi.fn(async () => structuredClone({ ...this.welcome, download: this.download })),
+    Download: vi.fn(async () => ({ ...this.download })),
+    StartDownload: vi.fn(async (repo: string) => {
+      this.setDownload({ ...this.download, state: 'downloading', repo: repo || this.welcome.repo, error: '', errorKind: '' });
+      return { ...this.download };
+    }),
+    PauseDownload: vi.fn(async () => {
+      this.setDownload({ ...this.download, state: 'paused', line: 'Download paused' });
+      return { ...this.download };
+    }),
+    Models: vi.fn(async () => structuredClone(this.models)),
+    UseModel: vi.fn(async (dir: string) => {
+      const c = this.models.find((m) => m.dir === dir || (m.demo && dir === ''));
+      if (!c) throw new Error(`${dir}: config.json is missing; pick the folder that holds config.json`);
+      if (!c.valid) throw new Error(`${dir} cannot be used: ${c.problem}`);
+      for (const m of this.models) m.current = m === c;
+      return { ...c };
+    }),
+    CanPickFolder: vi.fn(async () => false),
+    PickFolder: vi.fn(async () => ''),
   };
+
+  /** What Welcome answers; the download starts idle. */
+  welcome: WelcomeInfo = {
+    repo: 'mlx-community/Qwen3.6-35B-A3B-4bit',
+    size: 20_400_000_000,
+    toDownload: 20_400_000_000,
+    sizeText: '20.4 GB',
+    toDownloadText: '20.4 GB',
+    freeDisk: 120_000_000_000,
+    freeDiskText: '120 GB',
+    dir: '/Users/me/.cache/huggingface/hub/models--mlx-community--Qwen3.6-35B-A3B-4bit/snapshots/abc',
+    cached: false,
+    canRun: true,
+    findings: [
+      { check: 'processor', level: 'ok', message: 'This Mac has Apple silicon (Apple M3 Pro).' },
+      { check: 'memory', level: 'warning', message: 'This Mac has 24 GB of memory: enough for the model, but little room is left.' },
+      { check: 'disk', level: 'ok', message: 'The download needs 20.4 GB; the disk has 120 GB free.' },
+    ],
+    error: '',
+    errorKind: '',
+    download: {} as DownloadState,
+  };
+  download: DownloadState = {
+    state: 'idle', repo: '', done: 0, total: 0, fraction: 0, filesDone: 0, filesTotal: 0,
+    bytesPerSecond: 0, secondsLeft: -1, line: '', error: '', errorKind: '', dir: '',
+  };
+  models: ModelChoice[] = [
+    { name: 'Suzuran Tiny', dir: '/m', source: 'demo', size: 0, demo: true, current: true, valid: true, problem: '' },
+  ];
+
+  /** Changes the download and sends the event the service would. */
+  setDownload(d: DownloadState) {
+    this.download = d;
+    this.emit({ type: EventType.Download, download: { ...d } });
+  }
 
   /** Streams text into a reply as the service would, then ends it. */
   stream(reply: Message, chunks: { content?: string; reasoning?: string }[], status: string = MessageStatus.Complete) {

@@ -10,6 +10,17 @@ export const EventType = {
   Model: "model",
   API: "api",
   Settings: "settings",
+  Download: "download",
+} as const;
+
+/** DownloadState.state values. */
+export const DownloadStateName = {
+  Idle: "idle",
+  Downloading: "downloading",
+  Paused: "paused",
+  Verifying: "verifying",
+  Done: "done",
+  Error: "error",
 } as const;
 
 /** Message.status values. */
@@ -79,6 +90,25 @@ export interface ConversationView {
 }
 
 /**
+ * DownloadState is the download as the welcome view and the tray show it.
+ */
+export interface DownloadState {
+  state: string;
+  repo: string;
+  done: number;
+  total: number;
+  fraction: number;
+  filesDone: number;
+  filesTotal: number;
+  bytesPerSecond: number;
+  secondsLeft: number;
+  line: string;
+  error: string;
+  errorKind: string;
+  dir: string;
+}
+
+/**
  * Event is what the service tells the windows: over Wails events in the
  * desktop window, over server-sent events in a browser.
  */
@@ -96,6 +126,16 @@ export interface Event {
   model?: ModelState;
   api?: APIState;
   settings?: Settings;
+  download?: DownloadState;
+}
+
+/**
+ * MachineFinding is one result of the machine check, in plain words.
+ */
+export interface MachineFinding {
+  check: string;
+  level: string;
+  message: string;
 }
 
 /**
@@ -111,6 +151,20 @@ export interface Message {
   error?: string;
   stats?: Stats;
   createdAt: number;
+}
+
+/**
+ * ModelChoice is a model the settings' picker offers.
+ */
+export interface ModelChoice {
+  name: string;
+  dir: string;
+  source: string;
+  size: number;
+  demo: boolean;
+  current: boolean;
+  valid: boolean;
+  problem: string;
 }
 
 /**
@@ -190,6 +244,26 @@ export interface Stats {
 }
 
 /**
+ * WelcomeInfo is what the welcome view explains before a download.
+ */
+export interface WelcomeInfo {
+  repo: string;
+  size: number;
+  toDownload: number;
+  sizeText: string;
+  toDownloadText: string;
+  freeDisk: number;
+  freeDiskText: string;
+  dir: string;
+  cached: boolean;
+  canRun: boolean;
+  findings: MachineFinding[];
+  error: string;
+  errorKind: string;
+  download: DownloadState;
+}
+
+/**
  * UI is every call the chat window makes. Its exported methods are the
  * whole surface: Wails binds them for the desktop window, the HTTP
  * transport (http.go) serves them at /api/call/<Method> for a browser, and
@@ -197,6 +271,11 @@ export interface Stats {
  * (written by ./gen from these very methods).
  */
 export interface UI {
+  /**
+   * CanPickFolder reports whether PickFolder opens a dialog (the desktop
+   * window); a browser shows a field for the path instead.
+   */
+  CanPickFolder(): Promise<boolean>;
   /**
    * Continue goes on with a reply that was stopped or interrupted, from
    * where its text ends.
@@ -218,10 +297,30 @@ export interface UI {
    */
   Delete(id: number): Promise<void>;
   /**
+   * Download returns the download's state (idle before any).
+   */
+  Download(): Promise<DownloadState>;
+  /**
    * Edit replaces a question's text, drops everything after it, and answers
    * it again.
    */
   Edit(messageID: number, text: string, think: boolean): Promise<SendResult>;
+  /**
+   * Models lists the models to choose from: the demo model, and the models
+   * found in the Hugging Face cache and LM Studio's folders (those that
+   * cannot be used say why), and the current one if it is elsewhere.
+   */
+  Models(): Promise<ModelChoice[]>;
+  /**
+   * PauseDownload pauses the download; the part already downloaded stays,
+   * and StartDownload goes on from there.
+   */
+  PauseDownload(): Promise<DownloadState>;
+  /**
+   * PickFolder asks for a model folder with the system's dialog and returns
+   * it ("" when cancelled); use it with UseModel.
+   */
+  PickFolder(): Promise<string>;
   /**
    * Regenerate replaces a conversation's last reply with a new one.
    */
@@ -253,6 +352,13 @@ export interface UI {
    */
   Settings(): Promise<Settings>;
   /**
+   * StartDownload starts downloading repo ("" is the default model) in the
+   * background, or resumes a paused download where it stopped. Its progress
+   * arrives as EventDownload; when it completes the model is checked, saved
+   * as the configured model and loaded, and the demo stays in the picker.
+   */
+  StartDownload(repo: string): Promise<DownloadState>;
+  /**
    * State returns the app's version and the state of the model, the API and
    * the settings.
    */
@@ -266,7 +372,19 @@ export interface UI {
    * Undelete undoes Delete.
    */
   Undelete(id: number): Promise<void>;
+  /**
+   * UseModel checks the model in dir (a folder the user picked or typed, or
+   * one from Models; "" or the demo's folder is the demo model), saves it as
+   * the configured model and loads it. A folder the engine cannot load is
+   * refused with the file at fault and what to do; nothing changes then.
+   */
+  UseModel(dir: string): Promise<ModelChoice>;
+  /**
+   * Welcome says what downloading repo ("" is Qwen3.6-35B-A3B in 4 bits)
+   * would take and whether this computer can run it.
+   */
+  Welcome(repo: string): Promise<WelcomeInfo>;
 }
 
 /** The names of UI's methods, for transports that call them by name. */
-export const UIMethods = ["Continue", "Conversation", "Conversations", "Delete", "Edit", "Regenerate", "ReloadModel", "Rename", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "State", "Stop", "Undelete"] as const;
+export const UIMethods = ["CanPickFolder", "Continue", "Conversation", "Conversations", "Delete", "Download", "Edit", "Models", "PauseDownload", "PickFolder", "Regenerate", "ReloadModel", "Rename", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "Undelete", "UseModel", "Welcome"] as const;
