@@ -34,6 +34,27 @@ var migrations = []string{
 	`ALTER TABLE conversations ADD COLUMN deleted_at INTEGER;
 	ALTER TABLE messages ADD COLUMN error TEXT NOT NULL DEFAULT '';
 	CREATE INDEX conversations_by_activity ON conversations (updated_at);`,
+
+	// 3: documents attached to a question, kept with it so that a reopened
+	// conversation shows them and sends them again: the text the model
+	// reads, and what identifies the original file.
+	`CREATE TABLE attachments (
+		id              INTEGER PRIMARY KEY,
+		message_id      INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+		position        INTEGER NOT NULL,
+		name            TEXT    NOT NULL,
+		size            INTEGER NOT NULL,
+		sha256          TEXT    NOT NULL,
+		format          TEXT    NOT NULL DEFAULT '',
+		type            TEXT    NOT NULL DEFAULT '',
+		pages           INTEGER NOT NULL DEFAULT 0,
+		page_unit       TEXT    NOT NULL DEFAULT '',
+		tokens          INTEGER NOT NULL,
+		text            TEXT    NOT NULL,
+		kept            TEXT    NOT NULL DEFAULT '',
+		original_tokens INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE INDEX attachments_by_message ON attachments (message_id, position);`,
 }
 
 // migrate brings db's schema to version target, one transaction per step,

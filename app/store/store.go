@@ -67,6 +67,30 @@ type Message struct {
 	// Stats are set on a finished assistant reply.
 	Stats     *Stats `json:"stats,omitempty"`
 	CreatedAt int64  `json:"createdAt"`
+	// Attachments are the documents sent with a question, in order.
+	Attachments []Attachment `json:"attachments,omitempty"`
+}
+
+// Attachment is a document attached to a question: the text the model
+// reads and what identifies the original file.
+type Attachment struct {
+	Name     string `json:"name"`
+	Size     int64  `json:"size"`
+	SHA256   string `json:"sha256"`
+	Format   string `json:"format"`
+	Type     string `json:"type"`
+	Pages    int    `json:"pages"`
+	PageUnit string `json:"pageUnit"`
+	// Tokens counts Text in the model's tokens.
+	Tokens int `json:"tokens"`
+	// Text is what the model reads; it stays on the Go side (it may be
+	// megabytes), the window shows the other fields.
+	Text string `json:"-"`
+	// Kept is "beginning" or "end" when the document was cut to fit the
+	// context, "" when it is whole; OriginalTokens is then its length
+	// before the cut.
+	Kept           string `json:"kept,omitempty"`
+	OriginalTokens int    `json:"originalTokens,omitempty"`
 }
 
 // Stats are what the window shows under an answer.
@@ -315,7 +339,34 @@ func (s *Store) messages(ctx context.Context, conversation int64) ([]Message, er
 		}
 		msgs = append(msgs, m)
 	}
-	return msgs, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	byID := map[int64]*Message{}
+	for i := range msgs {
+		byID[msgs[i].ID] = &msgs[i]
+	}
+	atts, err := s.db.QueryContext(ctx, `SELECT a.message_id, a.name, a.size, a.sha256, a.format, a.type, a.pages,
+		a.page_unit, a.tokens, a.text, a.kept, a.original_tokens
+		FROM attachments a JOIN messages m ON m.id = a.message_id
+		WHERE m.conversation_id = ? ORDER BY a.message_id, a.position`, conversation)
+	if err != nil {
+		return nil, fmt.Errorf("reading the attachments of conversation %d: %w", conversation, err)
+	}
+	defer atts.Close()
+	for atts.Next() {
+		var id int64
+		var a Attachment
+		if err := atts.Scan(&id, &a.Name, &a.Size, &a.SHA256, &a.Format, &a.Type, &a.Pages,
+			&a.PageUnit, &a.Tokens, &a.Text, &a.Kept, &a.OriginalTokens); err != nil {
+			return nil, fmt.Errorf("reading the attachments of conversation %d: %w", conversation, err)
+		}
+		if m := byID[id]; m != nil {
+			m.Attachments = append(m.Attachments, a)
+		}
+	}
+	return msgs, atts.Err()
 }
 
 type scanner interface{ Scan(...any) error }
@@ -381,7 +432,8 @@ func (s *Store) exec1(ctx context.Context, what, query string, args ...any) erro
 	return nil
 }
 
-// AddMessage appends m to its conversation and returns it with its id.
+// AddMessage appends m, with its attachments, to its conversation and
+// returns it with its id.
 func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
 	m.CreatedAt = now()
 	if m.Status == "" {
@@ -402,6 +454,13 @@ func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
 		return m, fmt.Errorf("adding a message to conversation %d: %w", m.ConversationID, err)
 	}
 	m.ID, _ = res.LastInsertId()
+	for i, a := range m.Attachments {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO attachments (message_id, position, name, size, sha256, format, type,
+			pages, page_unit, tokens, text, kept, original_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			m.ID, i, a.Name, a.Size, a.SHA256, a.Format, a.Type, a.Pages, a.PageUnit, a.Tokens, a.Text, a.Kept, a.OriginalTokens); err != nil {
+			return m, fmt.Errorf("saving the attachment %s: %w", a.Name, err)
+		}
+	}
 	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = ? WHERE id = ?`, m.CreatedAt, m.ConversationID); err != nil {
 		return m, err
 	}

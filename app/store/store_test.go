@@ -200,6 +200,13 @@ var seeds = []func(db *sql.DB) error{
 			       (7, 'assistant', 'half', 'hmm', 'streaming', NULL, 2)`)
 		return err
 	},
+	2: func(db *sql.DB) error {
+		_, err := db.Exec(`INSERT INTO conversations (id, title, created_at, updated_at) VALUES (7, 'old', 1, 2);
+			INSERT INTO messages (conversation_id, role, content, reasoning, status, stats, created_at, error)
+			VALUES (7, 'user', 'hello from v1', '', 'complete', NULL, 1, ''),
+			       (7, 'assistant', 'half', 'hmm', 'streaming', NULL, 2, '')`)
+		return err
+	},
 }
 
 func TestMigrationsFromEveryVersion(t *testing.T) {
@@ -240,6 +247,17 @@ func TestMigrationsFromEveryVersion(t *testing.T) {
 			_, err = s.AddMessage(ctx, Message{ConversationID: c.ID, Role: "assistant", Status: StatusError, Error: "boom"})
 		}
 		if err == nil {
+			att := Attachment{Name: "a.csv", Size: 3, SHA256: "ab", Tokens: 2, Text: "x,y"}
+			_, err = s.AddMessage(ctx, Message{ConversationID: c.ID, Role: "user", Content: "q", Attachments: []Attachment{att}})
+			if err == nil {
+				var msgs []Message
+				_, msgs, err = s.Conversation(ctx, c.ID)
+				if err == nil && (len(msgs) != 2 || len(msgs[1].Attachments) != 1 || msgs[1].Attachments[0] != att) {
+					t.Errorf("from version %d: attachment read back as %+v", from, msgs)
+				}
+			}
+		}
+		if err == nil {
 			err = s.DeleteConversation(ctx, c.ID)
 		}
 		if err != nil {
@@ -273,5 +291,46 @@ func TestTitleFrom(t *testing.T) {
 		if got := TitleFrom(c.in); got != c.want {
 			t.Errorf("TitleFrom(%q) = %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+func TestAttachmentsRoundTripAndCascade(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c, err := s.CreateConversation(ctx, "docs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Attachment{
+		{Name: "report.pdf", Size: 12230, SHA256: "00ff", Format: "pdf", Type: "PDF document", Pages: 2, PageUnit: "pages",
+			Tokens: 900, Text: "page one\fpage two", Kept: "end", OriginalTokens: 4000},
+		{Name: "表.csv", Size: 9, SHA256: "11ee", Format: "csv", Type: "CSV table", Tokens: 5, Text: "| a | b |"},
+	}
+	q, err := s.AddMessage(ctx, Message{ConversationID: c.ID, Role: "user", Content: "compare", Attachments: want})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddMessage(ctx, Message{ConversationID: c.ID, Role: "assistant", Content: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	_, msgs, err := s.Conversation(ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 2 || len(msgs[0].Attachments) != 2 || msgs[0].Attachments[0] != want[0] || msgs[0].Attachments[1] != want[1] ||
+		len(msgs[1].Attachments) != 0 {
+		t.Fatalf("read back %+v", msgs)
+	}
+	// Removing the question (editing an earlier one) removes its documents.
+	if err := s.DeleteMessagesAfter(ctx, c.ID, q.ID-1); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := s.db.QueryRow("SELECT count(*) FROM attachments").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%d attachments left after their message was deleted (%v)", n, err)
 	}
 }
