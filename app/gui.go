@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -149,6 +150,7 @@ func (d *desktop) startup(ctx context.Context) {
 	d.ctx = ctx
 	d.mu.Unlock()
 	wailsruntime.OnFileDrop(ctx, d.filesDropped)
+	d.svc.SetFilePicker(d.chooseFiles)
 	d.tray.start()
 	events, _ := d.svc.Subscribe()
 	// The model may have loaded before the subscription: start from now.
@@ -318,8 +320,20 @@ func (d *desktop) quit() {
 	}
 }
 
+// filesDropped attaches the files dropped on the window to the question
+// being written; the window shows them from the service's events.
 func (d *desktop) filesDropped(x, y int, paths []string) {
 	d.log.Info().Strs("paths", paths).Int("x", x).Int("y", y).Msg("files dropped on the window")
+	d.svc.AttachFiles(paths)
+}
+
+// chooseFiles is the paperclip's open-files dialog.
+func (d *desktop) chooseFiles() ([]string, error) {
+	ctx := d.context()
+	if ctx == nil {
+		return nil, errors.New("the window is not open yet")
+	}
+	return wailsruntime.OpenMultipleFilesDialog(ctx, wailsruntime.OpenDialogOptions{Title: "Attach documents"})
 }
 
 // wailsLog sends Wails' own messages to the app's log.

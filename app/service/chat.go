@@ -103,16 +103,7 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 	if isDemo(e.Dir()) {
 		think = false
 	}
-	var msgs []chat.Message
-	if strings.TrimSpace(settings.SystemPrompt) != "" {
-		msgs = append(msgs, chat.Message{Role: "system", Content: settings.SystemPrompt})
-	}
-	for _, m := range history {
-		if m.ID >= reply.ID {
-			break
-		}
-		msgs = append(msgs, chat.Message{Role: m.Role, Content: m.Content})
-	}
+	msgs := s.promptMessages(history, reply.ID)
 	render := chat.RenderRequest{Messages: msgs, AddGenerationPrompt: true, EnableThinking: &think}
 	samp := settings.SamplingFor(think)
 	sampling := model.Sampling{

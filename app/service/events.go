@@ -29,6 +29,9 @@ const (
 	EventSettings = "settings"
 	// EventDownload carries the model download's new state.
 	EventDownload = "download"
+	// EventAttachment carries an attachment's progress and its end (ready
+	// with its token count, or failed with the reason).
+	EventAttachment = "attachment"
 )
 
 // Event is what the service tells the windows: over Wails events in the
@@ -43,15 +46,16 @@ type Event struct {
 	// reply's text, in UTF-16 code units (JavaScript's string indexes): a
 	// window that loaded the reply part-way through skips what it has and
 	// notices a gap.
-	ContentAt    int            `json:"contentAt,omitempty"`
-	ReasoningAt  int            `json:"reasoningAt,omitempty"`
-	PromptTokens int            `json:"promptTokens,omitempty"`
-	PromptDone   int            `json:"promptDone,omitempty"`
-	Message      *store.Message `json:"message,omitempty"`
-	Model        *ModelState    `json:"model,omitempty"`
-	API          *APIState      `json:"api,omitempty"`
-	Settings     *Settings      `json:"settings,omitempty"`
-	Download     *DownloadState `json:"download,omitempty"`
+	ContentAt    int             `json:"contentAt,omitempty"`
+	ReasoningAt  int             `json:"reasoningAt,omitempty"`
+	PromptTokens int             `json:"promptTokens,omitempty"`
+	PromptDone   int             `json:"promptDone,omitempty"`
+	Message      *store.Message  `json:"message,omitempty"`
+	Model        *ModelState     `json:"model,omitempty"`
+	API          *APIState       `json:"api,omitempty"`
+	Settings     *Settings       `json:"settings,omitempty"`
+	Download     *DownloadState  `json:"download,omitempty"`
+	Attachment   *AttachmentView `json:"attachment,omitempty"`
 }
 
 // subscriberBuffer is how many events a subscriber may fall behind before

@@ -80,6 +80,7 @@ type Service struct {
 	events   bus
 	api      APISwitch
 	hub      *downloader // the first run's download (welcome.go)
+	attach   attachments
 
 	mu       sync.Mutex
 	current  Settings
@@ -178,6 +179,7 @@ func (s *Service) Close() error {
 			job.Cancel() // a pause: the next start resumes
 		}
 	}
+	s.attach.cancelAll()
 	s.wg.Wait()
 	if s.api != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

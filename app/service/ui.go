@@ -36,6 +36,12 @@ type SendRequest struct {
 	ConversationID int64  `json:"conversationId"`
 	Text           string `json:"text"`
 	Think          bool   `json:"think"`
+	// Attachments are the ids of attached documents (AttachmentView.ID),
+	// all read; Keep ("beginning" or "end") cuts them when they do not
+	// fit the context. Without Keep, documents that do not fit are refused
+	// with the numbers: never cut without the user's choice.
+	Attachments []string `json:"attachments,omitempty"`
+	Keep        string   `json:"keep,omitempty"`
 }
 
 // SendResult is what Send and Edit add: the question and the reply that
@@ -102,8 +108,13 @@ func (u *UI) Send(req SendRequest) (SendResult, error) {
 	if text == "" {
 		return SendResult{}, errors.New("the message is empty: type a question first")
 	}
+	// Documents are checked against the context first: a refusal adds
+	// nothing to the conversation.
+	atts, err := u.s.prepareAttachments(ctx, req.ConversationID, text, req.Think, req.Attachments, req.Keep)
+	if err != nil {
+		return SendResult{}, err
+	}
 	var c store.Conversation
-	var err error
 	if req.ConversationID == 0 {
 		c, err = u.s.store.CreateConversation(ctx, store.TitleFrom(text))
 	} else {
@@ -115,10 +126,11 @@ func (u *UI) Send(req SendRequest) (SendResult, error) {
 	if err != nil {
 		return SendResult{}, err
 	}
-	q, err := u.s.store.AddMessage(ctx, store.Message{ConversationID: c.ID, Role: "user", Content: text})
+	q, err := u.s.store.AddMessage(ctx, store.Message{ConversationID: c.ID, Role: "user", Content: text, Attachments: atts})
 	if err != nil {
 		return SendResult{}, err
 	}
+	u.s.dropAttachments(req.Attachments)
 	reply, err := u.s.newReply(c.ID, req.Think)
 	if err != nil {
 		return SendResult{}, err

@@ -42,7 +42,7 @@ var constantGroups = []struct {
 	{"EventType", "Event.type values.", []namedValue{
 		{"Reply", service.EventReply}, {"Prefill", service.EventPrefill}, {"Message", service.EventMessage},
 		{"Conversations", service.EventConversations}, {"Model", service.EventModel},
-		{"API", service.EventAPI}, {"Settings", service.EventSettings}, {"Download", service.EventDownload},
+		{"API", service.EventAPI}, {"Settings", service.EventSettings}, {"Download", service.EventDownload}, {"Attachment", service.EventAttachment},
 	}},
 	{"DownloadStateName", "DownloadState.state values.", []namedValue{
 		{"Idle", service.DownloadIdle}, {"Downloading", service.DownloadRunning}, {"Paused", service.DownloadPaused},

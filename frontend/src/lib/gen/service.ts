@@ -11,6 +11,7 @@ export const EventType = {
   API: "api",
   Settings: "settings",
   Download: "download",
+  Attachment: "attachment",
 } as const;
 
 /** DownloadState.state values. */
@@ -71,6 +72,40 @@ export interface AppState {
 }
 
 /**
+ * Attachment is a document attached to a question: the text the model
+ * reads and what identifies the original file.
+ */
+export interface Attachment {
+  name: string;
+  size: number;
+  sha256: string;
+  format: string;
+  type: string;
+  pages: number;
+  pageUnit: string;
+  tokens: number;
+  kept?: string;
+  originalTokens?: number;
+}
+
+/**
+ * AttachmentView is a document attached in the composer, before it is
+ * sent: the window shows it as a chip. Reading runs in the background;
+ * its progress and its end arrive as EventAttachment.
+ */
+export interface AttachmentView {
+  id: string;
+  name: string;
+  state: string;
+  stage?: string;
+  done?: number;
+  total?: number;
+  unit?: string;
+  error?: string;
+  attachment?: Attachment;
+}
+
+/**
  * Conversation is one chat in the sidebar.
  */
 export interface Conversation {
@@ -127,6 +162,24 @@ export interface Event {
   api?: APIState;
   settings?: Settings;
   download?: DownloadState;
+  attachment?: AttachmentView;
+}
+
+/**
+ * FitView is the budget check of a question's documents, shown before
+ * sending when they do not fit, with the choices to keep the beginning of
+ * each, keep the end, or cancel.
+ */
+export interface FitView {
+  fits: boolean;
+  message: string;
+  contextTokens: number;
+  conversationTokens: number;
+  answerTokens: number;
+  documentTokens: number;
+  availableTokens: number;
+  overTokens: number;
+  noRoom: boolean;
 }
 
 /**
@@ -151,6 +204,7 @@ export interface Message {
   error?: string;
   stats?: Stats;
   createdAt: number;
+  attachments?: Attachment[];
 }
 
 /**
@@ -198,6 +252,8 @@ export interface SendRequest {
   conversationId: number;
   text: string;
   think: boolean;
+  attachments?: string[];
+  keep?: string;
 }
 
 /**
@@ -272,10 +328,31 @@ export interface WelcomeInfo {
  */
 export interface UI {
   /**
+   * AttachData reads a file the window sends (a browser upload, a pasted
+   * file or a long pasted text), its content base64-encoded.
+   */
+  AttachData(name: string, dataBase64: string): Promise<AttachmentView>;
+  /**
+   * AttachFiles reads files by path: those dropped on the desktop window.
+   * Each comes back at once as a chip being read; EventAttachment follows.
+   */
+  AttachFiles(paths: string[]): Promise<AttachmentView[]>;
+  /**
    * CanPickFolder reports whether PickFolder opens a dialog (the desktop
    * window); a browser shows a field for the path instead.
    */
   CanPickFolder(): Promise<boolean>;
+  /**
+   * CheckFit says whether a question's attachments fit in the context beside
+   * the conversation, with the numbers; the window asks it before Send and,
+   * when they do not fit, offers keep the beginning, keep the end, or cancel.
+   */
+  CheckFit(req: SendRequest): Promise<FitView>;
+  /**
+   * ChooseFiles shows the desktop's open-files dialog and reads the chosen
+   * files; none chosen is an empty list.
+   */
+  ChooseFiles(): Promise<AttachmentView[]>;
   /**
    * Continue goes on with a reply that was stopped or interrupted, from
    * where its text ends.
@@ -329,6 +406,11 @@ export interface UI {
    * ReloadModel loads the model again (after an error, for instance).
    */
   ReloadModel(): Promise<void>;
+  /**
+   * RemoveAttachment takes an attachment off the composer, cancelling its
+   * reading if it is still being read.
+   */
+  RemoveAttachment(id: string): Promise<void>;
   /**
    * Rename sets a conversation's title.
    */
@@ -387,4 +469,4 @@ export interface UI {
 }
 
 /** The names of UI's methods, for transports that call them by name. */
-export const UIMethods = ["CanPickFolder", "Continue", "Conversation", "Conversations", "Delete", "Download", "Edit", "Models", "PauseDownload", "PickFolder", "Regenerate", "ReloadModel", "Rename", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "Undelete", "UseModel", "Welcome"] as const;
+export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "Delete", "Download", "Edit", "Models", "PauseDownload", "PickFolder", "Regenerate", "ReloadModel", "RemoveAttachment", "Rename", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "Undelete", "UseModel", "Welcome"] as const;
