@@ -58,6 +58,11 @@ var constantGroups = []struct {
 	{"SamplingPreset", "Settings.sampling_preset values.", []namedValue{
 		{"Auto", service.PresetAuto}, {"Thinking", service.PresetThinking}, {"NonThinking", service.PresetNonThinking},
 		{"Coding", service.PresetCoding}, {"Custom", service.PresetCustom},
+	}}, {"AttachmentState", "AttachmentView.state values.", []namedValue{
+		{"Reading", service.AttachmentReading}, {"Ready", service.AttachmentReady}, {"Failed", service.AttachmentFailed},
+	}},
+	{"Keep", "SendRequest.keep values: which part of documents too long for the context is kept.", []namedValue{
+		{"Beginning", service.KeepBeginning}, {"End", service.KeepEnd},
 	}},
 }
 

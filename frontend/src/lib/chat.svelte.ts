@@ -4,6 +4,7 @@
 // batches of about 30 ms.
 
 import type { Backend, BackendEvent } from './backend';
+import { Attachments } from './attachments.svelte';
 import {
   EventType,
   MessageStatus,
@@ -13,6 +14,7 @@ import {
   type Event,
   type Message,
   type ModelState,
+  type SendRequest,
   type Settings,
 } from './gen/service';
 
@@ -38,6 +40,8 @@ export class ChatState {
   error = $state('');
   /** The conversation just deleted, while Undo is offered. */
   deleted: Conversation | null = $state(null);
+  /** The documents attached to the question being written. */
+  readonly attachments = new Attachments(() => this.ui);
 
   readonly streaming = $derived(this.messages.some((m) => m.status === MessageStatus.Streaming));
 
@@ -103,11 +107,27 @@ export class ChatState {
     this.view = 'chat';
   }
 
-  async send(text: string): Promise<boolean> {
-    const result = await this.guard(() =>
-      this.ui.Send({ conversationId: this.current?.id ?? 0, text, think: this.think }),
-    );
+  /**
+   * Sends a question with the attached documents. Documents that do not fit
+   * the context are not sent: attachments.pendingFit asks the user, whose
+   * choice comes back here as keep ('beginning' or 'end').
+   */
+  async send(text: string, keep = ''): Promise<boolean> {
+    const ids = this.attachments.ids();
+    const req: SendRequest = { conversationId: this.current?.id ?? 0, text, think: this.think };
+    if (ids.length > 0) Object.assign(req, { attachments: ids, keep });
+    this.attachments.pendingFit = null;
+    if (ids.length > 0 && !keep) {
+      const fit = await this.guard(() => this.ui.CheckFit(req));
+      if (!fit) return false;
+      if (!fit.fits) {
+        this.attachments.pendingFit = { fit, text };
+        return false;
+      }
+    }
+    const result = await this.guard(() => this.ui.Send(req));
     if (!result) return false;
+    this.attachments.clear();
     if (this.current?.id !== result.conversation.id) {
       this.current = result.conversation;
       this.messages = [];
@@ -230,6 +250,7 @@ export class ChatState {
       return;
     }
     const event = received as Event;
+    if (this.attachments.handle(event)) return;
     switch (event.type) {
       case EventType.Model:
         this.model = event.model ?? this.model;

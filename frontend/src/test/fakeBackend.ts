@@ -7,12 +7,16 @@
 import { vi } from 'vitest';
 import type { Backend, BackendEvent } from '../lib/backend';
 import {
+  AttachmentState,
   EventType,
   MessageStatus,
   type AppState,
   type DownloadState,
   type ModelChoice,
   type WelcomeInfo,
+  type Attachment,
+  type AttachmentView,
+  type FitView,
   type Conversation,
   type Message,
   type Settings,
@@ -43,6 +47,20 @@ export class FakeBackend implements Backend {
   deleted = new Set<number>();
   settings = defaultSettings();
   nextID = 1;
+  /** Attachments as the service holds them before a send, by id. */
+  pending = new Map<string, AttachmentView>();
+  /** What CheckFit answers. */
+  fit: FitView = {
+    fits: true,
+    message: 'fits',
+    contextTokens: 4096,
+    conversationTokens: 30,
+    answerTokens: 1024,
+    documentTokens: 50,
+    availableTokens: 3042,
+    overTokens: 0,
+    noRoom: false,
+  };
   state: AppState = {
     version: '1.2.3',
     model: { state: 'ready', name: 'Suzuran Tiny', dir: '/m', demo: true, progress: 1, error: '', backend: 'cpu' },
@@ -101,10 +119,19 @@ export class FakeBackend implements Backend {
       this.deleted.delete(id);
     }),
     Send: vi.fn(async (req) => {
+      const attachments: Attachment[] = [];
+      for (const id of req.attachments ?? []) {
+        const view = this.pending.get(id);
+        if (!view?.attachment) throw new Error(`attachment ${id} is not ready`);
+        attachments.push(req.keep ? { ...view.attachment, kept: req.keep, originalTokens: view.attachment.tokens } : view.attachment);
+        this.pending.delete(id);
+      }
+      if (!this.fit.fits && !req.keep && attachments.length) throw new Error(this.fit.message);
       const c = req.conversationId
         ? this.conversations.find((x) => x.id === req.conversationId)!
         : this.addConversation(req.text.slice(0, 48));
       const question = this.addMessage(c.id, 'user', req.text.trim());
+      if (attachments.length) question.attachments = attachments;
       const reply = this.addMessage(c.id, 'assistant', '', MessageStatus.Streaming);
       return { conversation: c, question, reply: { ...reply } };
     }),
@@ -165,6 +192,15 @@ export class FakeBackend implements Backend {
     }),
     CanPickFolder: vi.fn(async () => false),
     PickFolder: vi.fn(async () => ''),
+    AttachFiles: vi.fn(async (paths: string[]) => paths.map((p) => this.newAttachment(p.split('/').pop()!))),
+    AttachData: vi.fn(async (name: string) => this.newAttachment(name)),
+    ChooseFiles: vi.fn(async () => {
+      throw new Error('this window has no file dialog: use the browser\'s file upload');
+    }),
+    RemoveAttachment: vi.fn(async (id: string) => {
+      this.pending.delete(id);
+    }),
+    CheckFit: vi.fn(async () => this.fit),
   };
 
   /** What Welcome answers; the download starts idle. */
@@ -200,6 +236,28 @@ export class FakeBackend implements Backend {
   setDownload(d: DownloadState) {
     this.download = d;
     this.emit({ type: EventType.Download, download: { ...d } });
+  }
+
+
+  private newAttachment(name: string): AttachmentView {
+    const view: AttachmentView = { id: `a${this.nextID++}`, name, state: AttachmentState.Reading, stage: 'reading' };
+    this.pending.set(view.id, view);
+    return { ...view };
+  }
+
+  /** Ends the reading of an attachment as the service would: read, or failed. */
+  finishAttachment(id: string, result: Attachment | string) {
+    const view = { ...this.pending.get(id)! };
+    if (typeof result === 'string') {
+      view.state = AttachmentState.Failed;
+      view.error = result;
+    } else {
+      view.state = AttachmentState.Ready;
+      view.attachment = result;
+    }
+    view.stage = undefined;
+    this.pending.set(id, view);
+    this.emit({ type: EventType.Attachment, attachment: view });
   }
 
   /** Streams text into a reply as the service would, then ends it. */

@@ -50,6 +50,19 @@ export const SamplingPreset = {
   Custom: "custom",
 } as const;
 
+/** AttachmentView.state values. */
+export const AttachmentState = {
+  Reading: "reading",
+  Ready: "ready",
+  Failed: "failed",
+} as const;
+
+/** SendRequest.keep values: which part of documents too long for the context is kept. */
+export const Keep = {
+  Beginning: "beginning",
+  End: "end",
+} as const;
+
 /**
  * APIState is the local API's state as the window and the tray show it.
  */

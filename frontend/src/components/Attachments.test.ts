@@ -1,0 +1,178 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { cleanup, fireEvent, render, screen, waitFor } from '@testing-library/svelte';
+import App from '../App.svelte';
+import { FakeBackend } from '../test/fakeBackend';
+import { pasteAttachChars, pastedName } from '../lib/attachments.svelte';
+import type { Attachment } from '../lib/gen/service';
+
+let backend: FakeBackend;
+
+beforeEach(() => {
+  backend = new FakeBackend();
+});
+afterEach(() => cleanup());
+
+async function renderApp() {
+  render(App, { backend });
+  await screen.findByTestId('version');
+}
+
+function messageBox() {
+  return screen.getByRole('textbox', { name: 'Message' }) as HTMLTextAreaElement;
+}
+
+function sendButton() {
+  return screen.getByRole('button', { name: 'Send' }) as HTMLButtonElement;
+}
+
+const stock: Attachment = {
+  name: 'stock.csv',
+  size: 12345,
+  sha256: 'ab',
+  format: 'csv',
+  type: 'CSV table',
+  pages: 0,
+  pageUnit: '',
+  tokens: 1234,
+};
+
+const report: Attachment = { ...stock, name: 'report.pdf', type: 'PDF document', pages: 3, pageUnit: 'pages', size: 2_500_000 };
+
+/** Uploads files through the paperclip's file input; returns their ids. */
+async function upload(...names: string[]): Promise<string[]> {
+  const input = screen.getByTestId('file-input') as HTMLInputElement;
+  const files = names.map((n) => new File(['iris,42\n'], n, { type: 'text/csv' }));
+  const before = backend.pending.size;
+  await fireEvent.change(input, { target: { files } });
+  await waitFor(() => expect(backend.pending.size).toBe(before + names.length));
+  return [...backend.pending.keys()].slice(before);
+}
+
+describe('attachments', () => {
+  it('shows a chip per uploaded file: reading, then name, size, pages and tokens; removable', async () => {
+    await renderApp();
+    const [csv, pdf] = await upload('stock.csv', 'report.pdf');
+    expect(backend.ui.AttachData).toHaveBeenCalledWith('stock.csv', btoa('iris,42\n'));
+    const chips = await screen.findAllByTestId('attachment-chip');
+    expect(chips.map((c) => c.dataset.state)).toEqual(['reading', 'reading']);
+
+    await fireEvent.input(messageBox(), { target: { value: 'How many irises?' } });
+    expect(sendButton().disabled).toBe(true); // not while documents are read
+
+    backend.finishAttachment(csv, stock);
+    backend.finishAttachment(pdf, report);
+    await waitFor(() => expect(screen.getAllByTestId('attachment-details').map((d) => d.textContent)).toEqual([
+      '12.3 KB · 1,234 tokens',
+      '2.5 MB · 3 pages · 1,234 tokens',
+    ]));
+    expect(sendButton().disabled).toBe(false);
+
+    await fireEvent.click(screen.getByRole('button', { name: 'Remove report.pdf' }));
+    expect(backend.ui.RemoveAttachment).toHaveBeenCalledWith(pdf);
+    expect(screen.getAllByTestId('attachment-chip')).toHaveLength(1);
+
+    await fireEvent.click(sendButton());
+    await waitFor(() => expect(backend.ui.Send).toHaveBeenCalled());
+    expect(backend.ui.Send).toHaveBeenCalledWith(expect.objectContaining({ text: 'How many irises?', attachments: [csv], keep: '' }));
+    // The chip moves from the composer to the question.
+    await waitFor(() => expect(screen.getAllByTestId('message')[0].textContent).toContain('stock.csv'));
+    expect(screen.queryByRole('list', { name: 'Attachments' })).toBeNull();
+  });
+
+  it('says why a file cannot be read, and will not send it', async () => {
+    await renderApp();
+    const [id] = await upload('photo.png');
+    const message = "photo.png: is a PNG image (image/png); images can't be attached yet";
+    backend.finishAttachment(id, message);
+    expect((await screen.findByTestId('attachment-error')).textContent).toBe(message);
+    await fireEvent.input(messageBox(), { target: { value: 'What is in it?' } });
+    expect(sendButton().disabled).toBe(true);
+    await fireEvent.click(screen.getByRole('button', { name: 'Remove photo.png' }));
+    expect(sendButton().disabled).toBe(false);
+  });
+
+  it.each([
+    ['Keep the beginning', 'beginning'],
+    ['Keep the end', 'end'],
+  ])('asks before sending documents too long for the context: %s', async (button, keep) => {
+    backend.fit = {
+      fits: false,
+      message: 'The documents need 9,000 tokens, but only 2,000 of the 4,096-token context are left: 7,000 tokens too many.',
+      contextTokens: 4096,
+      conversationTokens: 72,
+      answerTokens: 1024,
+      documentTokens: 9000,
+      availableTokens: 3000,
+      overTokens: 6000,
+      noRoom: false,
+    };
+    await renderApp();
+    const [id] = await upload('big.txt');
+    backend.finishAttachment(id, { ...stock, name: 'big.txt', tokens: 9000 });
+    await screen.findByTestId('attachment-details');
+    await fireEvent.input(messageBox(), { target: { value: 'Summarise' } });
+    await fireEvent.click(sendButton());
+
+    const dialog = await screen.findByTestId('fit-dialog');
+    expect(dialog.textContent).toContain(backend.fit.message);
+    expect(screen.getByTestId('fit-documents').textContent).toBe('9,000 tokens');
+    expect(screen.getByTestId('fit-available').textContent).toBe('3,000 tokens');
+    expect(backend.ui.Send).not.toHaveBeenCalled();
+    await waitFor(() => expect(messageBox().value).toBe('Summarise'));
+
+    await fireEvent.click(screen.getByRole('button', { name: button }));
+    await waitFor(() => expect(backend.ui.Send).toHaveBeenCalledWith(expect.objectContaining({ attachments: [id], keep })));
+    await waitFor(() => expect(screen.queryByTestId('fit-dialog')).toBeNull());
+    expect(messageBox().value).toBe('');
+    await waitFor(() => expect(screen.getAllByTestId('message')[0].textContent).toContain(`cut to the ${keep}`));
+  });
+
+  it('cancel leaves the question and the documents as they were', async () => {
+    backend.fit = { ...backend.fit, fits: false, message: 'too many', overTokens: 5 };
+    await renderApp();
+    const [id] = await upload('big.txt');
+    backend.finishAttachment(id, stock);
+    await screen.findByTestId('attachment-details');
+    await fireEvent.input(messageBox(), { target: { value: 'Summarise' } });
+    await fireEvent.click(sendButton());
+    await screen.findByTestId('fit-dialog');
+    await fireEvent.click(screen.getByRole('button', { name: 'Cancel' }));
+    expect(screen.queryByTestId('fit-dialog')).toBeNull();
+    expect(backend.ui.Send).not.toHaveBeenCalled();
+    await waitFor(() => expect(messageBox().value).toBe('Summarise'));
+    expect(screen.getAllByTestId('attachment-chip')).toHaveLength(1);
+  });
+
+  it('offers only Cancel when the conversation leaves no room', async () => {
+    backend.fit = { ...backend.fit, fits: false, noRoom: true, availableTokens: -10, message: 'Start a new conversation' };
+    await renderApp();
+    const [id] = await upload('big.txt');
+    backend.finishAttachment(id, stock);
+    await screen.findByTestId('attachment-details');
+    await fireEvent.input(messageBox(), { target: { value: 'Summarise' } });
+    await fireEvent.click(sendButton());
+    await screen.findByTestId('fit-dialog');
+    expect(screen.queryByRole('button', { name: 'Keep the end' })).toBeNull();
+    expect(screen.getByTestId('fit-available').textContent).toBe('0 tokens');
+  });
+
+  it('turns a long paste into an attachment and keeps a short one as text', async () => {
+    await renderApp();
+    const long = 'x'.repeat(pasteAttachChars + 1);
+    await fireEvent.paste(messageBox(), { clipboardData: { files: [], getData: () => long } });
+    await waitFor(() => expect(backend.ui.AttachData).toHaveBeenCalledWith(pastedName, btoa(long)));
+    await fireEvent.paste(messageBox(), { clipboardData: { files: [], getData: () => 'short' } });
+    expect(backend.ui.AttachData).toHaveBeenCalledTimes(1);
+  });
+
+  it('shows the documents of a reopened conversation', async () => {
+    const c = backend.addConversation('Stock', ['How many irises?']);
+    backend.messages[0].attachments = [stock];
+    await renderApp();
+    await fireEvent.click(await screen.findByText('Stock'));
+    await waitFor(() => expect(screen.getAllByTestId('attachment-details').map((d) => d.textContent)).toEqual([
+      '12.3 KB · 1,234 tokens',
+    ]));
+    expect(c.id).toBeGreaterThan(0);
+  });
+});
