@@ -10,7 +10,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -242,6 +242,87 @@ test('thinking on the tiny fixture model: the switch, live thoughts, then collap
     () => document.querySelectorAll('[data-testid=message]')[1]?.getAttribute('data-status') !== 'streaming',
   );
   assert.equal(await plain.getByTestId('thinking').count(), 0);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+  assert.equal(await stopServer(server), 0);
+});
+
+/** A 1×1 PNG: a file type the model cannot read. */
+const pngPixel = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==',
+  'base64',
+);
+
+/** Attaches a file through the paperclip's file input and returns its chip once read. */
+async function attach(page, name, mimeType, content) {
+  await page.getByTestId('file-input').setInputFiles({ name, mimeType, buffer: Buffer.from(content) });
+  const chips = page.getByRole('list', { name: 'Attachments' });
+  await chips.locator(`[data-testid=attachment-chip][aria-label="${name}"]:not([data-state=reading])`).waitFor({ timeout: 30_000 });
+  return chips.getByRole('group', { name });
+}
+
+test('documents: attach a CSV and ask, an image refused, a document too long for the context, reopened after a restart', async () => {
+  // A small context (512 tokens) so that a short log does not fit.
+  const settingsPath = join(dir, 'attach-settings.json');
+  writeFileSync(settingsPath, JSON.stringify({ context_tokens: 512 }));
+  const own = ['--db', join(dir, 'attach.db'), '--settings', settingsPath];
+  let server = await startServer(own);
+  let page = await newPage(server.url);
+
+  const csv = await attach(page, 'stock.csv', 'text/csv', 'flower,stock\niris,42\ntulip,7\n');
+  assert.match(await csv.getByTestId('attachment-details').innerText(), /^29 bytes · \d+ tokens$/);
+  const tokens = (await csv.getByTestId('attachment-details').innerText()).match(/(\d+) tokens/)[1];
+  await shot(page, '07-attached');
+  const reply = await ask(page, 'How many irises are in stock?');
+  assert.equal(await reply.getAttribute('data-status'), 'complete');
+  const question = page.getByTestId('message').first();
+  assert.match(await question.getByTestId('attachment-details').innerText(), new RegExp(`· ${tokens} tokens$`));
+  assert.equal(await page.getByRole('list', { name: 'Attachments' }).count(), 0);
+
+  // An image: refused with its type named, never dropped silently.
+  const image = await attach(page, 'photo.png', 'image/png', pngPixel);
+  assert.match(await image.getByTestId('attachment-error').innerText(), /^photo\.png: is a PNG image.*images can't be attached yet/);
+  assert.equal(await page.getByRole('button', { name: 'Send', exact: true }).isDisabled(), true);
+  await shot(page, '08-image-refused');
+  await image.getByRole('button', { name: 'Remove photo.png' }).click();
+
+  // A log longer than the context: asked before sending, each choice works.
+  const log = Array.from({ length: 300 }, (_, i) => `line ${i + 1} of the log`).join('\n') + '\n';
+  for (const [choice, kept] of [
+    ['Cancel', null],
+    ['Keep the beginning', 'beginning'],
+    ['Keep the end', 'end'],
+  ]) {
+    await page.getByRole('button', { name: 'New chat' }).click();
+    if ((await page.getByRole('list', { name: 'Attachments' }).count()) === 0) await attach(page, 'big.log', 'text/plain', log);
+    await page.getByRole('textbox', { name: 'Message' }).fill('What happened?');
+    await page.keyboard.press('Enter');
+    const dialog = page.getByTestId('fit-dialog');
+    await dialog.waitFor();
+    assert.match(await dialog.innerText(), /tokens too many/);
+    if (kept === null) await shot(page, '09-too-long');
+    await dialog.getByRole('button', { name: choice }).click();
+    await dialog.waitFor({ state: 'detached' });
+    if (kept === null) {
+      assert.equal(await page.getByRole('textbox', { name: 'Message' }).inputValue(), 'What happened?');
+      assert.equal(await page.getByTestId('message').count(), 0);
+      continue;
+    }
+    await page.getByTestId('message').nth(1).locator('[data-testid=stats]').waitFor({ timeout: 30_000 });
+    assert.match(await page.getByTestId('message').first().getByTestId('attachment-details').innerText(), new RegExp(`cut to the ${kept}`));
+  }
+  assert.deepEqual(page.errors, []);
+  await page.close();
+
+  // After a restart the first conversation still shows its document.
+  assert.equal(await stopServer(server), 0);
+  server = await startServer(own);
+  page = await newPage(server.url);
+  await page.getByRole('navigation', { name: 'Conversations' }).getByRole('button', { name: /^How many irises/ }).click();
+  const reopened = page.getByTestId('message').first();
+  await reopened.getByRole('group', { name: 'stock.csv' }).waitFor();
+  assert.match(await reopened.getByTestId('attachment-details').innerText(), new RegExp(`^29 bytes · ${tokens} tokens$`));
+  await shot(page, '10-reopened');
   assert.deepEqual(page.errors, []);
   await page.close();
   assert.equal(await stopServer(server), 0);

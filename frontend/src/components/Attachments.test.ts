@@ -1,9 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { cleanup, fireEvent, render, screen, waitFor } from '@testing-library/svelte';
 import App from '../App.svelte';
 import { FakeBackend } from '../test/fakeBackend';
 import { pasteAttachChars, pastedName } from '../lib/attachments.svelte';
-import type { Attachment } from '../lib/gen/service';
+import { AttachmentState, type Attachment } from '../lib/gen/service';
 
 let backend: FakeBackend;
 
@@ -174,5 +174,21 @@ describe('attachments', () => {
       '12.3 KB · 1,234 tokens',
     ]));
     expect(c.id).toBeGreaterThan(0);
+  });
+});
+
+describe('attachment events', () => {
+  it('keeps a chip read before the call that attached it returned', async () => {
+    await renderApp();
+    backend.ui.AttachData = vi.fn(async (name: string) => {
+      const view = { id: 'early', name, state: AttachmentState.Reading };
+      backend.pending.set(view.id, view);
+      backend.finishAttachment(view.id, stock); // the event overtakes the answer
+      return view;
+    });
+    await upload('stock.csv');
+    await waitFor(() => expect(screen.getByTestId('attachment-chip').dataset.state).toBe('ready'));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(screen.getByTestId('attachment-chip').dataset.state).toBe('ready');
   });
 });

@@ -23,11 +23,15 @@ export class Attachments {
 
   constructor(private ui: () => UI) {}
 
-  /** Adds or updates a chip. */
+  /**
+   * Adds or updates a chip. A small file can be read before the call that
+   * attached it returns: its events then come first, and the call's answer
+   * (still "reading") must not take the chip back from its end state.
+   */
   private put(view: AttachmentView): void {
     const i = this.items.findIndex((a) => a.id === view.id);
-    if (i >= 0) this.items[i] = view;
-    else this.items.push(view);
+    if (i < 0) this.items.push(view);
+    else if (this.items[i].state === AttachmentState.Reading) this.items[i] = view;
   }
 
   /** Applies an attachment event; returns whether it was one. */
