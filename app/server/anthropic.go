@@ -325,24 +325,8 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	e, name, err := s.current(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := checkAnthropicModel(req.Model, name); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	p, err := s.prepare(e, turn)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.debugRequest(r, "messages", p, req.Stream)
-	g, err := s.submit(r.Context(), e, p)
-	if err != nil {
-		s.writeError(w, r, err)
+	g, name, ok := s.startTurn(w, r, turn, turnStart{api: "messages", model: req.Model, stream: req.Stream, checkModel: checkAnthropicModel})
+	if !ok {
 		return
 	}
 	id := newID("msg_")
@@ -350,17 +334,8 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		s.streamMessage(w, r, g, id, name)
 		return
 	}
-	var events []chat.Event
-	res := g.run(func(ev []chat.Event, _ time.Time) error {
-		events = append(events, ev...)
-		return nil
-	})
-	if res.err != nil {
-		s.writeError(w, r, res.err)
-		return
-	}
-	if res.stats.FinishReason == engine.FinishCancelled {
-		s.writeError(w, r, cancelledError())
+	events, res, ok := s.runToEnd(w, r, g)
+	if !ok {
 		return
 	}
 	out := chat.Collect(events)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -353,4 +354,63 @@ func newID(prefix string) string {
 	var b [12]byte
 	rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
+}
+
+// turnStart says how one chat API starts a turn.
+type turnStart struct {
+	api        string // the API's name in the debug log
+	model      string // the model the request names
+	stream     bool
+	checkModel func(requested, served string) error
+	// submitErr, when set, rewrites an error of the submission (the
+	// Responses API names its own field for a prompt too long).
+	submitErr func(error) error
+}
+
+// startTurn does what every chat API does between its decoded turn and its
+// answer: it takes the engine, checks the model the request names, renders
+// the prompt and submits it. When one of them fails it writes the error in
+// the caller's shape and returns false.
+func (s *Server) startTurn(w http.ResponseWriter, r *http.Request, turn *chatTurn, o turnStart) (*generation, string, bool) {
+	e, name, err := s.current(r)
+	if err == nil {
+		err = o.checkModel(o.model, name)
+	}
+	var p genParams
+	if err == nil {
+		p, err = s.prepare(e, turn)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return nil, "", false
+	}
+	s.debugRequest(r, o.api, p, o.stream)
+	g, err := s.submit(r.Context(), e, p)
+	if err != nil {
+		if o.submitErr != nil {
+			err = o.submitErr(err)
+		}
+		s.writeError(w, r, err)
+		return nil, "", false
+	}
+	return g, name, true
+}
+
+// runToEnd runs a generation that is not streamed, collecting its parsed
+// events. A failure, or a cancellation (the server shutting down), is
+// written as the error in the caller's shape, and ok is false.
+func (s *Server) runToEnd(w http.ResponseWriter, r *http.Request, g *generation) (events []chat.Event, res genResult, ok bool) {
+	res = g.run(func(ev []chat.Event, _ time.Time) error {
+		events = append(events, ev...)
+		return nil
+	})
+	if res.err != nil {
+		s.writeError(w, r, res.err)
+		return nil, res, false
+	}
+	if res.stats.FinishReason == engine.FinishCancelled {
+		s.writeError(w, r, cancelledError())
+		return nil, res, false
+	}
+	return events, res, true
 }

@@ -332,24 +332,8 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	e, name, err := s.current(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := checkModel(req.Model, name); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	p, err := s.prepare(e, turn)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.debugRequest(r, "chat.completions", p, req.Stream)
-	g, err := s.submit(r.Context(), e, p)
-	if err != nil {
-		s.writeError(w, r, err)
+	g, name, ok := s.startTurn(w, r, turn, turnStart{api: "chat.completions", model: req.Model, stream: req.Stream, checkModel: checkModel})
+	if !ok {
 		return
 	}
 	out := chatCompletionOutput{id: newID("chatcmpl-"), created: time.Now().Unix(), model: name}
@@ -357,17 +341,8 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		s.streamChatCompletion(w, r, g, out, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return
 	}
-	var events []chat.Event
-	res := g.run(func(ev []chat.Event, _ time.Time) error {
-		events = append(events, ev...)
-		return nil
-	})
-	if res.err != nil {
-		s.writeError(w, r, res.err)
-		return
-	}
-	if res.stats.FinishReason == engine.FinishCancelled {
-		s.writeError(w, r, cancelledError())
+	events, res, ok := s.runToEnd(w, r, g)
+	if !ok {
 		return
 	}
 	collected := chat.Collect(events)
@@ -388,7 +363,7 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": out.id, "object": "chat.completion", "created": out.created, "model": out.model,
-		"choices": []any{map[string]any{"index": 0, "message": message, "logprobs": logprobsField(p.logprobs, g.takeLogprobs()), "finish_reason": res.finish()}},
+		"choices": []any{map[string]any{"index": 0, "message": message, "logprobs": logprobsField(g.p.logprobs, g.takeLogprobs()), "finish_reason": res.finish()}},
 		"usage":   usageOf(&res),
 	})
 }

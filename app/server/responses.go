@@ -341,28 +341,15 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	e, name, err := s.current(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if err := checkModel(req.Model, name); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	p, err := s.prepare(e, turn)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.debugRequest(r, "responses", p, req.Stream)
-	g, err := s.submit(r.Context(), e, p)
-	if err != nil {
-		if errors.Is(err, engine.ErrPromptTooLong) {
-			err = &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "input", Code: "context_length_exceeded",
-				Message: fmt.Sprintf("%v; shorten the input or start the server with a larger context (--ctx)", err)}
-		}
-		s.writeError(w, r, err)
+	g, name, ok := s.startTurn(w, r, turn, turnStart{api: "responses", model: req.Model, stream: req.Stream, checkModel: checkModel,
+		submitErr: func(err error) error {
+			if errors.Is(err, engine.ErrPromptTooLong) {
+				return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "input", Code: "context_length_exceeded",
+					Message: fmt.Sprintf("%v; shorten the input or start the server with a larger context (--ctx)", err)}
+			}
+			return err
+		}})
+	if !ok {
 		return
 	}
 	b := &responseBuilder{open: -1, response: map[string]any{

@@ -117,6 +117,11 @@ test('first run: welcome view, machine check, download from the hub, the new mod
 
   // Pause, then resume: it goes on from where it stopped.
   await welcome.getByRole('button', { name: 'Pause' }).click();
+  // The status changes when the service's paused event arrives, a moment
+  // after the click.
+  await page
+    .waitForFunction(() => /Paused at/.test(document.querySelector('[data-testid="download-status"]')?.textContent ?? ''), null, { timeout: 15_000 })
+    .catch(() => {});
   const paused = await welcome.getByTestId('download-status').innerText();
   const pausedAt = Number(paused.match(/Paused at (\d+) %/)?.[1]);
   assert.ok(pausedAt > 0 && pausedAt < 100, `after Pause the status says ${paused}`);
