@@ -10,13 +10,13 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
+	"github.com/suzuran-app/suzuran/app/docs"
 	"github.com/suzuran-app/suzuran/assets/models"
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
@@ -549,13 +549,4 @@ func prefillLine(p engine.PrefillProgress) string {
 }
 
 // thousands writes n with commas between groups of three digits.
-func thousands(n int) string {
-	if n < 0 {
-		return "-" + thousands(-n)
-	}
-	s := strconv.Itoa(n)
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
-}
+func thousands(n int) string { return docs.Thousands(n) }

@@ -114,7 +114,7 @@ func extractOne(ctx context.Context, path string, tok *tokenizer.Tokenizer, opts
 // describe is the line that lists an attachment on stderr, as its chip in
 // the window would: name, type, size, pages, tokens.
 func describe(a docs.Attachment) string {
-	s := fmt.Sprintf("%s: %s, %s", a.Name, a.Type, humanBytes(a.Size))
+	s := fmt.Sprintf("%s: %s, %s", a.Name, a.Type, docs.FormatBytes(a.Size))
 	if a.Pages > 0 {
 		unit := a.PageUnit
 		if a.Pages == 1 {
@@ -130,17 +130,6 @@ func describe(a docs.Attachment) string {
 		s += "\n  note: " + n
 	}
 	return s
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n < 1000:
-		return fmt.Sprintf("%d bytes", n)
-	case n < 1e6:
-		return fmt.Sprintf("%.1f KB", float64(n)/1e3)
-	default:
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
-	}
 }
 
 func printExtract(stdout, stderr io.Writer, out extractOutput, asJSON bool) error {

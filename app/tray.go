@@ -137,34 +137,20 @@ func (t *tray) ready() {
 	}()
 }
 
-// showModel and showAPI update the menu with the service's state.
-func (t *tray) showModel(m service.ModelState) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.model = m
-	t.refreshLocked()
-}
+// showModel, showUpdate, showDownload and showAPI update the menu with the
+// service's state (showUpdate adds the "Suzuran X is available…" item for a
+// newer release; showDownload shows the model download's line while there is
+// one).
+func (t *tray) showModel(m service.ModelState)       { t.set(func() { t.model = m }) }
+func (t *tray) showUpdate(r update.Result)           { t.set(func() { t.newer = r }) }
+func (t *tray) showDownload(d service.DownloadState) { t.set(func() { t.dl = d }) }
+func (t *tray) showAPI(a service.APIState)           { t.set(func() { t.api = a }) }
 
-// showUpdate adds the "Suzuran X is available…" item for a newer release.
-func (t *tray) showUpdate(r update.Result) {
+// set changes the tray's state under its lock and redraws the menu.
+func (t *tray) set(change func()) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.newer = r
-	t.refreshLocked()
-}
-
-// showDownload shows the model download's line while there is one.
-func (t *tray) showDownload(d service.DownloadState) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.dl = d
-	t.refreshLocked()
-}
-
-func (t *tray) showAPI(a service.APIState) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.api = a
+	change()
 	t.refreshLocked()
 }
 

@@ -178,7 +178,7 @@ func readAll(ctx context.Context, name string, r io.Reader, size, limit int64, p
 }
 
 func tooLarge(name string, size, limit int64) *Error {
-	return failure(name, ErrTooLarge, "is %s, over the %s limit for a document; attach a smaller part of it", formatBytes(size), formatBytes(limit))
+	return failure(name, ErrTooLarge, "is %s, over the %s limit for a document; attach a smaller part of it", FormatBytes(size), FormatBytes(limit))
 }
 
 // Extract reads data, the content of a file called name, and returns the
@@ -324,8 +324,8 @@ func (x *extraction) run() (*Document, error) {
 	return doc, nil
 }
 
-// formatBytes writes a size for people: 512 bytes, 3.4 KB, 12.0 MB.
-func formatBytes(n int64) string {
+// FormatBytes writes a size for people: 512 bytes, 3.4 KB, 12.0 MB.
+func FormatBytes(n int64) string {
 	switch {
 	case n < 1000:
 		return fmt.Sprintf("%d bytes", n)

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // UserMessage is the text of a user turn that carries attachments: the
@@ -216,16 +219,10 @@ func cutNote(keep Keep, dropped, total int) string {
 	return fmt.Sprintf("[The rest of this document, %s of its %s tokens, did not fit in the context and was left out.]", thousands(dropped), thousands(total))
 }
 
-// thousands writes n with thousands separators: 32,768.
-func thousands(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	if neg {
-		return "-" + s
-	}
-	return s
-}
+// Thousands writes n with thousands separators, as English does: 32,768.
+func Thousands(n int) string { return english.Sprintf("%d", n) }
+
+// english formats numbers for the messages people read.
+var english = message.NewPrinter(language.English)
+
+func thousands(n int) string { return Thousands(n) }

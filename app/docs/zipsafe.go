@@ -27,7 +27,7 @@ func (x *extraction) openZip(what string) (*zip.Reader, error) {
 	for _, f := range zr.File {
 		total += f.UncompressedSize64
 		if x.limits.MaxUnpackedBytes > 0 && total > uint64(x.limits.MaxUnpackedBytes) {
-			return nil, failure(x.name, ErrUnpackLimit, "would unpack to more than %s (the limit for a %s); it may be a decompression bomb, and was not read", formatBytes(x.limits.MaxUnpackedBytes), what)
+			return nil, failure(x.name, ErrUnpackLimit, "would unpack to more than %s (the limit for a %s); it may be a decompression bomb, and was not read", FormatBytes(x.limits.MaxUnpackedBytes), what)
 		}
 	}
 	return zr, nil
@@ -68,7 +68,7 @@ func (x *extraction) readZipFile(f *zip.File, what string) ([]byte, error) {
 		return nil, damaged(x.name, what, fmt.Errorf("part %s: %v", f.Name, err))
 	}
 	if int64(len(data)) > limit {
-		return nil, failure(x.name, ErrUnpackLimit, "part %s unpacks to more than %s; it may be a decompression bomb, and was not read", f.Name, formatBytes(limit))
+		return nil, failure(x.name, ErrUnpackLimit, "part %s unpacks to more than %s; it may be a decompression bomb, and was not read", f.Name, FormatBytes(limit))
 	}
 	return data, nil
 }
