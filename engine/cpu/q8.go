@@ -27,10 +27,9 @@ import (
 // Every kernel computes one (weight row, token row) pair with the same
 // arithmetic whatever else the call holds: eight int32 lanes per unit of
 // the row (a group, or two groups of 32 4-bit weights side by side), each
-// lane the exact sum of four byte products, then per unit and lane
-// acc = fma(float(isum), s·d, acc) and acc = fma(b, Σx, acc) (the bias
-// only in the first lane of its group), and at the end one fixed
-// horizontal sum. Integer sums are exact, so the vector width and the
+// lane the exact sum of its products, then per unit and lane
+// acc += fma(float(isum), s·d, b·d·Σxq) (the bias only in the first lane
+// of its group), and at the end one fixed horizontal sum. Integer sums are exact, so the vector width and the
 // number of token rows a kernel handles at once do not change a bit of a
 // row's result: a token's logits are the same alone or in any batch, which
 // continuous batching relies on. The SIMD levels share this float chain
@@ -284,8 +283,8 @@ func q8RowGo(l *q8Layout, w *model.Matrix, o int, rec []byte) float32 {
 		for k := range 8 {
 			g := u*per + l.laneGroup(k)
 			s, b := bf16(scales[g]), bf16(biases[g])
-			acc[k] += float32(float32(isum[k]) * float32(s*d[k]))
-			acc[k] += float32(b * xs[k])
+			c, p := float32(s*d[k]), float32(b*xs[k])
+			acc[k] += float32(float32(isum[k])*c) + p
 		}
 	}
 	// The assembly's horizontal sum: the halves, then two pairwise adds.

@@ -29,17 +29,20 @@
 
 // UNIT_UNIFORM folds a unit of one group into Y0: scale and bias are BF16,
 // the upper half of a float32, so one broadcast word shifted up by 16 is
-// the float in every lane. acc = fma(float(isum), s·d, acc), then
-// acc = fma(b, Σx lanes, acc), the Σx lanes being zero but the first.
+// the float in every lane. acc += fma(float(isum), s·d, b·Σx lanes), the
+// Σx lanes being zero but the first: one add, not two fused multiply-adds,
+// waits on the previous unit (with two, their latency bounded a decode
+// row at 8 cycles a unit).
 #define UNIT_UNIFORM \
 	VCVTDQ2PS Y1, Y1 \
 	VPBROADCASTW (DX), Y4 \
 	VPSLLD $16, Y4, Y4 \
 	VMULPS (R12), Y4, Y4 \
-	VFMADD231PS Y4, Y1, Y0 \
 	VPBROADCASTW (R8), Y5 \
 	VPSLLD $16, Y5, Y5 \
-	VFMADD231PS 32(R12), Y5, Y0 \
+	VMULPS 32(R12), Y5, Y5 \
+	VFMADD231PS Y4, Y1, Y5 \
+	VADDPS Y5, Y0, Y0 \
 	ADDQ $64, R12 \
 	ADDQ $2, DX \
 	ADDQ $2, R8
@@ -55,12 +58,13 @@
 	VPAND Y14, Y4, Y4 \
 	VPBLENDD pattern, Y4, Y6, Y4 \
 	VMULPS (R12), Y4, Y4 \
-	VFMADD231PS Y4, Y1, Y0 \
 	VPBROADCASTD (R8), Y5 \
 	VPSLLD $16, Y5, Y6 \
 	VPAND Y14, Y5, Y5 \
 	VPBLENDD pattern, Y5, Y6, Y5 \
-	VFMADD231PS 32(R12), Y5, Y0 \
+	VMULPS 32(R12), Y5, Y5 \
+	VFMADD231PS Y4, Y1, Y5 \
+	VADDPS Y5, Y0, Y0 \
 	ADDQ $64, R12 \
 	ADDQ $4, DX \
 	ADDQ $4, R8
@@ -554,8 +558,9 @@ w8aChunk:
 #define QUAD_UNIT_TOKEN(isum, acc, idx) \
 	VCVTDQ2PS isum, isum \
 	VMULPS 0(R12)(idx*1), Y8, Y10 \
-	VFMADD231PS Y10, isum, acc \
-	VFMADD231PS 32(R12)(idx*1), Y9, acc
+	VMULPS 32(R12)(idx*1), Y9, Y13 \
+	VFMADD231PS Y10, isum, Y13 \
+	VADDPS Y13, acc, acc
 
 // QUAD_UNIT_END folds the unit of all four tokens; R12 points at the unit's
 // scales d of token 0.
