@@ -328,6 +328,7 @@ func (b *Backend) fastProducts(jobs []vecJob) {
 		total += j.w.Out
 		l, ok := newQ8Layout(j.w, b.precision == PrecisionFast)
 		if !ok {
+			j.k = &b.kern.f32
 			prepareVecJob(j, jobs[:i])
 			continue
 		}
