@@ -241,6 +241,9 @@ func TestKernelsFor(t *testing.T) {
 			t.Errorf("%s: %v, %v", isa, k.isa, err)
 		}
 	}
+	if k, err := kernelsFor("GENERIC"); err != nil || k.isa != ISAGeneric {
+		t.Errorf("GENERIC: %v, %v", k.isa, err)
+	}
 	if _, err := kernelsFor("sse9"); err == nil {
 		t.Error("an unknown instruction set was accepted")
 	}
