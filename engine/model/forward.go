@@ -7,6 +7,52 @@ import "fmt"
 // the sample block as in asks. The residual add is fused with the norm that
 // follows it, so the final norm is the last layer's AddRMSNorm.
 func Forward(p Pass, w *Weights, in Input) {
+	h := layers(p, w)
+	if in.Logits == LogitsNone && in.Sample == nil {
+		return
+	}
+	if in.Logits != LogitsAll {
+		h = p.LastRow(h)
+	}
+	logits := p.Head(h, &w.LMHead)
+	if in.Logits != LogitsNone {
+		p.Logits(logits)
+	}
+	if in.Sample != nil {
+		p.Sample(logits, in.Sample)
+	}
+}
+
+// ForwardBatch is Forward over a batched pass: the layers on every row, then
+// the head on the last row of each segment that wants an output, then each
+// segment's logits and sample. A lone segment may ask for LogitsAll, and the
+// head then runs on all its rows.
+func ForwardBatch(p BatchPass, w *Weights, segs []Segment) {
+	h := layers(p, w)
+	logits, sample, all := false, false, false
+	for i := range segs {
+		logits = logits || segs[i].In.Logits != LogitsNone
+		sample = sample || segs[i].In.Sample != nil
+		all = all || segs[i].In.Logits == LogitsAll
+	}
+	if !logits && !sample {
+		return
+	}
+	if !all {
+		h = p.LastRow(h)
+	}
+	out := p.Head(h, &w.LMHead)
+	if logits {
+		p.Logits(out)
+	}
+	if sample {
+		p.SampleEach(out)
+	}
+}
+
+// layers runs the embedding and every layer, returning the final-normed
+// rows.
+func layers(p Blocks, w *Weights) Activation {
 	x := p.Embed(&w.Embed)
 	p.Hidden(0, x)
 	h := p.RMSNorm(x, w.Layers[0].InputNorm)
@@ -27,19 +73,98 @@ func Forward(p Pass, w *Weights, in Input) {
 		h = p.AddRMSNorm(x, experts, next)
 		p.Hidden(i+1, x)
 	}
-	if in.Logits == LogitsNone && in.Sample == nil {
-		return
+	return h
+}
+
+// CheckBatch verifies what every backend requires of a batch: at least one
+// segment, each sequence once and with room for its tokens, and LogitsAll
+// only in a batch of one.
+func CheckBatch(segs []Segment) error {
+	if len(segs) == 0 {
+		return fmt.Errorf("a batched pass needs at least one segment")
 	}
-	if in.Logits != LogitsAll {
-		h = p.LastRow(h)
+	for i := range segs {
+		s := &segs[i]
+		if s.Seq == nil {
+			return fmt.Errorf("segment %d has no sequence", i)
+		}
+		if n := s.In.Tokens(); s.Seq.Pos()+n > s.Seq.MaxTokens() {
+			return fmt.Errorf("segment %d: sequence is full: %d tokens held, %d more would pass its capacity of %d",
+				i, s.Seq.Pos(), n, s.Seq.MaxTokens())
+		}
+		if s.In.Logits == LogitsAll && len(segs) > 1 {
+			return fmt.Errorf("segment %d asks for every row's logits, which only a pass of its own returns", i)
+		}
+		for j := range i {
+			if segs[j].Seq == s.Seq {
+				return fmt.Errorf("segments %d and %d are the same sequence", j, i)
+			}
+		}
 	}
-	logits := p.Head(h, &w.LMHead)
-	if in.Logits != LogitsNone {
-		p.Logits(logits)
+	return nil
+}
+
+// StartBatch begins one pass over every segment, records the model into it
+// and submits it; the caller collects the results with Wait. On a backend
+// without batching (not a Batcher) it runs one pass per segment in turn
+// instead, with the same results.
+func StartBatch(b Backend, w *Weights, segs []Segment) (Batch, error) {
+	if err := CheckBatch(segs); err != nil {
+		return nil, err
 	}
-	if in.Sample != nil {
-		p.Sample(logits, in.Sample)
+	bb, ok := b.(Batcher)
+	if !ok {
+		return serialBatch(b, w, segs)
 	}
+	p, err := bb.BeginBatch(segs)
+	if err != nil {
+		return nil, err
+	}
+	recorded := false
+	defer func() {
+		if !recorded {
+			Abandon(p) // ForwardBatch panicked: as in Start
+		}
+	}()
+	ForwardBatch(p, w, segs)
+	recorded = true
+	p.Submit()
+	return p, nil
+}
+
+// RunBatch is StartBatch followed by Wait.
+func RunBatch(b Backend, w *Weights, segs []Segment) ([]Result, error) {
+	p, err := StartBatch(b, w, segs)
+	if err != nil {
+		return nil, err
+	}
+	return p.Wait()
+}
+
+// finished is a Batch whose passes have already run.
+type finished struct {
+	results []Result
+	err     error
+}
+
+func (f *finished) Wait() ([]Result, error) { return f.results, f.err }
+
+// serialBatch runs segs one pass each, the way a backend without batching
+// serves a batch.
+func serialBatch(b Backend, w *Weights, segs []Segment) (Batch, error) {
+	f := &finished{results: make([]Result, len(segs))}
+	for i := range segs {
+		res, err := Run(b, w, segs[i].Seq, segs[i].In)
+		if err != nil {
+			if i == 0 {
+				return nil, err
+			}
+			f.err = fmt.Errorf("segment %d of the batch: %w", i, err)
+			return f, nil
+		}
+		f.results[i] = res
+	}
+	return f, nil
 }
 
 // Start begins a pass of b over seq, records the model into it and submits
@@ -80,7 +205,7 @@ type Abandoner interface {
 // Abandon abandons p if it holds resources while recording. Code that
 // records a pass itself calls it from a deferred function, so that a panic
 // while recording does not leave the device recording (Start does).
-func Abandon(p Pass) {
+func Abandon(p Blocks) {
 	if a, ok := p.(Abandoner); ok {
 		a.Abandon()
 	}
