@@ -481,6 +481,19 @@ func (p *pass) Submit() {
 	}
 }
 
+// Abandon implements model.Abandoner. The blocks called so far have run
+// on the sequences, which are left broken until a snapshot is restored.
+func (p *pass) Abandon() {
+	if p.submitted {
+		return
+	}
+	p.submitted = true
+	for _, s := range p.segs {
+		s.seq.busy = false
+		s.seq.broken = true
+	}
+}
+
 // wait submits the pass if that is not done yet and returns its results.
 func (p *pass) wait() ([]model.Result, error) {
 	p.Submit()

@@ -29,6 +29,13 @@ type Backend interface {
 	Close() error
 }
 
+// SequenceSizer is a Backend that says how much memory a sequence holding
+// tokens tokens takes (KV cache and DeltaNet state), so that a scheduler can
+// budget the sequences it runs at once.
+type SequenceSizer interface {
+	SequenceBytes(tokens int) int64
+}
+
 // Sequence is one sequence's state on a backend: the tokens it has consumed,
 // the KV cache of the full-attention layers, and the conv and recurrent
 // state of the DeltaNet layers. One goroutine uses a sequence at a time;

@@ -1,13 +1,21 @@
 package model
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Forward calls the model's blocks on p: embedding, then each layer
 // (h = x + Mixer(norm_in(x)); x = h + MoE(norm_post(h))), then the head and
 // the sample block as in asks. The residual add is fused with the norm that
 // follows it, so the final norm is the last layer's AddRMSNorm.
 func Forward(p Pass, w *Weights, in Input) {
-	h := layers(p, w)
+	h, _ := layers(p, w, nil)
+	head(p, w, in, h)
+}
+
+// head is Forward after the layers.
+func head(p Pass, w *Weights, in Input, h Activation) {
 	if in.Logits == LogitsNone && in.Sample == nil {
 		return
 	}
@@ -28,7 +36,16 @@ func Forward(p Pass, w *Weights, in Input) {
 // segment's logits and sample. A lone segment may ask for LogitsAll, and the
 // head then runs on all its rows.
 func ForwardBatch(p BatchPass, w *Weights, segs []Segment) {
-	h := layers(p, w)
+	forwardBatch(p, w, segs, nil)
+}
+
+// forwardBatch is ForwardBatch that asks stop before each layer and returns
+// false, leaving the rest unrecorded, once it says yes.
+func forwardBatch(p BatchPass, w *Weights, segs []Segment, stop func() bool) bool {
+	h, ok := layers(p, w, stop)
+	if !ok {
+		return false
+	}
 	logits, sample, all := false, false, false
 	for i := range segs {
 		logits = logits || segs[i].In.Logits != LogitsNone
@@ -36,7 +53,7 @@ func ForwardBatch(p BatchPass, w *Weights, segs []Segment) {
 		all = all || segs[i].In.Logits == LogitsAll
 	}
 	if !logits && !sample {
-		return
+		return true
 	}
 	if !all {
 		h = p.LastRow(h)
@@ -48,15 +65,19 @@ func ForwardBatch(p BatchPass, w *Weights, segs []Segment) {
 	if sample {
 		p.SampleEach(out)
 	}
+	return true
 }
 
 // layers runs the embedding and every layer, returning the final-normed
-// rows.
-func layers(p Blocks, w *Weights) Activation {
+// rows; false when stop (if any) said yes before a layer.
+func layers(p Blocks, w *Weights, stop func() bool) (Activation, bool) {
 	x := p.Embed(&w.Embed)
 	p.Hidden(0, x)
 	h := p.RMSNorm(x, w.Layers[0].InputNorm)
 	for i := range w.Layers {
+		if stop != nil && stop() {
+			return h, false
+		}
 		layer := &w.Layers[i]
 		var mixed Activation
 		if layer.DeltaNet != nil {
@@ -65,6 +86,9 @@ func layers(p Blocks, w *Weights) Activation {
 			mixed = p.Attention(i, layer.Attention, h)
 		}
 		h = p.AddRMSNorm(x, mixed, layer.PostNorm)
+		if stop != nil && stop() {
+			return h, false
+		}
 		experts := p.MoE(i, &layer.MoE, h)
 		next := w.FinalNorm
 		if i+1 < len(w.Layers) {
@@ -73,7 +97,7 @@ func layers(p Blocks, w *Weights) Activation {
 		h = p.AddRMSNorm(x, experts, next)
 		p.Hidden(i+1, x)
 	}
-	return h
+	return h, true
 }
 
 // CheckBatch verifies what every backend requires of a batch: at least one
@@ -109,12 +133,25 @@ func CheckBatch(segs []Segment) error {
 // without batching (not a Batcher) it runs one pass per segment in turn
 // instead, with the same results.
 func StartBatch(b Backend, w *Weights, segs []Segment) (Batch, error) {
+	return StartBatchUntil(b, w, segs, nil)
+}
+
+// ErrStopped is returned by StartBatchUntil when its stop function ended
+// the pass.
+var ErrStopped = errors.New("pass stopped before its end")
+
+// StartBatchUntil is StartBatch that asks stop before each layer; once it
+// says yes the pass is abandoned unsubmitted (see Abandoner) and
+// ErrStopped returned. A host backend has then run part of the pass on the
+// sequences, so they must be restored from a snapshot before further use.
+// It lets a long prefill pass end within a layer of its cancellation.
+func StartBatchUntil(b Backend, w *Weights, segs []Segment, stop func() bool) (Batch, error) {
 	if err := CheckBatch(segs); err != nil {
 		return nil, err
 	}
 	bb, ok := b.(Batcher)
 	if !ok {
-		return serialBatch(b, w, segs)
+		return serialBatch(b, w, segs, stop)
 	}
 	p, err := bb.BeginBatch(segs)
 	if err != nil {
@@ -123,10 +160,12 @@ func StartBatch(b Backend, w *Weights, segs []Segment) (Batch, error) {
 	recorded := false
 	defer func() {
 		if !recorded {
-			Abandon(p) // ForwardBatch panicked: as in Start
+			Abandon(p) // ForwardBatch panicked or was stopped: as in Start
 		}
 	}()
-	ForwardBatch(p, w, segs)
+	if !forwardBatch(p, w, segs, stop) {
+		return nil, ErrStopped
+	}
 	recorded = true
 	p.Submit()
 	return p, nil
@@ -151,10 +190,14 @@ func (f *finished) Wait() ([]Result, error) { return f.results, f.err }
 
 // serialBatch runs segs one pass each, the way a backend without batching
 // serves a batch.
-func serialBatch(b Backend, w *Weights, segs []Segment) (Batch, error) {
+func serialBatch(b Backend, w *Weights, segs []Segment, stop func() bool) (Batch, error) {
 	f := &finished{results: make([]Result, len(segs))}
 	for i := range segs {
-		res, err := Run(b, w, segs[i].Seq, segs[i].In)
+		p, err := start(b, w, segs[i].Seq, segs[i].In, stop)
+		var res Result
+		if err == nil {
+			res, err = p.Wait()
+		}
 		if err != nil {
 			if i == 0 {
 				return nil, err
@@ -172,6 +215,11 @@ func serialBatch(b Backend, w *Weights, segs []Segment) (Batch, error) {
 // (with empty Input.IDs) before waiting on this one lets a GPU backend keep
 // the device busy.
 func Start(b Backend, w *Weights, seq Sequence, in Input) (Pass, error) {
+	return start(b, w, seq, in, nil)
+}
+
+// start is Start that asks stop before each layer, as StartBatchUntil.
+func start(b Backend, w *Weights, seq Sequence, in Input, stop func() bool) (Pass, error) {
 	if n := in.Tokens(); seq.Pos()+n > seq.MaxTokens() {
 		return nil, fmt.Errorf("sequence is full: %d tokens held, %d more would pass its capacity of %d",
 			seq.Pos(), n, seq.MaxTokens())
@@ -183,10 +231,14 @@ func Start(b Backend, w *Weights, seq Sequence, in Input) (Pass, error) {
 	recorded := false
 	defer func() {
 		if !recorded {
-			Abandon(p) // Forward panicked: release the recording, then let the panic go on
+			Abandon(p) // Forward panicked or was stopped: release the recording, then let a panic go on
 		}
 	}()
-	Forward(p, w, in)
+	h, ok := layers(p, w, stop)
+	if !ok {
+		return nil, ErrStopped
+	}
+	head(p, w, in, h)
 	recorded = true
 	p.Submit()
 	return p, nil
