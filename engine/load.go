@@ -29,6 +29,8 @@ type LoadOptions struct {
 	QueueSize     int
 	CacheBytes    int64
 	PrefillChunk  int
+	// Parallel is Options.Parallel: how many requests decode together.
+	Parallel int
 }
 
 // Backends lists the backend names Load accepts: "cpu" (pure Go), "emu"
@@ -84,6 +86,7 @@ func Load(dir string, lo LoadOptions) (*Engine, error) {
 		QueueSize:     lo.QueueSize,
 		CacheBytes:    lo.CacheBytes,
 		PrefillChunk:  lo.PrefillChunk,
+		Parallel:      lo.Parallel,
 		Pipelined:     lo.Backend != "" && lo.Backend != "cpu",
 	})
 	if err != nil {
