@@ -127,9 +127,11 @@ func newBackend(lo LoadOptions, w *model.Weights) (model.Backend, error) {
 }
 
 // deviceBackend is a GPU backend with the device it owns: the gpu package
-// leaves the device to its creator, and here that is the engine.
+// leaves the device to its creator, and here that is the engine. It embeds
+// the concrete backend so that the optional interfaces it implements
+// (model.Batcher, model.SequenceSizer) stay visible.
 type deviceBackend struct {
-	model.Backend
+	*gpu.Backend
 	dev io.Closer
 }
 
