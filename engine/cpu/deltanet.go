@@ -30,30 +30,34 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 		return out
 	}
 
-	// Causal depthwise conv and silu, per segment and channel. A segment's
+	// Causal depthwise conv and silu, per channel and segment. A segment's
 	// conv window is its sequence's K-1 rows of state, then its pre-conv
 	// rows.
-	mixed := make([]float32, T*C)
-	for _, seg := range p.segs {
-		st := &seg.seq.layers[layer]
+	windows := make([][]float32, len(p.segs))
+	for i, seg := range p.segs {
 		rows := len(seg.ids)
-		window := make([]float32, (K-1+rows)*C)
-		copy(window, st.conv)
-		copy(window[(K-1)*C:], pre[seg.row0*C:(seg.row0+rows)*C])
-		mixedRows := mixed[seg.row0*C : (seg.row0+rows)*C]
-		p.b.pool.parallelFor(C, 64, func(lo, hi int) {
+		windows[i] = make([]float32, (K-1+rows)*C)
+		copy(windows[i], seg.seq.layers[layer].conv)
+		copy(windows[i][(K-1)*C:], pre[seg.row0*C:(seg.row0+rows)*C])
+	}
+	mixed := make([]float32, T*C)
+	p.b.pool.parallelFor(C, 64, func(lo, hi int) {
+		for i, seg := range p.segs {
+			window := windows[i]
 			for ch := lo; ch < hi; ch++ {
 				taps := w.Conv[ch][:K]
-				for t := range rows {
+				for t := range len(seg.ids) {
 					var s float32
 					for j, tap := range taps {
 						s += tap * window[(t+j)*C+ch]
 					}
-					mixedRows[t*C+ch] = silu(s)
+					mixed[(seg.row0+t)*C+ch] = silu(s)
 				}
 			}
-		})
-		copy(st.conv, window[rows*C:])
+		}
+	})
+	for i, seg := range p.segs {
+		copy(seg.seq.layers[layer].conv, windows[i][len(seg.ids)*C:])
 	}
 
 	// q and k L2-normalised per head, q also scaled by 1/sqrt(Dk).
