@@ -31,7 +31,7 @@ type chatOptions struct {
 	model, backend, think, system string
 	temperature                   float64
 	temperatureSet                bool
-	maxTokens, threads            int
+	maxTokens, threads, parallel  int
 }
 
 func newChatCmd() *cobra.Command {
@@ -74,6 +74,7 @@ On a terminal, a long prompt shows how far it has been read.`,
 	f.IntVar(&o.maxTokens, "max-tokens", 0, "most tokens per answer (default: as many as the context holds)")
 	f.StringVar(&o.system, "system", "", "system message")
 	f.IntVar(&o.threads, "threads", 0, "CPU threads (0: all cores)")
+	f.IntVar(&o.parallel, "parallel", 0, "requests decoded together in one batched step (0: 4 on a GPU, 2 on cpu)")
 	return cmd
 }
 
@@ -110,7 +111,7 @@ func runChat(cmd *cobra.Command, o chatOptions) error {
 		think = false
 	}
 
-	e, err := engine.Load(dir, engine.LoadOptions{Backend: o.backend, Threads: o.threads})
+	e, err := engine.Load(dir, engine.LoadOptions{Backend: o.backend, Threads: o.threads, Parallel: o.parallel})
 	if err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ type serveOptions struct {
 	model, addr, backend, apiKey string
 	cors                         []string
 	contextTokens, threads       int
-	queue                        int
+	queue, parallel, maxTokens   int
 	logRequests                  bool
 }
 
@@ -67,7 +67,9 @@ answers end within a second.`,
 	f.StringSliceVar(&o.cors, "cors", nil, "browser origins allowed to call the API, comma-separated (* for any)")
 	f.IntVar(&o.contextTokens, "ctx", 0, "context length in tokens, prompt and answer (0: min(the model's, 32768))")
 	f.IntVar(&o.threads, "threads", 0, "CPU threads (0: all cores)")
-	f.IntVar(&o.queue, "queue", 0, "requests that may wait behind the running one before the API answers 429 (0: 8)")
+	f.IntVar(&o.queue, "queue", 0, "requests that may wait behind the running ones before the API answers 429 (0: 8)")
+	f.IntVar(&o.parallel, "parallel", 0, "requests decoded together in one batched step (0: 4 on a GPU, 2 on cpu)")
+	f.IntVar(&o.maxTokens, "max-tokens", 0, "answer bound of a request that gives no max_tokens (0: the context's room)")
 	f.BoolVar(&o.logRequests, "log-requests", false, "log each request's parameters and timings (never its text or the key) at debug level")
 	return cmd
 }
@@ -79,6 +81,9 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	if o.contextTokens < 0 {
 		return fmt.Errorf("--ctx %d: must be positive (or 0 for the default)", o.contextTokens)
 	}
+	if o.parallel < 0 || o.maxTokens < 0 {
+		return fmt.Errorf("--parallel %d, --max-tokens %d: must be positive (or 0 for the default)", o.parallel, o.maxTokens)
+	}
 	dir, err := commandModel(cmd, o.model)
 	if err != nil {
 		return err
@@ -89,10 +94,11 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	}
 	loader := server.NewLoader(dir, engine.LoadOptions{
 		Backend: o.backend, Threads: o.threads, ContextTokens: o.contextTokens, QueueSize: o.queue,
+		Parallel: o.parallel,
 	})
 	cfg := server.Config{
 		Addr: o.addr, APIKey: o.apiKey, CORSOrigins: o.cors, Models: loader,
-		Logger: logger, LogRequests: o.logRequests,
+		Logger: logger, LogRequests: o.logRequests, DefaultMaxTokens: o.maxTokens,
 	}
 	if isDemoModel(dir) {
 		// The demo model was trained without thinking.

@@ -36,6 +36,7 @@ type modelHost struct {
 	onChange  func(ModelState)
 	keepAlive func() time.Duration
 	context   func() int
+	parallel  func() int
 
 	mu      sync.Mutex
 	state   ModelState
@@ -64,10 +65,13 @@ func (h *modelHost) startLoadLocked(dir string) {
 	h.state = ModelState{State: server.StateLoading, Dir: dir, Name: modelName(dir), Demo: isDemo(dir)}
 	h.loaded = make(chan struct{})
 	h.emitLocked()
-	backend, threads, contextTokens := h.backend, h.threads, h.context()
+	backend, threads, contextTokens, parallel := h.backend, h.threads, h.context(), 0
+	if h.parallel != nil {
+		parallel = h.parallel()
+	}
 	done := h.loaded
 	go func() {
-		e, err := loadEngine(dir, engine.LoadOptions{Backend: backend, Threads: threads, ContextTokens: contextTokens},
+		e, err := loadEngine(dir, engine.LoadOptions{Backend: backend, Threads: threads, ContextTokens: contextTokens, Parallel: parallel},
 			func(p float64) { h.setProgress(gen, p) })
 		h.mu.Lock()
 		defer h.mu.Unlock()

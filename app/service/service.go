@@ -161,6 +161,7 @@ func Open(o Options) (*Service, error) {
 		onChange:  func(m ModelState) { s.events.publish(Event{Type: EventModel, Model: &m}) },
 		keepAlive: func() time.Duration { return time.Duration(s.Settings().KeepAliveMinutes) * time.Minute },
 		context:   func() int { return s.Settings().ContextTokens },
+		parallel:  func() int { return s.Settings().Parallel },
 	}
 	s.models.load(dir)
 	return s, nil

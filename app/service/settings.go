@@ -28,6 +28,12 @@ type Settings struct {
 	// ContextTokens bounds a conversation (prompt and answer); 0 is the
 	// model's own limit, up to 32,768.
 	ContextTokens int `json:"context_tokens"`
+	// Parallel is how many requests the engine decodes together; 0 is the
+	// backend's default (4 on the GPU, 2 on the CPU).
+	Parallel int `json:"parallel"`
+	// APIMaxTokens bounds the answer of an API request that gives no
+	// max_tokens; 0 leaves only the context as its bound.
+	APIMaxTokens int `json:"api_max_tokens"`
 	// The local API: its port, whether it listens beyond this computer (it
 	// then needs APIKey), and the origins of web pages allowed to call it.
 	APIPort        int      `json:"api_port"`
@@ -126,6 +132,12 @@ func (s Settings) Validate() error {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
 			return fmt.Errorf("CORS origin %q: write a scheme and host, such as http://localhost:3000", origin)
 		}
+	}
+	if s.Parallel < 0 || s.Parallel > 16 {
+		return fmt.Errorf("parallel requests %d: use 0 (the backend's default) to 16", s.Parallel)
+	}
+	if s.APIMaxTokens < 0 {
+		return fmt.Errorf("default max tokens of API requests %d: use 0 (the context's room) or more", s.APIMaxTokens)
 	}
 	if s.KeepAliveMinutes < 0 {
 		return fmt.Errorf("keep-alive %d minutes: use 0 (keep the model loaded) or more", s.KeepAliveMinutes)
