@@ -232,7 +232,13 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 // shutdown need generations that are still running when they act.
 func endlessLoader(t testing.TB, queue int) *Loader {
 	t.Helper()
-	l := NewLoader(fixtureDir, engine.LoadOptions{QueueSize: queue})
+	return endlessLoaderWith(t, engine.LoadOptions{QueueSize: queue})
+}
+
+// endlessLoaderWith is endlessLoader with the queue and batch sizes of opts.
+func endlessLoaderWith(t testing.TB, opts engine.LoadOptions) *Loader {
+	t.Helper()
+	l := NewLoader(fixtureDir, opts)
 	l.load = func(dir string, opts engine.LoadOptions) (*engine.Engine, error) {
 		m, err := checkpoint.Load(dir)
 		if err != nil {
@@ -251,7 +257,7 @@ func endlessLoader(t testing.TB, queue int) *Loader {
 			return nil, err
 		}
 		e, err := engine.New(engine.Options{Backend: backend, Weights: m.Weights, Tokenizer: tok, Template: tmpl,
-			EOS: []int{1 << 30}, QueueSize: opts.QueueSize})
+			EOS: []int{1 << 30}, QueueSize: opts.QueueSize, Parallel: opts.Parallel})
 		if err != nil {
 			return nil, err
 		}

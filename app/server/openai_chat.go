@@ -448,7 +448,7 @@ func (s *Server) streamChatCompletion(w http.ResponseWriter, r *http.Request, g 
 	send(out.chunk(choiceDelta(map[string]any{"role": "assistant", "content": ""}, nil)))
 	sse.flush()
 	callIDs := map[int]string{}
-	g.keepAlive = func() error { return sse.comment("keep-alive") }
+	g.keepAlive = func() error { return sse.comment(g.waitNote()) }
 	// Each chunk carries the logprobs of the tokens received since the
 	// last one sent; a token whose text the parser holds back has its
 	// logprob in the next chunk.

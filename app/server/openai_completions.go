@@ -136,7 +136,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 		sse.event("", c)
 	}
-	g.keepAlive = func() error { return sse.comment("keep-alive") }
+	g.keepAlive = func() error { return sse.comment(g.waitNote()) }
 	res := g.run(func(events []chat.Event, received time.Time) error {
 		for _, ev := range events {
 			send(chunk(ev.Text, nil))

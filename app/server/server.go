@@ -66,6 +66,10 @@ type Config struct {
 	// ShutdownGrace is how long Shutdown waits for running generations
 	// before cancelling them; 0 means DefaultShutdownGrace.
 	ShutdownGrace time.Duration
+	// DefaultMaxTokens bounds the answer of an API request that gives no
+	// max_tokens, so that one client cannot hold a batch slot for a whole
+	// context; 0 leaves such requests bounded by the context only.
+	DefaultMaxTokens int
 	// UI, when set, serves every path outside the API (/v1/…, /health):
 	// the chat UI in a browser, behind the same Host, CORS and key checks.
 	UI http.Handler
