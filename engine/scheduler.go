@@ -266,7 +266,13 @@ func (e *Engine) release() {
 		g.end()
 		e.used -= g.job.bytes
 		if g.seq != nil {
-			e.free = append(e.free, g.seq)
+			// Back to position 0, which also gives a host backend's KV
+			// cache back: a free sequence holds only its fixed state.
+			if err := g.seq.Restore(e.empty); err != nil {
+				g.seq.Close()
+			} else {
+				e.free = append(e.free, g.seq)
+			}
 		}
 	}
 	clear(e.active[len(kept):])

@@ -29,6 +29,10 @@ type ParallelResult struct {
 	// StepMs is the wall time of one batched step, which gives every
 	// sequence its next token.
 	StepMs float64 `json:"step_ms"`
+	// StepCPUMs is the process's CPU time per step, all threads: on a
+	// shared machine, where wall time says as much about the others' load,
+	// it shows the work a step costs.
+	StepCPUMs float64 `json:"step_cpu_ms"`
 	// Aggregate is the tokens/s of all sequences together, PerStream what
 	// each one sees.
 	Aggregate float64 `json:"aggregate_tokens_per_second"`
@@ -74,15 +78,15 @@ func RunParallel(t Target, s ParallelSettings, log io.Writer) ([]ParallelResult,
 		if _, err := model.RunBatch(t.Backend, t.Weights, segs); err != nil {
 			return nil, err
 		}
-		start := time.Now()
+		start, cpuStart := time.Now(), processCPUTime()
 		for range s.Gen - 1 {
 			if _, err := model.RunBatch(t.Backend, t.Weights, segs); err != nil {
 				return nil, err
 			}
 		}
-		elapsed := time.Since(start)
+		elapsed, cpu := time.Since(start), processCPUTime()-cpuStart
 		steps := float64(s.Gen - 1)
-		r := ParallelResult{Streams: n, StepMs: elapsed.Seconds() * 1000 / steps,
+		r := ParallelResult{Streams: n, StepMs: elapsed.Seconds() * 1000 / steps, StepCPUMs: cpu.Seconds() * 1000 / steps,
 			Aggregate: float64(n) * steps / elapsed.Seconds(), PerStream: steps / elapsed.Seconds()}
 		out = append(out, r)
 	}
@@ -93,7 +97,7 @@ func RunParallel(t Target, s ParallelSettings, log io.Writer) ([]ParallelResult,
 // aggregate speed against one stream's.
 func ParallelTable(w io.Writer, rs []ParallelResult) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "streams\tstep ms\taggregate tok/s\tper stream tok/s\tvs 1 stream\t")
+	fmt.Fprintln(tw, "streams\tstep ms\tCPU ms/step\taggregate tok/s\tper stream tok/s\tvs 1 stream\t")
 	var one float64
 	for _, r := range rs {
 		if r.Streams == 1 {
@@ -105,7 +109,7 @@ func ParallelTable(w io.Writer, rs []ParallelResult) error {
 		if one > 0 {
 			gain = fmt.Sprintf("%.2f×", r.Aggregate/one)
 		}
-		fmt.Fprintf(tw, "%d\t%.1f\t%.2f\t%.2f\t%s\t\n", r.Streams, r.StepMs, r.Aggregate, r.PerStream, gain)
+		fmt.Fprintf(tw, "%d\t%.1f\t%.1f\t%.2f\t%.2f\t%s\t\n", r.Streams, r.StepMs, r.StepCPUMs, r.Aggregate, r.PerStream, gain)
 	}
 	return tw.Flush()
 }
