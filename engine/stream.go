@@ -37,6 +37,10 @@ type Stream struct {
 	stats   Stats
 	err     error
 	timeout time.Duration
+	// dropped is set when tokens the engine produced were dropped because
+	// the request ended before the reader took them: the request then
+	// ended as cancelled for its reader, whatever the engine saw after.
+	dropped bool
 }
 
 // errReaderGone is the cause of a request cancelled because its reader
@@ -56,7 +60,16 @@ func newStream(ctx context.Context, cancel context.CancelCauseFunc, timeout time
 func (s *Stream) Result() (Stats, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.stats, s.err
+	return s.statsLocked(), s.err
+}
+
+// statsLocked are the final statistics as the reader saw the request.
+func (s *Stream) statsLocked() Stats {
+	st := s.stats
+	if s.dropped && st.FinishReason != FinishError {
+		st.FinishReason = FinishCancelled
+	}
+	return st
 }
 
 // push queues an event for the reader; it never blocks. The engine
@@ -116,8 +129,13 @@ func (s *Stream) forward() {
 			// The request ended: tokens nobody may be waiting for are
 			// dropped, only the final event is offered.
 			s.queue = s.queue[1:]
+			s.dropped = true
 			s.mu.Unlock()
 			continue
+		}
+		if ev.Stats != nil {
+			st := s.statsLocked()
+			ev.Stats = &st
 		}
 		s.mu.Unlock()
 		if !s.deliver(ev, timer) {
@@ -168,7 +186,10 @@ func (s *Stream) deliver(ev Event, timer *time.Timer) bool {
 		return false
 	case <-s.ctx.Done():
 		if ev.Token >= 0 {
-			return true // dropped on the next turn of the loop, as ended
+			s.mu.Lock()
+			s.dropped = true
+			s.mu.Unlock()
+			return true // dropped: the request ended
 		}
 		select {
 		case s.events <- ev:
