@@ -440,7 +440,7 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
 	}
 	jctx, cancel := context.WithCancelCause(e.ctx)
 	j := &job{ctx: jctx, req: req, submitted: time.Now(), bytes: bytes}
-	j.stream = newStream(jctx, cancel, e.opts.ReaderTimeout)
+	j.stream = newStream(jctx, ctx, cancel, e.opts.ReaderTimeout)
 	// The watch is set before the job is visible to the engine goroutine;
 	// it takes e.mu, so it cannot give the place back before it is taken.
 	j.stopWatch = context.AfterFunc(ctx, func() {

@@ -29,6 +29,10 @@ type Stream struct {
 	// reader timeout's); cancel ends it.
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// caller is the submitter's context, watched directly too: the
+	// request's context follows it a moment later (context.AfterFunc), and
+	// a reader that cancels must not be handed tokens meanwhile.
+	caller context.Context
 
 	mu      sync.Mutex
 	queue   []Event
@@ -47,9 +51,9 @@ type Stream struct {
 // stopped reading.
 var errReaderGone = errors.New("the reader stopped taking events")
 
-func newStream(ctx context.Context, cancel context.CancelCauseFunc, timeout time.Duration) *Stream {
+func newStream(ctx, caller context.Context, cancel context.CancelCauseFunc, timeout time.Duration) *Stream {
 	events := make(chan Event)
-	s := &Stream{Events: events, events: events, ctx: ctx, cancel: cancel, wake: make(chan struct{}, 1), timeout: timeout}
+	s := &Stream{Events: events, events: events, ctx: ctx, caller: caller, cancel: cancel, wake: make(chan struct{}, 1), timeout: timeout}
 	go s.forward()
 	return s
 }
@@ -125,7 +129,7 @@ func (s *Stream) forward() {
 			continue
 		}
 		ev := s.queue[0]
-		if s.ctx.Err() != nil && ev.Token >= 0 {
+		if s.ended() && ev.Token >= 0 {
 			// The request ended: tokens nobody may be waiting for are
 			// dropped, only the final event is offered.
 			s.queue = s.queue[1:]
@@ -169,7 +173,7 @@ func (s *Stream) forward() {
 // Once the request has ended the final event is offered for a moment
 // only: the reader may have left.
 func (s *Stream) deliver(ev Event, timer *time.Timer) bool {
-	if s.ctx.Err() != nil {
+	if s.ended() {
 		select {
 		case s.events <- ev:
 			return true
@@ -185,20 +189,31 @@ func (s *Stream) deliver(ev Event, timer *time.Timer) bool {
 		s.cancel(fmt.Errorf("%w for %v", errReaderGone, s.timeout))
 		return false
 	case <-s.ctx.Done():
-		if ev.Token >= 0 {
-			s.mu.Lock()
-			s.dropped = true
-			s.mu.Unlock()
-			return true // dropped: the request ended
-		}
-		select {
-		case s.events <- ev:
-			return true
-		case <-time.After(finalGrace):
-			return false
-		}
+		return s.deliverEnded(ev)
+	case <-s.caller.Done():
+		return s.deliverEnded(ev)
 	}
 }
+
+// deliverEnded handles ev once the request has ended: a token is dropped,
+// the final event offered for a moment.
+func (s *Stream) deliverEnded(ev Event) bool {
+	if ev.Token >= 0 {
+		s.mu.Lock()
+		s.dropped = true
+		s.mu.Unlock()
+		return true // dropped: the request ended
+	}
+	select {
+	case s.events <- ev:
+		return true
+	case <-time.After(finalGrace):
+		return false
+	}
+}
+
+// ended reports whether the request's or its caller's context ended.
+func (s *Stream) ended() bool { return s.ctx.Err() != nil || s.caller.Err() != nil }
 
 // finalGrace is how long a cancelled request's final event waits for a
 // reader that may still be reading.
