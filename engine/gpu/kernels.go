@@ -1,7 +1,6 @@
 package gpu
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 
@@ -26,26 +25,6 @@ const (
 	attnSplitLen   = 256 // keys per attention chunk
 	argmaxChunk    = 4096
 )
-
-// params packs a kernel's constant parameter struct: every field of the MSL
-// structs is a 4-byte uint or float, in declaration order.
-func params(fields ...any) []byte {
-	b := make([]byte, 0, 4*len(fields))
-	for _, f := range fields {
-		switch v := f.(type) {
-		case int:
-			if v < 0 || v > math.MaxUint32 {
-				panic(fmt.Sprintf("kernel parameter %d does not fit a uint", v))
-			}
-			b = binary.LittleEndian.AppendUint32(b, uint32(v))
-		case float32:
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
-		default:
-			panic(fmt.Sprintf("kernel parameter of type %T", f))
-		}
-	}
-	return b
-}
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
@@ -164,7 +143,8 @@ func (e *encoder) gemv(w *devMatrix, x, y *act) {
 	e.dispatch("gemv_"+w.format+"_f32",
 		device.Size3{X: ceilDiv(m.Out, perGroup), Y: x.rows}, device.Size3{X: simdWidth * gemvSimdgroups},
 		int64(x.rows)*w.bytes+x.bytes(), y.bytes(),
-		bytesArg(0, params(m.In, m.Out, x.stride, y.stride, m.GroupSize, loadFlags(w.aligned, x.off, x.stride))),
+		bytesArg(0, pack(&gemvParams{In: u32(m.In), Out: u32(m.Out), XStride: u32(x.stride), YStride: u32(y.stride),
+			GroupSize: u32(m.GroupSize), Flags: u32(loadFlags(w.aligned, x.off, x.stride))})),
 		w.data.arg(1), w.scales.arg(2), w.biases.arg(3), x.arg(4), y.arg(5))
 }
 
@@ -182,19 +162,19 @@ func (e *encoder) embed(table *devMatrix, ids loc, out *act, history loc, pos0 i
 	e.dispatch("embed_"+table.format+"_f32",
 		device.Size3{X: ceilDiv(m.In, threads), Y: out.rows}, device.Size3{X: threads},
 		int64(out.rows)*(table.bytes/int64(m.Out)+4), out.bytes()+int64(4*out.rows),
-		bytesArg(0, params(m.In, m.Out, m.GroupSize, pos0)),
+		bytesArg(0, pack(&embedParams{Hidden: u32(m.In), Vocab: u32(m.Out), GroupSize: u32(m.GroupSize), Pos0: u32(pos0)})),
 		table.data.arg(1), table.scales.arg(2), table.biases.arg(3), ids.arg(4), out.arg(5), history.arg(6))
 }
 
-func normParams(width, xStride, yStride int, eps float32) []byte {
-	return params(width, xStride, yStride, eps)
+func packNorm(width, xStride, yStride int, eps float32) []byte {
+	return pack(&normParams{Width: u32(width), XStride: u32(xStride), YStride: u32(yStride), Eps: eps})
 }
 
 // rmsnorm records y = RMSNorm(x)·w per row.
 func (e *encoder) rmsnorm(x *act, w loc, eps float32, y *act) {
 	e.dispatch("rmsnorm_f32", device.Size3{X: x.rows}, device.Size3{X: simdWidth},
 		x.bytes()+int64(4*x.width), y.bytes(),
-		bytesArg(0, normParams(x.width, x.stride, y.stride, eps)), x.arg(1), w.arg(2), y.arg(3))
+		bytesArg(0, packNorm(x.width, x.stride, y.stride, eps)), x.arg(1), w.arg(2), y.arg(3))
 }
 
 // addRMSNorm records residual += delta; y = RMSNorm(residual)·w.
@@ -205,7 +185,7 @@ func (e *encoder) addRMSNorm(residual, delta *act, w loc, eps float32, y *act) {
 	}
 	e.dispatch("add_rmsnorm_f32", device.Size3{X: residual.rows}, device.Size3{X: simdWidth},
 		residual.bytes()+delta.bytes()+int64(4*residual.width), residual.bytes()+y.bytes(),
-		bytesArg(0, normParams(residual.width, residual.stride, y.stride, eps)),
+		bytesArg(0, packNorm(residual.width, residual.stride, y.stride, eps)),
 		residual.arg(1), delta.arg(2), w.arg(3), y.arg(4))
 }
 
@@ -215,7 +195,7 @@ func (e *encoder) gatedNorm(o, z loc, rows, width int, w loc, eps float32, y loc
 	n := int64(4 * rows * width)
 	e.dispatch("gated_rmsnorm_silu_f32", device.Size3{X: rows}, device.Size3{X: simdWidth},
 		2*n+int64(4*width), n,
-		bytesArg(0, normParams(width, width, width, eps)), o.arg(1), z.arg(2), w.arg(3), y.arg(4))
+		bytesArg(0, packNorm(width, width, width, eps)), o.arg(1), z.arg(2), w.arg(3), y.arg(4))
 }
 
 // conv records the causal depthwise conv + SiLU over rows tokens of x,
@@ -226,7 +206,7 @@ func (e *encoder) conv(x *act, w, state loc, kernel int, out *act) {
 	stateBytes := int64(4 * (kernel - 1) * c)
 	e.dispatch("conv1d_causal_silu_f32", device.Size3{X: ceilDiv(c, threads)}, device.Size3{X: threads},
 		x.bytes()+int64(4*c*kernel)+stateBytes, out.bytes()+stateBytes,
-		bytesArg(0, params(c, kernel, x.rows)), x.arg(1), w.arg(2), state.arg(3), out.arg(4))
+		bytesArg(0, pack(&convParams{Channels: u32(c), Taps: u32(kernel), Rows: u32(x.rows)})), x.arg(1), w.arg(2), state.arg(3), out.arg(4))
 }
 
 // deltaNetShape is the DeltaNet's head layout.
@@ -253,7 +233,8 @@ func (e *encoder) deltaNetScan(s deltaNetShape, rows int, d deltaNetBufs) {
 		device.Size3{X: ceilDiv(s.valueDim, dnCols*dnSimdgroups), Y: s.valueHeads}, device.Size3{X: simdWidth * dnSimdgroups},
 		int64(4*rows*(width+2*s.valueHeads))+int64(8*s.valueHeads)+stateBytes,
 		int64(4*rows*s.valueHeads*s.valueDim)+stateBytes,
-		bytesArg(0, params(rows, s.keyHeads, s.valueHeads, s.keyDim, s.valueDim)),
+		bytesArg(0, pack(&deltaNetParams{Rows: u32(rows), KeyHeads: u32(s.keyHeads), ValueHeads: u32(s.valueHeads),
+			KeyDim: u32(s.keyDim), ValueDim: u32(s.valueDim)})),
 		d.conv.arg(1), d.a.arg(2), d.b.arg(3), d.aLog.arg(4), d.dtBias.arg(5), d.state.arg(6), d.o.arg(7))
 }
 
@@ -283,9 +264,10 @@ func (s attnShape) kvElem() int {
 
 func (s attnShape) splits() int { return ceilDiv(s.pos0+s.rows, attnSplitLen) }
 
-func (s attnShape) params() []byte {
-	return params(s.headDim, s.rotaryDim, s.qHeads, s.kvHeads, s.pos0, s.maxSeq, attnSplitLen, s.splits(),
-		s.eps, float32(1/math.Sqrt(float64(s.headDim))), s.rows)
+func (s attnShape) pack() []byte {
+	return pack(&attnParams{HeadDim: u32(s.headDim), RotaryDim: u32(s.rotaryDim), QHeads: u32(s.qHeads),
+		KvHeads: u32(s.kvHeads), Pos0: u32(s.pos0), MaxSeq: u32(s.maxSeq), SplitLen: attnSplitLen,
+		Splits: u32(s.splits()), Eps: s.eps, Scale: float32(1 / math.Sqrt(float64(s.headDim))), Rows: u32(s.rows)})
 }
 
 // attnBufs are the attention kernels' operands: the projections (qg is
@@ -301,14 +283,14 @@ func (e *encoder) attnQNormRope(s attnShape, b attnBufs) {
 	n := int64(4 * s.rows * s.qHeads * s.headDim)
 	e.dispatch("attn_q_norm_rope_f32", device.Size3{X: s.qHeads, Y: s.rows}, device.Size3{X: simdWidth},
 		n+int64(4*s.headDim+2*s.rotaryDim), n,
-		bytesArg(0, s.params()), b.qg.arg(1), b.qNorm.arg(2), b.invFreq.arg(3), b.q.arg(4))
+		bytesArg(0, s.pack()), b.qg.arg(1), b.qNorm.arg(2), b.invFreq.arg(3), b.q.arg(4))
 }
 
 func (e *encoder) attnKVWrite(s attnShape, b attnBufs) {
 	n := int64(s.rows * s.kvHeads * s.headDim)
 	e.dispatch("attn_kv_write_"+s.kvName(), device.Size3{X: s.kvHeads, Y: s.rows}, device.Size3{X: simdWidth},
 		8*n+int64(4*s.headDim+2*s.rotaryDim), 2*int64(s.kvElem())*n,
-		bytesArg(0, s.params()), b.k.arg(1), b.v.arg(2), b.kNorm.arg(3), b.invFreq.arg(4), b.kCache.arg(5), b.vCache.arg(6))
+		bytesArg(0, s.pack()), b.k.arg(1), b.v.arg(2), b.kNorm.arg(3), b.invFreq.arg(4), b.kCache.arg(5), b.vCache.arg(6))
 }
 
 // attnSplit records the chunked attention. A threadgroup serves all the
@@ -328,7 +310,7 @@ func (e *encoder) attnSplit(s attnShape, b attnBufs) {
 	e.dispatch("attn_split_"+s.kvName()+"_f32", device.Size3{X: s.kvHeads, Y: s.splits(), Z: s.rows},
 		device.Size3{X: simdWidth * group},
 		int64(4*s.rows*s.qHeads*s.headDim)+kvRead, parts*int64(4*(s.headDim+2)),
-		bytesArg(0, s.params()), b.q.arg(1), b.kCache.arg(2), b.vCache.arg(3), b.partO.arg(4), b.partM.arg(5), b.partL.arg(6))
+		bytesArg(0, s.pack()), b.q.arg(1), b.kCache.arg(2), b.vCache.arg(3), b.partO.arg(4), b.partM.arg(5), b.partL.arg(6))
 }
 
 // Prefill attention geometry (attention.metal).
@@ -354,7 +336,7 @@ func (e *encoder) attnPrefill(s attnShape, b attnBufs) {
 	n := int64(4 * s.rows * s.qHeads * s.headDim)
 	e.dispatch("attn_prefill_"+s.kvName()+"_f32", device.Size3{X: blocks, Y: s.qHeads}, device.Size3{X: simdWidth * prefillQueries},
 		2*n+keys*int64(s.qHeads*s.headDim*2*s.kvElem()), n,
-		bytesArg(0, s.params()), b.q.arg(1), b.kCache.arg(2), b.vCache.arg(3), b.qg.arg(4), b.o.arg(5))
+		bytesArg(0, s.pack()), b.q.arg(1), b.kCache.arg(2), b.vCache.arg(3), b.qg.arg(4), b.o.arg(5))
 }
 
 func (e *encoder) attnReduceGate(s attnShape, b attnBufs) {
@@ -362,7 +344,7 @@ func (e *encoder) attnReduceGate(s attnShape, b attnBufs) {
 	n := int64(4 * s.rows * s.qHeads * s.headDim)
 	e.dispatch("attn_reduce_gate_f32", device.Size3{X: s.qHeads, Y: s.rows}, device.Size3{X: simdWidth},
 		parts*int64(4*(s.headDim+2))+n, n,
-		bytesArg(0, s.params()), b.partO.arg(1), b.partM.arg(2), b.partL.arg(3), b.qg.arg(4), b.o.arg(5))
+		bytesArg(0, s.pack()), b.partO.arg(1), b.partM.arg(2), b.partL.arg(3), b.qg.arg(4), b.o.arg(5))
 }
 
 // routerTopK records softmax/top-k/renormalise over logits [rows, stride]
@@ -370,7 +352,7 @@ func (e *encoder) attnReduceGate(s attnShape, b attnBufs) {
 func (e *encoder) routerTopK(experts, topK, rows int, logits loc, stride int, ids, weights loc) {
 	e.dispatch("moe_router_topk_f32", device.Size3{X: rows}, device.Size3{X: simdWidth},
 		int64(4*rows*(experts+1)), int64(8*rows*(topK+1)),
-		bytesArg(0, params(experts, topK, stride)), logits.arg(1), ids.arg(2), weights.arg(3))
+		bytesArg(0, pack(&routerParams{Experts: u32(experts), TopK: u32(topK), LogitsStride: u32(stride)})), logits.arg(1), ids.arg(2), weights.arg(3))
 }
 
 // moeShape is what the expert kernels need to know.
@@ -378,11 +360,12 @@ type moeShape struct {
 	hidden, inter, sharedInter, experts, slots, hStride, groupSize, sharedGroupSize int
 }
 
-// params packs ExpertParams with the load flags of the routed and the
+// pack packs ExpertParams with the load flags of the routed and the
 // shared matrices.
-func (s moeShape) params(flags, sharedFlags int) []byte {
-	return params(s.hidden, s.inter, s.sharedInter, s.experts, s.slots, s.hStride, s.groupSize, s.sharedGroupSize,
-		flags, sharedFlags)
+func (s moeShape) pack(flags, sharedFlags int) []byte {
+	return pack(&expertParams{Hidden: u32(s.hidden), Inter: u32(s.inter), SharedInter: u32(s.sharedInter),
+		Experts: u32(s.experts), Slots: u32(s.slots), HStride: u32(s.hStride), GroupSize: u32(s.groupSize),
+		SharedGroupSize: u32(s.sharedGroupSize), Flags: u32(flags), SharedFlags: u32(sharedFlags)})
 }
 
 // moeBufs are the expert kernels' operands: the normalised input x, the
@@ -406,7 +389,7 @@ func (e *encoder) moeGateUp(s moeShape, rows int, b moeBufs, w *devMoE) {
 		device.Size3{X: ceilDiv(max(s.inter, s.sharedInter), perGroup), Y: s.slots, Z: rows},
 		device.Size3{X: simdWidth * moeSimdgroups},
 		read, int64(4*rows*(s.slots-1)*s.inter+4*rows*s.sharedInter),
-		bytesArg(0, s.params(loadFlags(gate.aligned && up.aligned, x.off, s.hidden), loadFlags(sGate.aligned && sUp.aligned, x.off, s.hidden))),
+		bytesArg(0, s.pack(loadFlags(gate.aligned && up.aligned, x.off, s.hidden), loadFlags(sGate.aligned && sUp.aligned, x.off, s.hidden))),
 		x.arg(1), ids.arg(2), h.arg(3),
 		device.Arg{Index: 4, Buffer: gate.data}, device.Arg{Index: 5, Buffer: gate.scales},
 		device.Arg{Index: 6, Buffer: gate.biases}, device.Arg{Index: 7, Buffer: gate.table},
@@ -426,7 +409,7 @@ func (e *encoder) moeDownCombine(s moeShape, rows int, b moeBufs, w *devMoE) {
 	e.dispatch("moe_down_combine_"+down.format+"_f32",
 		device.Size3{X: ceilDiv(s.hidden, perGroup), Y: rows}, device.Size3{X: simdWidth * moeSimdgroups},
 		read, int64(4*rows*s.hidden),
-		bytesArg(0, s.params(loadFlags(down.aligned, h.off, s.hStride), loadFlags(sDown.aligned, h.off, s.hStride))),
+		bytesArg(0, s.pack(loadFlags(down.aligned, h.off, s.hStride), loadFlags(sDown.aligned, h.off, s.hStride))),
 		h.arg(1), ids.arg(2), weights.arg(3), y.arg(4),
 		device.Arg{Index: 5, Buffer: down.data}, device.Arg{Index: 6, Buffer: down.scales},
 		device.Arg{Index: 7, Buffer: down.biases}, device.Arg{Index: 8, Buffer: down.table},
@@ -437,7 +420,7 @@ func (e *encoder) moeDownCombine(s moeShape, rows int, b moeBufs, w *devMoE) {
 // (one int32), through per-chunk partials in scratch.
 func (e *encoder) argmax(logits loc, vocab int, partVal, partID, out loc) {
 	chunks := ceilDiv(vocab, argmaxChunk)
-	p := params(vocab, argmaxChunk, chunks)
+	p := pack(&argmaxParams{Vocab: u32(vocab), Chunk: argmaxChunk, Chunks: u32(chunks)})
 	e.dispatch("argmax_partial_f32", device.Size3{X: chunks}, device.Size3{X: simdWidth},
 		int64(4*vocab), int64(8*chunks), bytesArg(0, p), logits.arg(1), partVal.arg(2), partID.arg(3))
 	e.dispatch("argmax_final_i32", device.Size3{X: 1}, device.Size3{X: simdWidth},
@@ -448,7 +431,7 @@ func (e *encoder) argmax(logits loc, vocab int, partVal, partID, out loc) {
 func (e *encoder) copyF32(src, dst loc, n int) {
 	const threads = 256
 	e.dispatch("copy_f32", device.Size3{X: ceilDiv(n, threads)}, device.Size3{X: threads},
-		int64(4*n), int64(4*n), bytesArg(0, params(n)), src.arg(1), dst.arg(2))
+		int64(4*n), int64(4*n), bytesArg(0, pack(&copyParams{Count: u32(n)})), src.arg(1), dst.arg(2))
 }
 
 // Prefill tiles (gemm_tile.h). The grouped GEMMs use gemmBM×gemmBN tiles
@@ -482,7 +465,8 @@ func (e *encoder) gemm(w *devMatrix, x, y *act, ops Operands) {
 	e.dispatch(name,
 		device.Size3{X: tilesN, Y: tilesM}, device.Size3{X: gemmThreads},
 		int64(tilesM)*w.bytes+x.bytes()*int64(tilesN), y.bytes(),
-		bytesArg(0, params(m.In, m.Out, x.rows, x.stride, y.stride, m.GroupSize)),
+		bytesArg(0, pack(&gemmParams{In: u32(m.In), Out: u32(m.Out), Rows: u32(x.rows), XStride: u32(x.stride),
+			YStride: u32(y.stride), GroupSize: u32(m.GroupSize)})),
 		w.data.arg(1), w.scales.arg(2), w.biases.arg(3), x.arg(4), y.arg(5))
 }
 
@@ -496,7 +480,7 @@ func (e *encoder) moePlan(n, groups int, b moeBufs) {
 	bound := planBound(n, groups)
 	e.dispatch("moe_plan_u32", device.Size3{X: 1}, device.Size3{X: planThreads},
 		int64(4*n), int64(4*(groups+1)+4*groups+16*bound),
-		bytesArg(0, params(n, groups, bound)), ids.arg(1), offsets.arg(2), cursor.arg(3), tiles.arg(4))
+		bytesArg(0, pack(&planParams{Assignments: u32(n), Groups: u32(groups), Bound: u32(bound)})), ids.arg(1), offsets.arg(2), cursor.arg(3), tiles.arg(4))
 }
 
 // moeScatter records each (token, slot) taking the next row of its expert:
@@ -506,11 +490,13 @@ func (e *encoder) moeScatter(n, slots int, b moeBufs) {
 	const threads = 256
 	e.dispatch("moe_scatter_rows_u32", device.Size3{X: ceilDiv(n, threads)}, device.Size3{X: threads},
 		int64(4*n), int64(8*n),
-		bytesArg(0, params(n, slots)), ids.arg(1), cursor.arg(2), rowOf.arg(3), tokenOf.arg(4))
+		bytesArg(0, pack(&scatterParams{Assignments: u32(n), Slots: u32(slots)})), ids.arg(1), cursor.arg(2), rowOf.arg(3), tokenOf.arg(4))
 }
 
-func (s moeShape) groupedParams(xStride int) []byte {
-	return params(s.hidden, s.inter, s.sharedInter, s.experts, s.hStride, s.groupSize, s.sharedGroupSize, xStride)
+func (s moeShape) packGrouped(xStride int) []byte {
+	return pack(&groupedParams{Hidden: u32(s.hidden), Inter: u32(s.inter), SharedInter: u32(s.sharedInter),
+		Experts: u32(s.experts), HStride: u32(s.hStride), GroupSize: u32(s.groupSize),
+		SharedGroupSize: u32(s.sharedGroupSize), XStride: u32(xStride)})
 }
 
 // groupedKernel names the grouped GEMM kernel for the operand type.
@@ -537,7 +523,7 @@ func (e *encoder) moeGemmGateUp(s moeShape, n int, b moeBufs, w *devMoE) {
 		device.Size3{X: ceilDiv(max(s.inter, s.sharedInter), gemmBN), Y: bound}, device.Size3{X: gemmThreads},
 		groupedWeightBytes(bound, gate.expertBytes+up.expertBytes, sGate.bytes+sUp.bytes)+int64(4*n*s.hidden)+int64(16*bound+4*n),
 		int64(4*n*s.hStride),
-		bytesArg(0, s.groupedParams(x.stride)), tiles.arg(1), x.arg(2), h.arg(3),
+		bytesArg(0, s.packGrouped(x.stride)), tiles.arg(1), x.arg(2), h.arg(3),
 		device.Arg{Index: 4, Buffer: gate.data}, device.Arg{Index: 5, Buffer: gate.scales},
 		device.Arg{Index: 6, Buffer: gate.biases}, device.Arg{Index: 7, Buffer: gate.table},
 		device.Arg{Index: 8, Buffer: up.data}, device.Arg{Index: 9, Buffer: up.scales},
@@ -555,7 +541,7 @@ func (e *encoder) moeGemmDown(s moeShape, n int, b moeBufs, w *devMoE) {
 		device.Size3{X: ceilDiv(s.hidden, gemmBN), Y: bound}, device.Size3{X: gemmThreads},
 		groupedWeightBytes(bound, down.expertBytes, sDown.bytes)+int64(4*n*s.hStride)+int64(16*bound),
 		int64(4*n*s.hidden),
-		bytesArg(0, s.groupedParams(0)), tiles.arg(1), h.arg(2), ye.arg(3),
+		bytesArg(0, s.packGrouped(0)), tiles.arg(1), h.arg(2), ye.arg(3),
 		device.Arg{Index: 4, Buffer: down.data}, device.Arg{Index: 5, Buffer: down.scales},
 		device.Arg{Index: 6, Buffer: down.biases}, device.Arg{Index: 7, Buffer: down.table},
 		sDown.data.arg(8), sDown.scales.arg(9), sDown.biases.arg(10))
@@ -567,7 +553,7 @@ func (e *encoder) moeCombine(rows, slots, hidden int, b moeBufs) {
 	const threads = 256
 	e.dispatch("moe_combine_f32", device.Size3{X: ceilDiv(hidden, threads), Y: rows}, device.Size3{X: threads},
 		int64(4*rows*slots*hidden+8*rows*slots), int64(4*rows*hidden),
-		bytesArg(0, params(hidden, slots)), ye.arg(1), rowOf.arg(2), weights.arg(3), y.arg(4))
+		bytesArg(0, pack(&combineParams{Hidden: u32(hidden), Slots: u32(slots)})), ye.arg(1), rowOf.arg(2), weights.arg(3), y.arg(4))
 }
 
 // Device sampling (sample.metal).
@@ -584,7 +570,8 @@ const (
 // over history[:count] into logits (a private copy of the row).
 func (e *encoder) penalties(s *model.Sampling, history loc, count int, counts, flags, logits loc) {
 	const threads = 256
-	p := params(count, max(0, min(s.GeneratedFrom, count)), s.RepetitionPenalty, s.PresencePenalty, s.FrequencyPenalty)
+	p := pack(&penaltyParams{Count: u32(count), From: u32(max(0, min(s.GeneratedFrom, count))),
+		Repetition: s.RepetitionPenalty, Presence: s.PresencePenalty, Frequency: s.FrequencyPenalty})
 	g := device.Size3{X: ceilDiv(count, threads)}
 	th := device.Size3{X: threads}
 	e.dispatch("sample_penalty_clear_u32", g, th, int64(4*count), int64(8*count),
@@ -598,8 +585,8 @@ func (e *encoder) penalties(s *model.Sampling, history loc, count int, counts, f
 // topK records the top-k draw over one row of vocab logits into out.
 func (e *encoder) topK(s *model.Sampling, logits loc, vocab, position int, candVal, candID, out loc) {
 	chunks := ceilDiv(vocab, topkChunk)
-	p := params(vocab, chunks, s.TopK, s.Temperature, s.TopP, s.MinP,
-		int(uint32(s.Seed)), int(uint32(s.Seed>>32)), position)
+	p := pack(&topKParams{Vocab: u32(vocab), Chunks: u32(chunks), K: u32(s.TopK), Temperature: s.Temperature,
+		TopP: s.TopP, MinP: s.MinP, SeedLo: uint32(s.Seed), SeedHi: uint32(s.Seed >> 32), Position: u32(position)})
 	e.dispatch("sample_topk_partial_f32", device.Size3{X: chunks}, device.Size3{X: topkThreads},
 		int64(4*vocab), int64(8*chunks*s.TopK), bytesArg(0, p), logits.arg(1), candVal.arg(2), candID.arg(3))
 	e.dispatch("sample_topk_final_f32", device.Size3{X: 1}, device.Size3{X: topkThreads},
