@@ -13,6 +13,7 @@ const (
 	simdWidth      = 32
 	gemvRows       = 4 // GEMV_ROWS
 	gemvSimdgroups = 2 // GEMV_SIMDGROUPS
+	gemvTokens     = 8 // GEMV_TOKENS
 	moeRows        = 4 // MOE_ROWS
 	moeSimdgroups  = 2 // MOE_SIMDGROUPS
 	dnSimdgroups   = 2 // DN_SIMDGROUPS
@@ -132,7 +133,8 @@ func (a *act) row(i int) *act {
 
 func (a *act) bytes() int64 { return int64(4 * a.rows * a.width) }
 
-// gemv records y[t] = W·x[t] for every row of x.
+// gemv records y[t] = W·x[t] for every row of x, reading W once per
+// gemvTokens rows.
 func (e *encoder) gemv(w *devMatrix, x, y *act) {
 	m := w.m
 	if x.width != m.In || y.width != m.Out || x.rows != y.rows {
@@ -140,11 +142,13 @@ func (e *encoder) gemv(w *devMatrix, x, y *act) {
 		return
 	}
 	perGroup := gemvRows * gemvSimdgroups
+	// Each threadgroup row reads the weights once for gemvTokens token rows.
+	tokenGroups := ceilDiv(x.rows, gemvTokens)
 	e.dispatch("gemv_"+w.format+"_f32",
-		device.Size3{X: ceilDiv(m.Out, perGroup), Y: x.rows}, device.Size3{X: simdWidth * gemvSimdgroups},
-		int64(x.rows)*w.bytes+x.bytes(), y.bytes(),
+		device.Size3{X: ceilDiv(m.Out, perGroup), Y: tokenGroups}, device.Size3{X: simdWidth * gemvSimdgroups},
+		int64(tokenGroups)*w.bytes+x.bytes(), y.bytes(),
 		bytesArg(0, pack(&gemvParams{In: u32(m.In), Out: u32(m.Out), XStride: u32(x.stride), YStride: u32(y.stride),
-			GroupSize: u32(m.GroupSize), Flags: u32(loadFlags(w.aligned, x.off, x.stride))})),
+			GroupSize: u32(m.GroupSize), Flags: u32(loadFlags(w.aligned, x.off, x.stride)), Rows: u32(x.rows)})),
 		w.data.arg(1), w.scales.arg(2), w.biases.arg(3), x.arg(4), y.arg(5))
 }
 

@@ -199,6 +199,13 @@ func TestGEMV(t *testing.T) {
 		{"q4", 9, 96, 32, 1, 0},
 		{"q8", 21, 192, 64, 2, 0},
 		{"q8", 6, 64, 64, 3, 4},
+		// Past one threadgroup's GEMV_TOKENS token rows: the weights are
+		// read once per 8 rows, the last group partly filled.
+		{"q4", 37, 320, 64, 11, 0},
+		{"q8", 21, 192, 64, 8, 4},
+		{"bf16", 45, 204, 0, 9, 0},
+		{"f16", 29, 96, 0, 10, 0},
+		{"f32", 37, 203, 0, 5, 0},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s_%dx%d_rows%d_xoff%d", c.format, c.out, c.in, c.rows, c.xOff), func(t *testing.T) {
@@ -211,9 +218,17 @@ func TestGEMV(t *testing.T) {
 				xa := actAt(xb, c.rows, c.in)
 				y := actAt(r.zeros(4*c.rows*c.out), c.rows, c.out)
 				r.run(func(e *encoder) { e.gemv(dm, xa, y) })
-				return [][]byte{f32Bytes(r.floatsAt(y.loc, c.rows*c.out))}
+				// The last token row alone, as a sequence decoding by
+				// itself: its bits must not depend on the rows beside it.
+				last := c.rows - 1
+				y1 := actAt(r.zeros(4*c.out), 1, c.out)
+				r.run(func(e *encoder) { e.gemv(dm, xa.row(last), y1) })
+				return [][]byte{f32Bytes(r.floatsAt(y.loc, c.rows*c.out)), f32Bytes(r.floatsAt(y1.loc, c.out))}
 			})
 			y := floats(got[0])
+			if !bytes.Equal(got[0][4*(c.rows-1)*c.out:], got[1]) {
+				t.Errorf("token row %d differs between the %d-row dispatch and a dispatch of its own", c.rows-1, c.rows)
+			}
 			worst := 0.0
 			for t0 := 0; t0 < c.rows; t0++ {
 				for row := 0; row < c.out; row++ {

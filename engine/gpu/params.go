@@ -16,7 +16,7 @@ import (
 
 // gemvParams is GemvParams (gemv.metal).
 type gemvParams struct {
-	In, Out, XStride, YStride, GroupSize, Flags uint32
+	In, Out, XStride, YStride, GroupSize, Flags, Rows uint32
 }
 
 // gemmParams is GemmParams (gemm.metal).
