@@ -61,8 +61,9 @@ struct WeightRef {
 //       of a SIMD group together cover the row, the caller sums with simd_sum.
 //   dot_rows<R>(w, row0, n, x, lane, acc): the same for rows row0..row0+n−1
 //       (n ≤ R) at once, so that each load of x serves every row.
-//   dot_tokens<R, T>(w, row0, n, x, x_stride, nt, lane, acc): dot_rows for
-//       nt ≤ T token rows of x (x_stride floats apart) at once, acc[t·R + r]:
+//   dot_tokens<R, T>(w, row0, n, x, x_stride, tok, nt, lane, acc): dot_rows
+//       for nt ≤ T token rows of x at once — token t's row is row tok[t] of x,
+//       x_stride floats apart — into acc[t·R + r]:
 //       each weight is loaded once for all the tokens, and each token's sum
 //       is formed exactly as dot_rows forms it, so a token's result does not
 //       depend on which other tokens share the call.
@@ -95,7 +96,7 @@ struct FmtF32 {
         }
     }
     template <uint R, uint T>
-    static void dot_tokens(WeightRef w, uint row0, uint n, const device float* x, uint x_stride, uint nt, uint lane,
+    static void dot_tokens(WeightRef w, uint row0, uint n, const device float* x, uint x_stride, thread const uint* tok, uint nt, uint lane,
                            thread float* acc) {
         for (uint i = 0; i < R * T; i++) {
             acc[i] = 0.0f;
@@ -106,7 +107,7 @@ struct FmtF32 {
                     float wv = at(w, row0 + r, j);
                     for (uint t = 0; t < T; t++) {
                         if (t < nt) {
-                            acc[t * R + r] += wv * x[ulong(t) * x_stride + j];
+                            acc[t * R + r] += wv * x[ulong(tok[t]) * x_stride + j];
                         }
                     }
                 }
@@ -139,7 +140,7 @@ struct FmtF16 {
         }
     }
     template <uint R, uint T>
-    static void dot_tokens(WeightRef w, uint row0, uint n, const device float* x, uint x_stride, uint nt, uint lane,
+    static void dot_tokens(WeightRef w, uint row0, uint n, const device float* x, uint x_stride, thread const uint* tok, uint nt, uint lane,
                            thread float* acc) {
         for (uint i = 0; i < R * T; i++) {
             acc[i] = 0.0f;
@@ -150,7 +151,7 @@ struct FmtF16 {
                     float wv = at(w, row0 + r, j);
                     for (uint t = 0; t < T; t++) {
                         if (t < nt) {
-                            acc[t * R + r] += wv * x[ulong(t) * x_stride + j];
+                            acc[t * R + r] += wv * x[ulong(tok[t]) * x_stride + j];
                         }
                     }
                 }
@@ -199,7 +200,7 @@ struct FmtBF16 {
         }
     }
     template <uint R, uint T>
-    static void dot_tokens(WeightRef w, uint row0, uint n, const device float* x, uint x_stride, uint nt, uint lane,
+    static void dot_tokens(WeightRef w, uint row0, uint n, const device float* x, uint x_stride, thread const uint* tok, uint nt, uint lane,
                            thread float* acc) {
         for (uint i = 0; i < R * T; i++) {
             acc[i] = 0.0f;
@@ -213,7 +214,7 @@ struct FmtBF16 {
                         ushort4 q = ((const device ushort4*)((const device ushort*)w.data + ulong(row0 + r) * w.in))[i];
                         for (uint t = 0; t < T; t++) {
                             if (t < nt) {
-                                float4 xv = ((const device float4*)(x + ulong(t) * x_stride))[i];
+                                float4 xv = ((const device float4*)(x + ulong(tok[t]) * x_stride))[i];
                                 acc[t * R + r] += bf16_to_float(q.x) * xv.x + bf16_to_float(q.y) * xv.y +
                                                   bf16_to_float(q.z) * xv.z + bf16_to_float(q.w) * xv.w;
                             }
@@ -229,7 +230,7 @@ struct FmtBF16 {
                     float wv = at(w, row0 + r, j);
                     for (uint t = 0; t < T; t++) {
                         if (t < nt) {
-                            acc[t * R + r] += wv * x[ulong(t) * x_stride + j];
+                            acc[t * R + r] += wv * x[ulong(tok[t]) * x_stride + j];
                         }
                     }
                 }
@@ -339,7 +340,7 @@ struct FmtAffine {
         }
     }
     template <uint R, uint T>
-    static void dot_tokens(WeightRef w, uint row0, uint n, const device float* x, uint x_stride, uint nt, uint lane,
+    static void dot_tokens(WeightRef w, uint row0, uint n, const device float* x, uint x_stride, thread const uint* tok, uint nt, uint lane,
                            thread float* acc) {
         const uint per = 32 / B;
         const uint mask = (1u << B) - 1u;
@@ -365,7 +366,7 @@ struct FmtAffine {
                 if (t >= nt) {
                     break;
                 }
-                const device float* xt = x + ulong(t) * x_stride;
+                const device float* xt = x + ulong(tok[t]) * x_stride;
                 float xv[8];
                 if (x_vec4) {
                     for (uint e = 0; e < per; e += 4) {

@@ -52,7 +52,11 @@ kernel void gemv(constant GemvParams& p [[buffer(0)]],
     uint n = min(uint(GEMV_ROWS), p.out - row0);
     uint nt = min(uint(GEMV_TOKENS), p.rows - t0);
     float acc[GEMV_TOKENS * GEMV_ROWS];
-    F::template dot_tokens<GEMV_ROWS, GEMV_TOKENS>(wr, row0, n, x + ulong(t0) * p.x_stride, p.x_stride, nt, lane, acc);
+    uint tok[GEMV_TOKENS];
+    for (uint t = 0; t < GEMV_TOKENS; t++) {
+        tok[t] = t0 + t;
+    }
+    F::template dot_tokens<GEMV_ROWS, GEMV_TOKENS>(wr, row0, n, x, p.x_stride, tok, nt, lane, acc);
     for (uint t = 0; t < nt; t++) {
         device float* yt = y + ulong(t0 + t) * p.y_stride;
         for (uint r = 0; r < n; r++) {

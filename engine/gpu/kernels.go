@@ -16,6 +16,7 @@ const (
 	gemvTokens     = 8 // GEMV_TOKENS
 	moeRows        = 4 // MOE_ROWS
 	moeSimdgroups  = 2 // MOE_SIMDGROUPS
+	moeGroupTokens = 8 // MOE_GROUP_TOKENS
 	dnSimdgroups   = 2 // DN_SIMDGROUPS
 	dnCols         = 4 // DN_COLS
 	dnMaxKeyDim    = 256
@@ -362,6 +363,7 @@ func (e *encoder) routerTopK(experts, topK, rows int, logits loc, stride int, id
 // moeShape is what the expert kernels need to know.
 type moeShape struct {
 	hidden, inter, sharedInter, experts, slots, hStride, groupSize, sharedGroupSize int
+	rows                                                                            int // the grouped decode kernels' token rows
 }
 
 // pack packs ExpertParams with the load flags of the routed and the
@@ -369,7 +371,7 @@ type moeShape struct {
 func (s moeShape) pack(flags, sharedFlags int) []byte {
 	return pack(&expertParams{Hidden: u32(s.hidden), Inter: u32(s.inter), SharedInter: u32(s.sharedInter),
 		Experts: u32(s.experts), Slots: u32(s.slots), HStride: u32(s.hStride), GroupSize: u32(s.groupSize),
-		SharedGroupSize: u32(s.sharedGroupSize), Flags: u32(flags), SharedFlags: u32(sharedFlags)})
+		SharedGroupSize: u32(s.sharedGroupSize), Flags: u32(flags), SharedFlags: u32(sharedFlags), Rows: u32(s.rows)})
 }
 
 // moeBufs are the expert kernels' operands: the normalised input x, the
@@ -418,6 +420,50 @@ func (e *encoder) moeDownCombine(s moeShape, rows int, b moeBufs, w *devMoE) {
 		device.Arg{Index: 5, Buffer: down.data}, device.Arg{Index: 6, Buffer: down.scales},
 		device.Arg{Index: 7, Buffer: down.biases}, device.Arg{Index: 8, Buffer: down.table},
 		sDown.data.arg(9), sDown.scales.arg(10), sDown.biases.arg(11))
+}
+
+// moeGroupedDecode records the experts of up to moeGroupTokens rows grouped
+// by expert (each expert's weights read once for every row that chose it):
+// h per (row, slot), then ye = down·h per (row, slot) into b.ye, then
+// y[t] = Σ_slot weight·ye in slot order through b.rowOf, which must hold
+// the identity 0…rows·slots−1. The declared reads count every row's routed
+// experts as distinct, the most the step can read; how many were shared is
+// known only after the pass (Counters.SharedExpertBytes).
+func (e *encoder) moeGroupedDecode(s moeShape, rows int, b moeBufs, w *devMoE) {
+	if rows > moeGroupTokens {
+		e.fail(fmt.Errorf("moe: %d rows in one grouped decode, the kernels serve at most %d", rows, moeGroupTokens))
+		return
+	}
+	gate, up, sGate, sUp, down, sDown := w.gate, w.up, w.sGate, w.sUp, w.down, w.sDown
+	x, ids, h := b.x.loc, b.ids, b.h
+	perGroup := moeRows * moeSimdgroups
+	entries := rows * s.slots
+	routed := int64(rows * (s.slots - 1))
+	s.rows = rows
+	read := routed*(gate.expertBytes+up.expertBytes) + sGate.bytes + sUp.bytes + int64(4*rows*s.hidden+4*entries)
+	e.dispatch("moe_gate_up_grouped_"+gate.format+"_f32",
+		device.Size3{X: ceilDiv(max(s.inter, s.sharedInter), perGroup), Y: entries},
+		device.Size3{X: simdWidth * moeSimdgroups},
+		read, int64(4*rows*(s.slots-1)*s.inter+4*rows*s.sharedInter),
+		bytesArg(0, s.pack(loadFlags(gate.aligned && up.aligned, x.off, s.hidden), loadFlags(sGate.aligned && sUp.aligned, x.off, s.hidden))),
+		x.arg(1), ids.arg(2), h.arg(3),
+		device.Arg{Index: 4, Buffer: gate.data}, device.Arg{Index: 5, Buffer: gate.scales},
+		device.Arg{Index: 6, Buffer: gate.biases}, device.Arg{Index: 7, Buffer: gate.table},
+		device.Arg{Index: 8, Buffer: up.data}, device.Arg{Index: 9, Buffer: up.scales},
+		device.Arg{Index: 10, Buffer: up.biases}, device.Arg{Index: 11, Buffer: up.table},
+		sGate.data.arg(12), sGate.scales.arg(13), sGate.biases.arg(14),
+		sUp.data.arg(15), sUp.scales.arg(16), sUp.biases.arg(17))
+	s.groupSize, s.sharedGroupSize = down.groupSize, sDown.m.GroupSize
+	read = routed*down.expertBytes + sDown.bytes + int64(4*rows*(s.slots-1)*s.inter+4*rows*s.sharedInter+4*entries)
+	e.dispatch("moe_down_grouped_"+down.format+"_f32",
+		device.Size3{X: ceilDiv(s.hidden, perGroup), Y: entries}, device.Size3{X: simdWidth * moeSimdgroups},
+		read, int64(4*entries*s.hidden),
+		bytesArg(0, s.pack(loadFlags(down.aligned, h.off, s.hStride), loadFlags(sDown.aligned, h.off, s.hStride))),
+		h.arg(1), ids.arg(2), b.ye.arg(3),
+		device.Arg{Index: 4, Buffer: down.data}, device.Arg{Index: 5, Buffer: down.scales},
+		device.Arg{Index: 6, Buffer: down.biases}, device.Arg{Index: 7, Buffer: down.table},
+		sDown.data.arg(8), sDown.scales.arg(9), sDown.biases.arg(10))
+	e.moeCombine(rows, s.slots, s.hidden, b)
 }
 
 // argmax records the greedy choice over one row of vocab logits into out

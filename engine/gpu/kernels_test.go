@@ -735,15 +735,22 @@ func TestMoEExperts(t *testing.T) {
 		grouped bool
 		rows    int
 		ops     Operands // grouped only: the gathers are GEMVs in f32
+		// decode: the grouped decode kernels (a few rows, each expert read
+		// once for the rows that chose it) instead of the per-row gathers.
+		decode bool
 	}
 	var cases []mcase
 	for _, f := range []string{"bf16", "q4", "q8", "f32", "f16"} {
-		cases = append(cases, mcase{f, false, 3, FloatOperands}, mcase{f, true, 37, FloatOperands}, mcase{f, true, 37, HalfOperands})
+		cases = append(cases, mcase{f, false, 3, FloatOperands, false}, mcase{f, true, 37, FloatOperands, false},
+			mcase{f, true, 37, HalfOperands, false}, mcase{f, false, 3, FloatOperands, true}, mcase{f, false, 8, FloatOperands, true})
 	}
 	for _, c := range cases {
 		name := fmt.Sprintf("%s_gather_rows%d", c.format, c.rows)
 		if c.grouped {
 			name = fmt.Sprintf("%s_grouped_%s_rows%d", c.format, c.ops, c.rows)
+		}
+		if c.decode {
+			name = fmt.Sprintf("%s_decode_rows%d", c.format, c.rows)
 		}
 		t.Run(name, func(t *testing.T) {
 			format, rows := c.format, c.rows
@@ -819,6 +826,24 @@ func TestMoEExperts(t *testing.T) {
 				w := &devMoE{gate: g, up: u, down: dn, sGate: r.devMatrixOf(sGate), sUp: r.devMatrixOf(sUp), sDown: r.devMatrixOf(sDown)}
 				b := moeBufs{x: actAt(xl, rows, hidden), ids: idl, weights: wl, h: h, y: y}
 				groups := experts + 1
+				var alone []byte
+				if c.decode {
+					// The rows grouped by expert, then the last row alone:
+					// its bits must not depend on the rows beside it.
+					identity := make([]byte, 4*n)
+					for i := range n {
+						binary.LittleEndian.PutUint32(identity[4*i:], uint32(i))
+					}
+					b.rowOf, b.ye = r.buf(identity), r.zeros(4*n*hidden)
+					r.run(func(e *encoder) { e.moeGroupedDecode(s, rows, b, w) })
+					last := rows - 1
+					one := moeBufs{x: actAt(loc{xl.buf, 4 * last * hidden}, 1, hidden), ids: loc{idl.buf, 4 * last * slots},
+						weights: loc{wl.buf, 4 * last * slots}, h: r.zeros(4 * slots * s.hStride), y: r.zeros(4 * hidden),
+						rowOf: b.rowOf, ye: r.zeros(4 * slots * hidden)}
+					r.run(func(e *encoder) { e.moeGroupedDecode(s, 1, one, w) })
+					alone = f32Bytes(r.floatsAt(one.y, hidden))
+					return [][]byte{f32Bytes(r.floatsAt(y, rows*hidden)), nil, nil, alone}
+				}
 				if c.grouped {
 					b.cursor = r.zeros(4 * groups)
 					b.offsets, b.tiles = r.zeros(4*(groups+1)), r.zeros(16*planBound(n, groups))
@@ -852,6 +877,9 @@ func TestMoEExperts(t *testing.T) {
 			})
 			if c.grouped {
 				checkPlan(t, got[1], ids, experts+1, n)
+			}
+			if c.decode && !bytes.Equal(got[0][4*(rows-1)*hidden:], got[3]) {
+				t.Errorf("row %d's output differs between the %d-row grouped decode and a decode of its own", rows-1, rows)
 			}
 			// reference computes y in float64 from x and the weights. With
 			// hKernel set, it stages the GEMM operands as the half tiles do

@@ -65,7 +65,7 @@ type routerParams struct {
 // expertParams is ExpertParams (moe.metal).
 type expertParams struct {
 	Hidden, Inter, SharedInter, Experts, Slots, HStride, GroupSize, SharedGroupSize uint32
-	Flags, SharedFlags                                                              uint32
+	Flags, SharedFlags, Rows                                                        uint32
 }
 
 // planParams is PlanParams (moe_grouped.metal).
