@@ -83,6 +83,13 @@ func (s Stats) Lines() []string {
 			fmt.Sprintf("decode: planned bytes per token: %s (read %s, write %s)",
 				per(d.ReadBytes+d.WriteBytes, d.Passes), per(d.ReadBytes, d.Passes), per(d.WriteBytes, d.Passes)),
 			fmt.Sprintf("decode: minimum bytes per token (active weights once, KV, state): %s", per(d.MinimumBytes, d.Passes)))
+		if d.Sequences > d.Passes {
+			// Batched steps: the counters above are per step.
+			out = append(out,
+				fmt.Sprintf("decode: sequences per step: %s", per(d.Sequences, d.Passes)),
+				fmt.Sprintf("decode: bytes per step, experts several rows chose read once: %s (shared %s)",
+					per(d.StepBytes(), d.Passes), per(d.SharedExpertBytes, d.Passes)))
+		}
 		if d.MinimumBytes > 0 {
 			out = append(out, fmt.Sprintf("decode: planned / minimum bytes: %.3f",
 				float64(d.ReadBytes+d.WriteBytes)/float64(d.MinimumBytes)))
