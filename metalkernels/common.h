@@ -34,6 +34,22 @@ inline bool is_nan_or_neg_inf(float x) {
     return (u & 0x7fffffffu) > 0x7f800000u || u == 0xff800000u;
 }
 
+// pick_seq is argument i of eight: the per-sequence buffers of a kernel that
+// serves several sequences' decode steps in one dispatch.
+inline device float* pick_seq(uint i, device float* b0, device float* b1, device float* b2, device float* b3,
+                              device float* b4, device float* b5, device float* b6, device float* b7) {
+    switch (i) {
+    case 0: return b0;
+    case 1: return b1;
+    case 2: return b2;
+    case 3: return b3;
+    case 4: return b4;
+    case 5: return b5;
+    case 6: return b6;
+    default: return b7;
+    }
+}
+
 inline float silu(float x) { return x / (1.0f + exp(-x)); }
 inline float sigmoid(float x) { return 1.0f / (1.0f + exp(-x)); }
 inline float softplus(float x) { return x > 20.0f ? x : log(1.0f + exp(x)); }

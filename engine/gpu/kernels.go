@@ -22,6 +22,7 @@ const (
 	dnMaxKeyDim    = 256
 	attnMaxDim     = 512 // ATTN_MAX_DIM
 	convMaxKernel  = 8   // CONV_MAX_KERNEL
+	stepMaxSeqs    = 8   // CONV_MAX_SEQS, DN_MAX_SEQS: sequences per multi-sequence step dispatch
 	moeMaxExperts  = 512 // 32·MOE_MAX_PER_LANE
 	moeMaxTopK     = 16
 	attnSplitLen   = 256 // keys per attention chunk
@@ -214,6 +215,42 @@ func (e *encoder) conv(x *act, w, state loc, kernel int, out *act) {
 		bytesArg(0, pack(&convParams{Channels: u32(c), Taps: u32(kernel), Rows: u32(x.rows)})), x.arg(1), w.arg(2), state.arg(3), out.arg(4))
 }
 
+// seqArgs binds the per-sequence buffers of a multi-sequence step kernel
+// from index first: stepMaxSeqs arguments, the unused ones bound to the
+// first sequence's buffer (the kernel never reads them).
+func seqArgs(first int, bufs []loc) []device.Arg {
+	args := make([]device.Arg, stepMaxSeqs)
+	for i := range args {
+		l := bufs[0]
+		if i < len(bufs) {
+			l = bufs[i]
+		}
+		args[i] = l.arg(first + i)
+	}
+	return args
+}
+
+// convSteps records one token of each of len(states) sequences — row z of x
+// and out is sequence z's, advancing states[z] — stepMaxSeqs sequences per
+// dispatch. Each sequence's row is computed as conv computes a one-row pass.
+func (e *encoder) convSteps(x *act, w loc, states []loc, kernel int, out *act) {
+	if x.rows != len(states) || out.rows != x.rows {
+		e.fail(fmt.Errorf("conv steps: %d rows for %d sequences", x.rows, len(states)))
+		return
+	}
+	c := x.width
+	const threads = 256
+	stateBytes := int64(4 * (kernel - 1) * c)
+	for z0 := 0; z0 < len(states); z0 += stepMaxSeqs {
+		n := min(stepMaxSeqs, len(states)-z0)
+		xs, outs := x.rowsOf(z0, n), out.rowsOf(z0, n)
+		args := append([]device.Arg{bytesArg(0, pack(&convParams{Channels: u32(c), Taps: u32(kernel), Rows: u32(n)})),
+			xs.arg(1), w.arg(2), outs.arg(3)}, seqArgs(4, states[z0:z0+n])...)
+		e.dispatch("conv1d_step_seqs_f32", device.Size3{X: ceilDiv(c, threads), Y: n}, device.Size3{X: threads},
+			xs.bytes()+int64(4*c*kernel)+int64(n)*stateBytes, outs.bytes()+int64(n)*stateBytes, args...)
+	}
+}
+
 // deltaNetShape is the DeltaNet's head layout.
 type deltaNetShape struct {
 	keyHeads, valueHeads, keyDim, valueDim int
@@ -241,6 +278,30 @@ func (e *encoder) deltaNetScan(s deltaNetShape, rows int, d deltaNetBufs) {
 		bytesArg(0, pack(&deltaNetParams{Rows: u32(rows), KeyHeads: u32(s.keyHeads), ValueHeads: u32(s.valueHeads),
 			KeyDim: u32(s.keyDim), ValueDim: u32(s.valueDim)})),
 		d.conv.arg(1), d.a.arg(2), d.b.arg(3), d.aLog.arg(4), d.dtBias.arg(5), d.state.arg(6), d.o.arg(7))
+}
+
+// deltaNetSteps records one token of each of len(states) sequences: row z
+// of d's conv, a, b and o is sequence z's, its recurrent state states[z]
+// (d.state is unused), stepMaxSeqs sequences per dispatch, each computed as
+// deltaNetScan computes a one-row pass.
+func (e *encoder) deltaNetSteps(s deltaNetShape, d deltaNetBufs, states []loc) {
+	stateBytes := int64(4 * s.valueHeads * s.valueDim * s.keyDim)
+	width := 2*s.keyHeads*s.keyDim + s.valueHeads*s.valueDim
+	at := func(l loc, z, rowFloats int) loc { return loc{l.buf, l.off + 4*z*rowFloats} }
+	for z0 := 0; z0 < len(states); z0 += stepMaxSeqs {
+		n := min(stepMaxSeqs, len(states)-z0)
+		args := append([]device.Arg{
+			bytesArg(0, pack(&deltaNetParams{Rows: u32(n), KeyHeads: u32(s.keyHeads), ValueHeads: u32(s.valueHeads),
+				KeyDim: u32(s.keyDim), ValueDim: u32(s.valueDim)})),
+			at(d.conv, z0, width).arg(1), at(d.a, z0, s.valueHeads).arg(2), at(d.b, z0, s.valueHeads).arg(3),
+			d.aLog.arg(4), d.dtBias.arg(5), at(d.o, z0, s.valueHeads*s.valueDim).arg(6)},
+			seqArgs(7, states[z0:z0+n])...)
+		e.dispatch("deltanet_step_seqs_f32",
+			device.Size3{X: ceilDiv(s.valueDim, dnCols*dnSimdgroups), Y: s.valueHeads, Z: n},
+			device.Size3{X: simdWidth * dnSimdgroups},
+			int64(4*n*(width+2*s.valueHeads))+int64(8*s.valueHeads)+int64(n)*stateBytes,
+			int64(4*n*s.valueHeads*s.valueDim)+int64(n)*stateBytes, args...)
+	}
 }
 
 // attnShape is the attention layer's geometry for one pass.

@@ -1457,3 +1457,91 @@ func TestCopy(t *testing.T) {
 		t.Fatal("copy_f32 did not copy exactly n floats")
 	}
 }
+
+// TestStepsOfSeveralSequences runs the decode-step kernels that serve
+// several sequences in one dispatch (the DeltaNet conv and recurrence,
+// each sequence on its own state) against the float64 references, and
+// demands the bits of each sequence's step run alone through the
+// one-sequence kernels: a sequence's step must not depend on which others
+// share the dispatch. 11 sequences take two dispatches of at most 8.
+func TestStepsOfSeveralSequences(t *testing.T) {
+	rng := testRand(t)
+	s := deltaNetShape{keyHeads: 2, valueHeads: 4, keyDim: 40, valueDim: 23}
+	width := 2*s.keyHeads*s.keyDim + s.valueHeads*s.valueDim
+	const taps = 4
+	for _, n := range []int{3, 11} {
+		t.Run(fmt.Sprint("seqs", n), func(t *testing.T) {
+			x := randFloats(rng, n*width, 2)
+			w := randFloats(rng, width*taps, 1)
+			a := randFloats(rng, n*s.valueHeads, 2)
+			b := randFloats(rng, n*s.valueHeads, 2)
+			aLog := randFloats(rng, s.valueHeads, 1)
+			dt := randFloats(rng, s.valueHeads, 1)
+			convStates := make([][]float32, n)
+			states := make([][]float32, n)
+			for z := range n {
+				convStates[z] = randFloats(rng, (taps-1)*width, 2)
+				states[z] = randFloats(rng, s.valueHeads*s.valueDim*s.keyDim, 0.5)
+			}
+			vw := s.valueHeads * s.valueDim
+			// outputs: together (mixed, o, every state), then alone (the same).
+			got := twice(t, func(r *kernelRig) [][]byte {
+				var out [][]byte
+				for _, together := range []bool{true, false} {
+					wl, al, bl := r.buf(f32Bytes(w)), r.buf(f32Bytes(a)), r.buf(f32Bytes(b))
+					aLogl, dtl := r.buf(f32Bytes(aLog)), r.buf(f32Bytes(dt))
+					xa := actAt(r.buf(f32Bytes(x)), n, width)
+					mixed := actAt(r.zeros(4*n*width), n, width)
+					o := r.zeros(4 * n * vw)
+					cs, ss := make([]loc, n), make([]loc, n)
+					for z := range n {
+						cs[z], ss[z] = r.buf(f32Bytes(convStates[z])), r.buf(f32Bytes(states[z]))
+					}
+					d := deltaNetBufs{conv: mixed.loc, a: al, b: bl, aLog: aLogl, dtBias: dtl, o: o}
+					r.run(func(e *encoder) {
+						if together {
+							e.convSteps(xa, wl, cs, taps, mixed)
+							e.deltaNetSteps(s, d, ss)
+							return
+						}
+						for z := range n {
+							e.conv(xa.row(z), wl, cs[z], taps, mixed.row(z))
+							e.deltaNetScan(s, 1, deltaNetBufs{conv: mixed.row(z).loc, a: loc{al.buf, 4 * z * s.valueHeads},
+								b: loc{bl.buf, 4 * z * s.valueHeads}, aLog: aLogl, dtBias: dtl, state: ss[z], o: loc{o.buf, 4 * z * vw}})
+						}
+					})
+					out = append(out, f32Bytes(r.floatsAt(mixed.loc, n*width)), f32Bytes(r.floatsAt(o, n*vw)))
+					for z := range n {
+						out = append(out, f32Bytes(r.floatsAt(cs[z], len(convStates[z]))), f32Bytes(r.floatsAt(ss[z], len(states[z]))))
+					}
+				}
+				return out
+			})
+			half := len(got) / 2
+			for i := range half {
+				if !bytes.Equal(got[i], got[half+i]) {
+					t.Fatalf("output %d differs between the sequences' steps in one dispatch and each alone", i)
+				}
+			}
+			mixed := floats(got[0])
+			for z := range n {
+				// The conv of one token: tolerance as in TestConv.
+				want := make([]float64, width)
+				for ch := range width {
+					acc := float64(w[ch*taps+taps-1]) * float64(x[z*width+ch])
+					for j := 0; j < taps-1; j++ {
+						acc += float64(w[ch*taps+j]) * float64(convStates[z][j*width+ch])
+					}
+					want[ch] = acc / (1 + math.Exp(-acc))
+				}
+				checkClose(t, fmt.Sprint("conv of sequence ", z), mixed[z*width:(z+1)*width], want, 1e-5, 1)
+				// The recurrence from the kernel's conv output: tolerance
+				// as in TestDeltaNetScan.
+				wantO, wantS := refDeltaNet(s, 1, mixed[z*width:(z+1)*width], a[z*s.valueHeads:(z+1)*s.valueHeads],
+					b[z*s.valueHeads:(z+1)*s.valueHeads], aLog, dt, states[z])
+				checkClose(t, fmt.Sprint("deltanet o of sequence ", z), floats(got[1])[z*vw:(z+1)*vw], wantO, 1e-4, 1)
+				checkClose(t, fmt.Sprint("deltanet state of sequence ", z), floats(got[3+2*z]), wantS, 1e-4, 1)
+			}
+		})
+	}
+}

@@ -67,8 +67,8 @@ type passScratch struct {
 // A pass records the model over the rows of one or more segments
 // (model.Segment) into one command buffer: a pass of one sequence is the
 // batch of one. Rows are laid out with the short segments first — every
-// segment of at most gemvMaxRows rows (decode steps, a prompt's tail), in
-// segment order — then each longer one (a prefill chunk). The projections
+// segment of at most gemvMaxRows rows, decode steps (one row) before the
+// others (a prompt's tail) — then each longer one (a prefill chunk). The projections
 // run the short rows together through the GEMV, which reads each weight
 // once for up to gemvTokens rows and forms each row's sums as for that row
 // alone, and each long segment through the GEMM on its own rows, exactly
@@ -118,6 +118,7 @@ type pass struct {
 	segs   []segment
 	rows   int
 	short  int // rows [0, short) belong to the short segments
+	steps  int // rows [0, steps) are the one-row segments, in segment order
 	ranges []rowRange
 	// outputs is the number of rows of LastRow's output.
 	outputs int
@@ -226,10 +227,19 @@ func (b *Backend) begin(segs []model.Segment) (*pass, error) {
 		p.rows += rows
 		p.decode = p.decode && rows == 1
 	}
-	// Short segments first, then each long one on its own rows.
+	// Decode steps (one row) first, so that the multi-sequence step
+	// kernels find sequence z at row z; then the other short segments; then
+	// each long one on its own rows.
 	row := 0
 	for i := range p.segs {
-		if s := &p.segs[i]; s.rows <= gemvMaxRows {
+		if s := &p.segs[i]; s.rows == 1 {
+			s.row0 = row
+			row++
+		}
+	}
+	p.steps = row
+	for i := range p.segs {
+		if s := &p.segs[i]; s.rows > 1 && s.rows <= gemvMaxRows {
 			s.row0 = row
 			row += s.rows
 		}
@@ -435,22 +445,39 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, x model.Activation) model.
 		p.project(&w.A, in, a)
 		p.project(&w.B, in, bb)
 	})
-	// Each segment's conv and recurrence read and advance only its own
-	// sequence's state, so they may overlap.
+	// The decode steps' conv and recurrence run together, each sequence on
+	// its own state; every other segment's on its own rows. They read and
+	// advance disjoint state, so they may overlap.
+	var convStates, states []loc
+	for i := range p.segs {
+		if s := &p.segs[i]; s.rows == 1 {
+			convStates = append(convStates, loc{buf: s.seq.conv[layer]})
+			states = append(states, loc{buf: s.seq.state[layer]})
+		}
+	}
 	p.enc.independent(func() {
+		if p.steps > 0 {
+			p.enc.convSteps(qkv.rowsOf(0, p.steps), loc{buf: dd.conv}, convStates, c.ConvKernel, mixed.rowsOf(0, p.steps))
+		}
 		for i := range p.segs {
-			s := &p.segs[i]
-			p.enc.conv(qkv.rowsOf(s.row0, s.rows), loc{buf: dd.conv}, loc{buf: s.seq.conv[layer]}, c.ConvKernel,
-				mixed.rowsOf(s.row0, s.rows))
+			if s := &p.segs[i]; s.rows > 1 {
+				p.enc.conv(qkv.rowsOf(s.row0, s.rows), loc{buf: dd.conv}, loc{buf: s.seq.conv[layer]}, c.ConvKernel,
+					mixed.rowsOf(s.row0, s.rows))
+			}
 		}
 	})
 	p.enc.independent(func() {
+		if p.steps > 0 {
+			p.enc.deltaNetSteps(shape, deltaNetBufs{conv: mixed.loc, a: a.loc, b: bb.loc,
+				aLog: loc{buf: dd.aLog}, dtBias: loc{buf: dd.dtBias}, o: o.loc}, states)
+		}
 		for i := range p.segs {
-			s := &p.segs[i]
-			p.enc.deltaNetScan(shape, s.rows, deltaNetBufs{conv: mixed.rowsOf(s.row0, s.rows).loc,
-				a: a.rowsOf(s.row0, s.rows).loc, b: bb.rowsOf(s.row0, s.rows).loc,
-				aLog: loc{buf: dd.aLog}, dtBias: loc{buf: dd.dtBias}, state: loc{buf: s.seq.state[layer]},
-				o: o.rowsOf(s.row0, s.rows).loc})
+			if s := &p.segs[i]; s.rows > 1 {
+				p.enc.deltaNetScan(shape, s.rows, deltaNetBufs{conv: mixed.rowsOf(s.row0, s.rows).loc,
+					a: a.rowsOf(s.row0, s.rows).loc, b: bb.rowsOf(s.row0, s.rows).loc,
+					aLog: loc{buf: dd.aLog}, dtBias: loc{buf: dd.dtBias}, state: loc{buf: s.seq.state[layer]},
+					o: o.rowsOf(s.row0, s.rows).loc})
+			}
 		}
 	})
 	p.enc.gatedNorm(o.loc, z.loc, t*shape.valueHeads, shape.valueDim, loc{buf: dd.norm}, c.RMSNormEps, o.loc)
