@@ -36,8 +36,9 @@ inline bool is_nan_or_neg_inf(float x) {
 
 // pick_seq is argument i of eight: the per-sequence buffers of a kernel that
 // serves several sequences' decode steps in one dispatch.
-inline device float* pick_seq(uint i, device float* b0, device float* b1, device float* b2, device float* b3,
-                              device float* b4, device float* b5, device float* b6, device float* b7) {
+template <typename T>
+inline device T* pick_seq(uint i, device T* b0, device T* b1, device T* b2, device T* b3,
+                          device T* b4, device T* b5, device T* b6, device T* b7) {
     switch (i) {
     case 0: return b0;
     case 1: return b1;

@@ -1545,3 +1545,121 @@ func TestStepsOfSeveralSequences(t *testing.T) {
 		})
 	}
 }
+
+// TestAttentionSteps runs the attention kernels that serve several
+// sequences' decode steps in one dispatch — each row at its own position
+// in its own cache of its own capacity, some past one key chunk — and
+// demands the bits of each sequence's step run alone through the
+// one-sequence kernels (which TestAttention checks against the float64
+// reference): outputs and caches. 10 sequences take two dispatches of at
+// most 8.
+func TestAttentionSteps(t *testing.T) {
+	rng := testRand(t)
+	const headDim, rot, qHeads, kvHeads = 40, 16, 4, 2
+	for _, kvF32 := range []bool{false, true} {
+		for _, n := range []int{3, 10} {
+			t.Run(fmt.Sprintf("kvf32_%v_seqs%d", kvF32, n), func(t *testing.T) {
+				elem := 2
+				if kvF32 {
+					elem = 4
+				}
+				pos := make([]int, n)
+				maxSeq := make([]int, n)
+				caches := make([][2][]byte, n)
+				for z := range n {
+					pos[z] = rng.IntN(600)
+					maxSeq[z] = pos[z] + 1 + rng.IntN(50)
+					for kv := range 2 {
+						c := make([]byte, elem*kvHeads*maxSeq[z]*headDim)
+						vals := randFloats(rng, len(c)/elem, 1)
+						if kvF32 {
+							c = f32Bytes(vals)
+						} else {
+							c = bf16s(vals)
+						}
+						caches[z][kv] = c
+					}
+				}
+				qg := randFloats(rng, n*qHeads*2*headDim, 1)
+				k := randFloats(rng, n*kvHeads*headDim, 1)
+				v := randFloats(rng, n*kvHeads*headDim, 1)
+				qNorm, kNorm := randFloats(rng, headDim, 1), randFloats(rng, headDim, 1)
+				inv := make([]float32, rot/2)
+				for i := range inv {
+					inv[i] = float32(math.Pow(1e4, -float64(2*i)/rot))
+				}
+				base := attnShape{headDim: headDim, rotaryDim: rot, qHeads: qHeads, kvHeads: kvHeads, eps: 1e-6, kvF32: kvF32}
+				got := twice(t, func(r *kernelRig) [][]byte {
+					var out [][]byte
+					for _, together := range []bool{true, false} {
+						seqs := make([]kvSeq, n)
+						for z := range n {
+							seqs[z] = kvSeq{k: r.buf(caches[z][0]), v: r.buf(caches[z][1]), pos: pos[z], maxSeq: maxSeq[z]}
+						}
+						b := attnBufs{qg: r.buf(f32Bytes(qg)), k: r.buf(f32Bytes(k)), v: r.buf(f32Bytes(v)),
+							qNorm: r.buf(f32Bytes(qNorm)), kNorm: r.buf(f32Bytes(kNorm)), invFreq: r.buf(f32Bytes(inv)),
+							q: r.zeros(4 * n * qHeads * headDim), o: r.zeros(4 * n * qHeads * headDim)}
+						if together {
+							s := base
+							for _, q := range seqs {
+								s.keys = max(s.keys, q.pos+1)
+							}
+							parts := n * qHeads * s.splits()
+							b.partO, b.partM, b.partL = r.zeros(4*parts*headDim), r.zeros(4*parts), r.zeros(4*parts)
+							info := r.buf(attnStepInfo(seqs))
+							r.run(func(e *encoder) {
+								e.attnStepsNormRope(base, b, seqs, info)
+								e.attnStepsSplit(base, b, seqs, info)
+								e.attnStepsReduce(base, b, seqs, info)
+							})
+						} else {
+							for z := range n {
+								s := base
+								s.pos0, s.maxSeq, s.rows = pos[z], maxSeq[z], 1
+								at := func(l loc, floats int) loc { return loc{l.buf, l.off + 4*z*floats} }
+								bz := b
+								bz.qg, bz.q, bz.o = at(b.qg, qHeads*2*headDim), at(b.q, qHeads*headDim), at(b.o, qHeads*headDim)
+								bz.k, bz.v = at(b.k, kvHeads*headDim), at(b.v, kvHeads*headDim)
+								bz.kCache, bz.vCache = seqs[z].k, seqs[z].v
+								parts := qHeads * s.splits()
+								bz.partO, bz.partM, bz.partL = r.zeros(4*parts*headDim), r.zeros(4*parts), r.zeros(4*parts)
+								r.run(func(e *encoder) {
+									e.attnQNormRope(s, bz)
+									e.attnKVWrite(s, bz)
+									e.attnSplit(s, bz)
+									e.attnReduceGate(s, bz)
+								})
+							}
+						}
+						out = append(out, f32Bytes(r.floatsAt(b.o, n*qHeads*headDim)))
+						for z := range n {
+							out = append(out, append([]byte(nil), seqs[z].k.buf.Bytes()...), append([]byte(nil), seqs[z].v.buf.Bytes()...))
+						}
+					}
+					return out
+				})
+				half := len(got) / 2
+				for i := range half {
+					if !bytes.Equal(got[i], got[half+i]) {
+						t.Fatalf("output %d (0: attention output, then each sequence's keys and values) differs between the steps in one dispatch and each alone", i)
+					}
+				}
+				// The caches changed only at each sequence's new position.
+				for z := range n {
+					row := elem * headDim
+					for kv := range 2 {
+						c := got[1+2*z+kv]
+						for h := range kvHeads {
+							for p := range maxSeq[z] {
+								off := (h*maxSeq[z] + p) * row
+								if changed := !bytes.Equal(c[off:off+row], caches[z][kv][off:off+row]); changed != (p == pos[z]) {
+									t.Fatalf("sequence %d cache %d head %d row %d: changed %v, only row %d should", z, kv, h, p, changed, pos[z])
+								}
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}

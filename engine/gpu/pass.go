@@ -135,6 +135,7 @@ type pass struct {
 
 	logits   *act
 	identity loc // 0, 1, … in the pass arena: the grouped decode's combine order
+	info     loc // the decode steps' positions and cache sizes (attnStepInfo)
 	grouped  []groupedDecode
 	state    int // 0 recording, 1 submitted, 2 done
 	decode   bool
@@ -542,16 +543,49 @@ func (p *pass) Attention(layer int, w *model.Attention, x model.Activation) mode
 		p.project(&w.K, in, k)
 		p.project(&w.V, in, v)
 	})
+	shape := attnShape{headDim: c.HeadDim, rotaryDim: c.RotaryDim, qHeads: c.NumHeads, kvHeads: c.NumKVHeads,
+		eps: c.RMSNormEps, kvF32: p.b.opt.KVCacheF32}
+	rowsOf := func(a *act, row0, n int) loc { return a.rowsOf(row0, n).loc }
+	common := attnBufs{qNorm: p.vec(w.QNorm), kNorm: p.vec(w.KNorm), invFreq: loc{buf: p.b.invFreq}}
+	// The decode steps (rows [0, steps)) run together, each row in its own
+	// sequence's cache at its own position.
+	var steps []kvSeq
+	var stepBufs attnBufs
+	var info loc
+	if p.steps > 0 {
+		for i := range p.segs {
+			if sg := &p.segs[i]; sg.rows == 1 {
+				steps = append(steps, kvSeq{k: loc{buf: sg.seq.kCache[layer]}, v: loc{buf: sg.seq.vCache[layer]},
+					pos: sg.pos0, maxSeq: sg.seq.maxToks})
+			}
+		}
+		info = p.stepInfo(steps)
+		stepBufs = common
+		stepBufs.qg, stepBufs.k, stepBufs.v = qg.loc, k.loc, v.loc
+		stepBufs.q, stepBufs.o = q.loc, o.loc
+		ss := shape
+		for _, q := range steps {
+			ss.keys = max(ss.keys, q.pos+1)
+		}
+		parts := p.steps * c.NumHeads * ss.splits()
+		stepBufs.partO = p.scratch(4 * parts * c.HeadDim)
+		stepBufs.partM = p.scratch(4 * parts)
+		stepBufs.partL = p.scratch(4 * parts)
+	}
+	// Every longer segment on its own rows and cache.
 	shapes := make([]attnShape, len(p.segs))
 	bufs := make([]attnBufs, len(p.segs))
 	for i := range p.segs {
 		sg := &p.segs[i]
-		shapes[i] = attnShape{headDim: c.HeadDim, rotaryDim: c.RotaryDim, qHeads: c.NumHeads, kvHeads: c.NumKVHeads,
-			pos0: sg.pos0, maxSeq: sg.seq.maxToks, rows: sg.rows, eps: c.RMSNormEps, kvF32: p.b.opt.KVCacheF32}
-		rows := func(a *act) loc { return a.rowsOf(sg.row0, sg.rows).loc }
-		bufs[i] = attnBufs{qg: rows(qg), k: rows(k), v: rows(v), qNorm: p.vec(w.QNorm), kNorm: p.vec(w.KNorm),
-			invFreq: loc{buf: p.b.invFreq}, kCache: loc{buf: sg.seq.kCache[layer]}, vCache: loc{buf: sg.seq.vCache[layer]},
-			q: rows(q), o: rows(o)}
+		if sg.rows == 1 {
+			continue
+		}
+		shapes[i] = shape
+		shapes[i].pos0, shapes[i].maxSeq, shapes[i].rows = sg.pos0, sg.seq.maxToks, sg.rows
+		bufs[i] = common
+		bufs[i].qg, bufs[i].k, bufs[i].v = rowsOf(qg, sg.row0, sg.rows), rowsOf(k, sg.row0, sg.rows), rowsOf(v, sg.row0, sg.rows)
+		bufs[i].q, bufs[i].o = rowsOf(q, sg.row0, sg.rows), rowsOf(o, sg.row0, sg.rows)
+		bufs[i].kCache, bufs[i].vCache = loc{buf: sg.seq.kCache[layer]}, loc{buf: sg.seq.vCache[layer]}
 		if sg.rows < attnPrefillMinRows {
 			parts := sg.rows * c.NumHeads * shapes[i].splits()
 			bufs[i].partO = p.scratch(4 * parts * c.HeadDim)
@@ -562,23 +596,35 @@ func (p *pass) Attention(layer int, w *model.Attention, x model.Activation) mode
 	// Segments touch disjoint rows and caches: each stage of all of them
 	// may overlap.
 	p.enc.independent(func() {
+		if p.steps > 0 {
+			p.enc.attnStepsNormRope(shape, stepBufs, steps, info)
+		}
 		for i := range p.segs {
-			p.enc.attnQNormRope(shapes[i], bufs[i])
-			p.enc.attnKVWrite(shapes[i], bufs[i])
+			if p.segs[i].rows > 1 {
+				p.enc.attnQNormRope(shapes[i], bufs[i])
+				p.enc.attnKVWrite(shapes[i], bufs[i])
+			}
 		}
 	})
 	p.enc.independent(func() {
+		if p.steps > 0 {
+			p.enc.attnStepsSplit(shape, stepBufs, steps, info)
+		}
 		for i := range p.segs {
-			if p.segs[i].rows >= attnPrefillMinRows {
+			switch rows := p.segs[i].rows; {
+			case rows >= attnPrefillMinRows:
 				p.enc.attnPrefill(shapes[i], bufs[i])
-			} else {
+			case rows > 1:
 				p.enc.attnSplit(shapes[i], bufs[i])
 			}
 		}
 	})
 	p.enc.independent(func() {
+		if p.steps > 0 {
+			p.enc.attnStepsReduce(shape, stepBufs, steps, info)
+		}
 		for i := range p.segs {
-			if p.segs[i].rows < attnPrefillMinRows {
+			if rows := p.segs[i].rows; rows > 1 && rows < attnPrefillMinRows {
 				p.enc.attnReduceGate(shapes[i], bufs[i])
 			}
 		}
@@ -691,6 +737,21 @@ func (p *pass) identityRows(n int) loc {
 		}
 	}
 	return p.identity
+}
+
+// stepInfo is attnStepInfo of the decode steps in the pass arena, written
+// once per pass: every attention layer sees the same positions.
+func (p *pass) stepInfo(steps []kvSeq) loc {
+	if p.info.buf == nil {
+		b := attnStepInfo(steps)
+		var err error
+		if p.info, err = p.sc.pass.alloc(len(b)); err != nil {
+			p.enc.fail(err)
+			return loc{}
+		}
+		copy(p.info.buf.Bytes()[p.info.off:], b)
+	}
+	return p.info
 }
 
 // LastRow implements model.Blocks: the last row of each segment that wants
