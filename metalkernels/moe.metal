@@ -3,17 +3,14 @@
 //   moe_router_topk_f32        softmax over the router logits, top-k,
 //                              renormalise; appends the shared expert as slot
 //                              k with weight sigmoid(shared-gate logit)
-//   moe_gate_up_<w>_f32        per (token, slot): h = silu(gate_e·x) ⊙ up_e·x,
-//                              the expert's rows found through an offset table
-//   moe_down_combine_<w>_f32   y = Σ_slot weight·down_e·h_slot, the weighted
-//                              combine fused into the down projection
-//   moe_gate_up_grouped_<w>_f32, moe_down_grouped_<w>_f32
-//                              the same two projections for up to
-//                              MOE_GROUP_TOKENS token rows (the decode steps
-//                              of several sequences), grouped by expert: an
-//                              expert chosen by several rows is read once for
-//                              all of them; moe_combine_f32 (moe_grouped.metal)
-//                              then sums each row's slots
+//   moe_gate_up_grouped_<w>_f32  per (token, slot) of up to MOE_GROUP_TOKENS
+//                              rows (decode steps, of one sequence or several):
+//                              h = silu(gate_e·x) ⊙ up_e·x, the expert's rows
+//                              found through an offset table
+//   moe_down_grouped_<w>_f32   ye = down_e·h per (token, slot); both grouped by
+//                              expert, so an expert chosen by several rows is
+//                              read once for all of them; moe_combine_f32
+//                              (moe_grouped.metal) then sums each row's slots
 //
 // The expert ids never leave the GPU: the gather kernels read them from the
 // buffer the router wrote. The shared expert travels as one more slot (id =
@@ -107,7 +104,7 @@ struct ExpertParams {
     uint shared_group_size;
     uint flags;          // ROWS_ALIGNED_8 | X_ALIGNED_16 for the routed experts
     uint shared_flags;   // the same for the shared expert
-    uint rows;           // token rows (the grouped kernels; the others take them from the grid)
+    uint rows;           // token rows
 };
 
 inline WeightRef expert_ref(const device uchar* data, const device uchar* scales,
@@ -133,108 +130,6 @@ inline WeightRef plain_ref(const device uchar* data, const device uchar* scales,
     w.group_size = group_size;
     w.flags = flags;
     return w;
-}
-
-// Grid: (ceil(max(I, shared) / (MOE_ROWS·MOE_SIMDGROUPS)), slots, T);
-// threads 32·MOE_SIMDGROUPS. x: [T, H]; h: [T, slots, h_stride].
-template <typename F>
-kernel void moe_gate_up(constant ExpertParams& p [[buffer(0)]],
-                        const device float* x [[buffer(1)]],
-                        const device int* ids [[buffer(2)]],
-                        device float* h [[buffer(3)]],
-                        const device uchar* gate [[buffer(4)]],
-                        const device uchar* gate_scales [[buffer(5)]],
-                        const device uchar* gate_biases [[buffer(6)]],
-                        const device ulong* gate_table [[buffer(7)]],
-                        const device uchar* up [[buffer(8)]],
-                        const device uchar* up_scales [[buffer(9)]],
-                        const device uchar* up_biases [[buffer(10)]],
-                        const device ulong* up_table [[buffer(11)]],
-                        const device uchar* sgate [[buffer(12)]],
-                        const device uchar* sgate_scales [[buffer(13)]],
-                        const device uchar* sgate_biases [[buffer(14)]],
-                        const device uchar* sup [[buffer(15)]],
-                        const device uchar* sup_scales [[buffer(16)]],
-                        const device uchar* sup_biases [[buffer(17)]],
-                        uint3 tg [[threadgroup_position_in_grid]],
-                        uint sg [[simdgroup_index_in_threadgroup]],
-                        uint lane [[thread_index_in_simdgroup]]) {
-    uint slot = tg.y;
-    uint t = tg.z;
-    uint e = uint(ids[ulong(t) * p.slots + slot]);
-    bool is_shared = e >= p.experts;
-    WeightRef wg = is_shared ? plain_ref(sgate, sgate_scales, sgate_biases, p.hidden, p.shared_group_size, p.shared_flags)
-                          : expert_ref(gate, gate_scales, gate_biases, gate_table, e, p.hidden, p.group_size, p.flags);
-    WeightRef wu = is_shared ? plain_ref(sup, sup_scales, sup_biases, p.hidden, p.shared_group_size, p.shared_flags)
-                          : expert_ref(up, up_scales, up_biases, up_table, e, p.hidden, p.group_size, p.flags);
-    uint rows = is_shared ? p.shared_inter : p.inter;
-    const device float* xt = x + ulong(t) * p.hidden;
-    device float* ht = h + (ulong(t) * p.slots + slot) * p.h_stride;
-    uint row0 = (tg.x * MOE_SIMDGROUPS + sg) * MOE_ROWS;
-    if (row0 >= rows) {
-        return;
-    }
-    uint n = min(uint(MOE_ROWS), rows - row0);
-    float ga[MOE_ROWS];
-    float ua[MOE_ROWS];
-    F::template dot_rows<MOE_ROWS>(wg, row0, n, xt, lane, ga);
-    F::template dot_rows<MOE_ROWS>(wu, row0, n, xt, lane, ua);
-    for (uint r = 0; r < n; r++) {
-        float g = simd_sum(ga[r]);
-        float u = simd_sum(ua[r]);
-        if (lane == 0) {
-            ht[row0 + r] = silu(g) * u;
-        }
-    }
-}
-
-// Grid: (ceil(H / (MOE_ROWS·MOE_SIMDGROUPS)), T); threads 32·MOE_SIMDGROUPS.
-// y: [T, H]. Slots are summed in order 0..k, so the result does not depend
-// on scheduling.
-template <typename F>
-kernel void moe_down_combine(constant ExpertParams& p [[buffer(0)]],
-                             const device float* h [[buffer(1)]],
-                             const device int* ids [[buffer(2)]],
-                             const device float* weights [[buffer(3)]],
-                             device float* y [[buffer(4)]],
-                             const device uchar* down [[buffer(5)]],
-                             const device uchar* down_scales [[buffer(6)]],
-                             const device uchar* down_biases [[buffer(7)]],
-                             const device ulong* down_table [[buffer(8)]],
-                             const device uchar* sdown [[buffer(9)]],
-                             const device uchar* sdown_scales [[buffer(10)]],
-                             const device uchar* sdown_biases [[buffer(11)]],
-                             uint2 tg [[threadgroup_position_in_grid]],
-                             uint sg [[simdgroup_index_in_threadgroup]],
-                             uint lane [[thread_index_in_simdgroup]]) {
-    uint t = tg.y;
-    uint row0 = (tg.x * MOE_SIMDGROUPS + sg) * MOE_ROWS;
-    if (row0 >= p.hidden) {
-        return;
-    }
-    uint n = min(uint(MOE_ROWS), p.hidden - row0);
-    float acc[MOE_ROWS];
-    for (uint r = 0; r < MOE_ROWS; r++) {
-        acc[r] = 0.0f;
-    }
-    for (uint slot = 0; slot < p.slots; slot++) {
-        uint e = uint(ids[ulong(t) * p.slots + slot]);
-        float wt = weights[ulong(t) * p.slots + slot];
-        bool is_shared = e >= p.experts;
-        WeightRef wd = is_shared ? plain_ref(sdown, sdown_scales, sdown_biases, p.shared_inter, p.shared_group_size, p.shared_flags)
-                              : expert_ref(down, down_scales, down_biases, down_table, e, p.inter, p.group_size, p.flags);
-        const device float* ht = h + (ulong(t) * p.slots + slot) * p.h_stride;
-        float part[MOE_ROWS];
-        F::template dot_rows<MOE_ROWS>(wd, row0, n, ht, lane, part);
-        for (uint r = 0; r < n; r++) {
-            acc[r] += wt * simd_sum(part[r]);
-        }
-    }
-    if (lane == 0) {
-        for (uint r = 0; r < n; r++) {
-            y[ulong(t) * p.hidden + row0 + r] = acc[r];
-        }
-    }
 }
 
 // The grouped kernels' plan, made by every SIMD group from the ids alone (at
@@ -268,9 +163,9 @@ inline uint moe_members(const device int* ids, uint n, uint j, thread uint* memb
 }
 
 // Grid: (ceil(max(I, shared) / (MOE_ROWS·MOE_SIMDGROUPS)), rows·slots);
-// threads 32·MOE_SIMDGROUPS. x: [rows, H]; h: [rows·slots, h_stride], as
-// moe_gate_up writes it. Each row's sums are formed as moe_gate_up forms
-// them, so a row's h does not depend on the rows that share its experts.
+// threads 32·MOE_SIMDGROUPS. x: [rows, H]; h: [rows·slots, h_stride]. Each
+// row's sums are formed as for that row alone (dot_tokens), so a row's h
+// does not depend on the rows that share its experts.
 template <typename F>
 kernel void moe_gate_up_grouped(constant ExpertParams& p [[buffer(0)]],
                                 const device float* x [[buffer(1)]],
@@ -376,16 +271,6 @@ kernel void moe_down_grouped(constant ExpertParams& p [[buffer(0)]],
     }
 }
 
-template [[host_name("moe_gate_up_f32_f32")]] [[kernel]] decltype(moe_gate_up<FmtF32>) moe_gate_up<FmtF32>;
-template [[host_name("moe_gate_up_f16_f32")]] [[kernel]] decltype(moe_gate_up<FmtF16>) moe_gate_up<FmtF16>;
-template [[host_name("moe_gate_up_bf16_f32")]] [[kernel]] decltype(moe_gate_up<FmtBF16>) moe_gate_up<FmtBF16>;
-template [[host_name("moe_gate_up_q4_f32")]] [[kernel]] decltype(moe_gate_up<FmtQ4>) moe_gate_up<FmtQ4>;
-template [[host_name("moe_gate_up_q8_f32")]] [[kernel]] decltype(moe_gate_up<FmtQ8>) moe_gate_up<FmtQ8>;
-template [[host_name("moe_down_combine_f32_f32")]] [[kernel]] decltype(moe_down_combine<FmtF32>) moe_down_combine<FmtF32>;
-template [[host_name("moe_down_combine_f16_f32")]] [[kernel]] decltype(moe_down_combine<FmtF16>) moe_down_combine<FmtF16>;
-template [[host_name("moe_down_combine_bf16_f32")]] [[kernel]] decltype(moe_down_combine<FmtBF16>) moe_down_combine<FmtBF16>;
-template [[host_name("moe_down_combine_q4_f32")]] [[kernel]] decltype(moe_down_combine<FmtQ4>) moe_down_combine<FmtQ4>;
-template [[host_name("moe_down_combine_q8_f32")]] [[kernel]] decltype(moe_down_combine<FmtQ8>) moe_down_combine<FmtQ8>;
 template [[host_name("moe_gate_up_grouped_f32_f32")]] [[kernel]] decltype(moe_gate_up_grouped<FmtF32>) moe_gate_up_grouped<FmtF32>;
 template [[host_name("moe_gate_up_grouped_f16_f32")]] [[kernel]] decltype(moe_gate_up_grouped<FmtF16>) moe_gate_up_grouped<FmtF16>;
 template [[host_name("moe_gate_up_grouped_bf16_f32")]] [[kernel]] decltype(moe_gate_up_grouped<FmtBF16>) moe_gate_up_grouped<FmtBF16>;

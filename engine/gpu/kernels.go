@@ -550,44 +550,6 @@ type moeBufs struct {
 	rowOf, tokenOf, ye     loc // each assignment's row, each row's token, per-row outputs
 }
 
-// moeGateUp records h = silu(gate_e·x)⊙up_e·x for every (token, slot).
-func (e *encoder) moeGateUp(s moeShape, rows int, b moeBufs, w *devMoE) {
-	gate, up, sGate, sUp := w.gate, w.up, w.sGate, w.sUp
-	x, ids, h := b.x.loc, b.ids, b.h
-	perGroup := moeRows * moeSimdgroups
-	read := int64(rows) * (int64(s.slots-1)*(gate.expertBytes+up.expertBytes) + sGate.bytes + sUp.bytes)
-	read += int64(4*rows*s.hidden + 4*rows*s.slots)
-	e.dispatch("moe_gate_up_"+gate.format+"_f32",
-		device.Size3{X: ceilDiv(max(s.inter, s.sharedInter), perGroup), Y: s.slots, Z: rows},
-		device.Size3{X: simdWidth * moeSimdgroups},
-		read, int64(4*rows*(s.slots-1)*s.inter+4*rows*s.sharedInter),
-		bytesArg(0, s.pack(loadFlags(gate.aligned && up.aligned, x.off, s.hidden), loadFlags(sGate.aligned && sUp.aligned, x.off, s.hidden))),
-		x.arg(1), ids.arg(2), h.arg(3),
-		device.Arg{Index: 4, Buffer: gate.data}, device.Arg{Index: 5, Buffer: gate.scales},
-		device.Arg{Index: 6, Buffer: gate.biases}, device.Arg{Index: 7, Buffer: gate.table},
-		device.Arg{Index: 8, Buffer: up.data}, device.Arg{Index: 9, Buffer: up.scales},
-		device.Arg{Index: 10, Buffer: up.biases}, device.Arg{Index: 11, Buffer: up.table},
-		sGate.data.arg(12), sGate.scales.arg(13), sGate.biases.arg(14),
-		sUp.data.arg(15), sUp.scales.arg(16), sUp.biases.arg(17))
-}
-
-// moeDownCombine records y = Σ_slot weight·down_e·h_slot.
-func (e *encoder) moeDownCombine(s moeShape, rows int, b moeBufs, w *devMoE) {
-	down, sDown := w.down, w.sDown
-	h, ids, weights, y := b.h, b.ids, b.weights, b.y
-	perGroup := moeRows * moeSimdgroups
-	read := int64(rows) * (int64(s.slots-1)*down.expertBytes + sDown.bytes)
-	read += int64(4*rows*(s.slots-1)*s.inter+4*rows*s.sharedInter) + int64(8*rows*s.slots)
-	e.dispatch("moe_down_combine_"+down.format+"_f32",
-		device.Size3{X: ceilDiv(s.hidden, perGroup), Y: rows}, device.Size3{X: simdWidth * moeSimdgroups},
-		read, int64(4*rows*s.hidden),
-		bytesArg(0, s.pack(loadFlags(down.aligned, h.off, s.hStride), loadFlags(sDown.aligned, h.off, s.hStride))),
-		h.arg(1), ids.arg(2), weights.arg(3), y.arg(4),
-		device.Arg{Index: 5, Buffer: down.data}, device.Arg{Index: 6, Buffer: down.scales},
-		device.Arg{Index: 7, Buffer: down.biases}, device.Arg{Index: 8, Buffer: down.table},
-		sDown.data.arg(9), sDown.scales.arg(10), sDown.biases.arg(11))
-}
-
 // moeGroupedDecode records the experts of up to moeGroupTokens rows grouped
 // by expert (each expert's weights read once for every row that chose it):
 // h per (row, slot), then ye = down·h per (row, slot) into b.ye, then

@@ -734,21 +734,18 @@ func TestMoEExperts(t *testing.T) {
 		format  string
 		grouped bool
 		rows    int
-		ops     Operands // grouped only: the gathers are GEMVs in f32
+		ops     Operands // grouped only: the decode kernels are GEMVs in f32
 		// decode: the grouped decode kernels (a few rows, each expert read
-		// once for the rows that chose it) instead of the per-row gathers.
+		// once for the rows that chose it) instead of the block-map GEMMs.
 		decode bool
 	}
 	var cases []mcase
 	for _, f := range []string{"bf16", "q4", "q8", "f32", "f16"} {
-		cases = append(cases, mcase{f, false, 3, FloatOperands, false}, mcase{f, true, 37, FloatOperands, false},
-			mcase{f, true, 37, HalfOperands, false}, mcase{f, false, 3, FloatOperands, true}, mcase{f, false, 8, FloatOperands, true})
+		cases = append(cases, mcase{f, true, 37, FloatOperands, false}, mcase{f, true, 37, HalfOperands, false},
+			mcase{f, false, 3, FloatOperands, true}, mcase{f, false, 8, FloatOperands, true})
 	}
 	for _, c := range cases {
-		name := fmt.Sprintf("%s_gather_rows%d", c.format, c.rows)
-		if c.grouped {
-			name = fmt.Sprintf("%s_grouped_%s_rows%d", c.format, c.ops, c.rows)
-		}
+		name := fmt.Sprintf("%s_grouped_%s_rows%d", c.format, c.ops, c.rows)
 		if c.decode {
 			name = fmt.Sprintf("%s_decode_rows%d", c.format, c.rows)
 		}
@@ -850,11 +847,6 @@ func TestMoEExperts(t *testing.T) {
 					b.rowOf, b.tokenOf, b.ye = r.zeros(4*n), r.zeros(4*n), r.zeros(4*n*hidden)
 				}
 				r.run(func(e *encoder) {
-					if !c.grouped {
-						e.moeGateUp(s, rows, b, w)
-						e.moeDownCombine(s, rows, b, w)
-						return
-					}
 					e.moePlan(n, groups, b)
 					e.moeScatter(n, slots, b)
 					e.moeGemmGateUp(s, n, b, w)
