@@ -1,6 +1,8 @@
 package gpu
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -24,12 +26,7 @@ func TestBatchedStepTraffic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes a 460 MB checkpoint and runs full-width steps on the emulator")
 	}
-	dir := filepath.Join(t.TempDir(), "synthetic")
-	start := time.Now()
-	if _, err := synth.Write(dir, synth.Options{Config: synth.FullSizeConfig(), Layers: 4, Seed: 1}); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("checkpoint written in %v", time.Since(start).Round(time.Millisecond))
+	dir := syntheticCheckpoint(t)
 	b, w := openModel(t, dir, Options{})
 	greedy := &model.Sampling{}
 	segs := make([]model.Segment, 4)
@@ -54,7 +51,7 @@ func TestBatchedStepTraffic(t *testing.T) {
 			ReadBytes: d.ReadBytes - before.ReadBytes, WriteBytes: d.WriteBytes - before.WriteBytes,
 			SharedExpertBytes: d.SharedExpertBytes - before.SharedExpertBytes, MinimumBytes: d.MinimumBytes - before.MinimumBytes}
 	}
-	start = time.Now()
+	start := time.Now()
 	one := step(segs[:1])
 	four := step(segs)
 	t.Logf("two steps on the emulator in %v", time.Since(start).Round(time.Millisecond))
@@ -83,3 +80,43 @@ func TestBatchedStepTraffic(t *testing.T) {
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
+
+// syntheticCheckpoint returns the benchmark's synthetic checkpoint (full
+// width, 4 layers, MLX layout, seed 1) in the folder `suzuran bench
+// --synthetic` keeps it in (the user cache's suzuran/synthetic, named as
+// engine/bench names it), writing it first when absent: it takes half a
+// minute to write, two under the race detector. A new one is written beside
+// the final folder and renamed into place, so an interrupted write leaves
+// nothing a later run would take for a checkpoint.
+func syntheticCheckpoint(t *testing.T) string {
+	t.Helper()
+	opt := synth.Options{Config: synth.FullSizeConfig(), Layers: 4, Seed: 1}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = t.TempDir()
+	}
+	dir := filepath.Join(base, "suzuran", "synthetic", fmt.Sprintf("%s-%dlayers-%s", synth.CacheKey(opt), opt.Layers, opt.Layout))
+	if _, err := os.Stat(filepath.Join(dir, "config.json")); err == nil {
+		return dir
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".writing-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	start := time.Now()
+	if _, err := synth.Write(filepath.Join(tmp, "checkpoint"), opt); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("synthetic checkpoint written in %v", time.Since(start).Round(time.Millisecond))
+	if err := os.Rename(filepath.Join(tmp, "checkpoint"), dir); err != nil {
+		if _, statErr := os.Stat(filepath.Join(dir, "config.json")); statErr != nil {
+			t.Fatal(err)
+		}
+		// Another run put it there first.
+	}
+	return dir
+}
