@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
@@ -223,5 +224,46 @@ func TestBatchPipelined(t *testing.T) {
 	}
 	if d.MidStepReadbacks != before.MidStepReadbacks {
 		t.Errorf("%d readbacks inside a step", d.MidStepReadbacks-before.MidStepReadbacks)
+	}
+}
+
+// TestBatchRefuses checks what a batch may not hold, and that a refused
+// batch leaves nothing recording and no sequence moved.
+func TestBatchRefuses(t *testing.T) {
+	ref := fixtures.Models(t)[1]
+	b, w := openModel(t, ref.Dir, Options{})
+	a, _ := b.NewSequence(16)
+	c, _ := b.NewSequence(16)
+	greedy := &model.Sampling{}
+	cases := []struct {
+		name, want string
+		segs       []model.Segment
+	}{
+		{"empty", "at least one segment", nil},
+		{"same sequence twice", "already in this pass",
+			[]model.Segment{{Seq: a, In: model.Input{IDs: []int{1}}}, {Seq: a, In: model.Input{IDs: []int{2}}}}},
+		{"every row's logits beside another", "only by a pass of one sequence",
+			[]model.Segment{{Seq: a, In: model.Input{IDs: []int{1}, Logits: model.LogitsAll}}, {Seq: c, In: model.Input{IDs: []int{2}}}}},
+		{"no token and none sampled", "no sampled token",
+			[]model.Segment{{Seq: a, In: model.Input{IDs: []int{1}}}, {Seq: c, In: model.Input{Sample: greedy}}}},
+		{"too many tokens", "sequence is full", []model.Segment{{Seq: a, In: model.Input{IDs: make([]int, 17)}}}},
+		{"an id outside the vocabulary", "outside the vocabulary",
+			[]model.Segment{{Seq: a, In: model.Input{IDs: []int{1}}}, {Seq: c, In: model.Input{IDs: []int{ref.Vocab}}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := b.BeginBatch(tc.segs)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("BeginBatch: %v, want an error saying %q", err, tc.want)
+			}
+			for _, s := range []model.Sequence{a, c} {
+				if s.Pos() != 0 {
+					t.Fatalf("a refused batch moved a sequence to %d", s.Pos())
+				}
+			}
+		})
+	}
+	if _, err := model.RunBatch(b, w, []model.Segment{{Seq: a, In: model.Input{IDs: []int{1}}}, {Seq: c, In: model.Input{IDs: []int{2, 3}}}}); err != nil {
+		t.Fatalf("a valid batch after the refused ones: %v", err)
 	}
 }
