@@ -296,7 +296,7 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, x model.Activation) model.
 	p.enc.conv(qkv, loc{buf: dd.conv}, loc{buf: conv}, c.ConvKernel, mixed)
 	p.enc.deltaNetScan(shape, t, deltaNetBufs{conv: mixed.loc, a: a.loc, b: bb.loc,
 		aLog: loc{buf: dd.aLog}, dtBias: loc{buf: dd.dtBias}, state: loc{buf: state}, o: o.loc})
-	p.enc.gatedNorm(o.loc, z.loc, t*shape.valueHeads, shape.valueDim, loc{buf: dd.norm}, c.RMSNormEps, o.loc)
+	p.enc.gatedNorm(o.loc, z.loc, t*shape.valueHeads, shape.valueDim, loc{buf: dd.norm}, c.DeltaNetNormEps, o.loc)
 	p.project(&w.Out, o, out)
 	return out
 }
