@@ -57,9 +57,9 @@ func checkReference(t *testing.T, ref *fixtures.Reference) {
 	outputs, ids := compareReference(t, b, w, ref)
 	// In order, so a regression names the first layer that drifts.
 	for _, o := range outputs {
-		t.Logf("%s: relative error %.2e", o.what, o.err)
-		if !(o.err <= fixtureTolerance) {
-			t.Fatalf("%s drifts: relative error %.3g > %g", o.what, o.err, fixtureTolerance)
+		t.Logf("%s: relative error %.2e", o.What, o.Err)
+		if !(o.Err <= fixtureTolerance) {
+			t.Fatalf("%s drifts: relative error %.3g > %g", o.What, o.Err, fixtureTolerance)
 		}
 	}
 	if fmt.Sprint(ids) != fmt.Sprint(ref.GenIDs) {
@@ -86,34 +86,20 @@ func TestFixturesCatchMutations(t *testing.T) {
 					t.Fatal(err)
 				}
 				outputs, _ := compareReference(t, b, m.Weights, ref)
-				worst := outputs[0]
-				for _, o := range outputs {
-					if !(o.err <= worst.err) {
-						worst = o
-					}
-				}
-				t.Logf("worst: %s, relative error %.2e", worst.what, worst.err)
-				if worst.err <= fixtureTolerance {
-					t.Fatalf("the mutated model passes: worst relative error %.3g (%s) is within the tolerance %g", worst.err, worst.what, fixtureTolerance)
+				worst := fixtures.Worst(outputs)
+				t.Logf("worst: %s, relative error %.2e", worst.What, worst.Err)
+				if worst.Err <= fixtureTolerance {
+					t.Fatalf("the mutated model passes: worst relative error %.3g (%s) is within the tolerance %g", worst.Err, worst.What, fixtureTolerance)
 				}
 			})
 		}
 	}
 }
 
-// output is one output of a reference run and its relative error against
-// transformers' float64 value (fixtures.RelError).
-type output struct {
-	what string
-	err  float64
-}
-
 // compareReference runs ref's prompt in one pass, then decodes greedily
-// through the cache, each step fed the previous choice. It returns the
-// relative error of the residual stream after the embedding and each layer,
-// of the logits at every prompt position and of the logits that chose each
-// generated token, in that order, and the generated ids.
-func compareReference(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Reference) ([]output, []int) {
+// through the cache, each step fed the previous choice. It returns each
+// output's error (Reference.Compare) and the generated ids.
+func compareReference(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Reference) ([]fixtures.Output, []int) {
 	t.Helper()
 	T := len(ref.Prompt)
 	seq, err := b.NewSequence(T + len(ref.GenIDs))
@@ -125,14 +111,6 @@ func compareReference(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.
 	if err != nil {
 		t.Fatal(err)
 	}
-	var outputs []output
-	H := ref.Size
-	for l := range res.Hidden {
-		outputs = append(outputs, output{fmt.Sprintf("residual stream after layer %d (0: embedding)", l),
-			fixtures.RelError(res.Hidden[l], ref.Hidden[l*T*H:(l+1)*T*H])})
-	}
-	outputs = append(outputs, output{fmt.Sprintf("prompt logits [%d, %d]", T, ref.Vocab), fixtures.RelError(res.Logits, ref.Logits)})
-
 	ids := []int{res.Token}
 	genLogits := append([]float32(nil), res.Logits[(T-1)*ref.Vocab:]...)
 	for len(ids) < len(ref.GenIDs) {
@@ -143,6 +121,5 @@ func compareReference(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.
 		ids = append(ids, r.Token)
 		genLogits = append(genLogits, r.Logits...)
 	}
-	outputs = append(outputs, output{fmt.Sprintf("generated logits [%d, %d]", len(ids), ref.Vocab), fixtures.RelError(genLogits, ref.GenLogits)})
-	return outputs, ids
+	return ref.Compare(res.Hidden, res.Logits, genLogits), ids
 }
