@@ -14,7 +14,9 @@ type LoadOptions struct {
 	// Threads for the CPU backend; 0 means GOMAXPROCS.
 	Threads int
 	// ContextTokens, QueueSize, CacheBytes and PrefillChunk are as in
-	// Options.
+	// Options, except that CacheBytes 0 sizes the prefix cache from the
+	// machine: CacheBudget of the memory available once the model is
+	// mapped.
 	ContextTokens int
 	QueueSize     int
 	CacheBytes    int64
@@ -45,6 +47,10 @@ func Load(dir string, lo LoadOptions) (*Engine, error) {
 		m.Close()
 		return nil, err
 	}
+	cacheBytes := lo.CacheBytes
+	if cacheBytes == 0 {
+		cacheBytes = CacheBudget(availableMemory(), m.Bytes)
+	}
 	e, err := New(Options{
 		Backend:       backend,
 		Weights:       m.Weights,
@@ -52,7 +58,7 @@ func Load(dir string, lo LoadOptions) (*Engine, error) {
 		Template:      tmpl,
 		ContextTokens: lo.ContextTokens,
 		QueueSize:     lo.QueueSize,
-		CacheBytes:    lo.CacheBytes,
+		CacheBytes:    cacheBytes,
 		PrefillChunk:  lo.PrefillChunk,
 		Pipelined:     backend.Async,
 	})
