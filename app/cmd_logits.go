@@ -13,8 +13,6 @@ import (
 	"github.com/suzuran-app/suzuran/engine/logits"
 )
 
-func init() { register(newLogitsCmd()) }
-
 func newLogitsCmd() *cobra.Command {
 	var (
 		dir, ids, backend, out string
