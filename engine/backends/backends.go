@@ -47,10 +47,12 @@ type Backend struct {
 	// synchronous backend (cpu) has finished the work when Submit returns,
 	// so starting a step early would only compute one step too many.
 	Async bool
-	// Parallel is how many sequences the backend decodes together by
-	// default: 4 on a GPU, whose decode step is bound by reading the
-	// weights, so that four sequences cost little more than one; 2 on cpu,
-	// whose step is also bound by arithmetic on few cores.
+	// Parallel is the number of sequences this backend should decode in one
+	// batched step unless the user chooses otherwise: 4 on a GPU, whose
+	// decode step is bound by reading the weights, so that four sequences
+	// cost little more than one; 2 on cpu, whose step is also bound by
+	// arithmetic on few cores. Load does not use it yet: the engine runs
+	// one sequence at a time.
 	Parallel int
 	// GPU is the GPU backend, for its counters (Stats); nil for cpu.
 	GPU *gpu.Backend
