@@ -54,6 +54,9 @@ type Backend struct {
 	// arithmetic on few cores. Load does not use it yet: the engine runs
 	// one sequence at a time.
 	Parallel int
+	// Emulated says the device is the host emulator (emu): its timings are
+	// CPU timings, its counters those of the GPU pipeline.
+	Emulated bool
 	// GPU is the GPU backend, for its counters (Stats); nil for cpu.
 	GPU *gpu.Backend
 	// Device is the device a GPU backend runs on; nil for cpu.
@@ -71,7 +74,8 @@ func (b *Backend) Close() error {
 
 // kind is one backend this build can open.
 type kind struct {
-	name string
+	name     string
+	emulated bool
 	// openDevice opens the GPU device; nil for the cpu backend.
 	openDevice func(opt Options) (device.Device, error)
 }
@@ -81,7 +85,7 @@ type kind struct {
 func kinds() []kind {
 	return append([]kind{
 		{name: "cpu"},
-		{name: "emu", openDevice: func(opt Options) (device.Device, error) {
+		{name: "emu", emulated: true, openDevice: func(opt Options) (device.Device, error) {
 			return emu.New(emu.Options{Threads: opt.Threads})
 		}},
 	}, platformKinds()...)
@@ -126,7 +130,7 @@ func Open(name string, w *model.Weights, opt Options) (*Backend, error) {
 			dev.Close()
 			return nil, fmt.Errorf("%s backend: %w", name, err)
 		}
-		return &Backend{Backend: b, Kind: name, Async: true, Parallel: 4, GPU: b, Device: dev}, nil
+		return &Backend{Backend: b, Kind: name, Async: true, Parallel: 4, Emulated: k.emulated, GPU: b, Device: dev}, nil
 	}
 	return nil, fmt.Errorf("unknown backend %q: this build has %s", name, strings.Join(Names(), ", "))
 }

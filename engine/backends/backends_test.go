@@ -36,9 +36,9 @@ func TestOpen(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := fmt.Sprint(b.Kind, b.Async, b.Parallel, b.GPU != nil, b.Device != nil)
-			if want := fmt.Sprint(c.kind, c.async, c.parallel, c.gpu, c.gpu); got != want {
-				t.Errorf("kind, async, parallel, gpu, device: %s, want %s", got, want)
+			got := fmt.Sprint(b.Kind, b.Async, b.Parallel, b.Emulated, b.GPU != nil, b.Device != nil)
+			if want := fmt.Sprint(c.kind, c.async, c.parallel, c.kind == "emu", c.gpu, c.gpu); got != want {
+				t.Errorf("kind, async, parallel, emulated, gpu, device: %s, want %s", got, want)
 			}
 			seq, err := b.NewSequence(len(ref.Prompt))
 			if err != nil {
