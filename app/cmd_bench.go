@@ -13,8 +13,6 @@ import (
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 )
 
-func init() { register(newBenchCmd()) }
-
 func newBenchCmd() *cobra.Command {
 	var (
 		s                         bench.Settings

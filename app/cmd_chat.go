@@ -24,8 +24,6 @@ import (
 	"github.com/suzuran-app/suzuran/engine/sample"
 )
 
-func init() { register(newChatCmd()) }
-
 // chatOptions are the flags of `suzuran chat`.
 type chatOptions struct {
 	model, backend, think, system string

@@ -16,8 +16,8 @@ import (
 // TestLogitsCommand runs `suzuran logits` on the alternative-size
 // checkpoint's MLX layout with its 300-token reference prompt and checks
 // the file it writes: shapes, the greedy ids and the logits against the
-// float64 reference (1e-3 of the largest logit, the engine's bound; the CPU
-// backend lands near 1e-5).
+// float64 reference (1e-4 of the largest logit, the f32 bound of the
+// engine's fixture tests; the CPU backend lands at 1.4e-5 here).
 func TestLogitsCommand(t *testing.T) {
 	alt := filepath.Join("..", "engine", "checkpoint", "testdata", "qwen35moe-alt")
 	ref, err := safetensors.Open(filepath.Join(alt, "reference.safetensors"))
@@ -49,8 +49,8 @@ func TestLogitsCommand(t *testing.T) {
 	}
 	got, _ := f.Tensor("prompt_logits")
 	want, _ := ref.Tensor("mlx.prompt_logits")
-	if e := relError(got, want); !(e <= 1e-3) {
-		t.Fatalf("prompt_logits: relative error %.3g > 1e-3", e)
+	if e := relError(got, want); !(e <= 1e-4) {
+		t.Fatalf("prompt_logits: relative error %.3g > 1e-4", e)
 	}
 	gotIDs, _ := f.Tensor("gen_ids")
 	wantIDs, _ := ref.Tensor("mlx.gen_ids")

@@ -19,8 +19,6 @@ import (
 	"github.com/suzuran-app/suzuran/engine"
 )
 
-func init() { register(newServeCmd()) }
-
 // serveOptions are the flags of `suzuran serve`.
 type serveOptions struct {
 	model, addr, backend, apiKey string

@@ -18,8 +18,6 @@ import (
 	"github.com/suzuran-app/suzuran/frontend"
 )
 
-func init() { register(newUICmd()) }
-
 // uiOptions are the flags of `suzuran ui`.
 type uiOptions struct {
 	addr, model, backend, database, settings string

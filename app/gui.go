@@ -24,6 +24,17 @@ import (
 	"github.com/suzuran-app/suzuran/frontend"
 )
 
+// windowTitle is the main window's title: the app's name alone, as macOS
+// windows are titled; the version is in the About box (aboutBox) and the
+// window's header.
+const windowTitle = "Suzuran"
+
+// aboutBox is the macOS About panel: the name and the version the binary
+// was built as.
+func aboutBox() *mac.AboutInfo {
+	return &mac.AboutInfo{Title: windowTitle, Message: "Version " + version, Icon: assets.AppIcon}
+}
+
 // windowEvent is the Wails event that carries the service's events to
 // the window (frontend/src/lib/backend.ts listens for it).
 const windowEvent = "suzuran:event"
@@ -108,7 +119,7 @@ func runGUI() error {
 	}
 
 	err = wails.Run(&options.App{
-		Title:     "Suzuran",
+		Title:     windowTitle,
 		Width:     880,
 		Height:    680,
 		MinWidth:  420,
@@ -134,7 +145,7 @@ func runGUI() error {
 		LogLevel:           wailslogger.TRACE,
 		LogLevelProduction: wailslogger.TRACE,
 		Mac: &mac.Options{
-			About: &mac.AboutInfo{Title: "Suzuran", Message: "Version " + version, Icon: assets.AppIcon},
+			About: aboutBox(),
 		},
 		Linux: &linux.Options{ProgramName: "suzuran", Icon: assets.AppIcon},
 	})

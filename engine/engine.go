@@ -74,7 +74,7 @@ type Options struct {
 	// a GPU is never idle while the host reads, streams and encodes. The
 	// cost is one step computed after the last token and thrown away, so
 	// it is for backends whose passes run asynchronously (Load turns it on
-	// for every backend but cpu, whose passes finish inside Start).
+	// when backends.Backend.Async says so).
 	Pipelined bool
 }
 

@@ -65,8 +65,8 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 	for t := range T {
 		row := mixed[t*C : (t+1)*C]
 		for h := range Hk {
-			l2Normalize(row[h*Dk:(h+1)*Dk], 1e-6, qScale)
-			l2Normalize(row[Hk*Dk+h*Dk:Hk*Dk+(h+1)*Dk], 1e-6, 1)
+			l2Normalize(row[h*Dk:(h+1)*Dk], c.DeltaNetL2Eps, qScale)
+			l2Normalize(row[Hk*Dk+h*Dk:Hk*Dk+(h+1)*Dk], c.DeltaNetL2Eps, 1)
 		}
 	}
 
@@ -106,7 +106,7 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 	// Gated RMSNorm per value head: plain weight, then silu(z).
 	for i := range T * Hv {
 		oh := o[i*Dv : (i+1)*Dv]
-		rmsNorm(oh, oh, w.Norm, c.RMSNormEps)
+		rmsNorm(oh, oh, w.Norm, c.DeltaNetNormEps)
 		for d, zz := range z[i*Dv : (i+1)*Dv] {
 			oh[d] *= silu(zz)
 		}

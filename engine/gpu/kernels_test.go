@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
+	"github.com/suzuran-app/suzuran/engine/internal/reference"
 	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/safetensors"
 	"github.com/suzuran-app/suzuran/engine/sample"
@@ -165,13 +166,7 @@ func actAt(l loc, rows, width int) *act {
 
 // refGEMV is Σ_j W[row,j]·x[j] in float64, with Σ|W||x| for the error bound.
 func refGEMV(m *model.Matrix, x []float32, row int) (float64, float64) {
-	var s, mag float64
-	for j := 0; j < m.In; j++ {
-		p := float64(m.At(row, j)) * float64(x[j])
-		s += p
-		mag += math.Abs(p)
-	}
-	return s, mag
+	return reference.Dot(m, row, reference.Float64(x))
 }
 
 // f32Tol is the error bound of an f32 sum of n terms of total magnitude mag:
@@ -281,11 +276,7 @@ func TestEmbed(t *testing.T) {
 }
 
 func refRMS(x []float32, eps float32) float64 {
-	ss := 0.0
-	for _, v := range x {
-		ss += float64(v) * float64(v)
-	}
-	return 1 / math.Sqrt(ss/float64(len(x))+float64(eps))
+	return reference.RMSScale(reference.Float64(x), float64(eps))
 }
 
 // checkClose compares got with want elementwise: |got−want| ≤ tol·(|want|+floor).
@@ -410,52 +401,38 @@ func TestConv(t *testing.T) {
 	}
 }
 
-// refDeltaNet runs the recurrence of shared MODEL.md in float64.
+// refDeltaNet runs the recurrence of shared MODEL.md in float64
+// (engine/internal/reference) over the kernel's state layout [Hv, Dv, Dk].
 func refDeltaNet(s deltaNetShape, rows int, conv, a, b, aLog, dtBias, state []float32) ([]float64, []float64) {
 	width := 2*s.keyHeads*s.keyDim + s.valueHeads*s.valueDim
-	st := make([]float64, len(state)) // [Hv, Dv, Dk]
-	for i, v := range state {
-		st[i] = float64(v)
+	dk, dv := s.keyDim, s.valueDim
+	// The reference's state per value head, [Dk][Dv].
+	heads := make([][]float64, s.valueHeads)
+	for j := range heads {
+		heads[j] = make([]float64, dk*dv)
+		for col := range dv {
+			for d := range dk {
+				heads[j][d*dv+col] = float64(state[(j*dv+col)*dk+d])
+			}
+		}
 	}
-	o := make([]float64, rows*s.valueHeads*s.valueDim)
+	o := make([]float64, rows*s.valueHeads*dv)
 	for t := 0; t < rows; t++ {
-		row := conv[t*width:]
+		row := reference.Float64(conv[t*width : (t+1)*width])
 		for j := 0; j < s.valueHeads; j++ {
 			kh := j / (s.valueHeads / s.keyHeads)
-			q := make([]float64, s.keyDim)
-			k := make([]float64, s.keyDim)
-			var qq, kk float64
-			for d := 0; d < s.keyDim; d++ {
-				q[d] = float64(row[kh*s.keyDim+d])
-				k[d] = float64(row[s.keyHeads*s.keyDim+kh*s.keyDim+d])
-				qq += q[d] * q[d]
-				kk += k[d] * k[d]
-			}
-			qn := 1 / math.Sqrt(qq+1e-6) / math.Sqrt(float64(s.keyDim))
-			kn := 1 / math.Sqrt(kk+1e-6)
-			for d := range q {
-				q[d] *= qn
-				k[d] *= kn
-			}
-			beta := 1 / (1 + math.Exp(-float64(b[t*s.valueHeads+j])))
-			sp := float64(a[t*s.valueHeads+j] + dtBias[j])
-			sp = math.Log1p(math.Exp(sp))
-			decay := math.Exp(-math.Exp(float64(aLog[j])) * sp)
-			for col := 0; col < s.valueDim; col++ {
-				sc := st[(j*s.valueDim+col)*s.keyDim:][:s.keyDim]
-				v := float64(row[2*s.keyHeads*s.keyDim+j*s.valueDim+col])
-				sk := 0.0
-				for d := range sc {
-					sc[d] *= decay
-					sk += sc[d] * k[d]
-				}
-				delta := beta * (v - sk)
-				out := 0.0
-				for d := range sc {
-					sc[d] += k[d] * delta
-					out += sc[d] * q[d]
-				}
-				o[t*s.valueHeads*s.valueDim+j*s.valueDim+col] = out
+			q := reference.L2Normalize(row[kh*dk:(kh+1)*dk], 1e-6, 1/math.Sqrt(float64(dk)))
+			k := reference.L2Normalize(row[s.keyHeads*dk+kh*dk:s.keyHeads*dk+(kh+1)*dk], 1e-6, 1)
+			v := row[2*s.keyHeads*dk+j*dv : 2*s.keyHeads*dk+(j+1)*dv]
+			decay, beta := reference.DeltaNetGates(float64(a[t*s.valueHeads+j]), float64(b[t*s.valueHeads+j]), float64(aLog[j]), float64(dtBias[j]))
+			copy(o[(t*s.valueHeads+j)*dv:], reference.DeltaRule(heads[j], k, q, v, decay, beta))
+		}
+	}
+	st := make([]float64, len(state))
+	for j := range heads {
+		for col := range dv {
+			for d := range dk {
+				st[(j*dv+col)*dk+d] = heads[j][d*dv+col]
 			}
 		}
 	}
@@ -508,20 +485,13 @@ func bf16Round(v float64) float64 {
 // refNormRope normalises a head vector, scales by w and rotates its leading
 // rot dims at position pos (NeoX pairing), in float64.
 func refNormRope(x []float32, w []float32, invFreq []float32, rot, pos int, eps float32) []float64 {
-	inv := refRMS(x, eps)
-	out := make([]float64, len(x))
-	for j := range x {
-		out[j] = float64(x[j]) * inv * float64(w[j])
+	// The angles as the kernel forms them: an f32 product, like
+	// transformers' rotary embedding.
+	angles := make([]float64, rot/2)
+	for i := range angles {
+		angles[i] = float64(float32(pos) * invFreq[i])
 	}
-	half := rot / 2
-	for i := 0; i < half; i++ {
-		ang := float64(float32(pos) * invFreq[i])
-		c, s := math.Cos(ang), math.Sin(ang)
-		x1, x2 := out[i], out[i+half]
-		out[i] = x1*c - x2*s
-		out[i+half] = x2*c + x1*s
-	}
-	return out
+	return reference.Rotate(reference.RMSNorm(reference.Float64(x), w, float64(eps)), angles)
 }
 
 func TestAttention(t *testing.T) {

@@ -481,7 +481,7 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, x model.Activation) model.
 			}
 		}
 	})
-	p.enc.gatedNorm(o.loc, z.loc, t*shape.valueHeads, shape.valueDim, loc{buf: dd.norm}, c.RMSNormEps, o.loc)
+	p.enc.gatedNorm(o.loc, z.loc, t*shape.valueHeads, shape.valueDim, loc{buf: dd.norm}, c.DeltaNetNormEps, o.loc)
 	p.project(&w.Out, o, out)
 	return out
 }

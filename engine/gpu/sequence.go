@@ -192,7 +192,7 @@ type snapshot struct {
 
 func (sn *snapshot) Pos() int      { return sn.pos }
 func (sn *snapshot) Tokens() []int { return sn.ids }
-func (sn *snapshot) Bytes() int64  { return int64(len(sn.data)) }
+func (sn *snapshot) Bytes() int64  { return int64(len(sn.data)) + 8*int64(len(sn.ids)) }
 
 // Snapshot implements model.Sequence. It reads device memory, so no pass
 // may be in flight. Only the cache rows in use are copied.
