@@ -61,7 +61,7 @@ type chatTurn struct {
 func (s *Server) prepare(e *engine.Engine, t *chatTurn) (genParams, error) {
 	thinking := t.thinking
 	if thinking == nil {
-		thinking = s.cfg.ThinkingDefault
+		thinking = s.thinkingDefault()
 	}
 	render := chat.RenderRequest{
 		Messages:            t.messages,

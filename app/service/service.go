@@ -39,6 +39,11 @@ type Options struct {
 	// Backend and Threads choose how the engine runs ("cpu", 0: all cores).
 	Backend string
 	Threads int
+	// ContextTokens, when above 0, overrides the settings' context length
+	// (`suzuran serve --ctx`); QueueSize bounds the requests waiting behind
+	// the running ones (0: the engine's default).
+	ContextTokens int
+	QueueSize     int
 	// Version is the app's version, shown by the window.
 	Version string
 	// Pace is a pause after each generated token: with it the small demo
@@ -158,9 +163,15 @@ func Open(o Options) (*Service, error) {
 	s.models = &modelHost{
 		backend:   o.Backend,
 		threads:   o.Threads,
+		queue:     o.QueueSize,
 		onChange:  func(m ModelState) { s.events.publish(Event{Type: EventModel, Model: &m}) },
 		keepAlive: func() time.Duration { return time.Duration(s.Settings().KeepAliveMinutes) * time.Minute },
-		context:   func() int { return s.Settings().ContextTokens },
+		context: func() int {
+			if o.ContextTokens > 0 {
+				return o.ContextTokens
+			}
+			return s.Settings().ContextTokens
+		},
 	}
 	s.models.load(dir)
 	return s, nil
@@ -195,6 +206,26 @@ func (s *Service) UI() *UI { return &UI{s: s} }
 
 // Models is the engine as the API server takes it.
 func (s *Service) Models() server.Models { return serverModels{s.models} }
+
+// WaitModel waits for the model's load under way (if any) to end and
+// returns its state, with an error when it failed to load.
+func (s *Service) WaitModel(ctx context.Context) (ModelState, error) {
+	s.models.mu.Lock()
+	loading := s.models.loaded
+	s.models.mu.Unlock()
+	if loading != nil {
+		select {
+		case <-loading:
+		case <-ctx.Done():
+			return s.ModelState(), ctx.Err()
+		}
+	}
+	m := s.ModelState()
+	if m.State == server.StateError {
+		return m, fmt.Errorf("loading %s: %s", m.Dir, m.Error)
+	}
+	return m, nil
+}
 
 // Subscribe returns a channel of every event from now on, and the function
 // that ends the subscription. The channel is closed when the subscriber
