@@ -95,6 +95,8 @@ type Service struct {
 	wg       sync.WaitGroup
 	download DownloadState
 	watching *hub.Job // the download whose progress is being followed
+	// welcomeSeen is true once the welcome view was dismissed (welcome.go).
+	welcomeSeen bool
 	// pickFolder is the desktop's folder dialog; nil in a browser.
 	pickFolder func(title string) (string, error)
 
@@ -139,6 +141,7 @@ func Open(o Options) (*Service, error) {
 		s.log.Warn().Err(err).Msg("settings unreadable; using the defaults")
 	}
 	s.current = current
+	s.welcomeSeen = s.settings.flag(welcomeSeenKey)
 	s.apiState = APIState{Available: o.API != nil, LAN: current.APILAN}
 
 	dir := o.Model

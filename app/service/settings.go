@@ -186,6 +186,18 @@ func (f settingsFile) load() (Settings, string, error) {
 	return s, model, nil
 }
 
+// flag reads a true/false key that is not part of Settings; absent or
+// unreadable, it is false.
+func (f settingsFile) flag(key string) bool {
+	raw, err := f.readRaw()
+	if err != nil {
+		return false
+	}
+	var on bool
+	json.Unmarshal(raw[key], &on)
+	return on
+}
+
 // save writes s's keys into the file, keeping the others.
 func (f settingsFile) save(s Settings) error {
 	var fields map[string]json.RawMessage

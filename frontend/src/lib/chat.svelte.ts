@@ -64,8 +64,19 @@ export class ChatState {
       this.api = state.api;
       this.settings = state.settings;
       this.think = state.settings.thinking;
+      // The first run on the demo model opens the welcome view by itself.
+      if (state.showWelcome) this.view = 'welcome';
       await this.refreshList();
     });
+  }
+
+  private welcomeDismissed = false;
+
+  /** Records that the user left the welcome view, so that it no longer opens by itself. */
+  async dismissWelcome(): Promise<void> {
+    if (this.welcomeDismissed) return;
+    this.welcomeDismissed = true;
+    await this.guard(() => this.ui.DismissWelcome());
   }
 
   stop(): void {

@@ -66,6 +66,7 @@ export class FakeBackend implements Backend {
     model: { state: 'ready', name: 'Suzuran Tiny', dir: '/m', demo: true, progress: 1, error: '', backend: 'cpu' },
     api: { available: true, enabled: false, url: '', lan: false, error: '' },
     settings: this.settings,
+    showWelcome: false,
   };
 
   emit(event: BackendEvent) {
@@ -172,6 +173,9 @@ export class FakeBackend implements Backend {
       error: '',
     })),
     ReloadModel: vi.fn(async () => {}),
+    DismissWelcome: vi.fn(async () => {
+      this.state.showWelcome = false;
+    }),
     Welcome: vi.fn(async () => structuredClone({ ...this.welcome, download: this.download })),
     Download: vi.fn(async () => ({ ...this.download })),
     StartDownload: vi.fn(async (repo: string) => {

@@ -82,6 +82,7 @@ export interface AppState {
   model: ModelState;
   api: APIState;
   settings: Settings;
+  showWelcome: boolean;
 }
 
 /**
@@ -387,6 +388,11 @@ export interface UI {
    */
   Delete(id: number): Promise<void>;
   /**
+   * DismissWelcome records that the user left the welcome view, so that it no
+   * longer opens by itself (the demo banner's button still opens it).
+   */
+  DismissWelcome(): Promise<void>;
+  /**
    * Download returns the download's state (idle before any).
    */
   Download(): Promise<DownloadState>;
@@ -482,4 +488,4 @@ export interface UI {
 }
 
 /** The names of UI's methods, for transports that call them by name. */
-export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "Delete", "Download", "Edit", "Models", "PauseDownload", "PickFolder", "Regenerate", "ReloadModel", "RemoveAttachment", "Rename", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "Undelete", "UseModel", "Welcome"] as const;
+export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "Delete", "DismissWelcome", "Download", "Edit", "Models", "PauseDownload", "PickFolder", "Regenerate", "ReloadModel", "RemoveAttachment", "Rename", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "Undelete", "UseModel", "Welcome"] as const;
