@@ -21,6 +21,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/suzuran-app/suzuran/app/hotkey"
 	"github.com/suzuran-app/suzuran/app/hub"
 	"github.com/suzuran-app/suzuran/app/server"
 	"github.com/suzuran-app/suzuran/app/store"
@@ -54,7 +55,12 @@ type Options struct {
 	// API switches the local API server on and off; nil leaves the switch
 	// unavailable (the UI then hides it).
 	API APISwitch
-	Log zerolog.Logger
+	// Shortcut takes the global shortcut that opens the window (its
+	// canonical name, "" for none) in place of the one before, or says why
+	// the system refused it; nil where there are none (Linux, a browser):
+	// the settings view then says the shortcut is macOS's.
+	Shortcut func(shortcut string) error
+	Log      zerolog.Logger
 }
 
 // APISwitch starts and stops the local API server. The app's main package
@@ -95,6 +101,9 @@ type Service struct {
 	wg       sync.WaitGroup
 	download DownloadState
 	watching *hub.Job // the download whose progress is being followed
+	shortcut func(string) error
+	// shortcutError is why the saved shortcut could not be taken at start.
+	shortcutError string
 	// welcomeSeen is true once the welcome view was dismissed (welcome.go).
 	welcomeSeen bool
 	// pickFolder is the desktop's folder dialog; nil in a browser.
@@ -128,6 +137,7 @@ func Open(o Options) (*Service, error) {
 		settings: settingsFile{path: o.SettingsPath},
 		version:  o.Version,
 		api:      o.API,
+		shortcut: o.Shortcut,
 		pace:     o.Pace,
 		running:  map[int64]*generation{},
 		live:     map[int64]store.Message{},
@@ -306,15 +316,24 @@ func (s *Service) SaveSettings(next Settings) (Settings, error) {
 	if err := next.Validate(); err != nil {
 		return s.Settings(), err
 	}
+	next.GlobalShortcut = canonicalShortcut(next.GlobalShortcut)
 	s.mu.Lock()
 	prev := s.current
 	s.mu.Unlock()
+	if s.shortcut != nil && next.GlobalShortcut != prev.GlobalShortcut {
+		// Taken first: a combination the system refuses is not saved.
+		if err := s.shortcut(canonicalShortcut(next.GlobalShortcut)); err != nil {
+			return prev, err
+		}
+	}
 	if next.LaunchAtLogin != prev.LaunchAtLogin {
 		if err := setLaunchAtLogin(next.LaunchAtLogin); err != nil {
+			s.restoreShortcut(prev, next)
 			return prev, err
 		}
 	}
 	if err := s.settings.save(next); err != nil {
+		s.restoreShortcut(prev, next)
 		return prev, err
 	}
 	s.mu.Lock()
@@ -333,12 +352,65 @@ func (s *Service) SaveSettings(next Settings) (Settings, error) {
 	if prev.ContextTokens != next.ContextTokens {
 		s.models.load(s.models.snapshot().Dir)
 	}
+	if s.shortcut != nil && prev.GlobalShortcut != next.GlobalShortcut {
+		s.mu.Lock()
+		s.shortcutError = ""
+		s.mu.Unlock()
+	}
 	if prev.KeepAliveMinutes != next.KeepAliveMinutes {
 		s.models.mu.Lock()
 		s.models.armIdleLocked()
 		s.models.mu.Unlock()
 	}
 	return next, nil
+}
+
+// ApplyShortcut takes the saved global shortcut; the desktop calls it once
+// its window is up. Why it failed shows in the settings view
+// (AppState.Shortcut) until another shortcut is saved.
+func (s *Service) ApplyShortcut() error {
+	if s.shortcut == nil {
+		return nil
+	}
+	err := s.shortcut(canonicalShortcut(s.Settings().GlobalShortcut))
+	s.mu.Lock()
+	s.shortcutError = ""
+	if err != nil {
+		s.shortcutError = err.Error()
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// restoreShortcut takes the previous shortcut back after a save that failed
+// past taking the new one.
+func (s *Service) restoreShortcut(prev, next Settings) {
+	if s.shortcut != nil && next.GlobalShortcut != prev.GlobalShortcut {
+		if err := s.shortcut(canonicalShortcut(prev.GlobalShortcut)); err != nil {
+			s.log.Warn().Err(err).Msg("taking the previous global shortcut back")
+		}
+	}
+}
+
+// canonicalShortcut is a valid shortcut's canonical name ("" stays "").
+func canonicalShortcut(text string) string {
+	if sc, err := hotkey.Parse(text); err == nil {
+		return sc.String()
+	}
+	return ""
+}
+
+// ShortcutState says whether this app has a global shortcut and why the
+// saved one could not be taken.
+type ShortcutState struct {
+	Available bool   `json:"available"`
+	Error     string `json:"error"`
+}
+
+func (s *Service) shortcutState() ShortcutState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ShortcutState{Available: s.shortcut != nil, Error: s.shortcutError}
 }
 
 // LoadModel switches to the model in dir (or reloads the current one when

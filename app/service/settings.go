@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/suzuran-app/suzuran/app/hotkey"
 )
 
 // Settings are the user's choices in the Settings view. They live in
@@ -41,6 +43,9 @@ type Settings struct {
 	// CheckForUpdates lets the app read the project's releases feed once a
 	// day and say when a newer version is out; nothing is downloaded.
 	CheckForUpdates bool `json:"check_for_updates"`
+	// GlobalShortcut opens the chat window from any app (macOS), written as
+	// app/hotkey reads it ("Option+Space"); "" is none.
+	GlobalShortcut string `json:"global_shortcut"`
 }
 
 // Sampling is a sampling rule as the Settings view edits it.
@@ -92,6 +97,7 @@ func DefaultSettings() Settings {
 		APICORSOrigins:   []string{},
 		KeepAliveMinutes: 0,
 		CheckForUpdates:  true,
+		GlobalShortcut:   hotkey.DefaultShortcut,
 	}
 }
 
@@ -125,6 +131,11 @@ func (s Settings) Validate() error {
 		u, err := url.Parse(origin)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
 			return fmt.Errorf("CORS origin %q: write a scheme and host, such as http://localhost:3000", origin)
+		}
+	}
+	if s.GlobalShortcut != "" {
+		if _, err := hotkey.Parse(s.GlobalShortcut); err != nil {
+			return err
 		}
 	}
 	if s.KeepAliveMinutes < 0 {

@@ -25,6 +25,9 @@ type AppState struct {
 	// ShowWelcome asks the window to open the welcome view by itself: the
 	// first run, on the demo model, before the view was ever dismissed.
 	ShowWelcome bool `json:"showWelcome"`
+	// Shortcut is the global shortcut's availability (macOS's desktop app)
+	// and why the saved one could not be taken.
+	Shortcut ShortcutState `json:"shortcut"`
 }
 
 // ConversationView is a conversation with its messages.
@@ -59,7 +62,7 @@ type SendResult struct {
 // the settings.
 func (u *UI) State() AppState {
 	return AppState{Version: u.s.version, Model: u.s.ModelState(), API: u.s.APIState(), Settings: u.s.Settings(),
-		ShowWelcome: u.s.showWelcome()}
+		ShowWelcome: u.s.showWelcome(), Shortcut: u.s.shortcutState()}
 }
 
 // Conversations lists the conversations, the latest first; a non-empty

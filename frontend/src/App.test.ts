@@ -264,6 +264,43 @@ describe('settings', () => {
     expect(within(view).queryByText('Saved.')).toBeNull();
   });
 
+  it('records the global shortcut from a key press and saves it', async () => {
+    backend.state.shortcut = { available: true, error: '' };
+    const view = await openSettings();
+    const field = within(view).getByRole('textbox', { name: /Shortcut to open the chat window/ }) as HTMLInputElement;
+    expect(field.value).toBe('Option+Space');
+    await fireEvent.keyDown(field, { code: 'KeyK', key: 'k', metaKey: true, shiftKey: true });
+    expect(field.value).toBe('Shift+Cmd+K');
+    // A letter alone is typing, not a shortcut.
+    await fireEvent.keyDown(field, { code: 'KeyJ', key: 'j' });
+    expect(field.value).toBe('Shift+Cmd+K');
+    await fireEvent.click(within(view).getByRole('button', { name: 'Save' }));
+    await within(view).findByText('Saved.');
+    expect(backend.ui.SaveSettings).toHaveBeenCalledWith(expect.objectContaining({ global_shortcut: 'Shift+Cmd+K' }));
+    expect(backend.settings.global_shortcut).toBe('Shift+Cmd+K');
+  });
+
+  it('says why macOS refused a shortcut, when saving and at start', async () => {
+    backend.state.shortcut = { available: true, error: 'Option+Space (⌥Space) is taken by another app or by macOS: choose another shortcut in Settings' };
+    backend.refusedShortcuts.add('Cmd+Space');
+    const view = await openSettings();
+    expect(within(view).getByRole('alert').textContent).toContain('⌥Space) is taken by another app');
+    const field = within(view).getByRole('textbox', { name: /Shortcut to open the chat window/ });
+    await fireEvent.keyDown(field, { code: 'Space', key: ' ', metaKey: true });
+    await fireEvent.click(within(view).getByRole('button', { name: 'Save' }));
+    await waitFor(() =>
+      expect(screen.getAllByRole('alert').some((a) => a.textContent?.includes('Cmd+Space is taken by another app'))).toBe(true),
+    );
+    expect(within(view).queryByText('Saved.')).toBeNull();
+    expect(backend.settings.global_shortcut).toBe('Option+Space');
+  });
+
+  it('says the global shortcut belongs to the macOS app where there is none', async () => {
+    const view = await openSettings();
+    expect(within(view).queryByRole('textbox', { name: /Shortcut to open the chat window/ })).toBeNull();
+    expect(within(view).getByTestId('global-shortcut-unavailable').textContent).toContain('macOS app');
+  });
+
   it('switches the local API and shows its address', async () => {
     const view = await openSettings();
     await fireEvent.click(within(view).getByRole('checkbox', { name: /Local API on/ }));

@@ -16,6 +16,7 @@ import {
   type ModelState,
   type SendRequest,
   type Settings,
+  type ShortcutState,
 } from './gen/service';
 
 /** The main views of the window. */
@@ -26,6 +27,8 @@ export class ChatState {
   model: ModelState | null = $state(null);
   api: APIState | null = $state(null);
   settings: Settings | null = $state(null);
+  /** Whether the global shortcut exists here (the macOS app) and why the saved one was refused. */
+  shortcut: ShortcutState | null = $state(null);
   /** The model download (welcome view, demo banner); null until the first event. */
   download: DownloadState | null = $state(null);
   conversations: Conversation[] = $state([]);
@@ -63,6 +66,7 @@ export class ChatState {
       this.model = state.model;
       this.api = state.api;
       this.settings = state.settings;
+      this.shortcut = state.shortcut;
       this.think = state.settings.thinking;
       // The first run on the demo model opens the welcome view by itself.
       if (state.showWelcome) this.view = 'welcome';
@@ -216,7 +220,11 @@ export class ChatState {
 
   async saveSettings(next: Settings): Promise<boolean> {
     const saved = await this.guard(() => this.ui.SaveSettings(next));
-    if (saved) this.settings = saved;
+    if (saved) {
+      // A shortcut refused at start is no longer the one saved.
+      if (this.shortcut && saved.global_shortcut !== this.settings?.global_shortcut) this.shortcut.error = '';
+      this.settings = saved;
+    }
     return saved !== undefined;
   }
 

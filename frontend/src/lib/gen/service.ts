@@ -83,6 +83,7 @@ export interface AppState {
   api: APIState;
   settings: Settings;
   showWelcome: boolean;
+  shortcut: ShortcutState;
 }
 
 /**
@@ -299,6 +300,16 @@ export interface Settings {
   launch_at_login: boolean;
   keep_alive_minutes: number;
   check_for_updates: boolean;
+  global_shortcut: string;
+}
+
+/**
+ * ShortcutState says whether this app has a global shortcut and why the
+ * saved one could not be taken.
+ */
+export interface ShortcutState {
+  available: boolean;
+  error: string;
 }
 
 /**
