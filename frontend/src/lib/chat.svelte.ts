@@ -74,6 +74,13 @@ export class ChatState {
     });
   }
 
+  /** Reads the shortcut's state again: the desktop takes the shortcut a moment after the window opens. */
+  async refreshShortcut(): Promise<void> {
+    await this.guard(async () => {
+      this.shortcut = (await this.ui.State()).shortcut;
+    });
+  }
+
   private welcomeDismissed = false;
 
   /** Records that the user left the welcome view, so that it no longer opens by itself. */
