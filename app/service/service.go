@@ -221,7 +221,7 @@ func (s *Service) UI() *UI { return &UI{s: s} }
 func (s *Service) Models() server.Models { return serverModels{s.models} }
 
 // WaitModel waits for the model's load under way (if any) to end and
-// returns its state, with an error when it failed to load.
+// returns its state, with the load's error when it failed.
 func (s *Service) WaitModel(ctx context.Context) (ModelState, error) {
 	s.models.mu.Lock()
 	loading := s.models.loaded
@@ -235,7 +235,7 @@ func (s *Service) WaitModel(ctx context.Context) (ModelState, error) {
 	}
 	m := s.ModelState()
 	if m.State == server.StateError {
-		return m, fmt.Errorf("loading %s: %s", m.Dir, m.Error)
+		return m, errors.New(m.Error)
 	}
 	return m, nil
 }
