@@ -37,7 +37,7 @@ var carbon struct {
 	err  error
 
 	getApplicationEventTarget func() uintptr
-	installEventHandler       func(target, handler uintptr, count uint32, types *eventTypeSpec, userData uintptr, out *uintptr) int32
+	installEventHandler       func(target, handler uintptr, count uintptr, types *eventTypeSpec, userData uintptr, out *uintptr) int32
 	registerEventHotKey       func(code, modifiers uint32, id eventHotKeyID, target uintptr, options uint32, out *uintptr) int32
 	unregisterEventHotKey     func(ref uintptr) int32
 	getEventParameter         func(event uintptr, name, kind uint32, actualKind *uint32, size uintptr, actualSize *uintptr, data *eventHotKeyID) int32
