@@ -1,9 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { cleanup, fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
 import App from './App.svelte';
 import { FakeBackend } from './test/fakeBackend';
 import { append } from './lib/chat.svelte';
-import { EventType, MessageStatus, type Message } from './lib/gen/service';
+import { EventType, MessageStatus, type ConversationView, type Message } from './lib/gen/service';
 
 let backend: FakeBackend;
 
@@ -31,6 +31,32 @@ async function sendMessage(text: string): Promise<Message> {
 }
 
 describe('chat view', () => {
+  it('keeps a reply that ended while a reload was on its way, rather than the older copy the reload read', async () => {
+    await renderApp();
+    const reply = await sendMessage('What does json.dumps do?');
+    // The reload that a gap in the text asks for answers late, with the
+    // reply as it was before it ended.
+    let answer: (v: unknown) => void = () => {};
+    const stale = { ...reply, content: 'It', status: MessageStatus.Streaming };
+    const question = backend.messages.find((m) => m.role === 'user')!;
+    backend.ui.Conversation = vi.fn(
+      () =>
+        new Promise<ConversationView>((resolve) => {
+          answer = () => resolve({ conversation: backend.conversations[0], messages: [{ ...question }, stale] });
+        }),
+    );
+    backend.emit({ type: EventType.Reply, conversationId: reply.conversationId, messageId: reply.id, content: ' returns', contentAt: 2 });
+    await waitFor(() => expect(backend.ui.Conversation).toHaveBeenCalled());
+    backend.stream(reply, [{ content: 'It returns a JSON string.' }]);
+    await screen.findByTestId('stats');
+    answer(undefined);
+    await new Promise((r) => setTimeout(r, 20));
+    const items = screen.getAllByTestId('message');
+    expect(items[1].dataset.status).toBe('complete');
+    expect(screen.getByTestId('stats').textContent).toContain('30 tokens');
+    expect(screen.getByTestId('answer').textContent).toContain('It returns a JSON string.');
+  });
+
   it('shows the version, the demo model banner and an empty conversation', async () => {
     await renderApp();
     expect(screen.getByTestId('version').textContent).toBe('1.2.3');

@@ -244,12 +244,27 @@ export class ChatState {
     await this.guard(() => this.ui.ReloadModel());
   }
 
+  /**
+   * Counts the message events applied; messageEvents holds, by message id,
+   * the count at the last one. A reload's answer was read before the events
+   * that arrived while it travelled, so for a message with such an event the
+   * window's copy is newer: a reply that ended meanwhile must not go back
+   * to streaming, where no further event would ever end it.
+   */
+  private eventCount = 0;
+  private messageEvents = new Map<number, number>();
+
   private async reloadCurrent(): Promise<void> {
     if (!this.current) return;
     const id = this.current.id;
+    const asked = this.eventCount;
     await this.guard(async () => {
       const view = await this.ui.Conversation(id);
-      if (this.current?.id === id) this.messages = view.messages;
+      if (this.current?.id !== id) return;
+      this.messages = view.messages.map((loaded) => {
+        const newer = (this.messageEvents.get(loaded.id) ?? 0) > asked;
+        return (newer && this.messages.find((m) => m.id === loaded.id)) || loaded;
+      });
     });
   }
 
@@ -295,6 +310,9 @@ export class ChatState {
         return;
     }
     if (!this.current || event.conversationId !== this.current.id) return;
+    if (event.messageId && (event.type === EventType.Message || event.type === EventType.Reply)) {
+      this.messageEvents.set(event.messageId, ++this.eventCount);
+    }
     switch (event.type) {
       case EventType.Prefill:
         this.prefill = {
