@@ -434,3 +434,32 @@ func TestServeNoUI(t *testing.T) {
 		t.Errorf("serve --no-ui wrote into the data folder: %v", entries)
 	}
 }
+
+// TestServeModelThatFailsToLoad: serve, with the chat UI or without, ends
+// with an error naming the folder when its model cannot load, rather than
+// serving a model that is not there.
+func TestServeModelThatFailsToLoad(t *testing.T) {
+	broken := t.TempDir()
+	fixture := filepath.Join("..", "engine", "internal", "fixtures", "testdata", "qwen35moe-tiny", "mlx-4bit")
+	for _, name := range []string{"config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja"} {
+		data, err := os.ReadFile(filepath.Join(fixture, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(broken, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(broken, "model.safetensors"), []byte("not safetensors"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"serve", "--model", broken, "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "chat.db"), "--settings", filepath.Join(t.TempDir(), "settings.json")},
+		{"serve", "--model", broken, "--addr", "127.0.0.1:0", "--no-ui"},
+	} {
+		_, stderr, err := execute(t, args...)
+		if err == nil || !strings.Contains(stderr, "loading "+broken) || !strings.Contains(stderr, "model.safetensors") {
+			t.Errorf("%v: err %v, stderr %q; want it to end saying the model in %s did not load", args, err, stderr, broken)
+		}
+	}
+}
