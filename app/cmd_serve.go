@@ -132,6 +132,7 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	var (
 		wait     func(context.Context) error
 		closeAll func() error
+		svc      *service.Service
 	)
 	if o.noUI {
 		loader := server.NewLoader(dir, opts)
@@ -149,7 +150,8 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 			return loader.Close()
 		}
 	} else {
-		svc, err := service.Open(service.Options{
+		var err error
+		svc, err = service.Open(service.Options{
 			DatabasePath:  o.database,
 			SettingsPath:  o.settings,
 			Model:         dir,
@@ -184,7 +186,10 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	}
 	logger.Info().Str("model", modelName(dir)).Str("dir", dir).Str("backend", o.backend).Msg("loading the model")
 	fmt.Fprintf(cmd.ErrOrStderr(), "serving %s on http://%s/v1\n", dir, srv.Addr())
-	if cfg.UI != nil {
+	if svc != nil {
+		// The UI's settings view shows the API as this server, not its switch.
+		exposed, _ := server.CheckAddr(o.addr, o.apiKey)
+		svc.SetServedAPI("http://"+reachableAddr(srv.Addr()), exposed)
 		fmt.Fprintf(cmd.ErrOrStderr(), "chat UI at http://%s/\n", srv.Addr())
 	}
 	start := time.Now()

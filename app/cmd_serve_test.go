@@ -240,6 +240,12 @@ func TestServeChatUIBesideTheAPI(t *testing.T) {
 		t.Errorf("GET / without a built frontend = %d %q, want 404 saying how to build it", status, body)
 	}
 
+	// The UI shows the API as this server: on, at this address, no switch.
+	status, _, body = serveRequest(t, "POST", base+"/api/call/State", "[]", map[string]string{"Content-Type": "application/json"})
+	if want := `"api":{"available":false,"enabled":true,"url":"` + base + `","lan":false,"error":""}`; status != 200 || !strings.Contains(body, want) {
+		t.Errorf("State = %d %s, want it to hold %s", status, body, want)
+	}
+
 	// The UI's event stream, opened before sending.
 	events, err := http.Get(base + "/api/events")
 	if err != nil {

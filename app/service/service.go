@@ -266,6 +266,17 @@ func (s *Service) APIState() APIState {
 	return s.apiState
 }
 
+// SetServedAPI says the API runs beside this service's UI in the same
+// process (suzuran serve, at url): it is on while the process runs, with
+// no switch, and its flags rather than the settings configure it.
+func (s *Service) SetServedAPI(url string, lan bool) {
+	s.mu.Lock()
+	s.apiState = APIState{Available: false, Enabled: true, URL: url, LAN: lan}
+	state := s.apiState
+	s.mu.Unlock()
+	s.events.publish(Event{Type: EventAPI, API: &state})
+}
+
 // SetAPIEnabled switches the local API on or off.
 func (s *Service) SetAPIEnabled(on bool) (APIState, error) {
 	if s.api == nil {

@@ -225,6 +225,8 @@ test('chat on the demo model: stream, stop, regenerate, edit, conversations, res
   // A setting, saved.
   await nav.getByRole('button', { name: 'Settings' }).click();
   const settings = page.getByRole('region', { name: 'Settings' });
+  // The API is this server's, at the page's own address.
+  assert.ok((await settings.getByTestId('served-api').innerText()).includes(server.url.replace(/\/$/, '')));
   // A browser has no global shortcut: the view says it is the macOS app's.
   assert.match(await settings.getByTestId('global-shortcut-unavailable').innerText(), /macOS app/);
   await settings.getByRole('textbox', { name: 'System prompt' }).fill('Answer in one sentence.');

@@ -332,6 +332,13 @@ describe('settings', () => {
     expect(within(view).getByTestId('global-shortcut-unavailable').textContent).toContain('macOS app');
   });
 
+  it('says the API is suzuran serve\'s when the window is served by it', async () => {
+    backend.state.api = { available: false, enabled: true, url: 'http://127.0.0.1:11435', lan: false, error: '' };
+    const view = await openSettings();
+    expect(within(view).queryByRole('checkbox', { name: /Local API on/ })).toBeNull();
+    expect(within(view).getByTestId('served-api').textContent).toContain('http://127.0.0.1:11435');
+  });
+
   it('switches the local API and shows its address', async () => {
     const view = await openSettings();
     await fireEvent.click(within(view).getByRole('checkbox', { name: /Local API on/ }));
