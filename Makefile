@@ -107,9 +107,9 @@ $(API_E2E)/node_modules/.package-lock.json: $(API_E2E)/package-lock.json $(API_E
 	cd $(API_E2E) && $(NPM) ci --no-audit --no-fund
 	touch $@
 
-## e2e: the chat window in headless Chromium against `suzuran ui` on the
-## demo model and the tiny fixture model (frontend/e2e); screenshots of the
-## main states go to bin/e2e/.
+## e2e: the chat window in headless Chromium against `suzuran serve` (the
+## API and the chat UI on one port) on the demo model and the tiny fixture
+## model (frontend/e2e); screenshots of the main states go to bin/e2e/.
 e2e: build
 	$(GO) build -o bin/fakehub ./app/internal/fakehub/cmd/fakehub
 	cd frontend && SUZURAN=bin/suzuran FAKEHUB=bin/fakehub E2E_SHOTS=bin/e2e node --test e2e/chat.e2e.mjs e2e/welcome.e2e.mjs

@@ -23,7 +23,6 @@ func subcommands() []*cobra.Command {
 		newRenderCmd(),
 		newServeCmd(),
 		newTokenizeCmd(),
-		newUICmd(),
 		newVersionCmd(),
 	}
 }

@@ -84,10 +84,11 @@ func runGUI() error {
 	d.log.Info().Str("version", version).Msg("starting")
 	api := &localAPI{log: log.Logger.With().Str("part", "api").Logger()}
 	d.svc, err = service.Open(service.Options{
-		Backend: defaultBackend(),
-		Version: version,
-		API:     api,
-		Log:     log.Logger.With().Str("part", "service").Logger(),
+		Backend:  defaultBackend(),
+		Version:  version,
+		API:      api,
+		Shortcut: newGlobalShortcut(d.showWindow),
+		Log:      log.Logger.With().Str("part", "service").Logger(),
 	})
 	if err != nil {
 		return err
@@ -171,6 +172,14 @@ func (d *desktop) startup(ctx context.Context) {
 		return wailsruntime.OpenDirectoryDialog(ctx, wailsruntime.OpenDialogOptions{Title: title})
 	})
 	go d.forward(ctx, events)
+	go func() {
+		// On macOS the window opens near the menu bar, and the global
+		// shortcut (⌥Space unless changed) opens it from any app.
+		placeWindow(ctx)
+		if err := d.svc.ApplyShortcut(); err != nil {
+			d.log.Warn().Err(err).Msg("global shortcut")
+		}
+	}()
 	// The daily update check reads the switch before each check, so
 	// turning it off in Settings takes effect without a restart; a newer
 	// release becomes a tray item, never a dialog out of nowhere.
@@ -320,6 +329,7 @@ func (d *desktop) showWindow() {
 		return
 	}
 	wailsruntime.WindowUnminimise(ctx)
+	placeWindow(ctx)
 	wailsruntime.WindowShow(ctx)
 	bringAppToFront()
 }

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/suzuran-app/suzuran/app/hotkey"
 )
 
 // Settings are the user's choices in the Settings view. They live in
@@ -47,6 +49,9 @@ type Settings struct {
 	// CheckForUpdates lets the app read the project's releases feed once a
 	// day and say when a newer version is out; nothing is downloaded.
 	CheckForUpdates bool `json:"check_for_updates"`
+	// GlobalShortcut opens the chat window from any app (macOS), written as
+	// app/hotkey reads it ("Option+Space"); "" is none.
+	GlobalShortcut string `json:"global_shortcut"`
 }
 
 // Sampling is a sampling rule as the Settings view edits it.
@@ -98,6 +103,7 @@ func DefaultSettings() Settings {
 		APICORSOrigins:   []string{},
 		KeepAliveMinutes: 0,
 		CheckForUpdates:  true,
+		GlobalShortcut:   hotkey.DefaultShortcut,
 	}
 }
 
@@ -138,6 +144,11 @@ func (s Settings) Validate() error {
 	}
 	if s.APIMaxTokens < 0 {
 		return fmt.Errorf("default max tokens of API requests %d: use 0 (the context's room) or more", s.APIMaxTokens)
+	}
+	if s.GlobalShortcut != "" {
+		if _, err := hotkey.Parse(s.GlobalShortcut); err != nil {
+			return err
+		}
 	}
 	if s.KeepAliveMinutes < 0 {
 		return fmt.Errorf("keep-alive %d minutes: use 0 (keep the model loaded) or more", s.KeepAliveMinutes)
@@ -196,6 +207,18 @@ func (f settingsFile) load() (Settings, string, error) {
 		json.Unmarshal(m, &model)
 	}
 	return s, model, nil
+}
+
+// flag reads a true/false key that is not part of Settings; absent or
+// unreadable, it is false.
+func (f settingsFile) flag(key string) bool {
+	raw, err := f.readRaw()
+	if err != nil {
+		return false
+	}
+	var on bool
+	json.Unmarshal(raw[key], &on)
+	return on
 }
 
 // save writes s's keys into the file, keeping the others.
