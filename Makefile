@@ -114,6 +114,19 @@ e2e: build
 	$(GO) build -o bin/fakehub ./app/internal/fakehub/cmd/fakehub
 	cd frontend && SUZURAN=bin/suzuran FAKEHUB=bin/fakehub E2E_SHOTS=bin/e2e node --test e2e/chat.e2e.mjs e2e/welcome.e2e.mjs
 
+## fuzz-docs: each fuzz test of app/docs (one per format's parser, and
+## FuzzExtract for the dispatcher) for FUZZTIME (60 s) each, one after the
+## other: about eleven minutes. Not part of make test, whose go test runs
+## their seeds. A crashing input is saved under app/docs/testdata/fuzz/,
+## where go test then runs it as a seed.
+.PHONY: fuzz-docs
+FUZZTIME ?= 60s
+fuzz-docs:
+	@for fuzz in $$($(GO) test -list '^Fuzz' ./app/docs | grep '^Fuzz'); do \
+		echo "== $$fuzz"; \
+		$(GO) test -run '^$$' -fuzz "^$$fuzz\$$" -fuzztime $(FUZZTIME) ./app/docs; \
+	done
+
 ## smoke: the built app under Xvfb with a private D-Bus session: its window
 ## shows something, its tray menu lists the items, and Quit ends it with 0.
 smoke: build
