@@ -40,13 +40,22 @@ var fuzzLimits = Limits{MaxBytes: 4 << 20, MaxPages: 50, Timeout: 3 * time.Secon
 // it should stop within milliseconds; 2 s covers a loaded two-core machine.
 const hangGrace = 2 * time.Second
 
+// maxGrowth bounds the text of a format that is not compressed: at most
+// this many bytes of text per byte of the file (plus a little for fences
+// and headings). The largest honest growth is a byte that becomes U+FFFD
+// or a Windows-1252 character of three bytes, or a one-letter cell that
+// becomes "| a " with its row's pipes; 16 leaves room, while the padding
+// of a sparse table grows with the square of the input and fails it.
+const maxGrowth = 16
+
 // fuzzParser runs parse on data as the document called name, under
 // fuzzLimits, and fails on a panic, on a parser that runs past the time
 // limit (it does not check its context), on an error that is not an
 // *Error naming the file with a message, on running into the time limit,
-// and on text that is not UTF-8. An empty text is allowed: Extract turns
-// it into ErrEmpty.
-func fuzzParser(t *testing.T, name string, data []byte, parse func(x *extraction) (string, error)) {
+// on text that is not UTF-8, and, where growth is not 0, on text longer
+// than growth bytes per byte of data (plus 4 KB). An empty text is
+// allowed: Extract turns it into ErrEmpty.
+func fuzzParser(t *testing.T, name string, data []byte, growth int, parse func(x *extraction) (string, error)) {
 	limits := fuzzLimits.withDefaults()
 	ctx, cancel := context.WithTimeoutCause(context.Background(), limits.Timeout, ErrTimeLimit)
 	defer cancel()
@@ -88,6 +97,9 @@ func fuzzParser(t *testing.T, name string, data []byte, parse func(x *extraction
 	if !utf8.ValidString(r.text) {
 		t.Fatalf("%s: text %q is not UTF-8", name, r.text)
 	}
+	if growth > 0 && len(r.text) > growth*len(data)+4096 {
+		t.Fatalf("%s: %d bytes made %d bytes of text, over %d per byte", name, len(data), len(r.text), growth)
+	}
 }
 
 // addSeeds adds each document, and each cut in half and with a byte
@@ -124,7 +136,7 @@ func FuzzText(f *testing.F) {
 		[]byte("one\r\ntwo\rthree\n"),
 	)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fuzzParser(t, "a.txt", data, func(x *extraction) (string, error) {
+		fuzzParser(t, "a.txt", data, maxGrowth, func(x *extraction) (string, error) {
 			text, _, err := x.decodeText(x.data)
 			return text, err
 		})
@@ -148,7 +160,7 @@ func FuzzCSV(f *testing.F) {
 	f.Add(true, []byte("Item\tCount\nLily\t120\n"))
 	f.Fuzz(func(t *testing.T, tabs bool, data []byte) {
 		name := map[bool]string{false: "a.csv", true: "a.tsv"}[tabs]
-		fuzzParser(t, name, data, func(x *extraction) (string, error) {
+		fuzzParser(t, name, data, maxGrowth, func(x *extraction) (string, error) {
 			text, _, err := x.csv(tabs)
 			return text, err
 		})
@@ -164,7 +176,7 @@ func FuzzJSON(f *testing.F) {
 		encode(f, unicode.UTF16(unicode.LittleEndian, unicode.UseBOM), `{"名前": "鈴蘭"}`),
 	)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fuzzParser(t, "a.json", data, func(x *extraction) (string, error) {
+		fuzzParser(t, "a.json", data, maxGrowth, func(x *extraction) (string, error) {
 			text, _, err := x.json()
 			return text, err
 		})
@@ -184,7 +196,7 @@ func FuzzHTML(f *testing.F) {
 		[]byte("<div><div><ul><li><ul><li><table><tr><td>deep"),
 	)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fuzzParser(t, "a.html", data, func(x *extraction) (string, error) {
+		fuzzParser(t, "a.html", data, maxGrowth, func(x *extraction) (string, error) {
 			text, _, err := x.html()
 			return text, err
 		})
@@ -203,7 +215,7 @@ func FuzzPDF(f *testing.F) {
 		addSeeds(f, data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fuzzParser(t, "a.pdf", data, func(x *extraction) (string, error) {
+		fuzzParser(t, "a.pdf", data, 0, func(x *extraction) (string, error) {
 			text, _, err := x.pdf()
 			return text, err
 		})
@@ -225,7 +237,7 @@ func FuzzDOCX(f *testing.F) {
 		zipOf(f, [2]string{"word/document.xml", `<!DOCTYPE w:document [<!ENTITY x "y">]><w:document ` + wordNS + `><w:body><w:p><w:r><w:t>&x;</w:t></w:r></w:p></w:body></w:document>`}),
 	)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fuzzParser(t, "a.docx", data, func(x *extraction) (string, error) { return x.docx() })
+		fuzzParser(t, "a.docx", data, 0, func(x *extraction) (string, error) { return x.docx() })
 	})
 }
 
@@ -250,7 +262,7 @@ func FuzzXLSX(f *testing.F) {
 	}
 	addSeeds(f, buf.Bytes(), zipOf(f, [2]string{"[Content_Types].xml", "<Types/>"}))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fuzzParser(t, "a.xlsx", data, func(x *extraction) (string, error) {
+		fuzzParser(t, "a.xlsx", data, 0, func(x *extraction) (string, error) {
 			text, _, err := x.xlsx()
 			return text, err
 		})
@@ -270,7 +282,7 @@ func FuzzEPUB(f *testing.F) {
 			[2]string{"c1.xhtml", "\x8f\x12 ciphertext"}),
 	)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fuzzParser(t, "a.epub", data, func(x *extraction) (string, error) {
+		fuzzParser(t, "a.epub", data, 0, func(x *extraction) (string, error) {
 			text, _, err := x.epub()
 			return text, err
 		})
@@ -290,6 +302,6 @@ func FuzzRTF(f *testing.F) {
 		[]byte(`{\rtf1{\field{\*\fldinst HYPERLINK "https://example.com"}{\fldrslt the link}} and \bin4 {}\}x after}`),
 	)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		fuzzParser(t, "a.rtf", data, func(x *extraction) (string, error) { return x.rtf() })
+		fuzzParser(t, "a.rtf", data, maxGrowth, func(x *extraction) (string, error) { return x.rtf() })
 	})
 }
