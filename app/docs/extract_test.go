@@ -89,6 +89,20 @@ func TestTextEncodings(t *testing.T) {
 	}
 }
 
+// Bytes the detector finds equally likely in several encodings decode the
+// same way every time (its guesses of equal confidence once came in a
+// different order from run to run).
+func TestEncodingDetectionIsStable(t *testing.T) {
+	for _, sample := range [][]byte{[]byte("\xff\xfe0000"), []byte("<\x93<i><\x93")} {
+		_, first := detectEncoding(sample)
+		for range 30 {
+			if _, name := detectEncoding(sample); name != first {
+				t.Fatalf("%q: detected as %s, then as %s", sample, first, name)
+			}
+		}
+	}
+}
+
 func TestTextFormats(t *testing.T) {
 	cases := []struct {
 		name   string
