@@ -116,12 +116,35 @@ $(API_E2E)/node_modules/.package-lock.json: $(API_E2E)/package-lock.json $(API_E
 	cd $(API_E2E) && $(NPM) ci --no-audit --no-fund
 	touch $@
 
-## e2e: the chat window in headless Chromium against `suzuran ui` on the
-## demo model and the tiny fixture model (frontend/e2e); screenshots of the
-## main states go to bin/e2e/.
+## e2e: the chat window in headless Chromium against `suzuran serve` (the
+## API and the chat UI on one port) on the demo model and the tiny fixture
+## model (frontend/e2e); screenshots of the main states go to bin/e2e/.
 e2e: build
 	$(GO) build -o bin/fakehub ./app/internal/fakehub/cmd/fakehub
-	cd frontend && SUZURAN=bin/suzuran FAKEHUB=bin/fakehub E2E_SHOTS=bin/e2e node --test e2e/chat.e2e.mjs e2e/welcome.e2e.mjs
+	cd frontend && SUZURAN=bin/suzuran FAKEHUB=bin/fakehub E2E_SHOTS=bin/e2e node --test e2e/chat.e2e.mjs e2e/welcome.e2e.mjs e2e/docs.e2e.mjs
+
+## fuzz-docs: each fuzz test of app/docs (one per format's parser, and
+## FuzzExtract for the dispatcher) for FUZZTIME (60 s) each, one after the
+## other: about eleven minutes. Not part of make test, whose go test runs
+## their seeds. A failing input is saved under app/docs/testdata/fuzz/,
+## where go test then runs it as a seed. Go 1.26's fuzzing coordinator can
+## fail a run on its own deadline as FUZZTIME ends ("context deadline
+## exceeded", no input written: golang/go#75804, fixed in Go 1.27); such a
+## run counts as passed, any other failure fails the target.
+.PHONY: fuzz-docs
+FUZZTIME ?= 60s
+fuzz-docs:
+	@mkdir -p bin; failed=""; \
+	for fuzz in $$($(GO) test -list '^Fuzz' ./app/docs | grep '^Fuzz'); do \
+		echo "== $$fuzz"; \
+		inputs=$$(ls app/docs/testdata/fuzz/$$fuzz 2>/dev/null | wc -l || true); \
+		if $(GO) test -run '^$$' -fuzz "^$$fuzz\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s ./app/docs 2>&1 | tee bin/fuzz-docs.log; then continue; fi; \
+		if grep -qx '    context deadline exceeded' bin/fuzz-docs.log && ! grep -q 'Failing input written' bin/fuzz-docs.log && \
+			[ "$$(ls app/docs/testdata/fuzz/$$fuzz 2>/dev/null | wc -l || true)" = "$$inputs" ]; then \
+			echo "$$fuzz: passed (the coordinator's deadline at the end, golang/go#75804; no failing input)"; \
+		else failed="$$failed $$fuzz"; fi; \
+	done; \
+	if [ -n "$$failed" ]; then echo "fuzz-docs failed:$$failed (failing inputs: app/docs/testdata/fuzz/)"; exit 1; fi
 
 ## smoke: the built app under Xvfb with a private D-Bus session: its window
 ## shows something, its tray menu lists the items, and Quit ends it with 0.

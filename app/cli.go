@@ -8,12 +8,24 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// commands holds the subcommands that files of this package register in
-// their init functions with register.
-var commands []*cobra.Command
-
-// register adds a subcommand to the suzuran command line.
-func register(c *cobra.Command) { commands = append(commands, c) }
+// subcommands builds the suzuran command line's subcommands, each defined
+// in its cmd_*.go file. A new command is added here.
+func subcommands() []*cobra.Command {
+	return []*cobra.Command{
+		newBenchCmd(),
+		newChatCmd(),
+		newCheckUpdateCmd(),
+		newDoctorCmd(),
+		newExtractCmd(),
+		newLogitsCmd(),
+		newModelsCmd(),
+		newPullCmd(),
+		newRenderCmd(),
+		newServeCmd(),
+		newTokenizeCmd(),
+		newVersionCmd(),
+	}
+}
 
 // newRootCmd builds the suzuran command: with no subcommand it starts the
 // menu-bar app.
@@ -52,6 +64,6 @@ func newRootCmd() *cobra.Command {
 	root.PersistentFlags().StringVar(&level, "log-level", "info", "least severe log level to record: trace, debug, info, warn or error")
 	root.SetVersionTemplate("suzuran {{.Version}}\n")
 	root.SetHelpCommand(newHelpCmd())
-	root.AddCommand(commands...)
+	root.AddCommand(subcommands()...)
 	return root
 }

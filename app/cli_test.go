@@ -10,9 +10,10 @@ import (
 	"testing"
 )
 
-// The default version (plain `go build`) is the one wails.json declares,
-// which is what the Makefile stamps in with -ldflags.
-func TestVersionMatchesWailsJSON(t *testing.T) {
+// wailsVersion is the version wails.json declares (info.productVersion):
+// what the Makefile stamps in with -ldflags and what the app bundle carries.
+func wailsVersion(t *testing.T) string {
+	t.Helper()
 	data, err := os.ReadFile("../wails.json")
 	if err != nil {
 		t.Fatal(err)
@@ -25,15 +26,36 @@ func TestVersionMatchesWailsJSON(t *testing.T) {
 	if err := json.Unmarshal(data, &project); err != nil {
 		t.Fatal(err)
 	}
-	if project.Info.ProductVersion == "" || version != project.Info.ProductVersion {
-		t.Fatalf("version = %q, wails.json info.productVersion = %q: keep them equal", version, project.Info.ProductVersion)
+	if project.Info.ProductVersion == "" {
+		t.Fatal("wails.json has no info.productVersion")
+	}
+	return project.Info.ProductVersion
+}
+
+// The default version (plain `go build`) is the one wails.json declares.
+func TestVersionMatchesWailsJSON(t *testing.T) {
+	if want := wailsVersion(t); version != want {
+		t.Fatalf("version = %q, wails.json info.productVersion = %q: keep them equal", version, want)
+	}
+}
+
+// TestWindowIdentity checks what the window shows the user: its title is
+// the app's name, and the macOS About panel names the app and the version
+// wails.json declares.
+func TestWindowIdentity(t *testing.T) {
+	if windowTitle != "Suzuran" {
+		t.Errorf("window title %q, want Suzuran", windowTitle)
+	}
+	about := aboutBox()
+	if want := "Version " + wailsVersion(t); about.Title != windowTitle || about.Message != want || len(about.Icon) == 0 {
+		t.Errorf("About panel %q / %q (icon %d bytes), want %q / %q with the app icon", about.Title, about.Message, len(about.Icon), windowTitle, want)
 	}
 }
 
 // TestMain lets tests run the real command line in a fresh process: the
 // test binary re-executed with suzuranMainEnv set runs main instead of the
-// tests. A fresh process matters because cobra commands keep their parsed
-// flags, and register's subcommands are shared by every root.
+// tests. A fresh process matters because main sets up the global logger
+// and exits with the command's status.
 func TestMain(m *testing.M) {
 	if os.Getenv(suzuranMainEnv) == "1" {
 		os.Args = append([]string{"suzuran"}, os.Args[1:]...)
@@ -56,14 +78,17 @@ func execute(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	return out.String(), errOut.String(), err
 }
 
+// TestVersionCommand runs the real binary: both spellings print the
+// version wails.json declares.
 func TestVersionCommand(t *testing.T) {
+	want := "suzuran " + wailsVersion(t) + "\n"
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		out, stderr, err := execute(t, args...)
 		if err != nil {
 			t.Fatalf("suzuran %s: %v\n%s", strings.Join(args, " "), err, stderr)
 		}
-		if out != "suzuran "+version+"\n" {
-			t.Errorf("suzuran %s printed %q, want %q", strings.Join(args, " "), out, "suzuran "+version+"\n")
+		if out != want {
+			t.Errorf("suzuran %s printed %q, want %q", strings.Join(args, " "), out, want)
 		}
 	}
 }
@@ -88,16 +113,27 @@ func TestCommandLineErrors(t *testing.T) {
 	}
 }
 
-// Subcommands registered by other files appear under the root command.
-func TestRegisteredCommandsAreAdded(t *testing.T) {
+// The root command offers exactly the subcommands of the list in cli.go,
+// each reachable by name, built fresh for every root (so that flags parsed
+// by one command line do not leak into the next).
+func TestSubcommands(t *testing.T) {
 	root := newRootCmd()
-	if len(commands) == 0 {
-		t.Fatal("no subcommand registered; cmd_version.go registers one")
+	var names []string
+	for _, c := range root.Commands() {
+		if c.Name() != "help" && c.Name() != "completion" {
+			names = append(names, c.Name())
+		}
 	}
-	for _, c := range commands {
-		found, _, err := root.Find([]string{c.Name()})
-		if err != nil || found != c {
+	want := "bench chat check-update doctor extract logits models pull render serve tokenize ui version"
+	if got := strings.Join(names, " "); got != want {
+		t.Errorf("subcommands %q, want %q", got, want)
+	}
+	for _, c := range root.Commands() {
+		if found, _, err := root.Find([]string{c.Name()}); err != nil || found != c {
 			t.Errorf("subcommand %s is not reachable from the root command: %v", c.Name(), err)
 		}
+	}
+	if other := newRootCmd(); other.Commands()[0] == root.Commands()[0] {
+		t.Error("two roots share a subcommand")
 	}
 }

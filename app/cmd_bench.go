@@ -14,8 +14,6 @@ import (
 	"github.com/suzuran-app/suzuran/engine/cpu"
 )
 
-func init() { register(newBenchCmd()) }
-
 func newBenchCmd() *cobra.Command {
 	var (
 		s                         bench.Settings
@@ -25,6 +23,7 @@ func newBenchCmd() *cobra.Command {
 		synthetic, asJSON, table  bool
 		listBackends              bool
 		threads, copyMiB          int
+		par                       bench.ParallelSettings
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [--model DIR | --synthetic] [--backend " + strings.Join(bench.Kinds(), "|") + "] [--prompt 512,4096] [--gen 128] [--runs N] [--json]",
@@ -42,7 +41,12 @@ random weights and --layers layers, and measures that; make bench uses it.
 Without --model or --synthetic, bench measures the configured model, else the
 demo model Suzuran Tiny, as every command with --model does.
 
---table FILE... prints saved --out reports side by side without running.`,
+--table FILE... prints saved --out reports side by side without running.
+
+--parallel 1,2,4 measures batched decode instead: for each count, that many
+sequences (prompts of --parallel-prompt tokens, different for each) decode
+together, one batched pass per step, and the aggregate and per-stream
+tokens/s are printed.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if table {
 				if len(args) == 0 {
@@ -110,6 +114,20 @@ demo model Suzuran Tiny, as every command with --model does.
 			}
 			defer closeBackend()
 			t.Model.Synthetic = synthetic
+			if len(par.Streams) > 0 {
+				par.Gen = s.Gen
+				rs, err := bench.RunParallel(t, par, log)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					enc := json.NewEncoder(cmd.OutOrStdout())
+					enc.SetIndent("", "  ")
+					return enc.Encode(map[string]any{"model": dir, "backend": t.Backend.Name(), "settings": par, "parallel": rs})
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s on %s, %d prompt tokens per stream, %d steps\n", dir, t.Backend.Name(), par.Prompt, par.Gen)
+				return bench.ParallelTable(cmd.OutOrStdout(), rs)
+			}
 			s.CopyBytes = int64(copyMiB) << 20
 			s.Threads = threads
 			rep, err := bench.Run(t, s, log)
@@ -151,6 +169,8 @@ demo model Suzuran Tiny, as every command with --model does.
 	f.IntVar(&threads, "threads", 0, "CPU threads for the cpu backend and the copy probe (0: all cores)")
 	addPrecisionFlag(cmd, &precision)
 	f.StringVar(&isa, "isa", "", "cpu backend instruction set, to measure a fallback: "+isaChoices()+" (default: the best this machine runs)")
+	f.IntSliceVar(&par.Streams, "parallel", nil, "measure batched decode of this many streams together instead, comma-separated (1,2,4)")
+	f.IntVar(&par.Prompt, "parallel-prompt", 64, "prompt tokens of each stream with --parallel")
 	f.IntVar(&copyMiB, "copy-mib", 1024, "size of the bandwidth probe's buffer, MiB")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON instead of a table")
 	f.StringVar(&out, "out", "", "also write the JSON report to this file")

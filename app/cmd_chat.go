@@ -24,15 +24,13 @@ import (
 	"github.com/suzuran-app/suzuran/engine/sample"
 )
 
-func init() { register(newChatCmd()) }
-
 // chatOptions are the flags of `suzuran chat`.
 type chatOptions struct {
 	model, backend, think, system string
 	precision                     string
 	temperature                   float64
 	temperatureSet                bool
-	maxTokens, threads            int
+	maxTokens, threads, parallel  int
 }
 
 func newChatCmd() *cobra.Command {
@@ -76,6 +74,7 @@ On a terminal, a long prompt shows how far it has been read.`,
 	f.StringVar(&o.system, "system", "", "system message")
 	f.IntVar(&o.threads, "threads", 0, "CPU threads (0: all cores)")
 	addPrecisionFlag(cmd, &o.precision)
+	f.IntVar(&o.parallel, "parallel", 0, "requests decoded together in one batched step (0: 4 on a GPU, 2 on cpu)")
 	return cmd
 }
 
@@ -115,7 +114,7 @@ func runChat(cmd *cobra.Command, o chatOptions) error {
 		think = false
 	}
 
-	e, err := engine.Load(dir, engine.LoadOptions{Backend: o.backend, Threads: o.threads, Precision: o.precision})
+	e, err := engine.Load(dir, engine.LoadOptions{Backend: o.backend, Threads: o.threads, Parallel: o.parallel, Precision: o.precision})
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,6 @@ import (
 	"github.com/suzuran-app/suzuran/engine/doctor"
 )
 
-func init() { register(newDoctorCmd()) }
-
 // newDoctorCmd is `suzuran doctor`: the first-run diagnostic, whose output
 // is what a bug report needs. The checks live in engine/doctor; this
 // command resolves the demo model and the configured one, and prints.

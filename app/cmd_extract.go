@@ -16,8 +16,6 @@ import (
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
 
-func init() { register(newExtractCmd()) }
-
 // extractOutput is what --json prints.
 type extractOutput struct {
 	Attachments []docs.Attachment `json:"attachments"`

@@ -2,44 +2,17 @@ package main
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/suzuran-app/suzuran/engine/backends"
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/cpu"
-	"github.com/suzuran-app/suzuran/engine/gpu"
-	"github.com/suzuran-app/suzuran/engine/gpu/emu"
 	"github.com/suzuran-app/suzuran/engine/logits"
-	"github.com/suzuran-app/suzuran/engine/model"
-	"github.com/suzuran-app/suzuran/engine/sample"
 )
-
-func init() { register(newLogitsCmd()) }
-
-// logitsBackends makes the backends `suzuran logits` can run on, by name.
-var logitsBackends = map[string]func(w *model.Weights, threads int, precision cpu.Precision) (model.Backend, error){
-	"cpu": func(w *model.Weights, threads int, precision cpu.Precision) (model.Backend, error) {
-		return cpu.New(w, cpu.Options{Threads: threads, Sampler: sample.New(), Precision: precision})
-	},
-	// The GPU backend on the host emulator, with an f32 KV cache so that
-	// its logits can be held to f32 tolerances against the reference.
-	"emu": func(w *model.Weights, threads int, _ cpu.Precision) (model.Backend, error) {
-		dev, err := emu.New(emu.Options{Threads: threads})
-		if err != nil {
-			return nil, err
-		}
-		b, err := gpu.New(dev, w, gpu.Options{KVCacheF32: true, OwnDevice: true})
-		if err != nil {
-			dev.Close()
-			return nil, err
-		}
-		return b, nil
-	},
-}
 
 func newLogitsCmd() *cobra.Command {
 	var (
@@ -64,9 +37,8 @@ logits that chose each token. The layout is that of the reference fixtures.`,
 			if err := checkThreads(threads); err != nil {
 				return err
 			}
-			newBackend, ok := logitsBackends[backend]
-			if !ok {
-				return fmt.Errorf("unknown backend %q: choose one of %s", backend, strings.Join(backendNames(), ", "))
+			if !slices.Contains(backends.Names(), backend) {
+				return fmt.Errorf("unknown backend %q: choose one of %s", backend, strings.Join(backends.Names(), ", "))
 			}
 			if err := checkPrecision(cmd, backend, precision); err != nil {
 				return err
@@ -80,7 +52,9 @@ logits that chose each token. The layout is that of the reference fixtures.`,
 				return err
 			}
 			defer m.Close()
-			b, err := newBackend(m.Weights, threads, cpu.Precision(precision))
+			// An f32 KV cache on the GPU backends, so that their logits can
+			// be held to f32 tolerances against the reference.
+			b, err := backends.Open(backend, m.Weights, backends.Options{Threads: threads, KVCacheF32: true, Precision: cpu.Precision(precision)})
 			if err != nil {
 				return err
 			}
@@ -94,8 +68,8 @@ logits that chose each token. The layout is that of the reference fixtures.`,
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s: %d prompt tokens in %v, %d generated in %v on %s\n",
 				out, len(prompt), res.PrefillTime.Round(1e6), len(res.GenIDs), res.DecodeTime.Round(1e6), b.Name())
-			if s, ok := b.(interface{ StatsLines() []string }); ok && stats && err == nil {
-				for _, line := range s.StatsLines() {
+			if b.GPU != nil && stats && err == nil {
+				for _, line := range b.GPU.StatsLines() {
 					fmt.Fprintln(cmd.ErrOrStderr(), line)
 				}
 			}
@@ -115,12 +89,6 @@ logits that chose each token. The layout is that of the reference fixtures.`,
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd
-}
-
-// backendNames lists the backends sorted, so that messages read the same
-// every time.
-func backendNames() []string {
-	return slices.Sorted(maps.Keys(logitsBackends))
 }
 
 // parseIDs reads "1,2,3" (spaces allowed) into token ids.

@@ -12,10 +12,11 @@ import (
 
 // TestLogitsCommandEmu runs `suzuran logits --backend emu --stats` on the
 // tiny fixture model's MLX layout: the GPU path on the host emulator must
-// reproduce the reference's greedy continuation and its logits within 2e-2
-// of the largest — the GPU bar, since the prefill GEMMs take half operands
-// (weights rounded to 11 significant bits; measured 1.1e-3 on this
-// checkpoint, against 7e-6 with float operands) — and --stats must report
+// reproduce the reference's greedy continuation and its logits within 3e-3
+// of the largest — the half-operand bound of the engine's fixture tests,
+// since the prefill GEMMs take half operands (rounded to 11 significant
+// bits; measured 1.1e-3 on this checkpoint, against 7e-6 with float
+// operands) — and --stats must report
 // the pipeline counters in words on stderr.
 func TestLogitsCommandEmu(t *testing.T) {
 	tiny := filepath.Join(repoFixtures(t), "qwen35moe-tiny")
@@ -52,8 +53,8 @@ func TestLogitsCommandEmu(t *testing.T) {
 		want, _ := ref.Tensor("mlx." + name)
 		e := relError(got, want)
 		t.Logf("%s: relative error %.2e", name, e)
-		if !(e <= 2e-2) {
-			t.Fatalf("%s: relative error %.3g > 2e-2", name, e)
+		if !(e <= 3e-3) {
+			t.Fatalf("%s: relative error %.3g > 3e-3", name, e)
 		}
 	}
 	for _, line := range []string{

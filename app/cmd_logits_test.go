@@ -16,14 +16,14 @@ import (
 // TestLogitsCommand runs `suzuran logits` on the alternative-size
 // checkpoint's MLX layout with its 300-token reference prompt and checks
 // the file it writes: shapes, the greedy ids and the logits against the
-// float64 reference, with each precision: exact within 1e-3 of the largest
-// logit (the engine's bound; it lands near 1e-5), fast within 5e-3 (its
-// bar; it lands near 1e-3).
+// float64 reference, with each precision: exact within 1e-4 of the largest
+// logit (the f32 bound of the engine's fixture tests; it lands at 1.4e-5
+// here), fast within 5e-3 (its bar; it lands near 1e-3).
 func TestLogitsCommand(t *testing.T) {
 	for _, c := range []struct {
 		precision string
 		tolerance float64
-	}{{"exact", 1e-3}, {"fast", 5e-3}} {
+	}{{"exact", 1e-4}, {"fast", 5e-3}} {
 		t.Run(c.precision, func(t *testing.T) { testLogitsCommand(t, c.precision, c.tolerance) })
 	}
 }

@@ -14,8 +14,6 @@ import (
 	"github.com/suzuran-app/suzuran/assets/models"
 )
 
-func init() { register(newModelsCmd()) }
-
 func newModelsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "models",

@@ -17,8 +17,6 @@ import (
 	"github.com/suzuran-app/suzuran/app/hub"
 )
 
-func init() { register(newPullCmd()) }
-
 func newPullCmd() *cobra.Command {
 	var (
 		revision string

@@ -9,8 +9,6 @@ import (
 	"github.com/suzuran-app/suzuran/engine/chat"
 )
 
-func init() { register(newRenderCmd()) }
-
 func newRenderCmd() *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{

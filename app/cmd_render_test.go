@@ -7,23 +7,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/spf13/pflag"
 )
 
 // runWithStdin executes the command line with stdin and returns stdout
-// alone. Subcommands are built once at init, so their flags are reset to
-// the defaults first, as in a fresh process.
+// alone. Each root builds its subcommands afresh, so their flags start at
+// the defaults, as in a fresh process.
 func runWithStdin(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	root := newRootCmd()
-	for _, c := range root.Commands() {
-		c.Flags().VisitAll(func(f *pflag.Flag) {
-			_ = f.Value.Set(f.DefValue)
-			f.Changed = false
-		})
-	}
 	var out, errOut bytes.Buffer
 	root.SetIn(strings.NewReader(stdin))
 	root.SetOut(&out)

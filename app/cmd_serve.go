@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -16,10 +18,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/suzuran-app/suzuran/app/server"
+	"github.com/suzuran-app/suzuran/app/service"
 	"github.com/suzuran-app/suzuran/engine"
+	"github.com/suzuran-app/suzuran/frontend"
 )
-
-func init() { register(newServeCmd()) }
 
 // serveOptions are the flags of `suzuran serve`.
 type serveOptions struct {
@@ -27,8 +29,13 @@ type serveOptions struct {
 	precision                    string
 	cors                         []string
 	contextTokens, threads       int
-	queue                        int
+	queue, parallel, maxTokens   int
 	logRequests                  bool
+	// The chat UI at /: its database and settings file ("" for the app's),
+	// a pause after each token, or no UI at all.
+	database, settings string
+	pace               time.Duration
+	noUI               bool
 }
 
 // apiKeyEnv holds the key when it should not show in the process list.
@@ -37,17 +44,22 @@ const apiKeyEnv = "SUZURAN_API_KEY"
 func newServeCmd() *cobra.Command {
 	var o serveOptions
 	cmd := &cobra.Command{
-		Use:   "serve [--model DIR] [--addr 127.0.0.1:PORT] [--backend cpu|emu|metal] [--api-key KEY] [--cors ORIGIN,…] [--ctx N]",
-		Short: "Serve the model over an OpenAI- and Anthropic-compatible HTTP API",
+		Use:   "serve [--model DIR] [--addr 127.0.0.1:PORT] [--backend cpu|emu|metal] [--api-key KEY] [--cors ORIGIN,…] [--ctx N] [--no-ui]",
+		Short: "Serve the model over an OpenAI- and Anthropic-compatible HTTP API, and the chat UI to a browser",
 		Long: `serve runs the local API without the app: OpenAI's /v1/chat/completions,
 /v1/completions, /v1/responses and /v1/models, Anthropic's /v1/messages, and
 /health, on ` + server.DefaultAddr + ` unless --addr says otherwise (port 11435: none
 of Ollama's 11434, LM Studio's 1234, llama.cpp's 8080, Jan's 1337 or vLLM's 8000).
 
+At / it serves the app's chat window to a browser, on the same engine as the
+API, with the app's conversations and settings (--db and --settings choose
+other files). --no-ui serves the API alone, and then opens no database.
+
 It binds 127.0.0.1 by default. Binding any other address needs an API key
 (--api-key, or the ` + apiKeyEnv + ` environment variable, which keeps it out of
 the process list); clients send it as "Authorization: Bearer KEY" or
-"x-api-key: KEY". Browser pages may call the API only from the origins given
+"x-api-key: KEY"; a browser opening the chat UI of such a server asks for
+it as a password. Browser pages may call the API only from the origins given
 with --cors.
 
 Ctrl-C (SIGINT) or SIGTERM stops it: the port is freed at once and running
@@ -69,8 +81,14 @@ answers end within a second.`,
 	f.IntVar(&o.contextTokens, "ctx", 0, "context length in tokens, prompt and answer (0: min(the model's, 32768))")
 	f.IntVar(&o.threads, "threads", 0, "CPU threads (0: all cores)")
 	addPrecisionFlag(cmd, &o.precision)
-	f.IntVar(&o.queue, "queue", 0, "requests that may wait behind the running one before the API answers 429 (0: 8)")
+	f.IntVar(&o.queue, "queue", 0, "requests that may wait behind the running ones before the API answers 429 (0: 8)")
+	f.IntVar(&o.parallel, "parallel", 0, "requests decoded together in one batched step (0: 4 on a GPU, 2 on cpu)")
+	f.IntVar(&o.maxTokens, "max-tokens", 0, "answer bound of a request that gives no max_tokens (0: the context's room)")
 	f.BoolVar(&o.logRequests, "log-requests", false, "log each request's parameters and timings (never its text or the key) at debug level")
+	f.StringVar(&o.database, "db", "", "the chat UI's conversation database (default: the app's)")
+	f.StringVar(&o.settings, "settings", "", "the chat UI's settings file (default: the app's settings.json)")
+	f.DurationVar(&o.pace, "pace", 0, "pause after each token, to stream a small model at the full model's speed (10ms is about 100 tokens/s)")
+	f.BoolVar(&o.noUI, "no-ui", false, "serve the API only: no chat UI at /, no conversation database")
 	return cmd
 }
 
@@ -84,44 +102,113 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	if o.contextTokens < 0 {
 		return fmt.Errorf("--ctx %d: must be positive (or 0 for the default)", o.contextTokens)
 	}
-	dir, err := commandModel(cmd, o.model)
-	if err != nil {
-		return err
+	if o.parallel < 0 || o.maxTokens < 0 {
+		return fmt.Errorf("--parallel %d, --max-tokens %d: must be positive (or 0 for the default)", o.parallel, o.maxTokens)
+	}
+	if o.threads < 0 {
+		return fmt.Errorf("--threads %d: use 0 (all cores) or more", o.threads)
+	}
+	if o.pace < 0 || o.pace > time.Second {
+		return fmt.Errorf("--pace %v: use 0 to 1s", o.pace)
+	}
+	if o.noUI && (o.database != "" || o.settings != "" || o.pace != 0) {
+		return errors.New("--db, --settings and --pace are the chat UI's: drop them, or --no-ui")
+	}
+	// The model: --model, else the configured one, else the demo. With
+	// --settings the service reads "model" from that file itself.
+	var dir string
+	if o.model != "" || o.settings == "" {
+		var err error
+		if dir, err = commandModel(cmd, o.model); err != nil {
+			return err
+		}
 	}
 	logger := log.Logger
 	if o.logRequests && logger.GetLevel() > zerolog.DebugLevel {
 		logger = logger.Level(zerolog.DebugLevel)
 	}
-	loader := server.NewLoader(dir, engine.LoadOptions{
-		Backend: o.backend, Threads: o.threads, ContextTokens: o.contextTokens, QueueSize: o.queue, Precision: o.precision,
-	})
+	opts := engine.LoadOptions{Backend: o.backend, Threads: o.threads, ContextTokens: o.contextTokens, QueueSize: o.queue,
+		Parallel: o.parallel, Precision: o.precision}
 	cfg := server.Config{
-		Addr: o.addr, APIKey: o.apiKey, CORSOrigins: o.cors, Models: loader,
-		Logger: logger, LogRequests: o.logRequests,
+		Addr: o.addr, APIKey: o.apiKey, CORSOrigins: o.cors,
+		Logger: logger, LogRequests: o.logRequests, DefaultMaxTokens: o.maxTokens,
 	}
-	if isDemoModel(dir) {
-		// The demo model was trained without thinking.
-		off := false
-		cfg.ThinkingDefault = &off
+	// Check the address and key before opening anything.
+	if _, err := server.CheckAddr(o.addr, o.apiKey); err != nil {
+		return err
+	}
+
+	var (
+		wait     func(context.Context) error
+		closeAll func() error
+		svc      *service.Service
+	)
+	if o.noUI {
+		loader := server.NewLoader(dir, opts)
+		cfg.Models = loader
+		if isDemoModel(dir) {
+			// The demo model was trained without thinking.
+			off := false
+			cfg.ThinkingDefault = &off
+		}
+		loader.Load()
+		wait = loader.Wait
+		closeAll = func() error {
+			// Wait for a load still running, so the engine it makes is closed.
+			loader.Wait(context.Background())
+			return loader.Close()
+		}
+	} else {
+		var err error
+		svc, err = service.Open(service.Options{
+			DatabasePath:  o.database,
+			SettingsPath:  o.settings,
+			Model:         dir,
+			Backend:       o.backend,
+			Threads:       o.threads,
+			ContextTokens: o.contextTokens,
+			QueueSize:     o.queue,
+			Parallel:      o.parallel,
+			Pace:          o.pace,
+			Version:       version,
+			Log:           logger.With().Str("part", "service").Logger(),
+		})
+		if err != nil {
+			return err
+		}
+		cfg.Models, cfg.UI = svc.Models(), serveUI(svc, logger)
+		wait = func(ctx context.Context) error { _, err := svc.WaitModel(ctx); return err }
+		closeAll = svc.Close
+		if dir == "" {
+			dir = svc.ModelState().Dir
+		}
 	}
 	srv, err := server.New(cfg)
 	if err != nil {
+		closeAll()
 		return err
 	}
-	// Listen before loading, so that a taken port fails at once and
+	// Listen before loading ends, so that a taken port fails at once and
 	// clients see 503 "loading" rather than a refused connection.
 	if err := srv.Start(); err != nil {
+		closeAll()
 		return err
 	}
-	logger.Info().Str("model", loader.Status().Model).Str("dir", dir).Str("backend", o.backend).Msg("loading the model")
+	logger.Info().Str("model", modelName(dir)).Str("dir", dir).Str("backend", o.backend).Msg("loading the model")
 	fmt.Fprintf(cmd.ErrOrStderr(), "serving %s on http://%s/v1\n", dir, srv.Addr())
+	if svc != nil {
+		// The UI's settings view shows the API as this server, not its switch.
+		exposed, _ := server.CheckAddr(o.addr, o.apiKey)
+		svc.SetServedAPI("http://"+reachableAddr(srv.Addr()), exposed)
+		fmt.Fprintf(cmd.ErrOrStderr(), "chat UI at http://%s/\n", srv.Addr())
+	}
 	start := time.Now()
-	loader.Load()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := loader.Wait(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	if err := wait(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		srv.Shutdown(context.Background())
+		closeAll()
 		return fmt.Errorf("loading %s: %w", dir, err)
 	}
 	if ctx.Err() == nil {
@@ -133,7 +220,27 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	err = srv.Shutdown(shutdownCtx)
-	// Wait for a load still running, so the engine it makes is closed.
-	loader.Wait(context.Background())
-	return errors.Join(err, loader.Close())
+	return errors.Join(err, closeAll())
 }
+
+// serveUI is the chat UI for serve's browsers: the service's HTTP transport
+// and the built frontend. A binary built without the frontend still serves
+// the API, and its / says how to build the UI.
+func serveUI(svc *service.Service, logger zerolog.Logger) http.Handler {
+	dist, err := frontend.Dist()
+	if err != nil {
+		logger.Warn().Err(err).Msg("serving the API without the chat UI")
+		api := service.Handler(svc, nil)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/api/") {
+				api.ServeHTTP(w, r)
+				return
+			}
+			http.Error(w, err.Error(), http.StatusNotFound)
+		})
+	}
+	return service.Handler(svc, dist)
+}
+
+// modelName is a model folder's name as the log shows it.
+func modelName(dir string) string { return filepath.Base(dir) }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/suzuran-app/suzuran/frontend"
 )
 
 func TestServeFlagErrors(t *testing.T) {
@@ -27,6 +31,9 @@ func TestServeFlagErrors(t *testing.T) {
 		{[]string{"serve", "--model", fixture, "--backend", "abacus"}, "unknown backend"},
 		{[]string{"serve", "--model", fixture, "--ctx", "-4"}, "--ctx -4"},
 		{[]string{"serve", "--model", t.TempDir() + "/missing"}, "--model"},
+		{[]string{"serve", "--model", fixture, "--pace", "2s"}, "--pace 2s"},
+		{[]string{"serve", "--model", fixture, "--threads", "-1"}, "--threads -1"},
+		{[]string{"serve", "--model", fixture, "--no-ui", "--db", "x.db"}, "are the chat UI's"},
 	} {
 		_, stderr, err := execute(t, tc.args...)
 		if err == nil || !strings.Contains(stderr, tc.want) {
@@ -54,7 +61,12 @@ func (p *serveProcess) log() string {
 func startServe(t *testing.T, env []string, args ...string) *serveProcess {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
-	cmd.Env = append(append(os.Environ(), suzuranMainEnv+"=1", "XDG_STATE_HOME="+t.TempDir()), env...)
+	// The chat UI's database and settings go to a private home unless env
+	// says otherwise (later entries win).
+	home := t.TempDir()
+	cmd.Env = append(append(os.Environ(), suzuranMainEnv+"=1", "XDG_STATE_HOME="+t.TempDir(),
+		"XDG_DATA_HOME="+filepath.Join(home, "data"), "XDG_CONFIG_HOME="+filepath.Join(home, "config"),
+		"XDG_CACHE_HOME="+filepath.Join(home, "cache")), env...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -170,4 +182,290 @@ func TestServeDefaultsToTheDemoModel(t *testing.T) {
 	}
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	<-p.done
+}
+
+// serveRequest sends a request to a running serve and returns its status,
+// headers and body.
+func serveRequest(t *testing.T, method, url, body string, header map[string]string) (int, http.Header, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	data, _ := io.ReadAll(res.Body)
+	return res.StatusCode, res.Header, string(data)
+}
+
+// TestServeChatUIBesideTheAPI: one serve answers the chat UI's calls and
+// events and the API on one port, at once, on one engine; the UI is under
+// the API's Host and Origin checks.
+func TestServeChatUIBesideTheAPI(t *testing.T) {
+	fixture := filepath.Join("..", "engine", "internal", "fixtures", "testdata", "qwen35moe-tiny", "hf-bf16")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "chat.db")
+	// Greedy, the random model's reply to this question is the same every
+	// run and long (app/service's crash test relies on it too); the
+	// pace keeps it streaming while the API request runs.
+	settings := filepath.Join(dir, "settings.json")
+	greedy := `{"sampling_preset": "custom", "sampling": {"temperature": 0, "top_p": 1, "top_k": 0, "min_p": 0, "presence_penalty": 0}}`
+	if err := os.WriteFile(settings, []byte(greedy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := startServe(t, nil, "--model", fixture, "--backend", "cpu", "--db", db, "--settings", settings, "--pace", "40ms")
+	base := "http://" + p.addr
+	if !strings.Contains(p.log(), "chat UI at "+base+"/") {
+		t.Errorf("serve does not say where the chat UI is:\n%s", p.log())
+	}
+
+	// The page: the built frontend, or, in a binary built before it, a
+	// page that says how to build it.
+	status, _, body := serveRequest(t, "GET", base+"/", "", nil)
+	if _, err := frontend.Dist(); err == nil {
+		if status != 200 || !strings.Contains(body, "<html") {
+			t.Errorf("GET / = %d %.200q, want the chat UI's index.html", status, body)
+		}
+	} else if status != 404 || !strings.Contains(body, "make build") {
+		t.Errorf("GET / without a built frontend = %d %q, want 404 saying how to build it", status, body)
+	}
+
+	// The UI shows the API as this server: on, at this address, no switch.
+	status, _, body = serveRequest(t, "POST", base+"/api/call/State", "[]", map[string]string{"Content-Type": "application/json"})
+	if want := `"api":{"available":false,"enabled":true,"url":"` + base + `","lan":false,"error":""}`; status != 200 || !strings.Contains(body, want) {
+		t.Errorf("State = %d %s, want it to hold %s", status, body, want)
+	}
+
+	// The UI's event stream, opened before sending.
+	events, err := http.Get(base + "/api/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer events.Body.Close()
+	lines := bufio.NewReader(events.Body)
+	status, _, body = serveRequest(t, "POST", base+"/api/call/Send", `[{"text": "Tell me everything", "think": true}]`,
+		map[string]string{"Content-Type": "application/json"})
+	if status != 200 {
+		t.Fatalf("Send: %d %s", status, body)
+	}
+	var sent struct {
+		Result struct {
+			Conversation struct {
+				ID int64 `json:"id"`
+			} `json:"conversation"`
+			Reply struct {
+				ID int64 `json:"id"`
+			} `json:"reply"`
+		} `json:"result"`
+	}
+	json.Unmarshal([]byte(body), &sent)
+	jsonBody := map[string]string{"Content-Type": "application/json"}
+
+	// replyEvent reads the UI's events up to the next one about the reply.
+	type replyEvent struct {
+		Type      string `json:"type"`
+		MessageID int64  `json:"messageId"`
+		Message   *struct {
+			Status    string `json:"status"`
+			Content   string `json:"content"`
+			Reasoning string `json:"reasoning"`
+		} `json:"message"`
+	}
+	nextReplyEvent := func() replyEvent {
+		t.Helper()
+		for {
+			line, err := lines.ReadString('\n')
+			if err != nil {
+				t.Fatalf("the UI's event stream: %v", err)
+			}
+			payload, ok := strings.CutPrefix(strings.TrimSpace(line), "data: ")
+			if !ok {
+				continue
+			}
+			var ev replyEvent
+			json.Unmarshal([]byte(payload), &ev)
+			if ev.MessageID == sent.Result.Reply.ID {
+				return ev
+			}
+		}
+	}
+	// The reply streams.
+	for ev := nextReplyEvent(); ev.Type != "reply"; ev = nextReplyEvent() {
+	}
+
+	// Meanwhile an API request comes to the same port. The engine runs one
+	// request at a time, so it waits its turn, which comes once the UI's
+	// reply (which would go on and on) is stopped.
+	type apiAnswer struct {
+		status int
+		body   string
+	}
+	answered := make(chan apiAnswer, 1)
+	go func() {
+		res, err := http.Post(base+"/v1/chat/completions", "application/json",
+			strings.NewReader(`{"messages":[{"role":"user","content":"Hi"}],"max_tokens":3}`))
+		if err != nil {
+			answered <- apiAnswer{0, err.Error()}
+			return
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		answered <- apiAnswer{res.StatusCode, string(body)}
+	}()
+	conversation := fmt.Sprintf("[%d]", sent.Result.Conversation.ID)
+	time.Sleep(200 * time.Millisecond) // the API request is in the engine's queue
+	if status, _, body = serveRequest(t, "POST", base+"/api/call/Stop", conversation, jsonBody); status != 200 {
+		t.Fatalf("Stop: %d %s", status, body)
+	}
+	var final, written string
+	for final == "" {
+		if ev := nextReplyEvent(); ev.Message != nil && ev.Message.Status != "streaming" {
+			final, written = ev.Message.Status, ev.Message.Reasoning+ev.Message.Content
+		}
+	}
+	if final != "stopped" || written == "" {
+		t.Fatalf("the UI's reply ended %q with %q written, want some written, then stopped", final, written)
+	}
+	select {
+	case a := <-answered:
+		if a.status != 200 || !strings.Contains(a.body, `"completion_tokens":3`) {
+			t.Fatalf("the API beside the UI: %d %s", a.status, a.body)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the API request was not answered within 30 s of the UI's reply stopping")
+	}
+	status, _, body = serveRequest(t, "POST", base+"/api/call/Conversations", `[""]`, jsonBody)
+	if status != 200 || strings.Count(body, `"title"`) != 1 {
+		t.Errorf("Conversations = %d %s, want the one conversation", status, body)
+	}
+	if _, err := os.Stat(db); err != nil {
+		t.Errorf("the conversation database --db named: %v", err)
+	}
+
+	// The API's safety rules hold for the UI: a foreign Host (DNS
+	// rebinding) and a foreign page's Origin are refused.
+	for _, tc := range []struct {
+		name, method, path string
+		header             map[string]string
+	}{
+		{"foreign Host, page", "GET", "/", map[string]string{"Host": "evil.example:80"}},
+		{"foreign Host, call", "POST", "/api/call/State", map[string]string{"Host": "evil.example", "Content-Type": "application/json"}},
+		{"foreign Host, events", "GET", "/api/events", map[string]string{"Host": "evil.example"}},
+		{"foreign Origin, call", "POST", "/api/call/State", map[string]string{"Origin": "http://evil.example", "Content-Type": "application/json"}},
+	} {
+		status, _, body := serveRequest(t, tc.method, base+tc.path, "[]", tc.header)
+		if status != http.StatusForbidden {
+			t.Errorf("%s: %d %s, want 403", tc.name, status, body)
+		}
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-p.done; err != nil {
+		t.Errorf("serve exited with %v:\n%s", err, p.log())
+	}
+}
+
+// TestServeExposedUIWantsTheKey: bound beyond loopback, the chat UI asks
+// for the API key like the API does (a browser as a password).
+func TestServeExposedUIWantsTheKey(t *testing.T) {
+	fixture := filepath.Join("..", "engine", "internal", "fixtures", "testdata", "qwen35moe-tiny", "mlx-4bit")
+	p := startServe(t, nil, "--model", fixture, "--backend", "cpu", "--addr", "0.0.0.0:0", "--api-key", "sesame")
+	_, port, _ := net.SplitHostPort(p.addr)
+	base := "http://127.0.0.1:" + port
+	jsonBody := map[string]string{"Content-Type": "application/json"}
+	for _, tc := range []struct {
+		name, method, path string
+		header             map[string]string
+		want               int
+	}{
+		{"call without the key", "POST", "/api/call/State", jsonBody, 401},
+		{"call with the key", "POST", "/api/call/State", map[string]string{"Content-Type": "application/json", "Authorization": "Bearer sesame"}, 200},
+		{"call with a wrong key", "POST", "/api/call/State", map[string]string{"Content-Type": "application/json", "Authorization": "Bearer nope"}, 401},
+		{"events without the key", "GET", "/api/events", nil, 401},
+		{"page without the key", "GET", "/", nil, 401},
+		{"API without the key", "POST", "/v1/chat/completions", jsonBody, 401},
+	} {
+		status, header, body := serveRequest(t, tc.method, base+tc.path, "[]", tc.header)
+		if status != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, status, body, tc.want)
+		}
+		if status == 401 && tc.path == "/" && header.Get("WWW-Authenticate") == "" {
+			t.Errorf("%s: 401 without WWW-Authenticate: a browser cannot ask for the key", tc.name)
+		}
+	}
+	// A browser sends the key as the password of basic authentication.
+	req, _ := http.NewRequest("GET", base+"/api/events", nil)
+	req.SetBasicAuth("", "sesame")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Errorf("events with the key as a password: %d", res.StatusCode)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	<-p.done
+}
+
+// TestServeNoUI: with --no-ui, serve is the API alone: nothing at / and no
+// conversation database opened.
+func TestServeNoUI(t *testing.T) {
+	fixture := filepath.Join("..", "engine", "internal", "fixtures", "testdata", "qwen35moe-tiny", "mlx-4bit")
+	data := t.TempDir()
+	p := startServe(t, []string{"XDG_DATA_HOME=" + data}, "--model", fixture, "--backend", "cpu", "--no-ui")
+	for _, path := range []string{"/", "/api/events"} {
+		if status, _, body := serveRequest(t, "GET", "http://"+p.addr+path, "", nil); status != 404 {
+			t.Errorf("GET %s with --no-ui: %d %.100s, want 404", path, status, body)
+		}
+	}
+	if status, _, body := serveRequest(t, "GET", "http://"+p.addr+"/v1/models", "", nil); status != 200 {
+		t.Errorf("GET /v1/models with --no-ui: %d %s", status, body)
+	}
+	if strings.Contains(p.log(), "chat UI at") {
+		t.Errorf("serve --no-ui says it serves the chat UI:\n%s", p.log())
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	<-p.done
+	if entries, _ := os.ReadDir(data); len(entries) != 0 {
+		t.Errorf("serve --no-ui wrote into the data folder: %v", entries)
+	}
+}
+
+// TestServeModelThatFailsToLoad: serve, with the chat UI or without, ends
+// with an error naming the folder when its model cannot load, rather than
+// serving a model that is not there.
+func TestServeModelThatFailsToLoad(t *testing.T) {
+	broken := t.TempDir()
+	fixture := filepath.Join("..", "engine", "internal", "fixtures", "testdata", "qwen35moe-tiny", "mlx-4bit")
+	for _, name := range []string{"config.json", "tokenizer.json", "tokenizer_config.json", "chat_template.jinja"} {
+		data, err := os.ReadFile(filepath.Join(fixture, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(broken, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(broken, "model.safetensors"), []byte("not safetensors"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"serve", "--model", broken, "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "chat.db"), "--settings", filepath.Join(t.TempDir(), "settings.json")},
+		{"serve", "--model", broken, "--addr", "127.0.0.1:0", "--no-ui"},
+	} {
+		_, stderr, err := execute(t, args...)
+		if err == nil || !strings.Contains(stderr, "loading "+broken) || !strings.Contains(stderr, "model.safetensors") {
+			t.Errorf("%v: err %v, stderr %q; want it to end saying the model in %s did not load", args, err, stderr, broken)
+		}
+	}
 }

@@ -10,8 +10,6 @@ import (
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
 
-func init() { register(newTokenizeCmd()) }
-
 func newTokenizeCmd() *cobra.Command {
 	var (
 		dir      string

@@ -7,8 +7,6 @@ import (
 	"github.com/suzuran-app/suzuran/app/update"
 )
 
-func init() { register(newCheckUpdateCmd()) }
-
 // newCheckUpdateCmd is `suzuran check-update`: the tray's "Check for
 // Updates…" from the terminal. It only reports; nothing is downloaded.
 func newCheckUpdateCmd() *cobra.Command {

@@ -12,8 +12,6 @@ import (
 // `go run`.
 var version = "0.1.0"
 
-func init() { register(newVersionCmd()) }
-
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",

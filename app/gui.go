@@ -24,6 +24,17 @@ import (
 	"github.com/suzuran-app/suzuran/frontend"
 )
 
+// windowTitle is the main window's title: the app's name alone, as macOS
+// windows are titled; the version is in the About box (aboutBox) and the
+// window's header.
+const windowTitle = "Suzuran"
+
+// aboutBox is the macOS About panel: the name and the version the binary
+// was built as.
+func aboutBox() *mac.AboutInfo {
+	return &mac.AboutInfo{Title: windowTitle, Message: "Version " + version, Icon: assets.AppIcon}
+}
+
 // windowEvent is the Wails event that carries the service's events to
 // the window (frontend/src/lib/backend.ts listens for it).
 const windowEvent = "suzuran:event"
@@ -73,10 +84,11 @@ func runGUI() error {
 	d.log.Info().Str("version", version).Msg("starting")
 	api := &localAPI{log: log.Logger.With().Str("part", "api").Logger()}
 	d.svc, err = service.Open(service.Options{
-		Backend: defaultBackend(),
-		Version: version,
-		API:     api,
-		Log:     log.Logger.With().Str("part", "service").Logger(),
+		Backend:  defaultBackend(),
+		Version:  version,
+		API:      api,
+		Shortcut: newGlobalShortcut(d.showWindow),
+		Log:      log.Logger.With().Str("part", "service").Logger(),
 	})
 	if err != nil {
 		return err
@@ -108,7 +120,7 @@ func runGUI() error {
 	}
 
 	err = wails.Run(&options.App{
-		Title:     "Suzuran",
+		Title:     windowTitle,
 		Width:     880,
 		Height:    680,
 		MinWidth:  420,
@@ -134,7 +146,7 @@ func runGUI() error {
 		LogLevel:           wailslogger.TRACE,
 		LogLevelProduction: wailslogger.TRACE,
 		Mac: &mac.Options{
-			About: &mac.AboutInfo{Title: "Suzuran", Message: "Version " + version, Icon: assets.AppIcon},
+			About: aboutBox(),
 		},
 		Linux: &linux.Options{ProgramName: "suzuran", Icon: assets.AppIcon},
 	})
@@ -160,6 +172,14 @@ func (d *desktop) startup(ctx context.Context) {
 		return wailsruntime.OpenDirectoryDialog(ctx, wailsruntime.OpenDialogOptions{Title: title})
 	})
 	go d.forward(ctx, events)
+	go func() {
+		// On macOS the window opens near the menu bar, and the global
+		// shortcut (⌥Space unless changed) opens it from any app.
+		placeWindow(ctx)
+		if err := d.svc.ApplyShortcut(); err != nil {
+			d.log.Warn().Err(err).Msg("global shortcut")
+		}
+	}()
 	// The daily update check reads the switch before each check, so
 	// turning it off in Settings takes effect without a restart; a newer
 	// release becomes a tray item, never a dialog out of nowhere.
@@ -309,6 +329,7 @@ func (d *desktop) showWindow() {
 		return
 	}
 	wailsruntime.WindowUnminimise(ctx)
+	placeWindow(ctx)
 	wailsruntime.WindowShow(ctx)
 	bringAppToFront()
 }

@@ -53,8 +53,11 @@ func newAPIListener(s service.Settings, models server.Models, ui http.Handler, l
 		APIKey:      key,
 		CORSOrigins: s.APICORSOrigins,
 		Models:      models,
-		UI:          ui,
-		Logger:      log,
+		// A request without max_tokens must not hold a batch slot for a
+		// whole context.
+		DefaultMaxTokens: s.APIMaxTokens,
+		UI:               ui,
+		Logger:           log,
 	})
 	if err != nil {
 		return nil, err

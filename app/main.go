@@ -2,8 +2,8 @@
 //
 // With no arguments it starts the desktop app: a Wails window for the chat
 // (gui.go) and a tray icon (tray.go). Subcommands, one file each
-// (cmd_<name>.go), register themselves with register in cli.go; they keep
-// their logic thin and call into engine/ packages where the work is done.
+// (cmd_<name>.go), are listed in cli.go's subcommands; they keep their
+// logic thin and call into engine/ packages where the work is done.
 package main
 
 import (

@@ -71,10 +71,13 @@ func TestDesktopSmoke(t *testing.T) {
 
 	stateDir := t.TempDir()
 	// The app's settings, database and demo model in folders of its own;
-	// the settings give the local API a port that is free now.
+	// the settings give the local API a port that is free now, and say the
+	// welcome view was left before, so that the window opens on the chat
+	// that the message is typed into (the first run's welcome view is
+	// frontend/e2e's).
 	home := t.TempDir()
 	apiPort := freePort(t)
-	writeSettings(t, filepath.Join(home, "config", "suzuran", "settings.json"), fmt.Sprintf(`{"api_port": %d}`, apiPort))
+	writeSettings(t, filepath.Join(home, "config", "suzuran", "settings.json"), fmt.Sprintf(`{"api_port": %d, "welcome_seen": true}`, apiPort))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var output bytes.Buffer

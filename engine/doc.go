@@ -1,24 +1,35 @@
 // Package engine serves generation requests on one loaded model.
 //
-// An Engine owns the model, its backend and one sequence state, and runs
-// them on a single goroutine: no other goroutine touches the backend, so
-// backends need no locks and a GPU sees one stream of work. Callers Submit a
-// Request (a context, the prompt's token ids, sampling parameters, stop
-// rules) and receive a channel of Events: one per generated token with its
-// text delta, then a final event with the statistics and why generation
-// ended. Requests wait in a bounded queue; past its bound Submit fails at
-// once with ErrBusy, which the HTTP API turns into 429 and the window into
-// "busy".
+// An Engine owns the model, its backend and its sequences, and runs them on
+// a single goroutine: no other goroutine touches the backend, so backends
+// need no locks and a GPU sees one stream of work. Callers Submit a Request
+// (a context, the prompt's token ids, sampling parameters, stop rules) and
+// receive a channel of Events: one per generated token with its text delta,
+// then a final event with the statistics and why generation ended. Requests
+// wait in a bounded queue, the chat window's first (Request.Priority); past
+// its bound Submit fails at once with ErrBusy, which the HTTP API turns into
+// 429 and the window into "busy".
+//
+// Up to Options.Parallel requests run at once (scheduler.go): each step is
+// one batched pass (model.StartBatch) with a segment per request past its
+// prompt, so the weights are read once for all of them; a new request joins
+// between steps, its prompt read in chunks between them. Each request has
+// its own sequence (KV cache and DeltaNet state, from a memory budget),
+// sampling rule, seed, stop strings, constraint and context, and its tokens
+// are those it would get alone: a backend computes each sequence's rows as
+// in a pass of its own.
 //
 // One request runs as: prefix-cache lookup → restore → prefill of the rest
-// (in chunks, snapshotting on the way) → decode loop. Each decode step
+// (in chunks, snapshotting on the way) → decode steps. Each decode step
 // samples inside the pass (model.Input.Sample, with engine/sample's rule), so
 // a GPU backend keeps the token on the device and, with Options.Pipelined,
 // runs step N+1 while the host reads token N; the host reads each token back
 // to stream it and to apply the stop rules: the model's EOS ids, stop
 // strings (matched across token boundaries, never emitted), the token
-// budget, and the request's context, which is checked before every pass so
-// a cancelled request ends within one token.
+// budget, and the request's context, which is checked before every step (and
+// between the layers of a prefill pass) so a cancelled request ends within
+// one token. Events go to a queue per stream, so a slow reader holds up
+// nobody; Close cancels every request through the engine's context.
 //
 // A request with a Constraint (constrained decoding: JSON output, forced
 // tool calls) samples on the host instead: each pass returns its logits

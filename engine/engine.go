@@ -42,21 +42,39 @@ type Options struct {
 	// answer together; 0 means min(the model's max_position_embeddings,
 	// 32768).
 	ContextTokens int
-	// QueueSize is how many requests may wait behind the running one before
-	// Submit answers ErrBusy; 0 means 8.
+	// QueueSize is how many requests may wait behind the running ones
+	// before Submit answers ErrBusy; 0 means 8.
 	QueueSize int
+	// Parallel is how many requests decode together, one batched pass per
+	// step (continuous batching: a request joins between steps, its prompt
+	// read in chunks between the others' steps). 0 means 4 on a backend
+	// whose passes run asynchronously (Pipelined: a GPU) and 2 otherwise.
+	// An interactive request (PriorityInteractive) may run in one slot
+	// beyond it, so that it starts at once.
+	Parallel int
+	// SequenceBytes is the memory budget of the running requests'
+	// sequences (KV cache and DeltaNet state, for the prompt and the
+	// answer's bound); a request waits until its sequence fits, and one
+	// that could never fit is refused. 0 means room for Parallel+1
+	// sequences of ContextTokens.
+	SequenceBytes int64
+	// ReaderTimeout cancels a request whose reader took no event for that
+	// long while one was waiting (a client that vanished without closing
+	// its context). 0 means 30 s.
+	ReaderTimeout time.Duration
 	// CacheBytes bounds the prefix cache's snapshots; 0 means 1 GiB, a
 	// negative value turns the cache off.
 	CacheBytes int64
-	// PrefillChunk is the most prompt tokens one pass consumes; between
-	// chunks a cancelled request stops. 0 means 512.
+	// PrefillChunk is the most prompt tokens one pass consumes; the running
+	// requests take a decode step between chunks, and a cancelled request
+	// stops before its pass's next layer. 0 means 512.
 	PrefillChunk int
 	// Pipelined starts each decode step before the host reads the token
 	// of the step before, which the backend then feeds from its own memory:
 	// a GPU is never idle while the host reads, streams and encodes. The
 	// cost is one step computed after the last token and thrown away, so
 	// it is for backends whose passes run asynchronously (Load turns it on
-	// for every backend but cpu, whose passes finish inside Start).
+	// when backends.Backend.Async says so).
 	Pipelined bool
 }
 
@@ -103,7 +121,27 @@ type Request struct {
 	// constrained one does: the same tokens, without pipelining.
 	Logprobs    bool
 	TopLogprobs int
+	// Priority orders the waiting requests: the chat window's
+	// (PriorityInteractive) start before queued API requests, within one
+	// step.
+	Priority Priority
+	// QueuePosition, when set, is told the request's place while it waits
+	// (1: next to start) each time it changes, and 0 when it starts. It
+	// runs on the engine goroutine and must return at once.
+	QueuePosition func(position int)
 }
+
+// Priority is a request's place in the queue: higher first.
+type Priority int
+
+const (
+	PriorityAPI         Priority = 0 // API clients, agents: the default
+	PriorityInteractive Priority = 1 // the user waiting in the chat window
+)
+
+// ErrTooLarge is wrapped by the error Submit returns when a request's
+// sequence could never fit in Options.SequenceBytes (a client error).
+var ErrTooLarge = errors.New("request too large for the sequence memory")
 
 // MaxTopLogprobs bounds Request.TopLogprobs.
 const MaxTopLogprobs = 20
@@ -206,34 +244,47 @@ type Engine struct {
 	tmpl    *chat.Template
 	tmplErr error
 
-	// queue carries submitted jobs to the engine goroutine. Its bound is
-	// waiting, not the channel's capacity: a request whose context ends
-	// while it waits gives its place back at once (leave), though its job
-	// stays in the channel until the engine skips it, so the channel is
-	// made larger than QueueSize (queueSlack).
-	queue   chan *job
-	mu      sync.Mutex // guards closed, waiting and sends on queue
-	waiting int        // queued requests still wanted, at most QueueSize
-	// closed is set by Close; done closes when the engine goroutine exits.
-	closed bool
-	done   chan struct{}
+	// ctx ends when the engine closes; every request's context derives
+	// from it, so Close cancels them all at once.
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	mu sync.Mutex // guards closed, pending, waiting
+	// pending are the submitted requests not yet started, in the order they
+	// start: priority, then arrival. waiting counts those still wanted (a
+	// request whose context ends gives its place back at once, before the
+	// engine goroutine drops it), at most QueueSize.
+	pending []*job
+	waiting int
+	closed  bool
+	// wake tells the engine goroutine that pending changed (capacity 1).
+	wake chan struct{}
+	// done closes when the engine goroutine exits.
+	done chan struct{}
 
 	// Owned by the engine goroutine.
-	seq   model.Sequence
-	empty model.Snapshot // the sequence at position 0
-	cache *prefixCache
+	active []*generation    // requests holding a sequence
+	free   []model.Sequence // sequences no request holds
+	empty  model.Snapshot   // a sequence at position 0
+	cache  *prefixCache
+	used   int64 // SequenceBytes reserved by active
+	// peakBatch is the most sequences one decode step has served (read by
+	// tests once the engine has closed).
+	peakBatch int
 }
 
 // job is a submitted request with its stream.
 type job struct {
-	ctx    context.Context
+	ctx    context.Context // the stream's: ends with the caller's, the engine's, or the reader's timeout
 	req    Request
 	stream *Stream
-	// stopWatch cancels the watch that gives the queue place back when
-	// ctx ends; left (guarded by Engine.mu) is set once it was given back.
+	// stopWatch ends the watch on the caller's context; left (guarded by
+	// Engine.mu) is set once the queue place was given back.
 	stopWatch func() bool
 	left      bool
 	submitted time.Time
+	bytes     int64 // the sequence memory it reserves while it runs
+	position  int   // the queue position last reported
 }
 
 // New starts an engine. Once New succeeds the Engine owns opts.Backend and
@@ -265,6 +316,15 @@ func New(opts Options) (*Engine, error) {
 	if len(eosIDs) == 0 {
 		return nil, errors.New("engine: the model has no EOS token ids (eos_token_id in config.json or generation_config.json)")
 	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = 2
+		if opts.Pipelined {
+			opts.Parallel = 4
+		}
+	}
+	if opts.ReaderTimeout <= 0 {
+		opts.ReaderTimeout = 30 * time.Second
+	}
 	e := &Engine{
 		opts:    opts,
 		backend: opts.Backend,
@@ -272,10 +332,13 @@ func New(opts Options) (*Engine, error) {
 		tok:     opts.Tokenizer,
 		eos:     make(map[int]bool),
 		vocab:   opts.Weights.Embed.Out,
-		queue:   make(chan *job, opts.QueueSize*queueSlack),
+		wake:    make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		cache:   newPrefixCache(max(opts.CacheBytes, 0)),
 		tmpl:    opts.Template,
+	}
+	if e.opts.SequenceBytes <= 0 {
+		e.opts.SequenceBytes = int64(opts.Parallel+1) * e.sequenceBytes(opts.ContextTokens)
 	}
 	for _, id := range eosIDs {
 		e.eos[id] = true
@@ -289,9 +352,38 @@ func New(opts Options) (*Engine, error) {
 		seq.Close()
 		return nil, fmt.Errorf("engine: %w", err)
 	}
-	e.seq, e.empty = seq, empty
+	e.free, e.empty = []model.Sequence{seq}, empty
+	e.ctx, e.cancel = context.WithCancelCause(context.Background())
 	go e.run()
 	return e, nil
+}
+
+// sequenceBytes is the memory of a sequence holding tokens tokens: the
+// backend's own figure, or the config's (bf16 KV, f32 DeltaNet state).
+func (e *Engine) sequenceBytes(tokens int) int64 {
+	if s, ok := e.backend.(model.SequenceSizer); ok {
+		return s.SequenceBytes(tokens)
+	}
+	c := &e.weights.Config
+	var perToken, state int64
+	for i := range e.weights.Layers {
+		if e.weights.Layers[i].DeltaNet != nil {
+			channels := 2*c.LinearKeyHeads*c.LinearKeyHeadDim + c.LinearValueHeads*c.LinearValueHeadDim
+			state += 4 * int64((c.ConvKernel-1)*channels+c.LinearValueHeads*c.LinearKeyHeadDim*c.LinearValueHeadDim)
+		} else {
+			perToken += 2 * 2 * int64(c.NumKVHeads*c.HeadDim)
+		}
+	}
+	return state + perToken*int64(tokens)
+}
+
+// requestTokens is the most tokens a request's sequence will hold.
+func (e *Engine) requestTokens(req *Request) int {
+	n := e.opts.ContextTokens
+	if req.MaxTokens > 0 {
+		n = min(n, len(req.Prompt)+req.MaxTokens)
+	}
+	return n
 }
 
 // Tokenizer returns the engine's tokenizer (safe to use from any goroutine:
@@ -321,25 +413,6 @@ func (e *Engine) ContextTokens() int { return e.opts.ContextTokens }
 // BackendName names the backend ("cpu: 2 threads").
 func (e *Engine) BackendName() string { return e.backend.Name() }
 
-// Stream is a submitted request's output.
-type Stream struct {
-	// Events delivers one event per generated token, then a final event
-	// (Token −1, Stats set), and is closed after it. Events is unbuffered:
-	// the engine hands over each token as the reader takes it, so a reader
-	// that cancels sees at most one more token. The reader must keep
-	// reading until Events is closed or cancel the request's context.
-	Events <-chan Event
-
-	events chan Event
-	stats  Stats
-	err    error
-}
-
-// Result returns the final statistics and error once Events is closed. A
-// cancelled request's reader may miss the final event (the engine does not
-// wait for a reader that left); Result always has it.
-func (s *Stream) Result() (Stats, error) { return s.stats, s.err }
-
 // Submit validates req and queues it. Validation errors (an empty or too
 // long prompt, a token outside the vocabulary, bad sampling parameters) are
 // returned at once, as are ErrBusy and ErrClosed.
@@ -347,13 +420,16 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
 	if err := e.validate(&req); err != nil {
 		return nil, err
 	}
+	bytes := e.sequenceBytes(e.requestTokens(&req))
+	if bytes > e.opts.SequenceBytes {
+		return nil, fmt.Errorf("%w: its %d tokens of prompt and answer need %d MiB of sequence memory, the engine has %d MiB: ask for fewer max_tokens or a shorter prompt",
+			ErrTooLarge, e.requestTokens(&req), bytes>>20, e.opts.SequenceBytes>>20)
+	}
 	// The engine reads the request later, on its own goroutine: copy what
 	// the caller might reuse.
 	req.Prompt = slices.Clone(req.Prompt)
 	req.Stop = slices.Clone(req.Stop)
 	req.Checkpoints = slices.Clone(req.Checkpoints)
-	events := make(chan Event)
-	j := &job{ctx: ctx, req: req, stream: &Stream{Events: events, events: events}, submitted: time.Now()}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -362,29 +438,35 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
 	if e.waiting >= e.opts.QueueSize {
 		return nil, ErrBusy
 	}
+	jctx, cancel := context.WithCancelCause(e.ctx)
+	j := &job{ctx: jctx, req: req, submitted: time.Now(), bytes: bytes}
+	j.stream = newStream(jctx, ctx, cancel, e.opts.ReaderTimeout)
 	// The watch is set before the job is visible to the engine goroutine;
 	// it takes e.mu, so it cannot give the place back before it is taken.
-	j.stopWatch = context.AfterFunc(ctx, func() { e.leave(j) })
+	j.stopWatch = context.AfterFunc(ctx, func() {
+		cancel(context.Cause(ctx))
+		e.leave(j)
+	})
+	at := len(e.pending)
+	for at > 0 && e.pending[at-1].req.Priority < req.Priority {
+		at--
+	}
+	e.pending = slices.Insert(e.pending, at, j)
+	e.waiting++
+	e.signal()
+	return j.stream, nil
+}
+
+// signal wakes the engine goroutine.
+func (e *Engine) signal() {
 	select {
-	case e.queue <- j:
-		e.waiting++
-		return j.stream, nil
+	case e.wake <- struct{}{}:
 	default:
-		// Only cancelled jobs the engine has not reached yet fill the
-		// channel past the bound.
-		j.stopWatch()
-		j.left = true
-		return nil, ErrBusy
 	}
 }
 
-// queueSlack is how many times QueueSize the queue's channel holds, room
-// for requests cancelled while they wait (clients that give up and retry)
-// until the engine skips them.
-const queueSlack = 4
-
-// leave gives j's queue place back: when its context ends while it waits,
-// or when the engine takes it up.
+// leave gives j's queue place back when its context ends while it waits;
+// the engine goroutine then ends it.
 func (e *Engine) leave(j *job) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -392,6 +474,7 @@ func (e *Engine) leave(j *job) {
 		j.left = true
 		e.waiting--
 	}
+	e.signal()
 }
 
 func (e *Engine) validate(req *Request) error {
@@ -416,9 +499,11 @@ func (e *Engine) validate(req *Request) error {
 	return sample.Validate(&req.Sampling)
 }
 
-// Close stops accepting requests, ends queued ones with ErrClosed, waits for
-// the running one to finish (cancel its context to hurry it), and releases
-// the backend.
+// Close stops accepting requests and cancels every request, queued or
+// running, through the engine's context; it returns once the engine
+// goroutine has stopped (within a layer of the pass it was running) and
+// the backend is released. Queued requests end with ErrClosed, running
+// ones as cancelled.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	if e.closed {
@@ -427,8 +512,9 @@ func (e *Engine) Close() error {
 		return nil
 	}
 	e.closed = true
-	close(e.queue)
 	e.mu.Unlock()
+	e.cancel(ErrClosed)
+	e.signal()
 	<-e.done
 	var first error
 	for _, f := range e.onClose {
@@ -441,58 +527,3 @@ func (e *Engine) Close() error {
 
 // Dir is the model folder the engine was loaded from ("" when made by New).
 func (e *Engine) Dir() string { return e.dir }
-
-// run is the engine goroutine.
-func (e *Engine) run() {
-	defer close(e.done)
-	defer e.backend.Close()
-	defer e.seq.Close()
-	for j := range e.queue {
-		j.stopWatch()
-		e.leave(j)
-		e.mu.Lock()
-		closed := e.closed
-		e.mu.Unlock()
-		if closed {
-			j.stream.stats.FinishReason = FinishError
-			j.stream.err = ErrClosed
-			j.deliverFinal(Event{Token: -1, Err: ErrClosed, Stats: &j.stream.stats})
-			continue
-		}
-		e.serve(j)
-	}
-}
-
-// serve runs one request and closes its stream.
-func (e *Engine) serve(j *job) {
-	g := &generation{e: e, job: j, stats: Stats{PromptTokens: len(j.req.Prompt), QueueWait: time.Since(j.submitted)}}
-	err := g.run()
-	if err != nil && g.stats.FinishReason == "" {
-		g.stats.FinishReason = FinishError
-	}
-	j.stream.stats = g.stats
-	if g.stats.FinishReason == FinishError {
-		j.stream.err = err
-	}
-	final := g.stats
-	j.deliverFinal(Event{Token: -1, Text: g.tail, Stats: &final, Err: j.stream.err})
-}
-
-// deliverFinal sends the final event and closes the stream. A reader that
-// is still reading gets it; once the request's context has ended the engine
-// does not wait for a reader that may have left (Stream.Result keeps the
-// statistics either way).
-func (j *job) deliverFinal(ev Event) {
-	if j.ctx.Err() == nil {
-		select {
-		case j.stream.events <- ev:
-		case <-j.ctx.Done():
-		}
-	} else {
-		select {
-		case j.stream.events <- ev:
-		default:
-		}
-	}
-	close(j.stream.events)
-}

@@ -1,158 +1,267 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/suzuran-app/suzuran/engine/model"
+	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
 
-// generation is one request being served on the engine goroutine.
+// generation is one running request: its sequence, where its prompt is,
+// and its sampling and stop state. The scheduler (scheduler.go) moves it
+// along one pass at a time on the engine goroutine: prefill chunks, then
+// the pass over the last prompt token that samples the first new token,
+// then decode steps, each a segment of a batched pass.
 type generation struct {
 	e     *Engine
 	job   *job
+	seq   model.Sequence
 	stats Stats
 	start time.Time
 	// protect is the prefix cache's clock at the start of the request
 	// (see prefixCache.add).
 	protect uint64
-	// tail is the text released at the end (a held-back stop-string prefix
-	// or an unfinished character), sent with the final event.
-	tail string
+	// sampling is the request's rule with GeneratedFrom set.
+	sampling model.Sampling
+	// pos is how many prompt tokens the sequence holds (len(Prompt) once
+	// the pass that samples the first token has started); marks are the
+	// positions still ahead where the prefix cache takes a snapshot,
+	// ascending, the last len(Prompt)-1.
+	pos   int
+	marks []int
+	// budget is the most tokens the request may generate.
+	budget int
 	// host samples a constrained request's tokens; nil otherwise.
-	host *hostSampling
+	host      *hostSampling
+	dec       *tokenizer.StreamDecoder
+	stops     *stopMatcher
+	generated []int
+	// decodeStart is when the first token was sampled.
+	decodeStart time.Time
+	// inflight counts passes started over the sequence whose results are
+	// not handled yet (two when pipelined).
+	inflight int
+	// finished is set once the request has its FinishReason; it leaves the
+	// batch when no pass of it is in flight.
+	finished bool
+	err      error
+	// stopped: a stop string ended the request (the text after it is
+	// dropped). tail is the text released with the final event.
+	stopped bool
+	tail    string
 }
 
-// errCancelled marks a request whose context ended; it is not reported as
-// an error event.
-var errCancelled = errors.New("cancelled")
-
-func (g *generation) run() error {
-	e, req, ctx := g.e, &g.job.req, g.job.ctx
+// begin sets the request up on seq: the longest cached prefix restored, the
+// snapshot marks and the stream state.
+func (g *generation) begin() error {
+	e, req := g.e, &g.job.req
 	g.start = time.Now()
-	if ctx.Err() != nil {
-		g.stats.FinishReason = FinishCancelled
-		return errCancelled
-	}
-
-	sampling := req.Sampling
-	sampling.GeneratedFrom = len(req.Prompt)
+	g.stats = Stats{PromptTokens: len(req.Prompt), QueueWait: g.start.Sub(g.job.submitted)}
+	g.sampling = req.Sampling
+	g.sampling.GeneratedFrom = len(req.Prompt)
 	if req.Constraint != nil || req.Logprobs {
 		g.host = newHostSampling(req.Constraint, req.Prompt)
 		if req.Logprobs {
 			g.host.logprobs, g.host.top = true, req.TopLogprobs
 		}
 	}
-	cur, err := g.prefill(&sampling)
-	if errors.Is(err, errCancelled) {
-		g.stats.FinishReason = FinishCancelled
-		return err
+	g.budget = e.opts.ContextTokens - len(req.Prompt) + 1 // the last token is never consumed
+	if req.MaxTokens > 0 {
+		g.budget = min(g.budget, req.MaxTokens)
+	}
+	g.dec = e.tok.NewStreamDecoder()
+	g.stops = newStopMatcher(req.Stop)
+
+	// Restore the longest cached prefix that leaves at least the last
+	// prompt token to compute (its pass samples the first new token).
+	prompt := req.Prompt
+	n := len(prompt)
+	g.protect = e.cache.now()
+	if hit := e.cache.lookup(prompt, n-1); hit != nil {
+		if err := g.seq.Restore(hit.snap); err != nil {
+			return fmt.Errorf("restoring a cached prefix of %d tokens: %w", len(hit.tokens), err)
+		}
+		g.pos = len(hit.tokens)
+	} else if err := g.seq.Restore(e.empty); err != nil {
+		return fmt.Errorf("resetting the sequence: %w", err)
+	}
+	g.stats.CachedTokens = g.pos
+	g.stats.PrefilledTokens = n - g.pos
+	g.progress()
+	marks := append(slices.Clone(req.Checkpoints), n-1)
+	slices.Sort(marks)
+	for _, m := range slices.Compact(marks) {
+		if m > g.pos && m <= n-1 {
+			g.marks = append(g.marks, m)
+		}
+	}
+	return nil
+}
+
+func (g *generation) progress() {
+	if p := g.job.req.Progress; p != nil {
+		p(PrefillProgress{Cached: g.stats.CachedTokens, Done: g.pos, Total: len(g.job.req.Prompt)})
+	}
+}
+
+// prefilling reports whether prompt tokens before the last remain.
+func (g *generation) prefilling() bool { return g.pos < len(g.job.req.Prompt)-1 }
+
+// cancelled reports whether the request's context ended.
+func (g *generation) cancelled() bool { return g.job.ctx.Err() != nil }
+
+// prefillChunk runs the next chunk of the prompt, up to the next mark and
+// at most chunk tokens, in a pass of its own that stops before its next
+// layer once the request is cancelled; at a mark it snapshots the sequence
+// for the prefix cache.
+func (g *generation) prefillChunk(chunk int) error {
+	e, prompt := g.e, g.job.req.Prompt
+	mark := g.marks[0]
+	end := min(g.pos+chunk, mark)
+	stop := func() bool { return g.cancelled() }
+	b, err := model.StartBatchUntil(e.backend, e.weights, []model.Segment{{Seq: g.seq, In: model.Input{IDs: prompt[g.pos:end]}}}, stop)
+	if err == nil {
+		_, err = b.Wait()
+	}
+	if errors.Is(err, model.ErrStopped) {
+		return errCancelled
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("prefill of tokens %d..%d: %w", g.pos, end, err)
 	}
-	var decodeStart time.Time
-	defer func() {
-		if !decodeStart.IsZero() {
-			g.stats.DecodeDuration = time.Since(decodeStart)
+	g.pos = end
+	g.progress()
+	if g.pos < mark {
+		return nil
+	}
+	g.marks = g.marks[1:]
+	if e.opts.CacheBytes > 0 && !e.cache.has(prompt[:g.pos]) {
+		snap, err := g.seq.Snapshot()
+		if err != nil {
+			return fmt.Errorf("snapshot at %d tokens: %w", g.pos, err)
 		}
-	}()
+		// A checkpoint (where the next turn diverges) may evict anything;
+		// the end-of-prompt snapshot, useful only to regenerate, must not
+		// evict what this request relies on.
+		protect := uint64(0)
+		if g.pos == len(prompt)-1 {
+			protect = g.protect
+		}
+		e.cache.add(snap, prompt[:g.pos], protect)
+	}
+	return nil
+}
 
-	budget := e.opts.ContextTokens - len(req.Prompt) + 1 // the last token is never consumed
-	if req.MaxTokens > 0 {
-		budget = min(budget, req.MaxTokens)
-	}
-	step := func() (model.Pass, error) {
-		in := model.Input{Sample: &sampling}
+// decodeInput is the request's next segment input: the last prompt token,
+// whose pass samples the first new token, then decode steps fed the token
+// sampled before (from the backend's memory, or from the host when the
+// host samples).
+func (g *generation) decodeInput() model.Input {
+	prompt := g.job.req.Prompt
+	if g.pos < len(prompt) {
+		g.pos = len(prompt)
 		if g.host != nil {
-			in = g.host.input()
+			return model.Input{IDs: prompt[len(prompt)-1:], Logits: model.LogitsLast}
 		}
-		p, err := model.Start(e.backend, e.weights, e.seq, in)
-		if err != nil {
-			return nil, fmt.Errorf("decode step %d: %w", g.stats.GeneratedTokens+1, err)
-		}
-		return p, nil
+		return model.Input{IDs: prompt[len(prompt)-1:], Sample: &g.sampling}
 	}
-	dec := e.tok.NewStreamDecoder()
-	stops := newStopMatcher(req.Stop)
-	var generated []int
-	for {
-		// cur samples token GeneratedTokens+1. Pipelined, the step after it
-		// starts before the host reads that token: the device feeds it from
-		// its own memory, so it never waits for the host.
-		var next model.Pass
-		if e.opts.Pipelined && g.host == nil && g.stats.GeneratedTokens+2 <= budget && ctx.Err() == nil {
-			if next, err = step(); err != nil {
-				g.drain(cur)
-				return err
-			}
-		}
-		res, err := cur.Wait()
-		if err != nil {
-			g.drain(next)
-			return fmt.Errorf("decode step %d: %w", g.stats.GeneratedTokens+1, err)
-		}
-		tok := res.Token
-		if g.host != nil {
-			if tok, err = g.host.choose(res.Logits, &sampling); err != nil {
-				return fmt.Errorf("constrained decode step %d: %w", g.stats.GeneratedTokens+1, err)
-			}
-		}
-		if decodeStart.IsZero() {
-			g.stats.PrefillDuration = time.Since(g.start)
-			decodeStart = time.Now()
-		}
-		g.stats.GeneratedTokens++
-		generated = append(generated, tok)
-		isEOS := e.eos[tok]
-		// A constraint whose text is complete ends the request like EOS.
-		complete := g.host != nil && g.host.constraint != nil && g.host.constraint.Done()
-		// Not pipelined, the next step starts as soon as the token is known
-		// to need one, before the token is streamed. Not after EOS, at the
-		// budget, or once cancelled: the step would be thrown away.
-		if (!e.opts.Pipelined || g.host != nil) && !isEOS && !complete && g.stats.GeneratedTokens < budget && ctx.Err() == nil {
-			if next, err = step(); err != nil {
-				return err
-			}
-		}
-		text, stopped := "", false
-		if !isEOS {
-			text, stopped = stops.add(dec.Add(tok))
-		}
-		ev := Event{Token: tok, Text: text}
-		if g.host != nil && g.host.logprobs {
-			ev.Logprob = g.host.lastLogprob()
-		}
-		if !g.send(ev) {
-			g.drain(next)
-			g.stats.FinishReason = FinishCancelled
-			return errCancelled
-		}
-		switch {
-		case isEOS || stopped || complete:
-			g.stats.FinishReason = FinishStop
-		case g.stats.GeneratedTokens >= budget:
-			g.stats.FinishReason = FinishLength
-		case ctx.Err() != nil || next == nil:
-			g.stats.FinishReason = FinishCancelled
-		}
-		if g.stats.FinishReason != "" {
-			g.drain(next)
-			if g.stats.FinishReason != FinishCancelled && req.SnapshotAnswer {
-				g.snapshotEnd(generated)
-			}
-			if !stopped {
-				// The stream ends without a stop string: whatever was held
-				// back is text after all.
-				last, _ := stops.add(dec.Flush())
-				g.tail = last + stops.flush()
-			}
-			return nil
-		}
-		cur = next
+	if g.host != nil {
+		return g.host.input()
 	}
+	return model.Input{Sample: &g.sampling}
+}
+
+// errCancelled marks a request whose context ended; it is not reported as
+// an error event.
+var errCancelled = errors.New("cancelled")
+
+// handle takes a sampled token (or the logits the host samples from):
+// streams it and decides whether the request ends.
+func (g *generation) handle(res model.Result) {
+	e := g.e
+	tok := res.Token
+	if g.host != nil {
+		var err error
+		if tok, err = g.host.choose(res.Logits, &g.sampling); err != nil {
+			g.fail(fmt.Errorf("constrained decode step %d: %w", g.stats.GeneratedTokens+1, err))
+			return
+		}
+	}
+	if g.decodeStart.IsZero() {
+		g.stats.PrefillDuration = time.Since(g.start)
+		g.decodeStart = time.Now()
+	}
+	g.stats.GeneratedTokens++
+	g.generated = append(g.generated, tok)
+	isEOS := e.eos[tok]
+	// A constraint whose text is complete ends the request like EOS.
+	complete := g.host != nil && g.host.constraint != nil && g.host.constraint.Done()
+	text, stopped := "", false
+	if !isEOS {
+		text, stopped = g.stops.add(g.dec.Add(tok))
+	}
+	ev := Event{Token: tok, Text: text}
+	if g.host != nil && g.host.logprobs {
+		ev.Logprob = g.host.lastLogprob()
+	}
+	g.job.stream.push(ev)
+	switch {
+	case isEOS || stopped || complete:
+		g.stats.FinishReason = FinishStop
+	case g.stats.GeneratedTokens >= g.budget:
+		g.stats.FinishReason = FinishLength
+	case g.cancelled():
+		g.stats.FinishReason = FinishCancelled
+	default:
+		return
+	}
+	g.finished = true
+	g.stopped = stopped
+	if !stopped {
+		// The stream ends without a stop string: whatever was held back is
+		// text after all.
+		last, _ := g.stops.add(g.dec.Flush())
+		g.tail = last + g.stops.flush()
+	}
+}
+
+// fail ends the request with err.
+func (g *generation) fail(err error) {
+	if g.finished {
+		return
+	}
+	g.finished = true
+	if errors.Is(err, errCancelled) {
+		g.stats.FinishReason = FinishCancelled
+		return
+	}
+	g.stats.FinishReason = FinishError
+	g.err = err
+}
+
+// cancel ends the request as cancelled.
+func (g *generation) cancel() { g.fail(errCancelled) }
+
+// end sends the final event; the request's passes have all finished.
+func (g *generation) end() {
+	if !g.decodeStart.IsZero() {
+		g.stats.DecodeDuration = time.Since(g.decodeStart)
+	}
+	if g.stats.FinishReason == FinishStop || g.stats.FinishReason == FinishLength {
+		if g.job.req.SnapshotAnswer {
+			g.snapshotEnd()
+		}
+	}
+	err := g.err
+	if g.stats.FinishReason == FinishCancelled && errors.Is(context.Cause(g.job.ctx), ErrClosed) {
+		err = ErrClosed
+	}
+	g.job.stream.finish(g.stats, err, g.tail)
+	g.job.stopWatch()
 }
 
 // snapshotEnd caches the state after the answer: the prompt and the
@@ -160,127 +269,20 @@ func (g *generation) run() error {
 // was drained after a stop string). A conversation that continues with tool
 // results keeps the whole answer in its next prompt, so that prompt
 // prefills only the results.
-func (g *generation) snapshotEnd(generated []int) {
+func (g *generation) snapshotEnd() {
 	e := g.e
 	if e.opts.CacheBytes <= 0 {
 		return
 	}
-	consumed := e.seq.Pos() - len(g.job.req.Prompt)
-	if consumed < 0 || consumed > len(generated) {
+	consumed := g.seq.Pos() - len(g.job.req.Prompt)
+	if consumed < 0 || consumed > len(g.generated) {
 		return
 	}
-	tokens := slices.Concat(g.job.req.Prompt, generated[:consumed])
+	tokens := slices.Concat(g.job.req.Prompt, g.generated[:consumed])
 	if e.cache.has(tokens) {
 		return
 	}
-	if snap, err := e.seq.Snapshot(); err == nil {
+	if snap, err := g.seq.Snapshot(); err == nil {
 		e.cache.add(snap, tokens, g.protect)
 	}
-}
-
-// drain waits for a started pass whose token is not wanted.
-func (g *generation) drain(p model.Pass) {
-	if p != nil {
-		p.Wait()
-	}
-}
-
-// send delivers an event unless the request's context ends first.
-func (g *generation) send(ev Event) bool {
-	select {
-	case g.job.stream.events <- ev:
-		return true
-	case <-g.job.ctx.Done():
-		return false
-	}
-}
-
-// prefill brings the sequence to the whole prompt, restoring the longest
-// cached prefix and snapshotting at the checkpoints on the way, and returns
-// the started pass over the last prompt token, which samples the first new
-// token.
-func (g *generation) prefill(sampling *model.Sampling) (model.Pass, error) {
-	e, req, ctx := g.e, &g.job.req, g.job.ctx
-	prompt := req.Prompt
-	n := len(prompt)
-
-	// Restore: the longest cached prefix that leaves at least the last
-	// prompt token to compute (its pass samples the first new token).
-	g.protect = e.cache.now()
-	pos := 0
-	if hit := e.cache.lookup(prompt, n-1); hit != nil {
-		if err := e.seq.Restore(hit.snap); err != nil {
-			return nil, fmt.Errorf("restoring a cached prefix of %d tokens: %w", len(hit.tokens), err)
-		}
-		pos = len(hit.tokens)
-	} else if err := e.seq.Restore(e.empty); err != nil {
-		return nil, fmt.Errorf("resetting the sequence: %w", err)
-	}
-	g.stats.CachedTokens = pos
-	g.stats.PrefilledTokens = n - pos
-	progress := func(done int) {
-		if req.Progress != nil {
-			req.Progress(PrefillProgress{Cached: g.stats.CachedTokens, Done: done, Total: n})
-		}
-	}
-	progress(pos)
-
-	// Feed the prompt up to each checkpoint, snapshotting there, then the
-	// rest with the sample block.
-	marks := append(slices.Clone(req.Checkpoints), n-1)
-	slices.Sort(marks)
-	for _, mark := range slices.Compact(marks) {
-		if mark <= pos || mark > n-1 {
-			continue
-		}
-		for pos < mark {
-			if ctx.Err() != nil {
-				return nil, errCancelled
-			}
-			end := min(pos+e.opts.PrefillChunk, mark)
-			if _, err := model.Run(e.backend, e.weights, e.seq, model.Input{IDs: prompt[pos:end]}); err != nil {
-				return nil, fmt.Errorf("prefill of tokens %d..%d: %w", pos, end, err)
-			}
-			pos = end
-			progress(pos)
-		}
-		if e.opts.CacheBytes > 0 && !e.cache.has(prompt[:pos]) {
-			snap, err := e.seq.Snapshot()
-			if err != nil {
-				return nil, fmt.Errorf("snapshot at %d tokens: %w", pos, err)
-			}
-			// A checkpoint (where the next turn diverges) may evict
-			// anything; the end-of-prompt snapshot, useful only to
-			// regenerate, must not evict what this request relies on.
-			protect := uint64(0)
-			if mark == n-1 {
-				protect = g.protect
-			}
-			e.cache.add(snap, prompt[:pos], protect)
-		}
-	}
-	// The rest, the last chunk with the sample block.
-	for {
-		if ctx.Err() != nil {
-			return nil, errCancelled
-		}
-		if n-pos <= e.opts.PrefillChunk {
-			break
-		}
-		end := pos + e.opts.PrefillChunk
-		if _, err := model.Run(e.backend, e.weights, e.seq, model.Input{IDs: prompt[pos:end]}); err != nil {
-			return nil, fmt.Errorf("prefill of tokens %d..%d: %w", pos, end, err)
-		}
-		pos = end
-		progress(pos)
-	}
-	last := model.Input{IDs: prompt[pos:], Sample: sampling}
-	if g.host != nil {
-		last = model.Input{IDs: prompt[pos:], Logits: model.LogitsLast}
-	}
-	p, err := model.Start(e.backend, e.weights, e.seq, last)
-	if err != nil {
-		return nil, fmt.Errorf("prefill of tokens %d..%d: %w", pos, n, err)
-	}
-	return p, nil
 }

@@ -112,28 +112,32 @@ func TestMaxTokensAndSeed(t *testing.T) {
 }
 
 // TestCancelWithinOneToken cancels a request after its third token: at most
-// one more token may arrive, and the stream ends with "cancelled".
+// one more token may arrive, and the stream ends at once with "cancelled"
+// (not at its budget).
 func TestCancelWithinOneToken(t *testing.T) {
 	// EOS set to an id the model never produces, so only cancellation ends
-	// the request before its 200-token budget.
+	// the request before its budget.
 	e := newDemoEngine(t, Options{EOS: []int{4095}})
-	c := greedyCases(t)[3]
+	c := greedyCases(t)[0]
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stream, err := e.Submit(ctx, Request{Prompt: c.PromptIDs, MaxTokens: 200})
+	stream, err := e.Submit(ctx, Request{Prompt: c.PromptIDs, MaxTokens: 100000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := cancelAfter(stream, 3, cancel)
-	// The step after the third is already running when cancel lands (the
-	// engine starts step N+1 before handing out token N): it may be
-	// delivered, nothing after it.
+	after, took := cancelAfter(stream, 3, cancel)
+	// The event queued when cancel lands may still be taken: nothing after
+	// it. (The engine does not wait for the reader, so it may have computed
+	// tokens ahead that are dropped.)
 	if after > 1 {
 		t.Fatalf("%d tokens arrived after cancelling", after)
 	}
+	if took > time.Second {
+		t.Fatalf("the stream ended %v after cancelling", took)
+	}
 	final, err := stream.Result()
-	if err != nil || final.FinishReason != FinishCancelled || final.GeneratedTokens > 4 {
-		t.Fatalf("result %+v, %v; want cancelled after at most 4 tokens", final, err)
+	if err != nil || final.FinishReason != FinishCancelled {
+		t.Fatalf("result %+v, %v; want cancelled", final, err)
 	}
 	// The engine serves the next request normally.
 	ids, _, _ := collect(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 3})
@@ -143,9 +147,11 @@ func TestCancelWithinOneToken(t *testing.T) {
 }
 
 // cancelAfter reads stream to its end, calling cancel once its n-th token
-// has arrived, and returns how many tokens arrived after that one.
-func cancelAfter(stream *Stream, n int, cancel context.CancelFunc) int {
+// has arrived, and returns how many tokens arrived after that one and how
+// long the stream took to end after the cancel.
+func cancelAfter(stream *Stream, n int, cancel context.CancelFunc) (int, time.Duration) {
 	tokens, after := 0, 0
+	var cancelled time.Time
 	for ev := range stream.Events {
 		if ev.Token >= 0 {
 			tokens++
@@ -153,17 +159,18 @@ func cancelAfter(stream *Stream, n int, cancel context.CancelFunc) int {
 				after++
 			}
 			if tokens == n {
+				cancelled = time.Now()
 				cancel()
 			}
 		}
 	}
-	return after
+	return after, time.Since(cancelled)
 }
 
 // TestBusyPastTheQueueBound fills the queue behind a running request and
 // checks that one more Submit is refused at once with ErrBusy.
 func TestBusyPastTheQueueBound(t *testing.T) {
-	e := newDemoEngine(t, Options{EOS: []int{4095}, QueueSize: 1})
+	e := newDemoEngine(t, Options{EOS: []int{4095}, QueueSize: 1, Parallel: 1})
 	c := greedyCases(t)[0]
 	ctxA, cancelA := context.WithCancel(context.Background())
 	defer cancelA()
@@ -171,7 +178,7 @@ func TestBusyPastTheQueueBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-a.Events // A is running (and will block once its stream buffer fills)
+	<-a.Events // A is running and holds the only slot
 	b, err := e.Submit(context.Background(), Request{Prompt: c.PromptIDs, MaxTokens: 2})
 	if err != nil {
 		t.Fatalf("the first queued request: %v", err)
@@ -302,10 +309,10 @@ func TestPipelinedDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := cancelAfter(stream, 3, cancel)
+	after, took := cancelAfter(stream, 3, cancel)
 	final, _ := stream.Result()
-	if after > 1 || final.FinishReason != FinishCancelled || final.GeneratedTokens > 4 {
-		t.Errorf("cancel after 3 tokens: %d more arrived, result %+v", after, final)
+	if after > 1 || final.FinishReason != FinishCancelled || took > time.Second {
+		t.Errorf("cancel after 3 tokens: %d more arrived, the stream ended %v later, result %+v", after, took, final)
 	}
 }
 
@@ -361,7 +368,7 @@ func TestPrefillProgress(t *testing.T) {
 // client that gives up and retries is not refused as busy; the cancelled
 // request still ends, as cancelled, and the bound still holds.
 func TestCancelledWhileQueuedFreesItsPlace(t *testing.T) {
-	e := newDemoEngine(t, Options{EOS: []int{4095}, QueueSize: 1})
+	e := newDemoEngine(t, Options{EOS: []int{4095}, QueueSize: 1, Parallel: 1})
 	c := greedyCases(t)[0]
 	ctxA, cancelA := context.WithCancel(context.Background())
 	defer cancelA()
@@ -369,7 +376,7 @@ func TestCancelledWhileQueuedFreesItsPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-a.Events // A is running and holds the engine
+	<-a.Events // A is running and holds the only slot
 
 	ctxB, cancelB := context.WithCancel(context.Background())
 	b, err := e.Submit(ctxB, Request{Prompt: c.PromptIDs, MaxTokens: 2})

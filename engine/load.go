@@ -1,25 +1,16 @@
 package engine
 
 import (
-	"errors"
-	"fmt"
-	"io"
-	"slices"
-	"strings"
-
+	"github.com/suzuran-app/suzuran/engine/backends"
 	"github.com/suzuran-app/suzuran/engine/chat"
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/cpu"
-	"github.com/suzuran-app/suzuran/engine/gpu"
-	"github.com/suzuran-app/suzuran/engine/gpu/emu"
-	"github.com/suzuran-app/suzuran/engine/model"
-	"github.com/suzuran-app/suzuran/engine/sample"
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
 
 // LoadOptions choose the backend and the engine's bounds for Load.
 type LoadOptions struct {
-	// Backend names the backend: "cpu" (the default).
+	// Backend names the backend (Backends): "cpu" (the default).
 	Backend string
 	// Threads for the CPU backend; 0 means GOMAXPROCS.
 	Threads int
@@ -27,36 +18,20 @@ type LoadOptions struct {
 	// "fast" (the default), "exact" or "int8" (see cpu.Precision).
 	Precision string
 	// ContextTokens, QueueSize, CacheBytes and PrefillChunk are as in
-	// Options.
+	// Options, except that CacheBytes 0 sizes the prefix cache from the
+	// machine: CacheBudget of the memory available once the model is
+	// mapped.
 	ContextTokens int
 	QueueSize     int
 	CacheBytes    int64
 	PrefillChunk  int
+	// Parallel is Options.Parallel: how many requests decode together.
+	Parallel int
 }
 
-// Backends lists the backend names Load accepts: "cpu" (pure Go), "emu"
-// (the GPU backend on the host emulator, which compiles the Metal kernels
-// as C++ with the system compiler on first use), and any registered with
-// RegisterBackend ("metal" on macOS).
-func Backends() []string {
-	var extra []string
-	for name := range extraBackends {
-		extra = append(extra, name)
-	}
-	slices.Sort(extra)
-	return append([]string{"cpu", "emu"}, extra...)
-}
-
-// BackendFactory makes a backend for loaded weights. GPU backends register
-// one with RegisterBackend so that this package need not import them (they
-// build only where their device exists).
-type BackendFactory func(w *model.Weights, sampler model.Sampler) (model.Backend, error)
-
-var extraBackends = map[string]BackendFactory{}
-
-// RegisterBackend makes a backend available to Load under name. Call it from
-// an init function.
-func RegisterBackend(name string, f BackendFactory) { extraBackends[name] = f }
+// Backends lists the backend names Load accepts in this build
+// (backends.Names: cpu, emu, and metal on macOS).
+func Backends() []string { return backends.Names() }
 
 // Load opens the model folder dir (config, weights, tokenizer) and starts an
 // engine on the chosen backend. Close the engine to unmap the weights.
@@ -73,21 +48,33 @@ func Load(dir string, lo LoadOptions) (*Engine, error) {
 	// A folder without a chat template still serves token requests (the
 	// logits tool, the fixtures); SubmitChat then reports why.
 	tmpl, tmplErr := chat.LoadTemplate(dir)
-	backend, err := newBackend(lo, m.Weights)
+	backend, err := backends.Open(lo.Backend, m.Weights, backends.Options{Threads: lo.Threads, Precision: cpu.Precision(lo.Precision)})
 	if err != nil {
 		m.Close()
 		return nil, err
 	}
+	cacheBytes := lo.CacheBytes
+	if cacheBytes == 0 {
+		cacheBytes = CacheBudget(availableMemory(), m.Bytes)
+	}
+	parallel := lo.Parallel
+	if parallel == 0 {
+		parallel = backend.Parallel
+	}
+	// The engine gets the backend itself, so that the optional interfaces it
+	// implements (model.Batcher, model.SequenceSizer) stay visible; the
+	// device, when there is one, closes after it.
 	e, err := New(Options{
-		Backend:       backend,
+		Backend:       backend.Backend,
 		Weights:       m.Weights,
 		Tokenizer:     tok,
 		Template:      tmpl,
 		ContextTokens: lo.ContextTokens,
 		QueueSize:     lo.QueueSize,
-		CacheBytes:    lo.CacheBytes,
+		CacheBytes:    cacheBytes,
 		PrefillChunk:  lo.PrefillChunk,
-		Pipelined:     lo.Backend != "" && lo.Backend != "cpu",
+		Parallel:      parallel,
+		Pipelined:     backend.Async,
 	})
 	if err != nil {
 		backend.Close()
@@ -96,43 +83,9 @@ func Load(dir string, lo LoadOptions) (*Engine, error) {
 	}
 	e.dir = dir
 	e.tmplErr = tmplErr
+	if backend.Device != nil {
+		e.onClose = append(e.onClose, backend.Device.Close)
+	}
 	e.onClose = append(e.onClose, m.Close)
 	return e, nil
-}
-
-func newBackend(lo LoadOptions, w *model.Weights) (model.Backend, error) {
-	name := lo.Backend
-	if name == "" {
-		name = "cpu"
-	}
-	switch name {
-	case "cpu":
-		return cpu.New(w, cpu.Options{Threads: lo.Threads, Sampler: sample.New(), Precision: cpu.Precision(lo.Precision)})
-	case "emu":
-		dev, err := emu.New(emu.Options{Threads: lo.Threads})
-		if err != nil {
-			return nil, fmt.Errorf("emu backend: %w", err)
-		}
-		b, err := gpu.New(dev, w, gpu.Options{})
-		if err != nil {
-			dev.Close()
-			return nil, err
-		}
-		return deviceBackend{b, dev}, nil
-	}
-	if f, ok := extraBackends[name]; ok {
-		return f(w, sample.New())
-	}
-	return nil, fmt.Errorf("unknown backend %q: this build has %s", name, strings.Join(Backends(), ", "))
-}
-
-// deviceBackend is a GPU backend with the device it owns: the gpu package
-// leaves the device to its creator, and here that is the engine.
-type deviceBackend struct {
-	model.Backend
-	dev io.Closer
-}
-
-func (d deviceBackend) Close() error {
-	return errors.Join(d.Backend.Close(), d.dev.Close())
 }

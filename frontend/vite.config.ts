@@ -14,5 +14,9 @@ export default defineConfig(({ mode }) => ({
   test: {
     environment: 'jsdom',
     include: ['src/**/*.test.ts'],
+    // A file's first test also waits for jsdom and the components' first
+    // render: on a busy two-core machine that alone took 8.9 s (vitest's
+    // default limit is 5 s), so the limit allows for it.
+    testTimeout: 20_000,
   },
 }));

@@ -9,6 +9,13 @@
 //   attn_prefill_<kv>_f32  a prefill chunk's causal attention in one pass,
 //                          key tiles in threadgroup memory shared by a block
 //                          of queries
+//   attn_q_norm_rope_seqs_f32, attn_kv_write_seqs_<kv>, attn_split_seqs_<kv>_f32
+//                          the decode steps of up to ATTN_MAX_SEQS sequences
+//                          in one dispatch: row z is sequence z's token, at
+//                          its own position (seq_info[2z]) in its own cache
+//                          (k_cache_z, v_cache_z, seq_info[2z+1] rows per kv
+//                          head); attn_reduce_gate_f32 then serves them all,
+//                          chunks past a row's keys being empty
 //
 // Splitting over the key length keeps every GPU core busy when a single
 // decode query faces a long context; the same pair also serves passes of a
@@ -29,6 +36,7 @@
 #define ATTN_PER_LANE (ATTN_MAX_DIM / 32)
 #define PREFILL_QUERIES 8
 #define PREFILL_TILE 2048 // floats per K (and per V) tile: 16 KiB in all
+#define ATTN_MAX_SEQS 8
 
 struct AttnParams {
     uint head_dim;
@@ -114,6 +122,39 @@ kernel void attn_q_norm_rope_f32(constant AttnParams& p [[buffer(0)]],
     norm_rope_head(src, q_norm, inv_freq, p, p.pos0 + t, lane, put);
 }
 
+// Grid: (q_heads, sequences), 32 threads; row t at position seq_info[2t].
+kernel void attn_q_norm_rope_seqs_f32(constant AttnParams& p [[buffer(0)]],
+                                      const device float* qg [[buffer(1)]],
+                                      const device float* q_norm [[buffer(2)]],
+                                      const device float* inv_freq [[buffer(3)]],
+                                      device float* q [[buffer(4)]],
+                                      const device uint* seq_info [[buffer(5)]],
+                                      uint2 tg [[threadgroup_position_in_grid]],
+                                      uint lane [[thread_index_in_simdgroup]]) {
+    uint h = tg.x;
+    uint t = tg.y;
+    const device float* src = qg + (ulong(t) * p.q_heads + h) * 2 * p.head_dim;
+    PutF32 put;
+    put.dst = q + (ulong(t) * p.q_heads + h) * p.head_dim;
+    norm_rope_head(src, q_norm, inv_freq, p, seq_info[2 * t], lane, put);
+}
+
+// kv_write_head normalises and rotates row t's key of kv head h, and writes
+// it and the value at position pos of a cache of max_seq rows per head.
+template <typename C>
+inline void kv_write_head(constant AttnParams& p, const device float* k, const device float* v,
+                          const device float* k_norm, const device float* inv_freq, device typename C::T* k_cache,
+                          device typename C::T* v_cache, uint t, uint h, uint pos, uint max_seq, uint lane) {
+    ulong src = (ulong(t) * p.kv_heads + h) * p.head_dim;
+    ulong dst = (ulong(h) * max_seq + pos) * p.head_dim;
+    PutCache<C> put;
+    put.dst = k_cache + dst;
+    norm_rope_head(k + src, k_norm, inv_freq, p, pos, lane, put);
+    for (uint j = lane; j < p.head_dim; j += 32) {
+        v_cache[dst + j] = C::store(v[src + j]);
+    }
+}
+
 // Grid: (kv_heads, T), 32 threads. The cache keeps keys after norm and RoPE.
 template <typename C>
 kernel void attn_kv_write(constant AttnParams& p [[buffer(0)]],
@@ -125,19 +166,42 @@ kernel void attn_kv_write(constant AttnParams& p [[buffer(0)]],
                           device typename C::T* v_cache [[buffer(6)]],
                           uint2 tg [[threadgroup_position_in_grid]],
                           uint lane [[thread_index_in_simdgroup]]) {
-    uint h = tg.x;
-    uint t = tg.y;
-    uint pos = p.pos0 + t;
-    ulong src = (ulong(t) * p.kv_heads + h) * p.head_dim;
-    ulong dst = (ulong(h) * p.max_seq + pos) * p.head_dim;
-    PutCache<C> put;
-    put.dst = k_cache + dst;
-    norm_rope_head(k + src, k_norm, inv_freq, p, pos, lane, put);
-    for (uint j = lane; j < p.head_dim; j += 32) {
-        v_cache[dst + j] = C::store(v[src + j]);
-    }
+    kv_write_head<C>(p, k, v, k_norm, inv_freq, k_cache, v_cache, tg.y, tg.x, p.pos0 + tg.y, p.max_seq, lane);
 }
 
+// Grid: (kv_heads, sequences), 32 threads; row t goes to sequence t's cache.
+template <typename C>
+kernel void attn_kv_write_seqs(constant AttnParams& p [[buffer(0)]],
+                               const device float* k [[buffer(1)]],
+                               const device float* v [[buffer(2)]],
+                               const device float* k_norm [[buffer(3)]],
+                               const device float* inv_freq [[buffer(4)]],
+                               const device uint* seq_info [[buffer(5)]],
+                               device typename C::T* k0 [[buffer(6)]],
+                               device typename C::T* k1 [[buffer(7)]],
+                               device typename C::T* k2 [[buffer(8)]],
+                               device typename C::T* k3 [[buffer(9)]],
+                               device typename C::T* k4 [[buffer(10)]],
+                               device typename C::T* k5 [[buffer(11)]],
+                               device typename C::T* k6 [[buffer(12)]],
+                               device typename C::T* k7 [[buffer(13)]],
+                               device typename C::T* v0 [[buffer(14)]],
+                               device typename C::T* v1 [[buffer(15)]],
+                               device typename C::T* v2 [[buffer(16)]],
+                               device typename C::T* v3 [[buffer(17)]],
+                               device typename C::T* v4 [[buffer(18)]],
+                               device typename C::T* v5 [[buffer(19)]],
+                               device typename C::T* v6 [[buffer(20)]],
+                               device typename C::T* v7 [[buffer(21)]],
+                               uint2 tg [[threadgroup_position_in_grid]],
+                               uint lane [[thread_index_in_simdgroup]]) {
+    uint t = tg.y;
+    kv_write_head<C>(p, k, v, k_norm, inv_freq, pick_seq(t, k0, k1, k2, k3, k4, k5, k6, k7),
+                     pick_seq(t, v0, v1, v2, v3, v4, v5, v6, v7), t, tg.x, seq_info[2 * t], seq_info[2 * t + 1], lane);
+}
+
+template [[host_name("attn_kv_write_seqs_bf16")]] [[kernel]] decltype(attn_kv_write_seqs<CacheBF16>) attn_kv_write_seqs<CacheBF16>;
+template [[host_name("attn_kv_write_seqs_f32")]] [[kernel]] decltype(attn_kv_write_seqs<CacheF32>) attn_kv_write_seqs<CacheF32>;
 template [[host_name("attn_kv_write_bf16")]] [[kernel]] decltype(attn_kv_write<CacheBF16>) attn_kv_write<CacheBF16>;
 template [[host_name("attn_kv_write_f32")]] [[kernel]] decltype(attn_kv_write<CacheF32>) attn_kv_write<CacheF32>;
 
@@ -203,6 +267,49 @@ inline void attend(const threadgroup float* k_tile, const threadgroup float* v_t
     }
 }
 
+// split_chunk runs query row t's heads of kv head kvh over key chunk c of
+// its cache (kb, vb: the kv head's rows), last being its last key.
+template <typename C>
+inline void split_chunk(constant AttnParams& p, const device float* q, const device typename C::T* kb,
+                        const device typename C::T* vb, device float* part_o, device float* part_m,
+                        device float* part_l, threadgroup float* k_tile, threadgroup float* v_tile, uint kvh,
+                        uint c, uint t, uint last, uint tid, uint sg, uint lane, uint nthreads) {
+    uint h = kvh * (p.q_heads / p.kv_heads) + sg;
+    uint n = p.head_dim;
+    uint k0 = c * p.split_len;
+    uint k1 = min(k0 + p.split_len, last + 1);
+
+    float qr[ATTN_PER_LANE];
+    float acc[ATTN_PER_LANE];
+    const device float* qh = q + (ulong(t) * p.q_heads + h) * n;
+    for (uint i = 0; i < ATTN_PER_LANE; i++) {
+        uint j = lane + 32 * i;
+        qr[i] = j < n ? qh[j] * p.scale : 0.0f;
+        acc[i] = 0.0f;
+    }
+    float m = NO_VALUE;
+    float l = 0.0f;
+    uint tile_keys = PREFILL_TILE / n;
+    for (uint t0 = k0; t0 < k1; t0 += tile_keys) {
+        uint count = min(tile_keys, k1 - t0);
+        load_tile<C>(k_tile, v_tile, kb, vb, t0, count, n, tid, nthreads);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        attend(k_tile, v_tile, t0, t0, t0 + count, n, lane, qr, acc, m, l);
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+    }
+    ulong slot = (ulong(t) * p.q_heads + h) * p.splits + c;
+    for (uint i = 0; i < ATTN_PER_LANE; i++) {
+        uint j = lane + 32 * i;
+        if (j < n) {
+            part_o[slot * n + j] = acc[i];
+        }
+    }
+    if (lane == 0) {
+        part_m[slot] = m;
+        part_l[slot] = l;
+    }
+}
+
 // Grid: (kv_heads, splits, T); 32 threads per query head sharing the kv
 // head (q_heads/kv_heads SIMD groups). Query t sees keys [0, pos0+t]; chunk
 // c covers keys [c·split_len, (c+1)·split_len), staged tile by tile in
@@ -228,48 +335,53 @@ kernel void attn_split(constant AttnParams& p [[buffer(0)]],
     uint nthreads = tg_size.x * tg_size.y * tg_size.z;
     threadgroup float k_tile[PREFILL_TILE];
     threadgroup float v_tile[PREFILL_TILE];
-    uint kvh = tg.x;
-    uint c = tg.y;
-    uint t = tg.z;
-    uint h = kvh * (p.q_heads / p.kv_heads) + sg;
-    uint n = p.head_dim;
-    uint last = p.pos0 + t; // inclusive
-    uint k0 = c * p.split_len;
-    uint k1 = min(k0 + p.split_len, last + 1);
-
-    float qr[ATTN_PER_LANE];
-    float acc[ATTN_PER_LANE];
-    const device float* qh = q + (ulong(t) * p.q_heads + h) * n;
-    for (uint i = 0; i < ATTN_PER_LANE; i++) {
-        uint j = lane + 32 * i;
-        qr[i] = j < n ? qh[j] * p.scale : 0.0f;
-        acc[i] = 0.0f;
-    }
-    float m = NO_VALUE;
-    float l = 0.0f;
-    const device typename C::T* kb = k_cache + ulong(kvh) * p.max_seq * n;
-    const device typename C::T* vb = v_cache + ulong(kvh) * p.max_seq * n;
-    uint tile_keys = PREFILL_TILE / n;
-    for (uint t0 = k0; t0 < k1; t0 += tile_keys) {
-        uint count = min(tile_keys, k1 - t0);
-        load_tile<C>(k_tile, v_tile, kb, vb, t0, count, n, tid, nthreads);
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-        attend(k_tile, v_tile, t0, t0, t0 + count, n, lane, qr, acc, m, l);
-        threadgroup_barrier(mem_flags::mem_threadgroup);
-    }
-    ulong slot = (ulong(t) * p.q_heads + h) * p.splits + c;
-    for (uint i = 0; i < ATTN_PER_LANE; i++) {
-        uint j = lane + 32 * i;
-        if (j < n) {
-            part_o[slot * n + j] = acc[i];
-        }
-    }
-    if (lane == 0) {
-        part_m[slot] = m;
-        part_l[slot] = l;
-    }
+    ulong head = ulong(tg.x) * p.max_seq * p.head_dim;
+    split_chunk<C>(p, q, k_cache + head, v_cache + head, part_o, part_m, part_l, k_tile, v_tile, tg.x, tg.y, tg.z,
+                   p.pos0 + tg.z, tid, sg, lane, nthreads);
 }
 
+// Grid: (kv_heads, splits of the longest, sequences); row t attends to its
+// own cache up to its own position, its chunks past that left empty.
+template <typename C>
+kernel void attn_split_seqs(constant AttnParams& p [[buffer(0)]],
+                            const device float* q [[buffer(1)]],
+                            device float* part_o [[buffer(2)]],
+                            device float* part_m [[buffer(3)]],
+                            device float* part_l [[buffer(4)]],
+                            const device uint* seq_info [[buffer(5)]],
+                            const device typename C::T* k0 [[buffer(6)]],
+                            const device typename C::T* k1 [[buffer(7)]],
+                            const device typename C::T* k2 [[buffer(8)]],
+                            const device typename C::T* k3 [[buffer(9)]],
+                            const device typename C::T* k4 [[buffer(10)]],
+                            const device typename C::T* k5 [[buffer(11)]],
+                            const device typename C::T* k6 [[buffer(12)]],
+                            const device typename C::T* k7 [[buffer(13)]],
+                            const device typename C::T* v0 [[buffer(14)]],
+                            const device typename C::T* v1 [[buffer(15)]],
+                            const device typename C::T* v2 [[buffer(16)]],
+                            const device typename C::T* v3 [[buffer(17)]],
+                            const device typename C::T* v4 [[buffer(18)]],
+                            const device typename C::T* v5 [[buffer(19)]],
+                            const device typename C::T* v6 [[buffer(20)]],
+                            const device typename C::T* v7 [[buffer(21)]],
+                            uint3 tg [[threadgroup_position_in_grid]],
+                            uint tid [[thread_index_in_threadgroup]],
+                            uint sg [[simdgroup_index_in_threadgroup]],
+                            uint lane [[thread_index_in_simdgroup]],
+                            uint3 tg_size [[threads_per_threadgroup]]) {
+    uint nthreads = tg_size.x * tg_size.y * tg_size.z;
+    threadgroup float k_tile[PREFILL_TILE];
+    threadgroup float v_tile[PREFILL_TILE];
+    uint t = tg.z;
+    ulong head = ulong(tg.x) * seq_info[2 * t + 1] * p.head_dim;
+    split_chunk<C>(p, q, pick_seq(t, k0, k1, k2, k3, k4, k5, k6, k7) + head,
+                   pick_seq(t, v0, v1, v2, v3, v4, v5, v6, v7) + head, part_o, part_m, part_l, k_tile, v_tile, tg.x,
+                   tg.y, t, seq_info[2 * t], tid, sg, lane, nthreads);
+}
+
+template [[host_name("attn_split_seqs_bf16_f32")]] [[kernel]] decltype(attn_split_seqs<CacheBF16>) attn_split_seqs<CacheBF16>;
+template [[host_name("attn_split_seqs_f32_f32")]] [[kernel]] decltype(attn_split_seqs<CacheF32>) attn_split_seqs<CacheF32>;
 template [[host_name("attn_split_bf16_f32")]] [[kernel]] decltype(attn_split<CacheBF16>) attn_split<CacheBF16>;
 template [[host_name("attn_split_f32_f32")]] [[kernel]] decltype(attn_split<CacheF32>) attn_split<CacheF32>;
 

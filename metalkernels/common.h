@@ -34,6 +34,23 @@ inline bool is_nan_or_neg_inf(float x) {
     return (u & 0x7fffffffu) > 0x7f800000u || u == 0xff800000u;
 }
 
+// pick_seq is argument i of eight: the per-sequence buffers of a kernel that
+// serves several sequences' decode steps in one dispatch.
+template <typename T>
+inline device T* pick_seq(uint i, device T* b0, device T* b1, device T* b2, device T* b3,
+                          device T* b4, device T* b5, device T* b6, device T* b7) {
+    switch (i) {
+    case 0: return b0;
+    case 1: return b1;
+    case 2: return b2;
+    case 3: return b3;
+    case 4: return b4;
+    case 5: return b5;
+    case 6: return b6;
+    default: return b7;
+    }
+}
+
 inline float silu(float x) { return x / (1.0f + exp(-x)); }
 inline float sigmoid(float x) { return 1.0f / (1.0f + exp(-x)); }
 inline float softplus(float x) { return x > 20.0f ? x : log(1.0f + exp(x)); }
@@ -61,6 +78,12 @@ struct WeightRef {
 //       of a SIMD group together cover the row, the caller sums with simd_sum.
 //   dot_rows<R>(w, row0, n, x, lane, acc): the same for rows row0..row0+n−1
 //       (n ≤ R) at once, so that each load of x serves every row.
+//   dot_tokens<R, T>(w, row0, n, x, x_stride, tok, nt, lane, acc): dot_rows
+//       for nt ≤ T token rows of x at once — token t's row is row tok[t] of x,
+//       x_stride floats apart — into acc[t·R + r]:
+//       each weight is loaded once for all the tokens, and each token's sum
+//       is formed exactly as dot_rows forms it, so a token's result does not
+//       depend on which other tokens share the call.
 //   at(w, row, j): one element, dequantized.
 //   load8(w, row, j, dst): elements j..j+7 into threadgroup memory.
 // Reading x and the codes in runs of four or eight keeps the loads wide; rows
@@ -89,6 +112,25 @@ struct FmtF32 {
             acc[r] = r < n ? dot(w, row0 + r, x, lane) : 0.0f;
         }
     }
+    template <uint R, uint T>
+    static void dot_tokens(WeightRef w, uint row0, uint n, const device float* x, uint x_stride, thread const uint* tok, uint nt, uint lane,
+                           thread float* acc) {
+        for (uint i = 0; i < R * T; i++) {
+            acc[i] = 0.0f;
+        }
+        for (uint j = lane; j < w.in; j += 32) {
+            for (uint r = 0; r < R; r++) {
+                if (r < n) {
+                    float wv = at(w, row0 + r, j);
+                    for (uint t = 0; t < T; t++) {
+                        if (t < nt) {
+                            acc[t * R + r] += wv * x[ulong(tok[t]) * x_stride + j];
+                        }
+                    }
+                }
+            }
+        }
+    }
 };
 
 struct FmtF16 {
@@ -112,6 +154,25 @@ struct FmtF16 {
     static void dot_rows(WeightRef w, uint row0, uint n, const device float* x, uint lane, thread float* acc) {
         for (uint r = 0; r < R; r++) {
             acc[r] = r < n ? dot(w, row0 + r, x, lane) : 0.0f;
+        }
+    }
+    template <uint R, uint T>
+    static void dot_tokens(WeightRef w, uint row0, uint n, const device float* x, uint x_stride, thread const uint* tok, uint nt, uint lane,
+                           thread float* acc) {
+        for (uint i = 0; i < R * T; i++) {
+            acc[i] = 0.0f;
+        }
+        for (uint j = lane; j < w.in; j += 32) {
+            for (uint r = 0; r < R; r++) {
+                if (r < n) {
+                    float wv = at(w, row0 + r, j);
+                    for (uint t = 0; t < T; t++) {
+                        if (t < nt) {
+                            acc[t * R + r] += wv * x[ulong(tok[t]) * x_stride + j];
+                        }
+                    }
+                }
+            }
         }
     }
 };
@@ -153,6 +214,44 @@ struct FmtBF16 {
     static void dot_rows(WeightRef w, uint row0, uint n, const device float* x, uint lane, thread float* acc) {
         for (uint r = 0; r < R; r++) {
             acc[r] = r < n ? dot(w, row0 + r, x, lane) : 0.0f;
+        }
+    }
+    template <uint R, uint T>
+    static void dot_tokens(WeightRef w, uint row0, uint n, const device float* x, uint x_stride, thread const uint* tok, uint nt, uint lane,
+                           thread float* acc) {
+        for (uint i = 0; i < R * T; i++) {
+            acc[i] = 0.0f;
+        }
+        uint j0 = 0;
+        if ((w.flags & (ROWS_ALIGNED_8 | X_ALIGNED_16)) == (ROWS_ALIGNED_8 | X_ALIGNED_16) && (w.in & 3u) == 0) {
+            uint n4 = w.in / 4;
+            for (uint i = lane; i < n4; i += 32) {
+                for (uint r = 0; r < R; r++) {
+                    if (r < n) {
+                        ushort4 q = ((const device ushort4*)((const device ushort*)w.data + ulong(row0 + r) * w.in))[i];
+                        for (uint t = 0; t < T; t++) {
+                            if (t < nt) {
+                                float4 xv = ((const device float4*)(x + ulong(tok[t]) * x_stride))[i];
+                                acc[t * R + r] += bf16_to_float(q.x) * xv.x + bf16_to_float(q.y) * xv.y +
+                                                  bf16_to_float(q.z) * xv.z + bf16_to_float(q.w) * xv.w;
+                            }
+                        }
+                    }
+                }
+            }
+            j0 = w.in;
+        }
+        for (uint j = j0 + lane; j < w.in; j += 32) {
+            for (uint r = 0; r < R; r++) {
+                if (r < n) {
+                    float wv = at(w, row0 + r, j);
+                    for (uint t = 0; t < T; t++) {
+                        if (t < nt) {
+                            acc[t * R + r] += wv * x[ulong(tok[t]) * x_stride + j];
+                        }
+                    }
+                }
+            }
         }
     }
 };
@@ -253,6 +352,64 @@ struct FmtAffine {
                         sq += float((word >> (B * e)) & mask) * xv[e];
                     }
                     acc[r] += bf16_to_float(w.scales[row * groups + g]) * sq + bf16_to_float(w.biases[row * groups + g]) * sx;
+                }
+            }
+        }
+    }
+    template <uint R, uint T>
+    static void dot_tokens(WeightRef w, uint row0, uint n, const device float* x, uint x_stride, thread const uint* tok, uint nt, uint lane,
+                           thread float* acc) {
+        const uint per = 32 / B;
+        const uint mask = (1u << B) - 1u;
+        uint nwords = w.in / per;
+        uint groups = w.in / w.group_size;
+        for (uint i = 0; i < R * T; i++) {
+            acc[i] = 0.0f;
+        }
+        bool x_vec4 = (w.flags & X_ALIGNED_16) != 0;
+        for (uint i = lane; i < nwords; i += 32) {
+            uint j = i * per;
+            uint g = j / w.group_size;
+            uint word[R];
+            float scale[R];
+            float bias[R];
+            for (uint r = 0; r < R; r++) {
+                ulong row = row0 + min(r, n - 1);
+                word[r] = ((const device uint*)w.data)[row * nwords + i];
+                scale[r] = bf16_to_float(w.scales[row * groups + g]);
+                bias[r] = bf16_to_float(w.biases[row * groups + g]);
+            }
+            for (uint t = 0; t < T; t++) {
+                if (t >= nt) {
+                    break;
+                }
+                const device float* xt = x + ulong(tok[t]) * x_stride;
+                float xv[8];
+                if (x_vec4) {
+                    for (uint e = 0; e < per; e += 4) {
+                        float4 v4 = *(const device float4*)(xt + j + e);
+                        xv[e] = v4.x;
+                        xv[e + 1] = v4.y;
+                        xv[e + 2] = v4.z;
+                        xv[e + 3] = v4.w;
+                    }
+                } else {
+                    for (uint e = 0; e < per; e++) {
+                        xv[e] = xt[j + e];
+                    }
+                }
+                float sx = 0.0f;
+                for (uint e = 0; e < per; e++) {
+                    sx += xv[e];
+                }
+                for (uint r = 0; r < R; r++) {
+                    if (r < n) {
+                        float sq = 0.0f;
+                        for (uint e = 0; e < per; e++) {
+                            sq += float((word[r] >> (B * e)) & mask) * xv[e];
+                        }
+                        acc[t * R + r] += scale[r] * sq + bias[r] * sx;
+                    }
                 }
             }
         }

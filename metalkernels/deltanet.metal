@@ -1,7 +1,10 @@
 // deltanet.metal: the Gated DeltaNet recurrence, f32 state.
 //
 // deltanet_scan_f32 runs a prefill chunk's tokens in order; deltanet_step_f32
-// is the same kernel fixed at the single token of a decode step. Each SIMD group owns DN_COLS value columns
+// is the same kernel fixed at the single token of a decode step, and
+// deltanet_step_seqs_f32 the decode steps of up to DN_MAX_SEQS sequences in
+// one dispatch, each on its own state (grid z: the sequence; row z of the
+// inputs and outputs is its token). Each SIMD group owns DN_COLS value columns
 // of one value head: its lanes hold those columns' state rows in registers
 // (row dk = lane + 32·i), so every inner product over dk — the L2 norms of q
 // and k, Sᵀk and Sᵀq for all DN_COLS columns at once — is one vector
@@ -24,6 +27,7 @@
 #define DN_SIMDGROUPS 2
 #define DN_COLS 4
 #define DN_MAX_PER_LANE 8 // Dk ≤ 256
+#define DN_MAX_SEQS 8      // sequences of one deltanet_step_seqs dispatch
 
 struct DeltaNetParams {
     uint rows;        // tokens in the pass
@@ -33,25 +37,12 @@ struct DeltaNetParams {
     uint value_dim;   // Dv
 };
 
-// Rows is the number of tokens when fixed at compile time (1: the decode
-// step, whose token loop the compiler unrolls away), or 0 to take p.rows.
-template <uint Rows>
-kernel void deltanet(constant DeltaNetParams& p [[buffer(0)]],
-                              const device float* conv [[buffer(1)]],
-                              const device float* a [[buffer(2)]],
-                              const device float* b [[buffer(3)]],
-                              const device float* a_log [[buffer(4)]],
-                              const device float* dt_bias [[buffer(5)]],
-                              device float* state [[buffer(6)]],
-                              device float* o [[buffer(7)]],
-                              uint2 tg [[threadgroup_position_in_grid]],
-                              uint sg [[simdgroup_index_in_threadgroup]],
-                              uint lane [[thread_index_in_simdgroup]]) {
-    uint col0 = (tg.x * DN_SIMDGROUPS + sg) * DN_COLS;
-    uint j = tg.y;
-    if (col0 >= p.value_dim) {
-        return;
-    }
+// deltanet_heads runs rows tokens for the DN_COLS columns from col0 of value
+// head j: every kernel below is this function, so a sequence's step computes
+// the same whichever kernel serves it.
+inline void deltanet_heads(constant DeltaNetParams& p, const device float* conv, const device float* a,
+                           const device float* b, const device float* a_log, const device float* dt_bias,
+                           device float* state, device float* o, uint rows, uint col0, uint j, uint lane) {
     uint dk = p.key_dim;
     uint kh = j / (p.value_heads / p.key_heads);
     ulong width = 2ul * p.key_heads * dk + ulong(p.value_heads) * p.value_dim;
@@ -72,7 +63,6 @@ kernel void deltanet(constant DeltaNetParams& p [[buffer(0)]],
     }
     float neg_a = -exp(a_log[j]);
     float q_scale = rsqrt(float(dk));
-    uint rows = Rows != 0 ? Rows : p.rows;
     for (uint t = 0; t < rows; t++) {
         const device float* row = conv + ulong(t) * width;
         const device float* qh = row + ulong(kh) * dk;
@@ -129,6 +119,61 @@ kernel void deltanet(constant DeltaNetParams& p [[buffer(0)]],
             }
         }
     }
+}
+
+// Rows is the number of tokens when fixed at compile time (1: the decode
+// step, whose token loop the compiler unrolls away), or 0 to take p.rows.
+template <uint Rows>
+kernel void deltanet(constant DeltaNetParams& p [[buffer(0)]],
+                     const device float* conv [[buffer(1)]],
+                     const device float* a [[buffer(2)]],
+                     const device float* b [[buffer(3)]],
+                     const device float* a_log [[buffer(4)]],
+                     const device float* dt_bias [[buffer(5)]],
+                     device float* state [[buffer(6)]],
+                     device float* o [[buffer(7)]],
+                     uint2 tg [[threadgroup_position_in_grid]],
+                     uint sg [[simdgroup_index_in_threadgroup]],
+                     uint lane [[thread_index_in_simdgroup]]) {
+    uint col0 = (tg.x * DN_SIMDGROUPS + sg) * DN_COLS;
+    if (col0 >= p.value_dim) {
+        return;
+    }
+    deltanet_heads(p, conv, a, b, a_log, dt_bias, state, o, Rows != 0 ? Rows : p.rows, col0, tg.y, lane);
+}
+
+// One decode step of p.rows ≤ DN_MAX_SEQS sequences: sequence z's token is
+// row z of conv, a, b and o, and its state is state_z. Metal binds buffers
+// one per index, so the states come as DN_MAX_SEQS arguments (the unused
+// ones bound to any of them) rather than as a table of addresses, which
+// would need every state made resident by hand.
+kernel void deltanet_step_seqs_f32(constant DeltaNetParams& p [[buffer(0)]],
+                                   const device float* conv [[buffer(1)]],
+                                   const device float* a [[buffer(2)]],
+                                   const device float* b [[buffer(3)]],
+                                   const device float* a_log [[buffer(4)]],
+                                   const device float* dt_bias [[buffer(5)]],
+                                   device float* o [[buffer(6)]],
+                                   device float* state0 [[buffer(7)]],
+                                   device float* state1 [[buffer(8)]],
+                                   device float* state2 [[buffer(9)]],
+                                   device float* state3 [[buffer(10)]],
+                                   device float* state4 [[buffer(11)]],
+                                   device float* state5 [[buffer(12)]],
+                                   device float* state6 [[buffer(13)]],
+                                   device float* state7 [[buffer(14)]],
+                                   uint3 tg [[threadgroup_position_in_grid]],
+                                   uint sg [[simdgroup_index_in_threadgroup]],
+                                   uint lane [[thread_index_in_simdgroup]]) {
+    uint col0 = (tg.x * DN_SIMDGROUPS + sg) * DN_COLS;
+    uint z = tg.z;
+    if (col0 >= p.value_dim || z >= p.rows) {
+        return;
+    }
+    device float* state = pick_seq(z, state0, state1, state2, state3, state4, state5, state6, state7);
+    ulong width = 2ul * p.key_heads * p.key_dim + ulong(p.value_heads) * p.value_dim;
+    deltanet_heads(p, conv + z * width, a + ulong(z) * p.value_heads, b + ulong(z) * p.value_heads, a_log, dt_bias,
+                   state, o + ulong(z) * p.value_heads * p.value_dim, 1, col0, tg.y, lane);
 }
 
 template [[host_name("deltanet_scan_f32")]] [[kernel]] decltype(deltanet<0>) deltanet<0>;

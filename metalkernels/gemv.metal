@@ -1,15 +1,21 @@
-// gemv.metal: y[t] = W·x[t] for a few token rows, the decode projections.
+// gemv.metal: y[t] = W·x[t] for a few token rows, the decode projections —
+// one sequence's step, or the steps of several sequences decoding together.
 //
-// Each SIMD group owns GEMV_ROWS consecutive output rows; its 32 lanes walk
-// the rows together, dequantizing codes in registers (common.h formats) and
-// accumulating in f32 (each x load serving all the rows), then simd_sum
-// reduces. No threadgroup memory, no barriers: the weights are read exactly
-// once per token row, which is what bounds decode speed. Grid: x = ceil(out / (GEMV_ROWS·GEMV_SIMDGROUPS)),
-// y = token rows; threads per threadgroup = 32·GEMV_SIMDGROUPS.
+// Each SIMD group owns GEMV_ROWS consecutive output rows and up to
+// GEMV_TOKENS token rows; its 32 lanes walk the weight rows together,
+// dequantizing codes in registers (common.h formats) once for all the token
+// rows and accumulating in f32, then simd_sum reduces. No threadgroup
+// memory, no barriers: the weights are read once per GEMV_TOKENS token rows,
+// which is what bounds decode speed, so a step of four sequences reads them
+// as often as a step of one. Each token row's sums are formed as for a row
+// alone (dot_tokens), so a sequence's result does not depend on what else
+// is in the step. Grid: x = ceil(out / (GEMV_ROWS·GEMV_SIMDGROUPS)),
+// y = ceil(rows / GEMV_TOKENS); threads per threadgroup = 32·GEMV_SIMDGROUPS.
 #include "common.h"
 
 #define GEMV_ROWS 4
 #define GEMV_SIMDGROUPS 2
+#define GEMV_TOKENS 8
 
 struct GemvParams {
     uint in;         // K: input width
@@ -18,6 +24,7 @@ struct GemvParams {
     uint y_stride;   // floats between token rows of y
     uint group_size; // affine group size (ignored by float formats)
     uint flags;      // ROWS_ALIGNED_8 | X_ALIGNED_16 (common.h)
+    uint rows;       // token rows of x and y
 };
 
 template <typename F>
@@ -37,19 +44,26 @@ kernel void gemv(constant GemvParams& p [[buffer(0)]],
     wr.in = p.in;
     wr.group_size = p.group_size;
     wr.flags = p.flags;
-    const device float* xt = x + ulong(tg.y) * p.x_stride;
-    device float* yt = y + ulong(tg.y) * p.y_stride;
+    uint t0 = tg.y * GEMV_TOKENS;
     uint row0 = (tg.x * GEMV_SIMDGROUPS + sg) * GEMV_ROWS;
-    if (row0 >= p.out) {
+    if (row0 >= p.out || t0 >= p.rows) {
         return;
     }
     uint n = min(uint(GEMV_ROWS), p.out - row0);
-    float acc[GEMV_ROWS];
-    F::template dot_rows<GEMV_ROWS>(wr, row0, n, xt, lane, acc);
-    for (uint r = 0; r < n; r++) {
-        float s = simd_sum(acc[r]);
-        if (lane == 0) {
-            yt[row0 + r] = s;
+    uint nt = min(uint(GEMV_TOKENS), p.rows - t0);
+    float acc[GEMV_TOKENS * GEMV_ROWS];
+    uint tok[GEMV_TOKENS];
+    for (uint t = 0; t < GEMV_TOKENS; t++) {
+        tok[t] = t0 + t;
+    }
+    F::template dot_tokens<GEMV_ROWS, GEMV_TOKENS>(wr, row0, n, x, p.x_stride, tok, nt, lane, acc);
+    for (uint t = 0; t < nt; t++) {
+        device float* yt = y + ulong(t0 + t) * p.y_stride;
+        for (uint r = 0; r < n; r++) {
+            float s = simd_sum(acc[t * GEMV_ROWS + r]);
+            if (lane == 0) {
+                yt[row0 + r] = s;
+            }
         }
     }
 }

@@ -2,6 +2,7 @@ package docs
 
 import (
 	"bytes"
+	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -44,6 +45,14 @@ func detectEncoding(data []byte) (encoding.Encoding, string) {
 	sample := data[:min(len(data), 256<<10)]
 	results, err := chardet.NewTextDetector().DetectAll(sample)
 	if err == nil {
+		// Guesses of equal confidence come in no fixed order; by name
+		// among them, so that a file reads the same way every time.
+		sort.SliceStable(results, func(i, j int) bool {
+			if results[i].Confidence != results[j].Confidence {
+				return results[i].Confidence > results[j].Confidence
+			}
+			return results[i].Charset < results[j].Charset
+		})
 		// The detector ranks by statistics that short CJK texts can
 		// mislead (Chinese read as EUC-JP); among its guesses, the first
 		// that decodes the sample without an invalid sequence wins, else
@@ -131,7 +140,9 @@ func (x *extraction) decodeWith(data []byte, enc encoding.Encoding, name string)
 		const chunk = 1 << 20
 		decoder := enc.NewDecoder()
 		out = make([]byte, 0, len(data)+len(data)/2)
-		buf := make([]byte, 4*chunk)
+		// A byte of input writes at most 4 bytes of UTF-8 (U+FFFD for a
+		// bad byte is 3, a GB18030 sequence of 4 bytes at most 4).
+		buf := make([]byte, 4*min(len(data), chunk)+16)
 		for src := data; ; {
 			if err := x.check(); err != nil {
 				return "", "", err

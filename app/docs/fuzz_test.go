@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/xuri/excelize/v2"
@@ -58,10 +57,9 @@ func FuzzExtract(f *testing.F) {
 			f.Add(uint8(i), flipped)
 		}
 	}
-	limits := Limits{MaxBytes: 4 << 20, MaxPages: 50, Timeout: 10 * time.Second, MaxUnpackedBytes: 16 << 20, MaxZipEntries: 200}
 	f.Fuzz(func(t *testing.T, which uint8, data []byte) {
 		name := fuzzNames[int(which)%len(fuzzNames)]
-		doc, err := Extract(context.Background(), name, data, Options{Limits: limits})
+		doc, err := Extract(context.Background(), name, data, Options{Limits: fuzzLimits})
 		if err != nil {
 			var e *Error
 			if !errors.As(err, &e) || e.Message == "" || e.Name != name {

@@ -225,6 +225,31 @@ func TestXLSX(t *testing.T) {
 	}
 }
 
+// A sparse sheet, one value in the last column (XFD, the 16,384th) over
+// 2,000 rows of one value, reads as a header of every column and rows of
+// their own cells, not as a grid of 32 million.
+func TestXLSXSparse(t *testing.T) {
+	f := excelize.NewFile()
+	defer f.Close()
+	if err := f.SetCellValue("Sheet1", "XFD1", "x"); err != nil {
+		t.Fatal(err)
+	}
+	for r := 2; r <= 2001; r++ {
+		if err := f.SetCellValue("Sheet1", "A"+strconv.Itoa(r), "y"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := f.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	doc := mustExtract(t, "sparse.xlsx", buf.Bytes())
+	want := "## Sheet: Sheet1\n\n|" + strings.Repeat("  |", 16383) + " x |\n|" + strings.Repeat(" --- |", 16384) + strings.Repeat("\n| y |", 2000)
+	if doc.Text != want {
+		t.Errorf("text of %d bytes, want %d bytes; starts %.80q", len(doc.Text), len(want), doc.Text)
+	}
+}
+
 // epubOf builds an EPUB 3 book with the given chapters (XHTML bodies).
 func epubOf(t testing.TB, chapters ...string) []byte {
 	t.Helper()

@@ -2,6 +2,7 @@ package docs
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -19,8 +20,11 @@ import (
 // something Suzuran does.
 func (x *extraction) pdf() (string, int, error) {
 	const what = "PDF document"
-	r, err := openPDF(x.data)
+	r, err := openPDF(x.ctx, x.data)
 	if err != nil {
+		if err := x.check(); err != nil {
+			return "", 0, err
+		}
 		if strings.Contains(err.Error(), "encrypt") || errors.Is(err, pdf.ErrInvalidPassword) {
 			return "", 0, failure(x.name, ErrEncrypted, "is protected by a password; open it, save or print a copy without the password, and attach that")
 		}
@@ -36,14 +40,24 @@ func (x *extraction) pdf() (string, int, error) {
 	if err := x.checkPages(pages, "pages"); err != nil {
 		return "", 0, err
 	}
+	leaves, err := pageTree(r, pages)
+	if err != nil {
+		if err := x.check(); err != nil {
+			return "", 0, err
+		}
+		return "", 0, damaged(x.name, what, err)
+	}
 	var b strings.Builder
 	var empty []int
 	for i := 1; i <= pages; i++ {
 		if err := x.check(); err != nil {
 			return "", 0, err
 		}
-		glyphs, err := pageGlyphs(r, i)
+		glyphs, err := pageGlyphs(leaves, i)
 		if err != nil {
+			if err := x.check(); err != nil {
+				return "", 0, err
+			}
 			return "", 0, damaged(x.name, what, fmt.Errorf("page %d: %v", i, err))
 		}
 		text := pdfPageText(glyphs)
@@ -71,13 +85,84 @@ func (x *extraction) pdf() (string, int, error) {
 // openPDF opens a PDF. The library accepts only %PDF-1.0 to 1.7 headers;
 // a PDF 2.0 file differs from 1.7 in nothing the text needs, so its
 // header is shown to the library as 1.7 (same length, no offset moves).
-func openPDF(data []byte) (r *pdf.Reader, err error) {
+//
+// The library reads the file as it resolves each object, and follows
+// references between objects without bound: a page tree, a Parent chain or
+// an object stream that refers to itself loops forever. So every read
+// checks ctx, and once it has ended stops the library (stopReading), which
+// no loop of it can outlast.
+func openPDF(ctx context.Context, data []byte) (r *pdf.Reader, err error) {
 	defer recoverAs(&err)
-	var at io.ReaderAt = bytes.NewReader(data)
+	var at io.ReaderAt = contextReader{ReaderAt: bytes.NewReader(data), ctx: ctx}
 	if len(data) > 9 && bytes.HasPrefix(data, []byte("%PDF-")) && !bytes.HasPrefix(data, []byte("%PDF-1.")) {
 		at = &patchedHeader{ReaderAt: at, header: []byte("%PDF-1.7")}
 	}
 	return pdf.NewReader(at, int64(len(data)))
+}
+
+// contextReader is a file that cannot be read once ctx has ended: a read
+// then panics with stopReading, which recoverAs turns into an error.
+type contextReader struct {
+	io.ReaderAt
+	ctx context.Context
+}
+
+func (c contextReader) ReadAt(b []byte, off int64) (int, error) {
+	if c.ctx.Err() != nil {
+		panic(stopReading{})
+	}
+	return c.ReaderAt.ReadAt(b, off)
+}
+
+// stopReading is the panic that stops the PDF library when the extraction
+// is cancelled or out of time. It is a runtime.Error because the library
+// recovers from its own parse panics inside some loops and keeps reading,
+// but re-panics runtime errors, which it takes for bugs: so this one
+// always reaches recoverAs.
+type stopReading struct{}
+
+func (stopReading) Error() string { return "extraction stopped" }
+func (stopReading) RuntimeError() {}
+
+// The bounds of a page tree walk: real trees are a few levels deep (a
+// balanced tree of a million pages with ten kids a node has six), and a
+// walk deeper than maxTreeDepth is a tree that contains itself.
+const maxTreeDepth = 64
+
+// pageTree lists the leaf pages of a PDF in order, walking the tree from
+// the catalogue as the library's Page(i) would, but bounded: the library
+// walks into a node that lists itself among its kids forever. It stops
+// once it has found pages+1 leaves (more than the catalogue declares is
+// as far as anyone reads), and visits at most a few nodes per page, so
+// that a tree whose nodes share kids cannot grow the walk exponentially.
+func pageTree(r *pdf.Reader, pages int) (leaves []pdf.Value, err error) {
+	defer recoverAs(&err)
+	type node struct {
+		v     pdf.Value
+		depth int
+	}
+	budget := 4*pages + 1000
+	stack := []node{{r.Trailer().Key("Root").Key("Pages"), 0}}
+	for len(stack) > 0 && len(leaves) <= pages {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if budget--; budget < 0 {
+			return nil, fmt.Errorf("its page tree has more nodes than its %d pages need", pages)
+		}
+		switch n.v.Key("Type").Name() {
+		case "Page":
+			leaves = append(leaves, n.v)
+		case "Pages":
+			if n.depth >= maxTreeDepth {
+				return nil, fmt.Errorf("its page tree is more than %d levels deep: it contains itself", maxTreeDepth)
+			}
+			kids := n.v.Key("Kids")
+			for i := kids.Len() - 1; i >= 0; i-- { // pushed in reverse: popped in order
+				stack = append(stack, node{kids.Index(i), n.depth + 1})
+			}
+		}
+	}
+	return leaves, nil
 }
 
 func pageCount(r *pdf.Reader) (n int, err error) {
@@ -85,13 +170,21 @@ func pageCount(r *pdf.Reader) (n int, err error) {
 	return r.NumPage(), nil
 }
 
-// pageGlyphs reads the characters of page i (1-based). The library reports
-// malformed content by panicking; that becomes an error.
-func pageGlyphs(r *pdf.Reader, i int) (glyphs []glyph, err error) {
+// pageGlyphs reads the characters of page i (1-based) of the leaves that
+// pageTree found. The library reports malformed content by panicking;
+// that becomes an error.
+func pageGlyphs(leaves []pdf.Value, i int) (glyphs []glyph, err error) {
 	defer recoverAs(&err)
-	page := r.Page(i)
-	if page.V.IsNull() {
+	if i > len(leaves) {
 		return nil, fmt.Errorf("the page is missing from the page tree")
+	}
+	page := pdf.Page{V: leaves[i-1]}
+	// The library looks up the page's resources through its Parent chain
+	// without bound; a chain that loops would never end.
+	for v, depth := page.V, 0; !v.IsNull() && v.Key("Resources").IsNull(); v, depth = v.Key("Parent"), depth+1 {
+		if depth > maxTreeDepth {
+			return nil, fmt.Errorf("its Parent chain is more than %d levels deep: it contains itself", maxTreeDepth)
+		}
 	}
 	for _, t := range page.Content().Text {
 		glyphs = append(glyphs, glyph{x: t.X, y: t.Y, w: t.W, size: t.FontSize, s: t.S})

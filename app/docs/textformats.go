@@ -135,23 +135,27 @@ func lineColumn(text string, offset int64) (int, int) {
 // Pipes in cells are escaped and line breaks become <br>, so that every
 // row stays on one line. Cells are not padded to equal widths: the model
 // needs the pipes, not the alignment, and spaces cost tokens.
+//
+// A sparse table, a few wide rows among many narrow ones, would pad into a
+// grid of rows × columns many times the size of its cells (9 KB of CSV, one
+// row of 3,000 columns over 3,000 rows of one, made 27 MB; FuzzCSV found
+// it): then each row after the header keeps only its own cells, so that
+// the text stays in proportion to the document.
 func markdownTable(rows [][]string) string {
-	width := 0
+	width, cells := 0, 0
 	for _, row := range rows {
-		for i := len(row) - 1; i >= 0; i-- {
-			if strings.TrimSpace(row[i]) != "" {
-				width = max(width, i+1)
-				break
-			}
-		}
+		used := usedCells(row)
+		width = max(width, used)
+		cells += used
 	}
 	if width == 0 {
 		return ""
 	}
+	sparse := len(rows)*width > 4*cells+4096
 	var b strings.Builder
-	writeRow := func(row []string) {
+	writeRow := func(row []string, n int) {
 		b.WriteString("|")
-		for i := range width {
+		for i := range n {
 			cell := ""
 			if i < len(row) {
 				cell = tableCell(row[i])
@@ -167,13 +171,27 @@ func markdownTable(rows [][]string) string {
 		if isBlankRow(row) && !first {
 			continue
 		}
-		writeRow(row)
+		n := width
+		if sparse && !first { // the header keeps every column
+			n = max(1, usedCells(row))
+		}
+		writeRow(row, n)
 		if first {
 			b.WriteString("|" + strings.Repeat(" --- |", width) + "\n")
 			first = false
 		}
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// usedCells is the number of cells of row up to its last non-blank one.
+func usedCells(row []string) int {
+	for i := len(row) - 1; i >= 0; i-- {
+		if strings.TrimSpace(row[i]) != "" {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 func isBlankRow(row []string) bool {

@@ -3,6 +3,7 @@ package docs
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/xuri/excelize/v2"
@@ -82,7 +83,10 @@ func (x *extraction) sheetRows(f *excelize.File, sheet string) ([][]string, erro
 		if err != nil {
 			return nil, damaged(x.name, "Excel workbook", fmt.Errorf("sheet %q, row %d: %v", sheet, i+1, err))
 		}
-		out = append(out, cols)
+		// Only up to the last value: a row with one cell in column XFD
+		// comes back as 16,384 strings, which kept for every row of a
+		// long sheet would take gigabytes.
+		out = append(out, slices.Clone(cols[:usedCells(cols)]))
 	}
 	if err := rows.Error(); err != nil {
 		return nil, damaged(x.name, "Excel workbook", fmt.Errorf("sheet %q: %v", sheet, err))

@@ -6,9 +6,11 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/suzuran-app/suzuran/engine"
@@ -105,6 +107,9 @@ type generation struct {
 	// keepAlive, set by streaming handlers, sends something the client's
 	// SSE parser ignores, while no token has come yet.
 	keepAlive func() error
+	// position is the request's place in the engine's queue while it
+	// waits (0 once it runs), for the keep-alive comments.
+	position *atomic.Int32
 	// logprobs holds the OpenAI logprob entries of tokens received and not
 	// yet handed out (takeLogprobs); only run's goroutine touches it.
 	logprobs []map[string]any
@@ -158,10 +163,15 @@ func (s *Server) submit(ctx context.Context, e *engine.Engine, p genParams) (*ge
 	if err := validateSampling(&p.sampling); err != nil {
 		return nil, err
 	}
+	position := new(atomic.Int32)
+	if p.maxTokens == 0 {
+		p.maxTokens = s.cfg.DefaultMaxTokens
+	}
 	req := engine.Request{
 		Prompt:         p.prompt.IDs,
 		Sampling:       p.sampling,
 		MaxTokens:      p.maxTokens,
+		QueuePosition:  func(n int) { position.Store(int32(n)) },
 		Stop:           p.stop,
 		Checkpoints:    p.prompt.Checkpoints,
 		SnapshotAnswer: p.snapshotAnswer,
@@ -185,7 +195,16 @@ func (s *Server) submit(ctx context.Context, e *engine.Engine, p genParams) (*ge
 		return nil, badRequest("", "%v", err)
 	}
 	s.running.Add(1)
-	return &generation{s: s, e: e, p: p, ctx: ctx, cancel: cancel, stream: stream, started: time.Now()}, nil
+	return &generation{s: s, e: e, p: p, ctx: ctx, cancel: cancel, stream: stream, started: time.Now(), position: position}, nil
+}
+
+// waitNote is the keep-alive comment of a stream with no token yet: its
+// queue position while it waits, for a client that shows it.
+func (g *generation) waitNote() string {
+	if n := g.position.Load(); n > 0 {
+		return fmt.Sprintf("queued: position %d", n)
+	}
+	return "keep-alive"
 }
 
 // genResult is how a generation ended.

@@ -232,7 +232,16 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 // shutdown need generations that are still running when they act.
 func endlessLoader(t testing.TB, queue int) *Loader {
 	t.Helper()
-	l := NewLoader(fixtureDir, engine.LoadOptions{QueueSize: queue})
+	// One request at a time, so that the tests of the queue know which
+	// request waits.
+	return endlessLoaderWith(t, fixtureDir, engine.LoadOptions{QueueSize: queue, Parallel: 1})
+}
+
+// endlessLoaderWith is endlessLoader over the model folder dir with the
+// queue and batch sizes of opts.
+func endlessLoaderWith(t testing.TB, dir string, opts engine.LoadOptions) *Loader {
+	t.Helper()
+	l := NewLoader(dir, opts)
 	l.load = func(dir string, opts engine.LoadOptions) (*engine.Engine, error) {
 		m, err := checkpoint.Load(dir)
 		if err != nil {
@@ -251,7 +260,7 @@ func endlessLoader(t testing.TB, queue int) *Loader {
 			return nil, err
 		}
 		e, err := engine.New(engine.Options{Backend: backend, Weights: m.Weights, Tokenizer: tok, Template: tmpl,
-			EOS: []int{1 << 30}, QueueSize: opts.QueueSize})
+			EOS: []int{1 << 30}, QueueSize: opts.QueueSize, Parallel: opts.Parallel})
 		if err != nil {
 			return nil, err
 		}

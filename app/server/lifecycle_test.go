@@ -280,7 +280,8 @@ func TestShutdownEndsEveryKindOfStreamWithAnError(t *testing.T) {
 
 func TestKeepAliveWhileWaiting(t *testing.T) {
 	// A stream whose request waits behind another gets keep-alives (an SSE
-	// comment; a ping event for Anthropic's clients) until its first token.
+	// comment with its queue position; a ping event for Anthropic's
+	// clients) until its first token.
 	ts := startServer(t, endlessLoader(t, 0), nil)
 	ts.keepAliveInterval = 20 * time.Millisecond
 	ctx, cancel := context.WithCancel(t.Context())
@@ -289,7 +290,7 @@ func TestKeepAliveWhileWaiting(t *testing.T) {
 	defer first.Body.Close()
 	readEvents(t, rd, 2)
 	for _, tc := range []struct{ path, body, want string }{
-		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":2,"stream":true}`, ": keep-alive\n\n"},
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"x"}],"max_tokens":2,"stream":true}`, ": queued: position 1\n\n"},
 		{"/v1/messages", `{"max_tokens":2,"stream":true,"messages":[{"role":"user","content":"x"}]}`, "event: ping\ndata: {\"type\":\"ping\"}\n\nevent: ping"},
 	} {
 		req, _ := http.NewRequestWithContext(ctx, "POST", ts.url+tc.path, strings.NewReader(tc.body))

@@ -36,3 +36,18 @@ const (
 
 // ErrLoading is wrapped by Models.Current while the model loads.
 var ErrLoading = errors.New("the model is loading")
+
+// ThinkingDefaulter is implemented by Models whose default for thinking
+// follows the model loaded (the app's service turns it off for the demo
+// model); it takes the place of Config.ThinkingDefault.
+type ThinkingDefaulter interface {
+	ThinkingDefault() *bool
+}
+
+// thinkingDefault is whether a request that does not say thinks.
+func (s *Server) thinkingDefault() *bool {
+	if d, ok := s.cfg.Models.(ThinkingDefaulter); ok {
+		return d.ThinkingDefault()
+	}
+	return s.cfg.ThinkingDefault
+}

@@ -61,7 +61,7 @@ type chatTurn struct {
 func (s *Server) prepare(e *engine.Engine, t *chatTurn) (genParams, error) {
 	thinking := t.thinking
 	if thinking == nil {
-		thinking = s.cfg.ThinkingDefault
+		thinking = s.thinkingDefault()
 	}
 	render := chat.RenderRequest{
 		Messages:            t.messages,
@@ -373,8 +373,8 @@ func (req *chatCompletionRequest) turn() (*chatTurn, error) {
 	if req.N != nil && *req.N != 1 {
 		return nil, badRequest("n", "n %d: this server returns one choice per request; send n 1 or leave it out", *req.N)
 	}
-	if req.TopLogprobs != nil && (*req.TopLogprobs < 0 || *req.TopLogprobs > 20) {
-		return nil, badRequest("top_logprobs", "top_logprobs %d: must be between 0 and 20", *req.TopLogprobs)
+	if req.TopLogprobs != nil && (*req.TopLogprobs < 0 || *req.TopLogprobs > maxTopLogprobs) {
+		return nil, badRequest("top_logprobs", "top_logprobs %d: must be between 0 and %d", *req.TopLogprobs, maxTopLogprobs)
 	}
 	// top_logprobs without logprobs: true asks for nothing (OpenAI refuses
 	// it; clients that send it by default are served).
@@ -448,7 +448,7 @@ func (s *Server) streamChatCompletion(w http.ResponseWriter, r *http.Request, g 
 	send(out.chunk(choiceDelta(map[string]any{"role": "assistant", "content": ""}, nil)))
 	sse.flush()
 	callIDs := map[int]string{}
-	g.keepAlive = func() error { return sse.comment("keep-alive") }
+	g.keepAlive = func() error { return sse.comment(g.waitNote()) }
 	// Each chunk carries the logprobs of the tokens received since the
 	// last one sent; a token whose text the parser holds back has its
 	// logprob in the next chunk.

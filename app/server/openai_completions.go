@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+	"unicode/utf8"
 
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
@@ -24,8 +25,10 @@ type completionRequest struct {
 	Stop      stringOrList `json:"stop"`
 	N         *int         `json:"n"`
 	Echo      bool         `json:"echo"`
-	Logprobs  *int         `json:"logprobs"`
-	User      string       `json:"user"`
+	// Logprobs asks for each generated token's log-probability and this
+	// many most likely alternatives, in the legacy shape (legacyLogprobs).
+	Logprobs *int   `json:"logprobs"`
+	User     string `json:"user"`
 }
 
 // promptIDs reads the prompt: a string, token ids, or a list holding one
@@ -77,6 +80,10 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, badRequest("echo", "echo is not supported: the answer never repeats the prompt; leave echo out"))
 		return
 	}
+	if req.Logprobs != nil && (*req.Logprobs < 0 || *req.Logprobs > maxTopLogprobs) {
+		s.writeError(w, r, badRequest("logprobs", "logprobs %d: must be between 0 and %d", *req.Logprobs, maxTopLogprobs))
+		return
+	}
 	maxTokens, err := maxTokensOf(req.MaxTokens)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -98,6 +105,9 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	// A raw prompt is not a chat: the model card's non-thinking defaults.
 	p := genParams{prompt: chat.Prompt{IDs: ids}, sampling: req.samplingFields.resolve(false), maxTokens: maxTokens, stop: req.Stop}
+	if req.Logprobs != nil {
+		p.logprobs, p.topLogprobs = true, *req.Logprobs
+	}
 	s.debugRequest(r, "completions", p, req.Stream)
 	g, err := s.submit(r.Context(), e, p)
 	if err != nil {
@@ -109,9 +119,15 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, created := newID("cmpl-"), time.Now().Unix()
+	// offset is where the next token's text starts in the completion.
+	offset := 0
 	chunk := func(text string, finish any) map[string]any {
+		var logprobs any
+		if p.logprobs {
+			logprobs = legacyLogprobs(g.takeLogprobs(), &offset)
+		}
 		return map[string]any{"id": id, "object": "text_completion", "created": created, "model": name,
-			"choices": []any{map[string]any{"text": text, "index": 0, "logprobs": nil, "finish_reason": finish}}}
+			"choices": []any{map[string]any{"text": text, "index": 0, "logprobs": logprobs, "finish_reason": finish}}}
 	}
 	if !req.Stream {
 		res := g.run(func([]chat.Event, time.Time) error { return nil })
@@ -136,8 +152,10 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		}
 		sse.event("", c)
 	}
-	g.keepAlive = func() error { return sse.comment("keep-alive") }
+	g.keepAlive = func() error { return sse.comment(g.waitNote()) }
 	res := g.run(func(events []chat.Event, received time.Time) error {
+		// The logprobs of the tokens received so far go with the first
+		// chunk; the chunks after it (a token may give several) carry none.
 		for _, ev := range events {
 			send(chunk(ev.Text, nil))
 		}
@@ -155,6 +173,48 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	sse.raw("", []byte("[DONE]"))
 	sse.flush()
+}
+
+// maxTopLogprobs bounds the alternatives a request may ask for at each
+// token, in both APIs.
+const maxTopLogprobs = 20
+
+// legacyLogprobs turns logprob entries (generation.logprobEntry) into the
+// legacy completions shape: the tokens' texts, their logprobs, for each
+// token a map from the text of the most likely tokens (and of the one
+// chosen, so up to logprobs+1 of them) to their logprobs, and where each
+// token's text starts in the completion (in characters, as vLLM counts;
+// offset carries the count across the chunks of a stream).
+func legacyLogprobs(entries []map[string]any, offset *int) map[string]any {
+	n := len(entries)
+	tokens, logprobs := make([]string, 0, n), make([]float64, 0, n)
+	top, offsets := make([]map[string]float64, 0, n), make([]int, 0, n)
+	for _, e := range entries {
+		text, lp := e["token"].(string), e["logprob"].(float64)
+		tokens, logprobs = append(tokens, text), append(logprobs, lp)
+		alternatives := map[string]float64{}
+		alts, _ := e["top_logprobs"].([]any)
+		for _, a := range alts {
+			alt := a.(map[string]any)
+			// Two tokens may read the same (parts of one character): the
+			// first, most likely, stays.
+			if t := alt["token"].(string); !hasKey(alternatives, t) {
+				alternatives[t] = alt["logprob"].(float64)
+			}
+		}
+		if !hasKey(alternatives, text) {
+			alternatives[text] = lp
+		}
+		top = append(top, alternatives)
+		offsets = append(offsets, *offset)
+		*offset += utf8.RuneCountInString(text)
+	}
+	return map[string]any{"tokens": tokens, "token_logprobs": logprobs, "top_logprobs": top, "text_offset": offsets}
+}
+
+func hasKey(m map[string]float64, k string) bool {
+	_, ok := m[k]
+	return ok
 }
 
 // handleModels lists the one model this server runs, with its context

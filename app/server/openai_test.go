@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/suzuran-app/suzuran/engine"
 )
@@ -451,5 +452,110 @@ func TestChatCompletionLogprobs(t *testing.T) {
 	plain := post(t, ts.url+"/v1/chat/completions", map[string]any{"messages": userMessage("Hello"), "max_tokens": 4, "temperature": 0}).json(t)
 	if lp, ok := path(plain, "choices", 0).(map[string]any)["logprobs"]; !ok || lp != nil {
 		t.Errorf("logprobs without asking: %v", lp)
+	}
+}
+
+// legacyLogprobsOf reads a completion choice's legacy logprobs.
+type legacyLogprobsOf struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float64            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float64 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+func decodeLegacyLogprobs(t *testing.T, v any) legacyLogprobsOf {
+	t.Helper()
+	data, _ := json.Marshal(v)
+	var lp legacyLogprobsOf
+	if err := json.Unmarshal(data, &lp); err != nil {
+		t.Fatalf("logprobs %s: %v", data, err)
+	}
+	return lp
+}
+
+// asciiOnly keeps the ASCII characters of s: the noise model writes byte
+// tokens that are parts of characters, which read as U+FFFD one by one and
+// as the character together, while ASCII is always whole tokens.
+func asciiOnly(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 128 {
+			return r
+		}
+		return -1
+	}, s)
+}
+
+// /v1/completions with logprobs N answers in the legacy shape: for each of
+// the 10 generated tokens (max_tokens cuts the noise model off) its text,
+// its logprob, a map of the N most likely tokens (and the chosen one) to
+// theirs, and where its text starts. Greedy, the chosen token is the most
+// likely, so its logprob is the map's largest, exactly (both are the same
+// number from the engine). Streamed, the chunks carry the same entries.
+func TestCompletionLogprobs(t *testing.T) {
+	ts := startServer(t, loadModel(t, fixtureDir, engine.LoadOptions{}), nil)
+	body := func(logprobs int, stream bool) map[string]any {
+		return map[string]any{"prompt": "The quick brown fox", "max_tokens": 10, "temperature": 0, "logprobs": logprobs, "stream": stream}
+	}
+	for _, n := range []int{0, 2, 5} {
+		v := post(t, ts.url+"/v1/completions", body(n, false)).json(t)
+		lp := decodeLegacyLogprobs(t, path(v, "choices", 0, "logprobs"))
+		if len(lp.Tokens) != 10 || len(lp.TokenLogprobs) != 10 || len(lp.TopLogprobs) != 10 || len(lp.TextOffset) != 10 {
+			t.Fatalf("logprobs %d: %d tokens, %d logprobs, %d top, %d offsets; want 10 of each: %+v",
+				n, len(lp.Tokens), len(lp.TokenLogprobs), len(lp.TopLogprobs), len(lp.TextOffset), lp)
+		}
+		offset := 0
+		for i, tok := range lp.Tokens {
+			chosen := lp.TokenLogprobs[i]
+			top := lp.TopLogprobs[i]
+			if !(chosen <= 0) || top[tok] != chosen {
+				t.Errorf("logprobs %d, token %d %q: logprob %v, in its map %v", n, i, tok, chosen, top)
+			}
+			// Up to n alternatives and the chosen token (fewer where two
+			// tokens read the same); with n 0, the chosen token alone.
+			if len(top) < 1 || len(top) > n+1 || (n == 0 && len(top) != 1) {
+				t.Errorf("logprobs %d, token %d: %d entries in %v", n, i, len(top), top)
+			}
+			for alt, altLogprob := range top {
+				if altLogprob > chosen {
+					t.Errorf("logprobs %d, token %d: greedy chose %q (%v) over the more likely %q (%v)", n, i, tok, chosen, alt, altLogprob)
+				}
+			}
+			if lp.TextOffset[i] != offset {
+				t.Errorf("logprobs %d, token %d: text_offset %d, want %d", n, i, lp.TextOffset[i], offset)
+			}
+			offset += utf8.RuneCountInString(tok)
+		}
+		text := path(v, "choices", 0, "text").(string)
+		if got := asciiOnly(strings.Join(lp.Tokens, "")); got != asciiOnly(text) {
+			t.Errorf("logprobs %d: the tokens %q do not spell the text %q", n, lp.Tokens, text)
+		}
+
+		// Streamed: the same entries, spread over the chunks.
+		var streamed legacyLogprobsOf
+		for _, ev := range readSSE(t, post(t, ts.url+"/v1/completions", body(n, true)).body) {
+			if ev.data == "[DONE]" {
+				continue
+			}
+			c := decodeEvent(t, ev)
+			if choices := path(c, "choices").([]any); len(choices) == 0 {
+				continue
+			}
+			part := decodeLegacyLogprobs(t, path(c, "choices", 0, "logprobs"))
+			streamed.Tokens = append(streamed.Tokens, part.Tokens...)
+			streamed.TokenLogprobs = append(streamed.TokenLogprobs, part.TokenLogprobs...)
+			streamed.TopLogprobs = append(streamed.TopLogprobs, part.TopLogprobs...)
+			streamed.TextOffset = append(streamed.TextOffset, part.TextOffset...)
+		}
+		if fmt.Sprint(streamed) != fmt.Sprint(lp) {
+			t.Errorf("logprobs %d: streamed logprobs differ:\n%+v\n%+v", n, streamed, lp)
+		}
+	}
+
+	plain := post(t, ts.url+"/v1/completions", map[string]any{"prompt": "The quick brown fox", "max_tokens": 4, "temperature": 0}).json(t)
+	if lp, ok := path(plain, "choices", 0).(map[string]any)["logprobs"]; !ok || lp != nil {
+		t.Errorf("logprobs without asking: %v", lp)
+	}
+	for _, n := range []int{-1, 21} {
+		checkError(t, post(t, ts.url+"/v1/completions", map[string]any{"prompt": "x", "logprobs": n}), 400, "logprobs")
 	}
 }

@@ -376,7 +376,7 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	b.emit("response.created", map[string]any{"response": copyMap(b.response)})
 	b.emit("response.in_progress", map[string]any{"response": copyMap(b.response)})
 	b.sse.flush()
-	g.keepAlive = func() error { return b.sse.comment("keep-alive") }
+	g.keepAlive = func() error { return b.sse.comment(g.waitNote()) }
 	res := g.run(func(events []chat.Event, received time.Time) error {
 		b.feed(events)
 		return s.flushToken(b.sse, received)

@@ -66,6 +66,10 @@ type Config struct {
 	// ShutdownGrace is how long Shutdown waits for running generations
 	// before cancelling them; 0 means DefaultShutdownGrace.
 	ShutdownGrace time.Duration
+	// DefaultMaxTokens bounds the answer of an API request that gives no
+	// max_tokens, so that one client cannot hold a batch slot for a whole
+	// context; 0 leaves such requests bounded by the context only.
+	DefaultMaxTokens int
 	// UI, when set, serves every path outside the API (/v1/…, /health):
 	// the chat UI in a browser, behind the same Host, CORS and key checks.
 	UI http.Handler
@@ -113,17 +117,28 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
 	}
-	host, _, err := net.SplitHostPort(cfg.Addr)
+	exposed, err := CheckAddr(cfg.Addr, cfg.APIKey)
 	if err != nil {
-		return nil, fmt.Errorf("address %q: %v; use host:port such as %s", cfg.Addr, err, DefaultAddr)
-	}
-	exposed := !isLoopbackHost(host)
-	if exposed && cfg.APIKey == "" {
-		return nil, fmt.Errorf("address %s is reachable from other machines, so it needs an API key: set one (--api-key), or bind 127.0.0.1", cfg.Addr)
+		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, exposed: exposed, keepAliveInterval: DefaultKeepAlive}
 	s.handler = s.routes()
 	return s, nil
+}
+
+// CheckAddr checks a listen address and the key it needs, as New does,
+// before anything is opened: exposed is true when addr reaches beyond this
+// machine, which requires a key.
+func CheckAddr(addr, apiKey string) (exposed bool, err error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false, fmt.Errorf("address %q: %v; use host:port such as %s", addr, err, DefaultAddr)
+	}
+	exposed = !isLoopbackHost(host)
+	if exposed && apiKey == "" {
+		return true, fmt.Errorf("address %s is reachable from other machines, so it needs an API key: set one (--api-key), or bind 127.0.0.1", addr)
+	}
+	return exposed, nil
 }
 
 // isLoopbackHost reports whether host (a name or an IP, without port) only

@@ -140,8 +140,23 @@ func TestSoak(t *testing.T) {
 
 	// Warm-up: every kind once per prompt, so that pools, caches and the
 	// prefix cache have their working size.
-	for i := range len(kinds) * len(soakPrompts) {
-		if err := send(i); err != nil {
+	// Two at a time, so that the engine's two sequences (its default batch
+	// on cpu) exist before the heap is measured.
+	warmErrs := make([]error, 2)
+	var warm sync.WaitGroup
+	for w := range warmErrs {
+		warm.Go(func() {
+			for i := w; i < len(kinds)*len(soakPrompts); i += len(warmErrs) {
+				if err := send(i); err != nil {
+					warmErrs[w] = err
+					return
+				}
+			}
+		})
+	}
+	warm.Wait()
+	for _, err := range warmErrs {
+		if err != nil {
 			t.Fatalf("warm-up: %v", err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -239,43 +240,105 @@ func TestAttachBudgetChoices(t *testing.T) {
 	}
 }
 
-// A large file reports progress while it is read, and removing it stops
-// the reading.
+// A 50 MB text file dropped on the window (AttachFiles, the desktop's
+// path): its chip reports progress while the file is read and while its
+// tokens are counted, each against the exact size; removing it while the
+// tokens are counted stops the work, which ends cancelled rather than
+// counted, and leaves nothing behind.
 func TestAttachProgressAndCancel(t *testing.T) {
+	const size = 50 << 20
+	line := []byte("All work and no play makes Jack a dull boy.\n")
+	big := append(bytes.Repeat(line, size/len(line)), line[:size%len(line)]...)
+	path := filepath.Join(t.TempDir(), "big.log")
+	if err := os.WriteFile(path, big, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	svc := newTestService(t, mustDemo(t))
 	events, stop := svc.Subscribe()
 	defer stop()
-	big := bytes.Repeat([]byte("All work and no play makes Jack a dull boy.\n"), 30<<20/44)
-	v, err := svc.ui.AttachData("big.txt", base64.StdEncoding.EncodeToString(big))
-	if err != nil {
-		t.Fatal(err)
+	start := time.Now()
+	views := svc.ui.AttachFiles([]string{path})
+	if len(views) != 1 || views[0].Name != "big.log" || views[0].State != AttachmentReading {
+		t.Fatalf("AttachFiles returned %+v", views)
 	}
-	timeout := time.After(60 * time.Second)
-	for progressed := false; !progressed; {
+	id := views[0].ID
+
+	// Progress: the file read, then its tokens counted, each stage
+	// counting bytes up to the file's exact size, never backwards.
+	var firstCount, lastCount AttachmentView
+	var firstCountAt time.Time
+	stages := map[string]int{}
+	timeout := time.After(2 * time.Minute)
+	for lastCount.Done == 0 || lastCount.Done == firstCount.Done {
 		select {
 		case ev := <-events:
-			if ev.Type == EventAttachment && ev.Attachment.ID == v.ID {
-				if ev.Attachment.State != AttachmentReading {
-					t.Fatalf("finished before it could be cancelled: %+v", ev.Attachment)
+			v := ev.Attachment
+			if ev.Type != EventAttachment || v.ID != id {
+				continue
+			}
+			if v.State != AttachmentReading {
+				t.Fatalf("finished before it could be cancelled: %+v", v)
+			}
+			if v.Done == 0 && v.Total == 0 && v.Unit == "" {
+				continue // the chip's announcement, before any progress
+			}
+			stages[v.Stage]++
+			if v.Unit != "bytes" || v.Total != size || v.Done <= 0 || v.Done > size {
+				t.Fatalf("progress %+v; want 0 < done ≤ total = %d bytes", v, size)
+			}
+			if v.Stage == "counting" {
+				if firstCount.Done == 0 {
+					firstCount, firstCountAt = *v, time.Now()
+				} else if v.Done < lastCount.Done {
+					t.Fatalf("counting went back from %d to %d", lastCount.Done, v.Done)
 				}
-				progressed = ev.Attachment.Total > 0 && ev.Attachment.Done > 0 && ev.Attachment.Done < ev.Attachment.Total
+				lastCount = *v
+			} else if v.Stage != "reading" {
+				t.Fatalf("progress in stage %q: %+v", v.Stage, v)
 			}
 		case <-timeout:
-			t.Fatal("no progress within a minute")
+			t.Fatalf("no counting progress within two minutes (stages seen: %v)", stages)
 		}
 	}
-	svc.ui.RemoveAttachment(v.ID)
-	if _, err := svc.readyAttachments([]string{v.ID}); err == nil {
-		t.Fatal("a removed attachment is still there")
+	// Reading reports every megabyte: at least 50 reports.
+	if stages["reading"] < 50 {
+		t.Errorf("%d reading reports for %d MB", stages["reading"], size>>20)
 	}
+	t.Logf("read in %v; counting reached %d of %d bytes after %v", firstCountAt.Sub(start), lastCount.Done, size, time.Since(firstCountAt))
+
+	svc.attach.mu.Lock()
+	p := svc.attach.pending[id]
+	svc.attach.mu.Unlock()
+	removed := time.Now()
+	svc.ui.RemoveAttachment(id)
+	_, err := svc.readyAttachments([]string{id})
+	if want := "attachment " + id + " is gone (removed, or already sent): attach the file again"; err == nil || err.Error() != want {
+		t.Fatalf("after removal: %v; want %s", err, want)
+	}
+	// The reading goroutine ends at the counter's next check, and ends
+	// cancelled: had the count gone on to the end, the chip would be ready.
+	ended := make(chan struct{})
+	go func() { svc.wg.Wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the reading goes on 30 s after the removal")
+	}
+	svc.attach.mu.Lock()
+	final := p.view
+	svc.attach.mu.Unlock()
+	if final.State != AttachmentFailed || final.Error != "big.log: counting tokens cancelled" || final.Attachment != nil {
+		t.Errorf("the removed chip ended %+v; want failed with \"big.log: counting tokens cancelled\"", final)
+	}
+	t.Logf("stopped %v after the removal", time.Since(removed))
 	// No event about it after the removal: the reading ended without
 	// announcing a result.
-	quiet := time.After(3 * time.Second)
+	quiet := time.After(time.Second)
 	for {
 		select {
 		case ev := <-events:
-			if ev.Type == EventAttachment && ev.Attachment.ID == v.ID && ev.Attachment.State != AttachmentReading {
-				t.Fatalf("a removed attachment finished: %+v", ev.Attachment)
+			if ev.Type == EventAttachment && ev.Attachment.ID == id {
+				t.Fatalf("a removed attachment reported %+v", ev.Attachment)
 			}
 		case <-quiet:
 			return

@@ -234,7 +234,8 @@ func (s *Service) submitContinuation(ctx context.Context, e *engine.Engine, rend
 		text += reply.Content
 	}
 	ids := e.Tokenizer().EncodeWithSpecials(text)
-	stream, err := e.Submit(ctx, engine.Request{Prompt: ids, Sampling: sampling, Checkpoints: prompt.Checkpoints, Progress: progress})
+	stream, err := e.Submit(ctx, engine.Request{Prompt: ids, Sampling: sampling, Checkpoints: prompt.Checkpoints, Progress: progress,
+		Priority: engine.PriorityInteractive}) // the user is waiting in the window: before queued API requests
 	return stream, text, err
 }
 

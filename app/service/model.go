@@ -33,9 +33,11 @@ type ModelState struct {
 type modelHost struct {
 	backend   string
 	threads   int
+	queue     int
 	onChange  func(ModelState)
 	keepAlive func() time.Duration
 	context   func() int
+	parallel  func() int
 
 	mu      sync.Mutex
 	state   ModelState
@@ -64,10 +66,14 @@ func (h *modelHost) startLoadLocked(dir string) {
 	h.state = ModelState{State: server.StateLoading, Dir: dir, Name: modelName(dir), Demo: isDemo(dir)}
 	h.loaded = make(chan struct{})
 	h.emitLocked()
-	backend, threads, contextTokens := h.backend, h.threads, h.context()
+	parallel := 0
+	if h.parallel != nil {
+		parallel = h.parallel()
+	}
+	opts := engine.LoadOptions{Backend: h.backend, Threads: h.threads, ContextTokens: h.context(), QueueSize: h.queue, Parallel: parallel}
 	done := h.loaded
 	go func() {
-		e, err := loadEngine(dir, engine.LoadOptions{Backend: backend, Threads: threads, ContextTokens: contextTokens},
+		e, err := loadEngine(dir, opts,
 			func(p float64) { h.setProgress(gen, p) })
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -288,6 +294,16 @@ func (m serverModels) Current(ctx context.Context) (*engine.Engine, string, erro
 		}
 	}
 	return nil, "", fmt.Errorf("%s (%.0f %%): %w", h.state.Name, 100*h.state.Progress, server.ErrLoading)
+}
+
+// ThinkingDefault turns thinking off for API requests that do not say,
+// while the model is the demo model, which was trained without thinking.
+func (m serverModels) ThinkingDefault() *bool {
+	if m.h.snapshot().Demo {
+		off := false
+		return &off
+	}
+	return nil
 }
 
 func (m serverModels) Status() server.ModelStatus {

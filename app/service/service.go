@@ -21,6 +21,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/suzuran-app/suzuran/app/hotkey"
 	"github.com/suzuran-app/suzuran/app/hub"
 	"github.com/suzuran-app/suzuran/app/server"
 	"github.com/suzuran-app/suzuran/app/store"
@@ -39,6 +40,14 @@ type Options struct {
 	// Backend and Threads choose how the engine runs ("cpu", 0: all cores).
 	Backend string
 	Threads int
+	// ContextTokens, when above 0, overrides the settings' context length
+	// (`suzuran serve --ctx`); QueueSize bounds the requests waiting behind
+	// the running ones (0: the engine's default).
+	ContextTokens int
+	QueueSize     int
+	// Parallel, when above 0, overrides the settings' parallel requests
+	// (`suzuran serve --parallel`).
+	Parallel int
 	// Version is the app's version, shown by the window.
 	Version string
 	// Pace is a pause after each generated token: with it the small demo
@@ -49,7 +58,12 @@ type Options struct {
 	// API switches the local API server on and off; nil leaves the switch
 	// unavailable (the UI then hides it).
 	API APISwitch
-	Log zerolog.Logger
+	// Shortcut takes the global shortcut that opens the window (its
+	// canonical name, "" for none) in place of the one before, or says why
+	// the system refused it; nil where there are none (Linux, a browser):
+	// the settings view then says the shortcut is macOS's.
+	Shortcut func(shortcut string) error
+	Log      zerolog.Logger
 }
 
 // APISwitch starts and stops the local API server. The app's main package
@@ -90,6 +104,11 @@ type Service struct {
 	wg       sync.WaitGroup
 	download DownloadState
 	watching *hub.Job // the download whose progress is being followed
+	shortcut func(string) error
+	// shortcutError is why the saved shortcut could not be taken at start.
+	shortcutError string
+	// welcomeSeen is true once the welcome view was dismissed (welcome.go).
+	welcomeSeen bool
 	// pickFolder is the desktop's folder dialog; nil in a browser.
 	pickFolder func(title string) (string, error)
 
@@ -121,6 +140,7 @@ func Open(o Options) (*Service, error) {
 		settings: settingsFile{path: o.SettingsPath},
 		version:  o.Version,
 		api:      o.API,
+		shortcut: o.Shortcut,
 		pace:     o.Pace,
 		running:  map[int64]*generation{},
 		live:     map[int64]store.Message{},
@@ -134,6 +154,7 @@ func Open(o Options) (*Service, error) {
 		s.log.Warn().Err(err).Msg("settings unreadable; using the defaults")
 	}
 	s.current = current
+	s.welcomeSeen = s.settings.flag(welcomeSeenKey)
 	s.apiState = APIState{Available: o.API != nil, LAN: current.APILAN}
 
 	dir := o.Model
@@ -158,9 +179,21 @@ func Open(o Options) (*Service, error) {
 	s.models = &modelHost{
 		backend:   o.Backend,
 		threads:   o.Threads,
+		queue:     o.QueueSize,
 		onChange:  func(m ModelState) { s.events.publish(Event{Type: EventModel, Model: &m}) },
 		keepAlive: func() time.Duration { return time.Duration(s.Settings().KeepAliveMinutes) * time.Minute },
-		context:   func() int { return s.Settings().ContextTokens },
+		context: func() int {
+			if o.ContextTokens > 0 {
+				return o.ContextTokens
+			}
+			return s.Settings().ContextTokens
+		},
+		parallel: func() int {
+			if o.Parallel > 0 {
+				return o.Parallel
+			}
+			return s.Settings().Parallel
+		},
 	}
 	s.models.load(dir)
 	return s, nil
@@ -196,6 +229,26 @@ func (s *Service) UI() *UI { return &UI{s: s} }
 // Models is the engine as the API server takes it.
 func (s *Service) Models() server.Models { return serverModels{s.models} }
 
+// WaitModel waits for the model's load under way (if any) to end and
+// returns its state, with the load's error when it failed.
+func (s *Service) WaitModel(ctx context.Context) (ModelState, error) {
+	s.models.mu.Lock()
+	loading := s.models.loaded
+	s.models.mu.Unlock()
+	if loading != nil {
+		select {
+		case <-loading:
+		case <-ctx.Done():
+			return s.ModelState(), ctx.Err()
+		}
+	}
+	m := s.ModelState()
+	if m.State == server.StateError {
+		return m, errors.New(m.Error)
+	}
+	return m, nil
+}
+
 // Subscribe returns a channel of every event from now on, and the function
 // that ends the subscription. The channel is closed when the subscriber
 // falls too far behind (see bus).
@@ -220,6 +273,17 @@ func (s *Service) APIState() APIState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.apiState
+}
+
+// SetServedAPI says the API runs beside this service's UI in the same
+// process (suzuran serve, at url): it is on while the process runs, with
+// no switch, and its flags rather than the settings configure it.
+func (s *Service) SetServedAPI(url string, lan bool) {
+	s.mu.Lock()
+	s.apiState = APIState{Available: false, Enabled: true, URL: url, LAN: lan}
+	state := s.apiState
+	s.mu.Unlock()
+	s.events.publish(Event{Type: EventAPI, API: &state})
 }
 
 // SetAPIEnabled switches the local API on or off.
@@ -272,15 +336,24 @@ func (s *Service) SaveSettings(next Settings) (Settings, error) {
 	if err := next.Validate(); err != nil {
 		return s.Settings(), err
 	}
+	next.GlobalShortcut = canonicalShortcut(next.GlobalShortcut)
 	s.mu.Lock()
 	prev := s.current
 	s.mu.Unlock()
+	if s.shortcut != nil && next.GlobalShortcut != prev.GlobalShortcut {
+		// Taken first: a combination the system refuses is not saved.
+		if err := s.shortcut(canonicalShortcut(next.GlobalShortcut)); err != nil {
+			return prev, err
+		}
+	}
 	if next.LaunchAtLogin != prev.LaunchAtLogin {
 		if err := setLaunchAtLogin(next.LaunchAtLogin); err != nil {
+			s.restoreShortcut(prev, next)
 			return prev, err
 		}
 	}
 	if err := s.settings.save(next); err != nil {
+		s.restoreShortcut(prev, next)
 		return prev, err
 	}
 	s.mu.Lock()
@@ -299,12 +372,65 @@ func (s *Service) SaveSettings(next Settings) (Settings, error) {
 	if prev.ContextTokens != next.ContextTokens {
 		s.models.load(s.models.snapshot().Dir)
 	}
+	if s.shortcut != nil && prev.GlobalShortcut != next.GlobalShortcut {
+		s.mu.Lock()
+		s.shortcutError = ""
+		s.mu.Unlock()
+	}
 	if prev.KeepAliveMinutes != next.KeepAliveMinutes {
 		s.models.mu.Lock()
 		s.models.armIdleLocked()
 		s.models.mu.Unlock()
 	}
 	return next, nil
+}
+
+// ApplyShortcut takes the saved global shortcut; the desktop calls it once
+// its window is up. Why it failed shows in the settings view
+// (AppState.Shortcut) until another shortcut is saved.
+func (s *Service) ApplyShortcut() error {
+	if s.shortcut == nil {
+		return nil
+	}
+	err := s.shortcut(canonicalShortcut(s.Settings().GlobalShortcut))
+	s.mu.Lock()
+	s.shortcutError = ""
+	if err != nil {
+		s.shortcutError = err.Error()
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// restoreShortcut takes the previous shortcut back after a save that failed
+// past taking the new one.
+func (s *Service) restoreShortcut(prev, next Settings) {
+	if s.shortcut != nil && next.GlobalShortcut != prev.GlobalShortcut {
+		if err := s.shortcut(canonicalShortcut(prev.GlobalShortcut)); err != nil {
+			s.log.Warn().Err(err).Msg("taking the previous global shortcut back")
+		}
+	}
+}
+
+// canonicalShortcut is a valid shortcut's canonical name ("" stays "").
+func canonicalShortcut(text string) string {
+	if sc, err := hotkey.Parse(text); err == nil {
+		return sc.String()
+	}
+	return ""
+}
+
+// ShortcutState says whether this app has a global shortcut and why the
+// saved one could not be taken.
+type ShortcutState struct {
+	Available bool   `json:"available"`
+	Error     string `json:"error"`
+}
+
+func (s *Service) shortcutState() ShortcutState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ShortcutState{Available: s.shortcut != nil, Error: s.shortcutError}
 }
 
 // LoadModel switches to the model in dir (or reloads the current one when

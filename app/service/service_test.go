@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -334,6 +335,7 @@ func TestSettingsPersistAndKeepOtherKeys(t *testing.T) {
 		func(s *Settings) { s.ContextTokens = 100 },
 		func(s *Settings) { s.APICORSOrigins = []string{"localhost:3000"} },
 		func(s *Settings) { s.KeepAliveMinutes = -5 },
+		func(s *Settings) { s.GlobalShortcut = "Shift+K" },
 	}
 	for i, change := range bad {
 		next := saved
@@ -446,5 +448,102 @@ func TestCheckForUpdatesSetting(t *testing.T) {
 	}
 	if got, _, err := (settingsFile{path}).load(); err != nil || got.CheckForUpdates {
 		t.Errorf("switched off: %+v, %v", got, err)
+	}
+}
+
+// TestGlobalShortcutSetting: the shortcut is saved in its canonical form
+// and taken through Options.Shortcut before it is saved; one the system
+// refuses, or one that does not parse, leaves the settings as they were
+// with an error that says why; a failure at start shows in the state until
+// another shortcut is saved. Without Options.Shortcut (Linux, a browser)
+// the state says there is none here. The system's side is a recording
+// function: the real one, Carbon's, exists only on a Mac.
+func TestGlobalShortcutSetting(t *testing.T) {
+	dir := t.TempDir()
+	settings := filepath.Join(dir, "settings.json")
+	var taken []string
+	refused := map[string]bool{"Cmd+Space": true}
+	svc, err := Open(Options{
+		DatabasePath: filepath.Join(dir, "suzuran.db"), SettingsPath: settings, Model: demo(t),
+		Backend: "cpu", Threads: 1, Log: zerolog.Nop(),
+		Shortcut: func(s string) error {
+			if refused[s] {
+				return errors.New(s + " is taken by another app or by macOS: choose another shortcut in Settings")
+			}
+			taken = append(taken, s)
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	ui := svc.UI()
+	if got := ui.Settings().GlobalShortcut; got != "Option+Space" {
+		t.Errorf("default shortcut %q, want Option+Space", got)
+	}
+	if state := ui.State().Shortcut; !state.Available || state.Error != "" {
+		t.Errorf("shortcut state %+v, want available", state)
+	}
+	if err := svc.ApplyShortcut(); err != nil || len(taken) != 1 || taken[0] != "Option+Space" {
+		t.Fatalf("ApplyShortcut: %v, taken %q", err, taken)
+	}
+
+	next := ui.Settings()
+	next.GlobalShortcut = "cmd + shift + k"
+	saved, err := ui.SaveSettings(next)
+	if err != nil || saved.GlobalShortcut != "Shift+Cmd+K" || taken[len(taken)-1] != "Shift+Cmd+K" {
+		t.Fatalf("SaveSettings(cmd + shift + k) = %q, %v; taken %q", saved.GlobalShortcut, err, taken)
+	}
+	reread, _, _ := settingsFile{settings}.load()
+	if reread.GlobalShortcut != "Shift+Cmd+K" {
+		t.Errorf("settings.json holds the shortcut %q", reread.GlobalShortcut)
+	}
+
+	for _, tc := range []struct{ shortcut, want string }{
+		{"Cmd+Space", "taken by another app"},
+		{"K", "needs Ctrl, Option or Cmd"},
+		{"Cmd+Banana", `"Banana" is not a key`},
+	} {
+		before := len(taken)
+		bad := saved
+		bad.GlobalShortcut = tc.shortcut
+		if _, err := ui.SaveSettings(bad); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("SaveSettings(%q): %v, want an error saying %q", tc.shortcut, err, tc.want)
+		}
+		if ui.Settings().GlobalShortcut != "Shift+Cmd+K" || len(taken) != before {
+			t.Errorf("after refusing %q the shortcut is %q (taken %q)", tc.shortcut, ui.Settings().GlobalShortcut, taken)
+		}
+		if reread, _, _ := (settingsFile{settings}).load(); reread.GlobalShortcut != "Shift+Cmd+K" {
+			t.Errorf("after refusing %q settings.json holds %q", tc.shortcut, reread.GlobalShortcut)
+		}
+	}
+
+	// None: nothing is registered.
+	off := saved
+	off.GlobalShortcut = ""
+	if saved, err := ui.SaveSettings(off); err != nil || saved.GlobalShortcut != "" || taken[len(taken)-1] != "" {
+		t.Errorf("turning the shortcut off: %q %v, taken %q", saved.GlobalShortcut, err, taken)
+	}
+
+	// Refused at start: the state says why, until another is saved.
+	refused["Option+Space"] = true
+	back := off
+	back.GlobalShortcut = "Ctrl+Option+S"
+	if _, err := ui.SaveSettings(back); err != nil {
+		t.Fatal(err)
+	}
+	refused["Ctrl+Option+S"] = true
+	if err := svc.ApplyShortcut(); err == nil || !strings.Contains(ui.State().Shortcut.Error, "Ctrl+Option+S is taken") {
+		t.Errorf("ApplyShortcut of a refused shortcut: %v, state %+v", err, ui.State().Shortcut)
+	}
+	back.GlobalShortcut = "Ctrl+Option+T"
+	if _, err := ui.SaveSettings(back); err != nil || ui.State().Shortcut.Error != "" {
+		t.Errorf("after saving another shortcut: %v, state %+v", err, ui.State().Shortcut)
+	}
+
+	plain := newTestService(t, demo(t))
+	if state := plain.ui.State().Shortcut; state.Available {
+		t.Errorf("without Options.Shortcut the state says %+v", state)
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/suzuran-app/suzuran/app/hotkey"
 )
 
 // Settings are the user's choices in the Settings view. They live in
@@ -28,6 +30,12 @@ type Settings struct {
 	// ContextTokens bounds a conversation (prompt and answer); 0 is the
 	// model's own limit, up to 32,768.
 	ContextTokens int `json:"context_tokens"`
+	// Parallel is how many requests the engine decodes together; 0 is the
+	// backend's default (4 on the GPU, 2 on the CPU).
+	Parallel int `json:"parallel"`
+	// APIMaxTokens bounds the answer of an API request that gives no
+	// max_tokens; 0 leaves only the context as its bound.
+	APIMaxTokens int `json:"api_max_tokens"`
 	// The local API: its port, whether it listens beyond this computer (it
 	// then needs APIKey), and the origins of web pages allowed to call it.
 	APIPort        int      `json:"api_port"`
@@ -41,6 +49,9 @@ type Settings struct {
 	// CheckForUpdates lets the app read the project's releases feed once a
 	// day and say when a newer version is out; nothing is downloaded.
 	CheckForUpdates bool `json:"check_for_updates"`
+	// GlobalShortcut opens the chat window from any app (macOS), written as
+	// app/hotkey reads it ("Option+Space"); "" is none.
+	GlobalShortcut string `json:"global_shortcut"`
 }
 
 // Sampling is a sampling rule as the Settings view edits it.
@@ -92,6 +103,7 @@ func DefaultSettings() Settings {
 		APICORSOrigins:   []string{},
 		KeepAliveMinutes: 0,
 		CheckForUpdates:  true,
+		GlobalShortcut:   hotkey.DefaultShortcut,
 	}
 }
 
@@ -125,6 +137,17 @@ func (s Settings) Validate() error {
 		u, err := url.Parse(origin)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") {
 			return fmt.Errorf("CORS origin %q: write a scheme and host, such as http://localhost:3000", origin)
+		}
+	}
+	if s.Parallel < 0 || s.Parallel > 16 {
+		return fmt.Errorf("parallel requests %d: use 0 (the backend's default) to 16", s.Parallel)
+	}
+	if s.APIMaxTokens < 0 {
+		return fmt.Errorf("default max tokens of API requests %d: use 0 (the context's room) or more", s.APIMaxTokens)
+	}
+	if s.GlobalShortcut != "" {
+		if _, err := hotkey.Parse(s.GlobalShortcut); err != nil {
+			return err
 		}
 	}
 	if s.KeepAliveMinutes < 0 {
@@ -184,6 +207,18 @@ func (f settingsFile) load() (Settings, string, error) {
 		json.Unmarshal(m, &model)
 	}
 	return s, model, nil
+}
+
+// flag reads a true/false key that is not part of Settings; absent or
+// unreadable, it is false.
+func (f settingsFile) flag(key string) bool {
+	raw, err := f.readRaw()
+	if err != nil {
+		return false
+	}
+	var on bool
+	json.Unmarshal(raw[key], &on)
+	return on
 }
 
 // save writes s's keys into the file, keeping the others.

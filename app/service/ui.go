@@ -22,6 +22,12 @@ type AppState struct {
 	Model    ModelState `json:"model"`
 	API      APIState   `json:"api"`
 	Settings Settings   `json:"settings"`
+	// ShowWelcome asks the window to open the welcome view by itself: the
+	// first run, on the demo model, before the view was ever dismissed.
+	ShowWelcome bool `json:"showWelcome"`
+	// Shortcut is the global shortcut's availability (macOS's desktop app)
+	// and why the saved one could not be taken.
+	Shortcut ShortcutState `json:"shortcut"`
 }
 
 // ConversationView is a conversation with its messages.
@@ -55,7 +61,8 @@ type SendResult struct {
 // State returns the app's version and the state of the model, the API and
 // the settings.
 func (u *UI) State() AppState {
-	return AppState{Version: u.s.version, Model: u.s.ModelState(), API: u.s.APIState(), Settings: u.s.Settings()}
+	return AppState{Version: u.s.version, Model: u.s.ModelState(), API: u.s.APIState(), Settings: u.s.Settings(),
+		ShowWelcome: u.s.showWelcome(), Shortcut: u.s.shortcutState()}
 }
 
 // Conversations lists the conversations, the latest first; a non-empty

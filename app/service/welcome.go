@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -169,6 +170,38 @@ func (u *UI) Welcome(repo string) WelcomeInfo {
 	info.FreeDisk, info.FreeDiskText = plan.Machine.Machine.FreeDisk, hub.FormatBytes(plan.Machine.Machine.FreeDisk)
 	info.CanRun, info.Findings = plan.Machine.CanRun(), findings(plan.Machine)
 	return info
+}
+
+// welcomeSeenKey is the settings.json key that records that the welcome
+// view was dismissed once. It is not part of Settings: the settings view
+// saves those as a whole and would write back a stale value.
+const welcomeSeenKey = "welcome_seen"
+
+// showWelcome reports whether the window should open the welcome view by
+// itself: the model is the demo (nothing downloaded or chosen yet) and the
+// view was never dismissed.
+func (s *Service) showWelcome() bool {
+	s.mu.Lock()
+	seen := s.welcomeSeen
+	s.mu.Unlock()
+	return !seen && s.ModelState().Demo
+}
+
+// DismissWelcome records that the user left the welcome view, so that it no
+// longer opens by itself (the demo banner's button still opens it).
+func (u *UI) DismissWelcome() error {
+	s := u.s
+	s.mu.Lock()
+	seen := s.welcomeSeen
+	s.welcomeSeen = true
+	s.mu.Unlock()
+	if seen {
+		return nil
+	}
+	if err := s.settings.update(map[string]json.RawMessage{welcomeSeenKey: json.RawMessage("true")}); err != nil {
+		return fmt.Errorf("remembering that the welcome view was seen: %w", err)
+	}
+	return nil
 }
 
 // Download returns the download's state.

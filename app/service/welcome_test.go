@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/suzuran-app/suzuran/app/internal/fakehub"
 	"github.com/suzuran-app/suzuran/app/server"
 )
@@ -316,4 +318,60 @@ func demoModel(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// TestWelcomeOpensByItselfUntilDismissed: on the demo model the window is
+// asked to open the welcome view, until the user leaves it once; that is
+// remembered in settings.json (beside the keys already there, and through
+// a save of the settings view) across restarts. On a real model it is not
+// asked for.
+func TestWelcomeOpensByItselfUntilDismissed(t *testing.T) {
+	dir := t.TempDir()
+	settings := filepath.Join(dir, "settings.json")
+	if err := os.WriteFile(settings, []byte(`{"someone_elses_key": 7}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := func(model string) *Service {
+		t.Helper()
+		svc, err := Open(Options{DatabasePath: filepath.Join(dir, "suzuran.db"), SettingsPath: settings,
+			Model: model, Backend: "cpu", Threads: 1, Log: zerolog.Nop()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitModel(t, svc, server.StateReady)
+		return svc
+	}
+	svc := open(demo(t))
+	if !svc.UI().State().ShowWelcome {
+		t.Fatal("the first run on the demo model does not ask for the welcome view")
+	}
+	if err := svc.UI().DismissWelcome(); err != nil {
+		t.Fatal(err)
+	}
+	if svc.UI().State().ShowWelcome {
+		t.Error("the welcome view is still asked for after it was dismissed")
+	}
+	// A save from the settings view keeps it.
+	if _, err := svc.SaveSettings(svc.Settings()); err != nil {
+		t.Fatal(err)
+	}
+	svc.Close()
+	var raw map[string]any
+	data, _ := os.ReadFile(settings)
+	if err := json.Unmarshal(data, &raw); err != nil || raw["welcome_seen"] != true || raw["someone_elses_key"] != float64(7) {
+		t.Errorf("settings.json after dismissing: %s (%v)", data, err)
+	}
+
+	svc = open(demo(t))
+	if svc.UI().State().ShowWelcome {
+		t.Error("the welcome view is asked for again after a restart")
+	}
+	svc.Close()
+
+	os.Remove(settings)
+	svc = open(tinyDir)
+	defer svc.Close()
+	if svc.UI().State().ShowWelcome {
+		t.Error("the welcome view is asked for on a real model")
+	}
 }

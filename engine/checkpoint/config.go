@@ -229,6 +229,8 @@ func ParseConfig(raw []byte, path string) (*model.Config, error) {
 		return nil, text.errorf("rms_norm_eps", "%v must be in (0, 1)", eps)
 	}
 	c.RMSNormEps = float32(eps)
+	c.DeltaNetNormEps = c.RMSNormEps
+	c.DeltaNetL2Eps = 1e-6
 
 	if err := readLayerTypes(text, c); err != nil {
 		return nil, err

@@ -149,8 +149,8 @@ func TestConfigValues(t *testing.T) {
 			t.Errorf("layer %d type %v, want %v", i, c.LayerTypes[i], lt)
 		}
 	}
-	if c.RotaryDim != 16 || c.RopeTheta != 1e7 || c.RMSNormEps != 1e-6 {
-		t.Errorf("rotary %d theta %v eps %v", c.RotaryDim, c.RopeTheta, c.RMSNormEps)
+	if c.RotaryDim != 16 || c.RopeTheta != 1e7 || c.RMSNormEps != 1e-6 || c.DeltaNetNormEps != 1e-6 {
+		t.Errorf("rotary %d theta %v eps %v DeltaNet norm eps %v", c.RotaryDim, c.RopeTheta, c.RMSNormEps, c.DeltaNetNormEps)
 	}
 	if len(c.EOSTokenIDs) != 2 || c.EOSTokenIDs[0] != 1022 || c.EOSTokenIDs[1] != 1020 {
 		t.Errorf("eos %v, want [1022 1020]", c.EOSTokenIDs)

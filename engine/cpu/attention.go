@@ -6,7 +6,8 @@ import (
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
-// Attention implements model.Pass: the gated full attention of MODEL.md.
+// Attention implements model.Blocks, each segment on its own sequence's
+// cache: the gated full attention of MODEL.md.
 // q and its gate come interleaved per head from one projection; q and k are
 // RMS-normed per head and rotated on their first RotaryDim dims; the KV
 // cache stores k after both.
@@ -25,7 +26,7 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 	if p.err != nil {
 		return out
 	}
-	rope := newRotary(c, p.pos, T)
+	rope := newRotary(c, p.rowPos)
 	for t := range T {
 		for h := range H {
 			q := qg[(t*H+h)*2*D : (t*H+h)*2*D+D]
@@ -38,22 +39,28 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 			rope.apply(kh, t)
 		}
 	}
-	st := &p.seq.layers[layer]
-	st.k = append(st.k, k...)
-	st.v = append(st.v, v...)
+	kvWidth := KV * D
+	longest := 0
+	for _, s := range p.segs {
+		st := &s.seq.layers[layer]
+		rows := k[s.row0*kvWidth : (s.row0+len(s.ids))*kvWidth]
+		st.k = append(st.k, rows...)
+		st.v = append(st.v, v[s.row0*kvWidth:(s.row0+len(s.ids))*kvWidth]...)
+		longest = max(longest, s.pos+len(s.ids))
+	}
 
 	o := make([]float32, T*H*D)
 	scale := float32(1 / math.Sqrt(float64(D)))
 	group := H / KV
-	kvWidth := KV * D
-	// One task per (token, head): each reads its kv head's keys up to its
-	// own position (causal).
+	// One task per (row, head): each reads its own sequence's keys of its
+	// kv head up to its own position (causal).
 	p.b.pool.parallelFor(T*H, 1, func(lo, hi int) {
-		scoresp := getScratch(p.pos + T)
+		scoresp := getScratch(longest)
 		defer scratch.Put(scoresp)
 		for task := lo; task < hi; task++ {
 			t, h := task/H, task%H
-			n := p.pos + t + 1
+			st := &p.segs[p.rowSeg[t]].seq.layers[layer]
+			n := p.rowPos[t] + 1
 			kvh := h / group
 			q := qg[(t*H+h)*2*D : (t*H+h)*2*D+D]
 			gate := qg[(t*H+h)*2*D+D : (t*H+h+1)*2*D]
@@ -84,22 +91,24 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 	return out
 }
 
-// rotary holds cos and sin for the pass's positions. Frequencies and angles
+// rotary holds cos and sin for the pass's rows. Frequencies and angles
 // are computed in float32 like transformers' rotary embedding, so that long
 // positions round the same way.
 type rotary struct {
 	half     int       // RotaryDim/2: dim i pairs with i+half
-	cos, sin []float32 // [T, half]
+	cos, sin []float32 // [rows, half]
 }
 
-func newRotary(c *model.Config, pos, T int) rotary {
+// newRotary computes the rotation of each row from its position.
+func newRotary(c *model.Config, positions []int) rotary {
 	half := c.RotaryDim / 2
+	T := len(positions)
 	r := rotary{half: half, cos: make([]float32, T*half), sin: make([]float32, T*half)}
 	for i := range half {
 		exponent := float32(2*i) / float32(c.RotaryDim)
 		invFreq := float32(1 / math.Pow(c.RopeTheta, float64(exponent)))
-		for t := range T {
-			angle := float64(float32(pos+t) * invFreq)
+		for t, pos := range positions {
+			angle := float64(float32(pos) * invFreq)
 			r.cos[t*half+i] = float32(math.Cos(angle))
 			r.sin[t*half+i] = float32(math.Sin(angle))
 		}
@@ -107,7 +116,7 @@ func newRotary(c *model.Config, pos, T int) rotary {
 	return r
 }
 
-// apply rotates x's first RotaryDim dims for the pass's token t
+// apply rotates x's first RotaryDim dims for the pass's row t
 // (rotate_half pairing); the rest of x is left as it is.
 func (r rotary) apply(x []float32, t int) {
 	cs, sn := r.cos[t*r.half:(t+1)*r.half], r.sin[t*r.half:(t+1)*r.half]

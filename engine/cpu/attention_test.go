@@ -6,22 +6,23 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/suzuran-app/suzuran/engine/internal/reference"
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
-func f32Matrix(rng *rand.Rand, name string, out, in int, scale float64) (model.Matrix, []float32) {
+func f32Matrix(rng *rand.Rand, name string, out, in int, scale float64) model.Matrix {
 	vals := make([]float32, out*in)
 	for i := range vals {
 		vals[i] = float32(rng.NormFloat64() * scale)
 	}
 	data := unsafe.Slice((*byte)(unsafe.Pointer(&vals[0])), 4*len(vals))
-	return model.Matrix{Name: name, Out: out, In: in, DType: model.F32, Data: data}, vals
+	return model.Matrix{Name: name, Out: out, In: in, DType: model.F32, Data: data}
 }
 
 // TestAttentionBlock runs the gated attention block over two passes (five
 // tokens, then two through the cache) on awkward sizes — 6 query heads on
 // 2 kv heads (GQA 3), head_dim 24 with 8 rotary dims — against a float64
-// implementation written straight from MODEL.md. Tolerance 1e-4 of the
+// implementation written straight from MODEL.md (engine/internal/reference). Tolerance 1e-4 of the
 // output scale: the f32 path rounds a few hundred products per output.
 func TestAttentionBlock(t *testing.T) {
 	withKernels(t, func(t *testing.T) {
@@ -30,11 +31,10 @@ func TestAttentionBlock(t *testing.T) {
 			RotaryDim: rot, RopeTheta: 1e4, RMSNormEps: 1e-6}
 		rng := rand.New(rand.NewPCG(21, 22))
 		att := &model.Attention{QNorm: make([]float32, D), KNorm: make([]float32, D)}
-		var q, k, v, o []float32
-		att.Q, q = f32Matrix(rng, "q", 2*H*D, hidden, 0.3)
-		att.K, k = f32Matrix(rng, "k", KV*D, hidden, 0.3)
-		att.V, v = f32Matrix(rng, "v", KV*D, hidden, 0.3)
-		att.O, o = f32Matrix(rng, "o", hidden, H*D, 0.3)
+		att.Q = f32Matrix(rng, "q", 2*H*D, hidden, 0.3)
+		att.K = f32Matrix(rng, "k", KV*D, hidden, 0.3)
+		att.V = f32Matrix(rng, "v", KV*D, hidden, 0.3)
+		att.O = f32Matrix(rng, "o", hidden, H*D, 0.3)
 		for i := range D {
 			att.QNorm[i] = float32(1 + 0.5*rng.NormFloat64())
 			att.KNorm[i] = float32(1 + 0.5*rng.NormFloat64())
@@ -47,77 +47,30 @@ func TestAttentionBlock(t *testing.T) {
 		}
 
 		// The float64 reference keeps its own cache of normed, rotated keys.
-		var refK, refV [][]float64 // per position, [KV·D]
-		norm := func(x []float64, wt []float32) {
-			var ss float64
-			for _, e := range x {
-				ss += e * e
-			}
-			r := 1 / math.Sqrt(ss/float64(len(x))+1e-6)
-			for i := range x {
-				x[i] *= r * float64(wt[i])
-			}
-		}
-		rope := func(x []float64, pos int) {
-			for i := range rot / 2 {
-				a := float64(pos) * math.Pow(1e4, -float64(2*i)/rot)
-				x0, x1 := x[i], x[i+rot/2]
-				x[i] = x0*math.Cos(a) - x1*math.Sin(a)
-				x[i+rot/2] = x1*math.Cos(a) + x0*math.Sin(a)
-			}
-		}
-		matvec := func(m []float32, out, in int, x []float64) []float64 {
-			y := make([]float64, out)
-			for r := range out {
-				for c := range in {
-					y[r] += float64(m[r*in+c]) * x[c]
-				}
-			}
-			return y
-		}
-		reference := func(x []float32, pos int) []float64 {
-			xs := make([]float64, hidden)
-			for i := range xs {
-				xs[i] = float64(x[i])
-			}
-			qg := matvec(q, 2*H*D, hidden, xs)
-			kk := matvec(k, KV*D, hidden, xs)
-			vv := matvec(v, KV*D, hidden, xs)
+		var refK, refV [][][]float64 // per position, per kv head, [D]
+		expected := func(x []float32, pos int) []float64 {
+			xs := reference.Float64(x)
+			qg := reference.Linear(&att.Q, xs)
+			kk := reference.Linear(&att.K, xs)
+			vv := reference.Linear(&att.V, xs)
+			angles := reference.RopeAngles(pos, rot, cfg.RopeTheta)
+			var keys, values [][]float64
 			for h := range KV {
-				norm(kk[h*D:(h+1)*D], att.KNorm)
-				rope(kk[h*D:(h+1)*D], pos)
+				keys = append(keys, reference.Rotate(reference.RMSNorm(kk[h*D:(h+1)*D], att.KNorm, 1e-6), angles))
+				values = append(values, vv[h*D:(h+1)*D])
 			}
-			refK, refV = append(refK, kk), append(refV, vv)
-			attn := make([]float64, H*D)
+			refK, refV = append(refK, keys), append(refV, values)
+			var attn []float64
 			for h := range H {
-				qh := append([]float64(nil), qg[h*2*D:h*2*D+D]...)
-				norm(qh, att.QNorm)
-				rope(qh, pos)
+				qh := reference.Rotate(reference.RMSNorm(qg[h*2*D:h*2*D+D], att.QNorm, 1e-6), angles)
 				kvh := h / (H / KV)
-				scores := make([]float64, pos+1)
-				mx := math.Inf(-1)
-				for j := range scores {
-					for d := range D {
-						scores[j] += qh[d] * refK[j][kvh*D+d]
-					}
-					scores[j] /= math.Sqrt(D)
-					mx = max(mx, scores[j])
+				var ks, vs [][]float64
+				for j := range pos + 1 {
+					ks, vs = append(ks, refK[j][kvh]), append(vs, refV[j][kvh])
 				}
-				var sum float64
-				for j := range scores {
-					scores[j] = math.Exp(scores[j] - mx)
-					sum += scores[j]
-				}
-				for d := range D {
-					var acc float64
-					for j := range scores {
-						acc += scores[j] * refV[j][kvh*D+d]
-					}
-					gate := qg[h*2*D+D+d]
-					attn[h*D+d] = acc / sum / (1 + math.Exp(-gate))
-				}
+				attn = append(attn, reference.GatedAttention(qh, ks, vs, qg[h*2*D+D:(h+1)*2*D])...)
 			}
-			return matvec(o, hidden, H*D, attn)
+			return reference.Linear(&att.O, attn)
 		}
 
 		pos := 0
@@ -136,7 +89,7 @@ func TestAttentionBlock(t *testing.T) {
 				t.Fatal(err)
 			}
 			for r := range n {
-				want := reference(x.row(r), pos)
+				want := expected(x.row(r), pos)
 				var scale, diff float64
 				for i, wv := range want {
 					scale = max(scale, math.Abs(wv))

@@ -254,6 +254,22 @@ func (b *Backend) NewSequence(maxTokens int) (model.Sequence, error) {
 	return s, nil
 }
 
+// SequenceBytes implements model.SequenceSizer: f32 K and V rows of every
+// attention layer per token, the token ids, and the DeltaNet conv and
+// recurrent state.
+func (b *Backend) SequenceBytes(tokens int) int64 {
+	c := &b.cfg
+	var perToken, state int64 = 8, 0
+	for i := range b.w.Layers {
+		if b.w.Layers[i].DeltaNet != nil {
+			state += 4 * int64((c.ConvKernel-1)*deltaNetChannels(c)+c.LinearValueHeads*c.LinearKeyHeadDim*c.LinearValueHeadDim)
+		} else {
+			perToken += 2 * 4 * int64(b.kvWidth())
+		}
+	}
+	return state + perToken*int64(tokens)
+}
+
 // kvWidth is the width of one position's K (or V) row in an attention
 // layer's cache.
 func (b *Backend) kvWidth() int { return b.cfg.NumKVHeads * b.cfg.HeadDim }

@@ -6,7 +6,8 @@ import (
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
-// DeltaNet implements model.Pass: the Gated DeltaNet of MODEL.md with a
+// DeltaNet implements model.Blocks, each segment on its own sequence's
+// state: the Gated DeltaNet of MODEL.md with a
 // sequential scan, which is the same function as transformers' chunked form
 // and serves prefill and decode alike.
 func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model.Activation {
@@ -19,42 +20,53 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 	T := x.rows
 	Hk, Hv, Dk, Dv, K := c.LinearKeyHeads, c.LinearValueHeads, c.LinearKeyHeadDim, c.LinearValueHeadDim, c.ConvKernel
 	C := deltaNetChannels(c)
-	st := &p.seq.layers[layer]
 
-	// The conv window: K-1 rows of state, then the pass's pre-conv rows.
-	window := make([]float32, (K-1+T)*C)
-	copy(window, st.conv)
+	pre := make([]float32, T*C) // the pre-conv rows
 	z := make([]float32, T*Hv*Dv)
 	b := make([]float32, T*Hv)
 	a := make([]float32, T*Hv)
-	p.project(x, projection{window[(K-1)*C:], &w.QKV}, projection{z, &w.Z}, projection{b, &w.B}, projection{a, &w.A})
+	p.project(x, projection{pre, &w.QKV}, projection{z, &w.Z}, projection{b, &w.B}, projection{a, &w.A})
 	if p.err != nil {
 		return out
 	}
 
-	// Causal depthwise conv and silu, per channel.
+	// Causal depthwise conv and silu, per channel and segment. A segment's
+	// conv window is its sequence's K-1 rows of state, then its pre-conv
+	// rows.
+	windows := make([][]float32, len(p.segs))
+	for i, seg := range p.segs {
+		rows := len(seg.ids)
+		windows[i] = make([]float32, (K-1+rows)*C)
+		copy(windows[i], seg.seq.layers[layer].conv)
+		copy(windows[i][(K-1)*C:], pre[seg.row0*C:(seg.row0+rows)*C])
+	}
 	mixed := make([]float32, T*C)
 	p.b.pool.parallelFor(C, 64, func(lo, hi int) {
-		for ch := lo; ch < hi; ch++ {
-			taps := w.Conv[ch][:K]
-			for t := range T {
-				var s float32
-				for j, tap := range taps {
-					s += tap * window[(t+j)*C+ch]
+		for i, seg := range p.segs {
+			window := windows[i]
+			for ch := lo; ch < hi; ch++ {
+				taps := w.Conv[ch][:K]
+				for t := range len(seg.ids) {
+					var s float32
+					for j, tap := range taps {
+						s += tap * window[(t+j)*C+ch]
+					}
+					mixed[(seg.row0+t)*C+ch] = silu(s)
 				}
-				mixed[t*C+ch] = silu(s)
 			}
 		}
 	})
-	copy(st.conv, window[T*C:])
+	for i, seg := range p.segs {
+		copy(seg.seq.layers[layer].conv, windows[i][len(seg.ids)*C:])
+	}
 
 	// q and k L2-normalised per head, q also scaled by 1/sqrt(Dk).
 	qScale := 1 / math.Sqrt(float64(Dk))
 	for t := range T {
 		row := mixed[t*C : (t+1)*C]
 		for h := range Hk {
-			l2Normalize(row[h*Dk:(h+1)*Dk], 1e-6, qScale)
-			l2Normalize(row[Hk*Dk+h*Dk:Hk*Dk+(h+1)*Dk], 1e-6, 1)
+			l2Normalize(row[h*Dk:(h+1)*Dk], c.DeltaNetL2Eps, qScale)
+			l2Normalize(row[Hk*Dk+h*Dk:Hk*Dk+(h+1)*Dk], c.DeltaNetL2Eps, 1)
 		}
 	}
 
@@ -70,15 +82,16 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 		}
 	}
 
-	// The scan, one task per value head; value head j reads key head
-	// j/(Hv/Hk) (repeat_interleave).
+	// The scan, one task per segment and value head; value head j reads
+	// key head j/(Hv/Hk) (repeat_interleave).
 	o := make([]float32, T*Hv*Dv)
 	ratio := Hv / Hk
-	p.b.pool.parallelFor(Hv, 1, func(lo, hi int) {
-		for j := lo; j < hi; j++ {
-			S := st.recurrent[j*Dk*Dv : (j+1)*Dk*Dv]
+	p.b.pool.parallelFor(len(p.segs)*Hv, 1, func(lo, hi int) {
+		for task := lo; task < hi; task++ {
+			seg, j := &p.segs[task/Hv], task%Hv
+			S := seg.seq.layers[layer].recurrent[j*Dk*Dv : (j+1)*Dk*Dv]
 			kh := j / ratio
-			for t := range T {
+			for t := seg.row0; t < seg.row0+len(seg.ids); t++ {
 				row := mixed[t*C : (t+1)*C]
 				deltaStep(S,
 					row[Hk*Dk+kh*Dk:Hk*Dk+(kh+1)*Dk],   // k
@@ -93,7 +106,7 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 	// Gated RMSNorm per value head: plain weight, then silu(z).
 	for i := range T * Hv {
 		oh := o[i*Dv : (i+1)*Dv]
-		rmsNorm(oh, oh, w.Norm, c.RMSNormEps)
+		rmsNorm(oh, oh, w.Norm, c.DeltaNetNormEps)
 		for d, zz := range z[i*Dv : (i+1)*Dv] {
 			oh[d] *= silu(zz)
 		}

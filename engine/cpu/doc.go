@@ -37,6 +37,12 @@
 // tokens at a time for an outer-product kernel), so each weight is read
 // once per chunk.
 //
+// A pass serves one sequence or a batch of them (model.Batcher): the rows
+// of every sequence decoding a token go through the matrix-vector loop
+// together, each weight block read once for all of them, and a prefill
+// chunk through its own matrix product, so every sequence's rows are
+// computed exactly as in a pass of its own (pass.go says why that matters).
+//
 // On amd64 with AVX2 and FMA the hot loops are assembly (kernels_amd64.s,
 // q8_amd64.s): the 4-bit row product, row dequantization, the 6×16 prefill
 // kernel, dot products, axpy, the DeltaNet scan step and the integer

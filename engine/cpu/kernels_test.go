@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/suzuran-app/suzuran/engine/internal/reference"
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
@@ -47,21 +48,8 @@ func TestDeltaStep(t *testing.T) {
 				deltaStep(S, k, q, v, o, decay, beta)
 
 				// float64 reference, S[i][d] at ref[i*dv+d].
-				kv := make([]float64, dv)
-				for i := range dk {
-					for d := range dv {
-						ref[i*dv+d] *= float64(decay)
-						kv[d] += ref[i*dv+d] * float64(k[i])
-					}
-				}
-				want := make([]float64, dv)
+				want := reference.DeltaRule(ref, reference.Float64(k), reference.Float64(q), reference.Float64(v), float64(decay), float64(beta))
 				var scale float64
-				for i := range dk {
-					for d := range dv {
-						ref[i*dv+d] += float64(k[i]) * float64(beta) * (float64(v[d]) - kv[d])
-						want[d] += ref[i*dv+d] * float64(q[i])
-					}
-				}
 				for _, w := range want {
 					scale = max(scale, math.Abs(w))
 				}
@@ -115,19 +103,17 @@ func TestRotary(t *testing.T) {
 	cfg := &model.Config{RotaryDim: 16, RopeTheta: 1e7}
 	rng := rand.New(rand.NewPCG(11, 12))
 	const pos0, T, D = 1000, 3, 24
-	r := newRotary(cfg, pos0, T)
+	r := newRotary(cfg, []int{pos0, pos0 + 1, pos0 + 2})
 	for tok := range T {
 		x := randomVector(rng, D)
 		orig := append([]float32(nil), x...)
 		r.apply(x, tok)
+		want := reference.Rotate(reference.Float64(orig), reference.RopeAngles(pos0+tok, 16, 1e7))
 		for i := range 8 {
-			angle := float64(pos0+tok) * math.Pow(1e7, -float64(2*i)/16)
-			c, s := math.Cos(angle), math.Sin(angle)
-			a, b := float64(orig[i]), float64(orig[i+8])
 			// 2e-4 absolute: the angle is rounded to f32 as transformers
 			// does (1000 rad · 2⁻²⁴ ≈ 6e-5 rad, twice: frequency and product).
-			if math.Abs(float64(x[i])-(a*c-b*s)) > 2e-4 || math.Abs(float64(x[i+8])-(b*c+a*s)) > 2e-4 {
-				t.Fatalf("token %d pair %d: got (%v, %v), want (%v, %v)", tok, i, x[i], x[i+8], a*c-b*s, b*c+a*s)
+			if math.Abs(float64(x[i])-want[i]) > 2e-4 || math.Abs(float64(x[i+8])-want[i+8]) > 2e-4 {
+				t.Fatalf("token %d pair %d: got (%v, %v), want (%v, %v)", tok, i, x[i], x[i+8], want[i], want[i+8])
 			}
 		}
 		for i := 16; i < D; i++ {
@@ -151,24 +137,16 @@ func TestTopKSoftmax(t *testing.T) {
 	p := make([]float32, len(x))
 	softmax(p, x)
 	var sum float64
+	want := reference.Softmax(reference.Float64(x))
 	for i, v := range p {
 		sum += float64(v)
-		want := math.Exp(float64(x[i])) / sumExp(x)
-		if math.Abs(float64(v)-want) > 1e-7 {
-			t.Fatalf("softmax[%d] = %v, want %v", i, v, want)
+		if math.Abs(float64(v)-want[i]) > 1e-7 {
+			t.Fatalf("softmax[%d] = %v, want %v", i, v, want[i])
 		}
 	}
 	if math.Abs(sum-1) > 1e-6 {
 		t.Fatalf("softmax sums to %v", sum)
 	}
-}
-
-func sumExp(x []float32) float64 {
-	var s float64
-	for _, v := range x {
-		s += math.Exp(float64(v))
-	}
-	return s
 }
 
 // TestRMSNorm checks x·rsqrt(mean(x²)+eps)·w against float64. Tolerance
@@ -180,13 +158,7 @@ func TestRMSNorm(t *testing.T) {
 	x, w := randomVector(rng, 37), randomVector(rng, 37)
 	y := make([]float32, 37)
 	rmsNorm(y, x, w, 1e-6)
-	var ss float64
-	for _, v := range x {
-		ss += float64(v) * float64(v)
-	}
-	r := 1 / math.Sqrt(ss/37+1e-6)
-	for i := range x {
-		want := float64(x[i]) * r * float64(w[i])
+	for i, want := range reference.RMSNorm(reference.Float64(x), w, 1e-6) {
 		if math.Abs(float64(y[i])-want) > 1e-6*(1+math.Abs(want)) {
 			t.Fatalf("y[%d] = %v, want %v", i, y[i], want)
 		}

@@ -430,8 +430,24 @@ func prepareVecJob(j *vecJob, earlier []vecJob) {
 	}
 }
 
-// rowsRange computes the job's outputs o in [lo, hi) for every token row.
+// rowsRange computes the job's outputs o in [lo, hi) for every token row,
+// in blocks of vecBlockRows weight rows: a block stays in cache while every
+// token row passes over it, so a batched decode step (a row per sequence)
+// reads each weight from memory once, not once per row. Each output is the
+// same computation whatever the number of rows, which batched passes rely
+// on for exactness.
 func (j *vecJob) rowsRange(lo, hi int) {
+	for b := lo; b < hi; b += vecBlockRows {
+		j.rowsBlock(b, min(b+vecBlockRows, hi))
+	}
+}
+
+// vecBlockRows is the weight rows rowsRange keeps in cache at a time: 16
+// rows of 2048 are 16 KiB at 4 bits, 64 KiB in BF16.
+const vecBlockRows = 16
+
+// rowsBlock computes the job's outputs o in [lo, hi) for every token row.
+func (j *vecJob) rowsBlock(lo, hi int) {
 	w := j.w
 	in, out := w.In, w.Out
 	if j.xd != nil {

@@ -6,7 +6,7 @@ import (
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
-// MoE implements model.Pass: softmax routing over all experts in f32, top-k
+// MoE implements model.Blocks: softmax routing over all experts in f32, top-k
 // renormalised, SwiGLU experts, plus the shared expert behind its sigmoid
 // gate. Only the chosen experts' weights are read; the tokens routed to an
 // expert are gathered so that its weights are read once per pass.
@@ -42,38 +42,96 @@ func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activatio
 		}
 	}
 
-	// The active experts with the rows routed to each. An expert that gets
-	// every row of the pass (always, for a one-token decode step) reads x
-	// itself, so matVecs prepares x once for all of them.
+	// The experts run group by group of the pass's rows (see rowGroup), so
+	// that each row is computed as in a pass of its own sequence.
+	gate := make([]float32, T)
+	sharedY := newTensor(T, H)
+	routedY := make([][]float32, E) // [len(tokens[e]), H] per expert
+	for e := range E {
+		routedY[e] = make([]float32, len(tokens[e])*H)
+	}
+	for _, g := range p.groupsOf(x) {
+		p.expertsRows(w, x, g, tokens, gate, sharedY, routedY)
+	}
+	if p.err != nil {
+		return out
+	}
+
+	// Shared expert weighted by sigmoid(x·w_shared_gate), then the routed
+	// experts in index order.
+	for t := range T {
+		g := sigmoid(gate[t])
+		row, sh := out.row(t), sharedY.row(t)
+		for i := range row {
+			row[i] = g * sh[i]
+		}
+	}
+	for e := range E {
+		for i, t := range tokens[e] {
+			wt := weights[e][i]
+			row := out.row(t)
+			for d, v := range routedY[e][i*H : (i+1)*H] {
+				row[d] += wt * v
+			}
+		}
+	}
+	return out
+}
+
+// expertsRows runs the shared expert and the routed experts on the rows of
+// group g: gate[t] and sharedY's row t for each row t of the group, and row
+// i of routedY[e] for each tokens[e][i] in the group. A matrix-vector group
+// (decode steps, of any number of sequences) runs every gate and up
+// projection in one parallel region, then every down projection in another,
+// so that an expert chosen by rows of several sequences is read once; a
+// prefill segment runs each expert's SwiGLU as matrix products over its
+// rows routed to it.
+func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, gate []float32, sharedY *tensor, routedY [][]float32) {
+	H := x.width
+	in := make(map[int]int, len(g.rows)) // pass row → index in the group
+	for i, t := range g.rows {
+		in[t] = i
+	}
+	gx, _ := gatherRows(x, g.rows)
+	groupX := &tensor{rows: len(g.rows), width: H, data: gx}
+
+	// The active experts with the group's rows routed to each. An expert
+	// that gets every row of the group (always, for a one-token decode
+	// step) reads the group's x itself, so matVecs prepares x once for all
+	// of them.
 	type expertWork struct {
 		e      int
-		rows   []int
+		rows   []int // indices into tokens[e] of the group's rows
 		x      *tensor
 		hidden *tensor // silu(gate·x) ⊙ up·x
 		up     []float32
 		y      *tensor
 	}
 	var active []*expertWork
-	for e := range E {
-		if len(tokens[e]) == 0 {
+	for e, ts := range tokens {
+		ex := &expertWork{e: e}
+		for i, t := range ts {
+			if _, ok := in[t]; ok {
+				ex.rows = append(ex.rows, i)
+			}
+		}
+		if len(ex.rows) == 0 {
 			continue
 		}
-		ex := &expertWork{e: e, rows: tokens[e], x: x}
-		if len(ex.rows) != T {
+		ex.x = groupX
+		if len(ex.rows) != groupX.rows {
 			ex.x = newTensor(len(ex.rows), H)
-			for i, t := range ex.rows {
-				copy(ex.x.row(i), x.row(t))
+			for j, i := range ex.rows {
+				copy(ex.x.row(j), x.row(ts[i]))
 			}
 		}
 		active = append(active, ex)
 	}
 
-	gate := make([]float32, T)
-	shared := &expertWork{x: x}
-	if T < gemmMinTokens {
-		// Decode: every gate and up projection in one parallel region,
-		// then every down projection in another.
-		jobs := []vecJob{{y: gate, x: x.data, rows: T, w: &w.SharedExpert}}
+	groupGate := make([]float32, groupX.rows)
+	shared := &expertWork{x: groupX}
+	if g.vec {
+		jobs := []vecJob{{y: groupGate, x: groupX.data, rows: groupX.rows, w: &w.SharedExpert}}
 		addGateUp := func(ex *expertWork, g, u *model.Matrix) {
 			ex.hidden = newTensor(ex.x.rows, g.Out)
 			ex.up = make([]float32, ex.x.rows*u.Out)
@@ -99,48 +157,36 @@ func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activatio
 		}
 		p.b.matVecs(jobs)
 	} else {
-		p.matMul(gate, x, &w.SharedExpert)
-		shared.y = p.swiGLU(x, &w.SharedGate, &w.SharedUp, &w.SharedDown)
+		p.b.matMul(groupGate, groupX.data, groupX.rows, &w.SharedExpert)
+		shared.y = p.swiGLU(groupX, &w.SharedGate, &w.SharedUp, &w.SharedDown)
 		for _, ex := range active {
 			ex.y = p.swiGLU(ex.x, &w.Gate[ex.e], &w.Up[ex.e], &w.Down[ex.e])
 		}
 	}
-	if p.err != nil {
-		return out
-	}
 
-	// Shared expert weighted by sigmoid(x·w_shared_gate), then the routed
-	// experts in index order.
-	for t := range T {
-		g := sigmoid(gate[t])
-		row, sh := out.row(t), shared.y.row(t)
-		for i := range row {
-			row[i] = g * sh[i]
-		}
+	for i, t := range g.rows {
+		gate[t] = groupGate[i]
+		copy(sharedY.row(t), shared.y.row(i))
 	}
 	for _, ex := range active {
-		for i, t := range ex.rows {
-			wt := weights[ex.e][i]
-			row := out.row(t)
-			for d, v := range ex.y.row(i) {
-				row[d] += wt * v
-			}
+		for j, i := range ex.rows {
+			copy(routedY[ex.e][i*H:(i+1)*H], ex.y.row(j))
 		}
 	}
-	return out
 }
 
-// swiGLU is down(silu(gate·x) ⊙ up·x) for the rows of x.
+// swiGLU is down(silu(gate·x) ⊙ up·x) for the rows of x, each a matrix
+// product over all of them.
 func (p *pass) swiGLU(x *tensor, gate, up, down *model.Matrix) *tensor {
 	g := newTensor(x.rows, gate.Out)
 	u := make([]float32, x.rows*up.Out)
-	p.matMul(g.data, x, gate)
-	p.matMul(u, x, up)
+	p.b.matMul(g.data, x.data, x.rows, gate)
+	p.b.matMul(u, x.data, x.rows, up)
 	for i, v := range u {
 		g.data[i] = silu(g.data[i]) * v
 	}
 	y := newTensor(x.rows, down.Out)
-	p.matMul(y.data, g, down)
+	p.b.matMul(y.data, g.data, g.rows, down)
 	return y
 }
 

@@ -7,58 +7,181 @@ import (
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
-// pass runs each block as the model calls it.
-type pass struct {
-	b   *Backend
+// A pass runs each block as the model calls it, over the rows of one or
+// more segments (model.Segment): a pass of one sequence is the batch of one.
+//
+// Exactness across batches: a sequence's rows must come out bit for bit the
+// same whatever else is in the pass. The row-wise work (embedding, norms,
+// routing, attention and the scan per segment) is per row by construction;
+// the matrix products are not, since matMul picks its kernel from the number
+// of rows (the fused matrix-vector loop under gemmMinTokens rows, then two
+// tilings of the dequantizing GEMM, and the GEMM pairs token rows). So the
+// pass multiplies its rows in groups (rowGroup): the rows of every segment
+// shorter than gemmMinTokens (decode steps, the tail of a prompt) together
+// through the matrix-vector loop, which computes each row alone and reads
+// each weight once for all of them, and each longer segment (a prefill
+// chunk) through matMul on its own rows, exactly the call a pass of its own
+// makes.
+
+// segment is one sequence's part of a pass.
+type segment struct {
 	seq *sequence
 	in  model.Input
-	ids []int // the pass's tokens
+	ids []int // the segment's tokens
 	pos int   // position of ids[0]
-	res model.Result
-	err error // first failure; later blocks do nothing
+	// row0 is the segment's first row in the pass's activations; its rows
+	// are row0 … row0+len(ids)-1.
+	row0 int
+	// out is the segment's row in LastRow's output, -1 when it wants none.
+	out int
 }
+
+// rowGroup is a set of an activation's rows multiplied in one call.
+type rowGroup struct {
+	rows []int
+	// vec: the matrix-vector loop, whatever the number of rows; otherwise
+	// matMul on these rows alone.
+	vec bool
+}
+
+// pass is a batched pass; onePass and batchPass give it the interface of a
+// pass of one sequence and of a batch.
+type pass struct {
+	b    *Backend
+	segs []segment
+	ids  []int // every row's token
+	// rowSeg and rowPos are each row's segment index and position.
+	rowSeg, rowPos []int
+	// groups split the pass's rows for the matrix products; outGroups the
+	// rows of LastRow's output (one row per segment: all matrix-vector).
+	groups, outGroups []rowGroup
+	outputs           int // rows of LastRow's output
+	res               []model.Result
+	err               error // first failure; later blocks do nothing
+	submitted         bool
+}
+
+// onePass is a pass over one sequence (model.Pass).
+type onePass struct{ *pass }
+
+// batchPass is a pass over several (model.BatchPass).
+type batchPass struct{ *pass }
 
 // Begin implements model.Backend.
 func (b *Backend) Begin(s model.Sequence, in model.Input) (model.Pass, error) {
-	seq, ok := s.(*sequence)
-	if !ok || seq.b != b {
-		return nil, errors.New("sequence comes from another backend")
+	p, err := b.begin([]model.Segment{{Seq: s, In: in}})
+	if err != nil {
+		return nil, err
 	}
-	if seq.layers == nil {
-		return nil, errors.New("sequence is closed")
+	return onePass{p}, nil
+}
+
+// BeginBatch implements model.Batcher.
+func (b *Backend) BeginBatch(segs []model.Segment) (model.BatchPass, error) {
+	p, err := b.begin(segs)
+	if err != nil {
+		return nil, err
 	}
-	if seq.busy {
-		return nil, errors.New("a pass is already recording on this sequence")
+	return batchPass{p}, nil
+}
+
+func (b *Backend) begin(segs []model.Segment) (*pass, error) {
+	if len(segs) == 0 {
+		return nil, errors.New("a pass needs at least one segment")
 	}
-	if seq.broken {
-		return nil, errors.New("an earlier pass on this sequence failed: restore a snapshot or start a new sequence")
+	p := &pass{b: b, segs: make([]segment, len(segs)), res: make([]model.Result, len(segs))}
+	seen := make(map[*sequence]bool, len(segs))
+	var vecRows []int
+	for i := range segs {
+		sg, err := b.segment(segs[i], len(segs) > 1)
+		if err != nil {
+			if len(segs) > 1 {
+				err = fmt.Errorf("segment %d: %w", i, err)
+			}
+			return nil, err
+		}
+		if seen[sg.seq] {
+			return nil, fmt.Errorf("segment %d: the sequence is already in this pass", i)
+		}
+		seen[sg.seq] = true
+		sg.row0 = len(p.ids)
+		sg.out = -1
+		if (&segs[i]).Output() {
+			sg.out = p.outputs
+			p.outputs++
+		}
+		p.ids = append(p.ids, sg.ids...)
+		rows := make([]int, len(sg.ids))
+		for t := range sg.ids {
+			rows[t] = sg.row0 + t
+			p.rowSeg = append(p.rowSeg, i)
+			p.rowPos = append(p.rowPos, sg.pos+t)
+		}
+		if len(rows) < gemmMinTokens {
+			vecRows = append(vecRows, rows...)
+		} else {
+			p.groups = append(p.groups, rowGroup{rows: rows})
+		}
+		p.segs[i] = sg
+		p.res[i] = model.Result{Token: -1}
+		if sg.in.Hidden {
+			p.res[i].Hidden = make([][]float32, len(b.w.Layers)+1)
+		}
+	}
+	if len(vecRows) > 0 {
+		p.groups = append(p.groups, rowGroup{rows: vecRows, vec: true})
+	}
+	out := make([]int, p.outputs)
+	for i := range out {
+		out[i] = i
+	}
+	p.outGroups = []rowGroup{{rows: out, vec: true}}
+	for i := range p.segs {
+		p.segs[i].seq.busy = true
+	}
+	return p, nil
+}
+
+// segment checks one segment of a pass and resolves its tokens.
+func (b *Backend) segment(s model.Segment, batched bool) (segment, error) {
+	seq, ok := s.Seq.(*sequence)
+	in := s.In
+	switch {
+	case !ok || seq.b != b:
+		return segment{}, errors.New("sequence comes from another backend")
+	case seq.layers == nil:
+		return segment{}, errors.New("sequence is closed")
+	case seq.busy:
+		return segment{}, errors.New("a pass is already recording on this sequence")
+	case seq.broken:
+		return segment{}, errors.New("an earlier pass on this sequence failed: restore a snapshot or start a new sequence")
+	case batched && in.Logits == model.LogitsAll:
+		return segment{}, errors.New("every row's logits are returned only by a pass of one sequence")
 	}
 	ids := in.IDs
 	if len(ids) == 0 {
 		if seq.sampled < 0 {
-			return nil, errors.New("pass has no token ids and the sequence's previous pass sampled none")
+			return segment{}, errors.New("pass has no token ids and the sequence's previous pass sampled none")
 		}
 		ids = []int{seq.sampled}
 	}
 	if seq.Pos()+len(ids) > seq.max {
-		return nil, fmt.Errorf("sequence is full: %d tokens held, %d more would pass its capacity of %d",
+		return segment{}, fmt.Errorf("sequence is full: %d tokens held, %d more would pass its capacity of %d",
 			seq.Pos(), len(ids), seq.max)
 	}
 	for _, id := range ids {
 		if id < 0 || id >= b.w.Embed.Out {
-			return nil, fmt.Errorf("token id %d is outside the vocabulary [0, %d)", id, b.w.Embed.Out)
+			return segment{}, fmt.Errorf("token id %d is outside the vocabulary [0, %d)", id, b.w.Embed.Out)
 		}
 	}
 	if in.Sample != nil && !in.Sample.Greedy() && b.sampler == nil {
-		return nil, errors.New("the CPU backend was made without a sampler: only greedy sampling is available")
+		return segment{}, errors.New("the CPU backend was made without a sampler: only greedy sampling is available")
 	}
-	seq.busy = true
-	p := &pass{b: b, seq: seq, in: in, ids: append([]int(nil), ids...), pos: seq.Pos(), res: model.Result{Token: -1}}
-	if in.Hidden {
-		p.res.Hidden = make([][]float32, len(b.w.Layers)+1)
-	}
-	return p, nil
+	return segment{seq: seq, in: in, ids: append([]int(nil), ids...), pos: seq.Pos()}, nil
 }
+
+// rows is the number of rows of the pass's activations.
+func (p *pass) rows() int { return len(p.ids) }
 
 // tensor unwraps an activation of this backend.
 func (p *pass) tensor(a model.Activation) *tensor {
@@ -76,9 +199,9 @@ func (p *pass) fail(err error) {
 	}
 }
 
-// Embed implements model.Pass.
+// Embed implements model.Blocks.
 func (p *pass) Embed(table *model.Matrix) model.Activation {
-	x := newTensor(len(p.ids), table.In)
+	x := newTensor(p.rows(), table.In)
 	if p.err != nil {
 		return x
 	}
@@ -88,7 +211,7 @@ func (p *pass) Embed(table *model.Matrix) model.Activation {
 	return x
 }
 
-// RMSNorm implements model.Pass.
+// RMSNorm implements model.Blocks.
 func (p *pass) RMSNorm(xa model.Activation, weight []float32) model.Activation {
 	x := p.tensor(xa)
 	y := newTensor(x.rows, x.width)
@@ -105,7 +228,7 @@ func (p *pass) RMSNorm(xa model.Activation, weight []float32) model.Activation {
 	return y
 }
 
-// AddRMSNorm implements model.Pass.
+// AddRMSNorm implements model.Blocks.
 func (p *pass) AddRMSNorm(ra, da model.Activation, weight []float32) model.Activation {
 	r, d := p.tensor(ra), p.tensor(da)
 	if p.err == nil && (r.rows != d.rows || r.width != d.width) {
@@ -119,17 +242,27 @@ func (p *pass) AddRMSNorm(ra, da model.Activation, weight []float32) model.Activ
 	return p.RMSNorm(r, weight)
 }
 
-// LastRow implements model.Pass.
+// LastRow implements model.Blocks: the last row of each segment that wants
+// an output.
 func (p *pass) LastRow(xa model.Activation) model.Activation {
 	x := p.tensor(xa)
-	y := newTensor(1, x.width)
-	if p.err == nil && x.rows > 0 {
-		copy(y.data, x.row(x.rows-1))
+	y := newTensor(p.outputs, x.width)
+	if p.err != nil {
+		return y
+	}
+	if x.rows != p.rows() {
+		p.fail(fmt.Errorf("LastRow of %d rows in a pass of %d", x.rows, p.rows()))
+		return y
+	}
+	for _, s := range p.segs {
+		if s.out >= 0 {
+			copy(y.row(s.out), x.row(s.row0+len(s.ids)-1))
+		}
 	}
 	return y
 }
 
-// Head implements model.Pass.
+// Head implements model.Blocks.
 func (p *pass) Head(xa model.Activation, lmHead *model.Matrix) model.Activation {
 	x := p.tensor(xa)
 	y := newTensor(x.rows, lmHead.Out)
@@ -139,13 +272,23 @@ func (p *pass) Head(xa model.Activation, lmHead *model.Matrix) model.Activation 
 	return y
 }
 
-// matMul is the backend's matMul with the shape checked against x.
-func (p *pass) matMul(y []float32, x *tensor, w *model.Matrix) {
-	if x.width != w.In {
-		p.fail(fmt.Errorf("%s: input width %d, the matrix takes %d", w.Name, x.width, w.In))
-		return
+// groupsOf says how x's rows are multiplied: x is either a full activation
+// of the pass or LastRow's output.
+func (p *pass) groupsOf(x *tensor) []rowGroup {
+	switch x.rows {
+	case p.rows():
+		return p.groups
+	case p.outputs:
+		return p.outGroups
 	}
-	p.b.matMul(y, x.data, x.rows, w)
+	p.fail(fmt.Errorf("activation of %d rows in a pass of %d rows and %d outputs", x.rows, p.rows(), p.outputs))
+	return nil
+}
+
+// matMul computes y = x·wᵀ for x with the pass's rows (or LastRow's), in
+// its row groups.
+func (p *pass) matMul(y []float32, x *tensor, w *model.Matrix) {
+	p.project(x, projection{y, w})
 }
 
 // projection is one matrix applied to a shared input by project.
@@ -154,8 +297,9 @@ type projection struct {
 	w *model.Matrix
 }
 
-// project computes y = x·wᵀ for each projection of the same input x: in one
-// parallel region for a few token rows, one matrix product each otherwise.
+// project computes y = x·wᵀ for each projection of the same input x, group
+// by group: a matrix-vector group runs every projection in one parallel
+// region, a matrix-product group one matMul each.
 func (p *pass) project(x *tensor, outs ...projection) {
 	for _, o := range outs {
 		if x.width != o.w.In {
@@ -163,79 +307,210 @@ func (p *pass) project(x *tensor, outs ...projection) {
 			return
 		}
 	}
-	if x.rows >= gemmMinTokens {
-		for _, o := range outs {
-			p.b.matMul(o.y, x.data, x.rows, o.w)
-		}
+	groups := p.groupsOf(x)
+	if p.err != nil {
 		return
 	}
-	jobs := make([]vecJob, len(outs))
-	for i, o := range outs {
-		jobs[i] = vecJob{y: o.y, x: x.data, rows: x.rows, w: o.w}
+	for _, g := range groups {
+		p.b.projectRows(x, g, outs)
 	}
-	p.b.matVecs(jobs)
 }
 
-// Sample implements model.Pass.
-func (p *pass) Sample(la model.Activation, s *model.Sampling) {
+// projectRows computes the projections for the rows of one group.
+func (b *Backend) projectRows(x *tensor, g rowGroup, outs []projection) {
+	n := len(g.rows)
+	xs, whole := gatherRows(x, g.rows)
+	ys := make([][]float32, len(outs))
+	for i, o := range outs {
+		if whole {
+			ys[i] = o.y
+		} else {
+			ys[i] = make([]float32, n*o.w.Out)
+		}
+	}
+	if g.vec {
+		jobs := make([]vecJob, len(outs))
+		for i, o := range outs {
+			jobs[i] = vecJob{y: ys[i], x: xs, rows: n, w: o.w}
+		}
+		b.matVecs(jobs)
+	} else {
+		for i, o := range outs {
+			b.matMul(ys[i], xs, n, o.w)
+		}
+	}
+	if whole {
+		return
+	}
+	for i, o := range outs {
+		out := o.w.Out
+		for j, r := range g.rows {
+			copy(o.y[r*out:(r+1)*out], ys[i][j*out:(j+1)*out])
+		}
+	}
+}
+
+// gatherRows returns the given rows of x as one [len(rows), width] block: x's
+// own data when they are all of x in order (whole), a copy otherwise.
+func gatherRows(x *tensor, rows []int) (data []float32, whole bool) {
+	whole = len(rows) == x.rows
+	for i, r := range rows {
+		if r != i {
+			whole = false
+			break
+		}
+	}
+	if whole {
+		return x.data, true
+	}
+	data = make([]float32, len(rows)*x.width)
+	for i, r := range rows {
+		copy(data[i*x.width:(i+1)*x.width], x.row(r))
+	}
+	return data, false
+}
+
+// outputRow is segment i's row of logits l: its LastRow row, or the last
+// row when a lone segment asked for every row.
+func (p *pass) outputRow(l *tensor, i int) []float32 {
+	s := &p.segs[i]
+	if l.rows == p.outputs && s.out >= 0 {
+		return l.row(s.out)
+	}
+	if len(p.segs) == 1 && l.rows == p.rows() {
+		return l.row(l.rows - 1)
+	}
+	p.fail(fmt.Errorf("logits of %d rows do not hold segment %d's row", l.rows, i))
+	return nil
+}
+
+// SampleEach implements model.BatchPass.
+func (p *pass) SampleEach(la model.Activation) {
+	for i := range p.segs {
+		if s := p.segs[i].in.Sample; s != nil {
+			p.sample(la, i, s)
+		}
+	}
+}
+
+// sample chooses segment i's next token with s.
+func (p *pass) sample(la model.Activation, i int, s *model.Sampling) {
 	l := p.tensor(la)
 	if p.err != nil || l.rows == 0 {
 		return
 	}
-	row := l.row(l.rows - 1)
-	if s.Greedy() {
-		p.res.Token = model.ArgMax(row)
+	row := p.outputRow(l, i)
+	if row == nil {
 		return
 	}
-	history := make([]int, 0, len(p.seq.tokens)+len(p.ids))
-	history = append(append(history, p.seq.tokens...), p.ids...)
-	p.res.Token = p.b.sampler.Sample(row, s, history)
+	if s.Greedy() {
+		p.res[i].Token = model.ArgMax(row)
+		return
+	}
+	seg := &p.segs[i]
+	history := make([]int, 0, len(seg.seq.tokens)+len(seg.ids))
+	history = append(append(history, seg.seq.tokens...), seg.ids...)
+	p.res[i].Token = p.b.sampler.Sample(row, s, history)
 }
 
-// Hidden implements model.Pass.
+// Sample implements model.Pass.
+func (p onePass) Sample(la model.Activation, s *model.Sampling) { p.sample(la, 0, s) }
+
+// Hidden implements model.Blocks.
 func (p *pass) Hidden(index int, ra model.Activation) {
-	if !p.in.Hidden || p.err != nil {
+	if p.err != nil {
 		return
 	}
 	r := p.tensor(ra)
-	if index < 0 || index >= len(p.res.Hidden) {
-		p.fail(fmt.Errorf("hidden state index %d outside [0, %d)", index, len(p.res.Hidden)))
-		return
+	for i, s := range p.segs {
+		if !s.in.Hidden {
+			continue
+		}
+		if index < 0 || index >= len(p.res[i].Hidden) {
+			p.fail(fmt.Errorf("hidden state index %d outside [0, %d)", index, len(p.res[i].Hidden)))
+			return
+		}
+		p.res[i].Hidden[index] = append([]float32(nil), r.data[s.row0*r.width:(s.row0+len(s.ids))*r.width]...)
 	}
-	p.res.Hidden[index] = append([]float32(nil), r.data...)
 }
 
-// Logits implements model.Pass. The logits tensor is not used after this,
-// so the result takes its memory.
+// Logits implements model.Blocks. A lone segment's result takes the logits
+// tensor's memory, which is not used after this.
 func (p *pass) Logits(la model.Activation) {
-	if p.err == nil {
-		p.res.Logits = p.tensor(la).data
+	if p.err != nil {
+		return
+	}
+	l := p.tensor(la)
+	if len(p.segs) == 1 {
+		if p.segs[0].in.Logits != model.LogitsNone {
+			p.res[0].Logits = l.data
+		}
+		return
+	}
+	for i, s := range p.segs {
+		if s.in.Logits != model.LogitsNone {
+			if row := p.outputRow(l, i); row != nil {
+				p.res[i].Logits = append([]float32(nil), row...)
+			}
+		}
 	}
 }
 
-// Submit implements model.Pass: the work is done, so the sequence advances.
+// Submit implements model.Blocks: the work is done, so the sequences
+// advance.
 func (p *pass) Submit() {
-	if !p.seq.busy {
+	if p.submitted {
 		return
 	}
-	p.seq.busy = false
-	if p.err != nil {
-		// Some layers may have advanced and others not: the state is no
-		// longer a state of any token prefix.
-		p.seq.broken = true
-		return
+	p.submitted = true
+	for _, s := range p.segs {
+		seq := s.seq
+		seq.busy = false
+		if p.err != nil {
+			// Some layers may have advanced and others not: the state is
+			// no longer a state of any token prefix.
+			seq.broken = true
+			continue
+		}
+		seq.tokens = append(seq.tokens, s.ids...)
 	}
-	p.seq.tokens = append(p.seq.tokens, p.ids...)
-	p.seq.sampled = p.res.Token
+	if p.err == nil {
+		for i, s := range p.segs {
+			s.seq.sampled = p.res[i].Token
+		}
+	}
 }
 
-// Wait implements model.Pass.
-func (p *pass) Wait() (model.Result, error) {
-	if p.seq.busy {
-		p.Submit()
+// Abandon implements model.Abandoner. The blocks called so far have run
+// on the sequences, which are left broken until a snapshot is restored.
+func (p *pass) Abandon() {
+	if p.submitted {
+		return
 	}
+	p.submitted = true
+	for _, s := range p.segs {
+		s.seq.busy = false
+		s.seq.broken = true
+	}
+}
+
+// wait submits the pass if that is not done yet and returns its results.
+func (p *pass) wait() ([]model.Result, error) {
+	p.Submit()
 	if p.err != nil {
-		return model.Result{Token: -1}, p.err
+		return nil, p.err
 	}
 	return p.res, nil
 }
+
+// Wait implements model.Pass.
+func (p onePass) Wait() (model.Result, error) {
+	res, err := p.wait()
+	if err != nil {
+		return model.Result{Token: -1}, err
+	}
+	return res[0], nil
+}
+
+// Wait implements model.Batch.
+func (p batchPass) Wait() ([]model.Result, error) { return p.wait() }

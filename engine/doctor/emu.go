@@ -7,7 +7,7 @@ import (
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
 	"github.com/suzuran-app/suzuran/engine/gpu/emu"
 	"github.com/suzuran-app/suzuran/metalkernels"
-	kemu "github.com/suzuran-app/suzuran/metalkernels/emu"
+	"github.com/suzuran-app/suzuran/metalkernels/host"
 )
 
 // probeEmu checks the kernel emulator: each kernel file compiled on its
@@ -48,7 +48,7 @@ func emuKernels(threads int) []KernelFamily {
 		for n, t := range headers {
 			unit[n] = t
 		}
-		_, err := kemu.Compile(unit, kemu.Options{Threads: threads, PathPrefix: "metalkernels/"})
+		_, err := host.Compile(unit, host.Options{Threads: threads, PathPrefix: "metalkernels/"})
 		out = append(out, KernelFamily{File: f, OK: err == nil, Error: errorText(err)})
 	}
 	return out

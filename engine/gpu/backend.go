@@ -91,6 +91,10 @@ type devMoE struct {
 	sDown            *devMatrix
 }
 
+// dnL2Eps is the epsilon of the q/k L2 normalisation that deltanet.metal
+// has built in (transformers' fixed value).
+const dnL2Eps = 1e-6
+
 // devDeltaNet holds the DeltaNet's small f32 parameters on the device.
 type devDeltaNet struct {
 	conv, aLog, dtBias, norm device.Buffer
@@ -169,6 +173,7 @@ func (b *Backend) checkConfig() error {
 	check(c.NumKVHeads > 0 && c.NumHeads%c.NumKVHeads == 0, "%d query heads do not share %d kv heads evenly", c.NumHeads, c.NumKVHeads)
 	check(c.NumKVHeads > 0 && c.NumHeads/c.NumKVHeads <= 32, "%d query heads per kv head: the decode attention kernel serves at most 32", c.NumHeads/max(c.NumKVHeads, 1))
 	check(c.LinearKeyHeadDim <= dnMaxKeyDim, "linear_key_head_dim %d: the DeltaNet kernel holds at most %d", c.LinearKeyHeadDim, dnMaxKeyDim)
+	check(c.DeltaNetL2Eps == dnL2Eps, "DeltaNet q/k L2 epsilon %g: the DeltaNet kernel has %g built in", c.DeltaNetL2Eps, dnL2Eps)
 	check(c.LinearKeyHeads > 0 && c.LinearValueHeads%c.LinearKeyHeads == 0, "%d value heads do not share %d key heads evenly", c.LinearValueHeads, c.LinearKeyHeads)
 	check(c.ConvKernel >= 1 && c.ConvKernel <= convMaxKernel, "linear_conv_kernel_dim %d: the conv kernel takes 1..%d", c.ConvKernel, convMaxKernel)
 	check(c.NumExperts <= moeMaxExperts, "%d experts: the router kernel handles at most %d", c.NumExperts, moeMaxExperts)

@@ -11,7 +11,17 @@
 // Each is counted per pass (Stats, printed by `suzuran logits --stats`):
 //
 //   - One command buffer per pass: a decode step records embed → layers →
-//     head → sample into one buffer, a prefill chunk likewise.
+//     head → sample into one buffer, a prefill chunk likewise, and so does a
+//     batched pass over several sequences (model.Batcher): their decode
+//     steps and prefill chunks in one step.
+//   - A batched step reads each weight once for all its decode rows: the
+//     GEMV takes up to 8 token rows per weight load, the expert kernels
+//     group the rows by expert (an expert chosen by two sequences is read
+//     once; Counters.SharedExpertBytes counts it), and the attention and
+//     DeltaNet step kernels serve up to 8 sequences per dispatch, each on
+//     its own cache and state. Each row's sums are formed as for that row
+//     alone, so a sequence's logits are the same bits whatever else is in
+//     its batch.
 //   - The sampled token id stays in device memory (a ring of slots in the
 //     sequence) and the next step's embedding gather reads it there, so step
 //     N+1 can be submitted before the host has read token N. The gather also
@@ -22,7 +32,7 @@
 //     repetition, presence and frequency penalties. Top-k off walks the
 //     whole vocabulary in id order; that case is sampled on the host after
 //     the pass (counted as host samples), and the next step waits for it.
-//   - MoE routing never leaves the device: decode gathers each chosen
+//   - MoE routing never leaves the device: decode reads each chosen
 //     expert's rows by id; a prefill chunk histograms the expert ids, scans
 //     them into row offsets and a block map sized to a bound known when the
 //     pass is recorded, scatters the rows into expert order and runs grouped
@@ -47,11 +57,14 @@
 //
 // # Files
 //
-// weights.go binds the checkpoint's tensors to device buffers; kernels.go
-// encodes each kernel with its parameters and declared traffic; pass.go
+// weights.go binds the checkpoint's tensors to device buffers; params.go
+// holds the kernels' parameter structs (checked against the MSL ones by a
+// test); kernels.go encodes each kernel with its parameters and declared
+// traffic; pass.go
 // implements the blocks and chooses between decode kernels (GEMV, split
-// attention, expert gathers) and prefill kernels (GEMM, tiled attention,
-// grouped experts) by the number of rows; sequence.go holds per-sequence
+// attention, grouped expert decode) and prefill kernels (GEMM, tiled attention,
+// grouped experts) by the number of rows of each segment of a pass;
+// sequence.go holds per-sequence
 // state and snapshots; stats.go the counters and the minimum traffic a
 // decode step must move.
 package gpu

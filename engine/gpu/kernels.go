@@ -14,38 +14,21 @@ const (
 	simdWidth      = 32
 	gemvRows       = 4 // GEMV_ROWS
 	gemvSimdgroups = 2 // GEMV_SIMDGROUPS
+	gemvTokens     = 8 // GEMV_TOKENS
 	moeRows        = 4 // MOE_ROWS
 	moeSimdgroups  = 2 // MOE_SIMDGROUPS
+	moeGroupTokens = 8 // MOE_GROUP_TOKENS
 	dnSimdgroups   = 2 // DN_SIMDGROUPS
 	dnCols         = 4 // DN_COLS
 	dnMaxKeyDim    = 256
 	attnMaxDim     = 512 // ATTN_MAX_DIM
 	convMaxKernel  = 8   // CONV_MAX_KERNEL
+	stepMaxSeqs    = 8   // CONV_MAX_SEQS, DN_MAX_SEQS: sequences per multi-sequence step dispatch
 	moeMaxExperts  = 512 // 32·MOE_MAX_PER_LANE
 	moeMaxTopK     = 16
 	attnSplitLen   = 256 // keys per attention chunk
 	argmaxChunk    = 4096
 )
-
-// params packs a kernel's constant parameter struct: every field of the MSL
-// structs is a 4-byte uint or float, in declaration order.
-func params(fields ...any) []byte {
-	b := make([]byte, 0, 4*len(fields))
-	for _, f := range fields {
-		switch v := f.(type) {
-		case int:
-			if v < 0 || v > math.MaxUint32 {
-				panic(fmt.Sprintf("kernel parameter %d does not fit a uint", v))
-			}
-			b = binary.LittleEndian.AppendUint32(b, uint32(v))
-		case float32:
-			b = binary.LittleEndian.AppendUint32(b, math.Float32bits(v))
-		default:
-			panic(fmt.Sprintf("kernel parameter of type %T", f))
-		}
-	}
-	return b
-}
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
@@ -153,7 +136,8 @@ func (a *act) row(i int) *act {
 
 func (a *act) bytes() int64 { return int64(4 * a.rows * a.width) }
 
-// gemv records y[t] = W·x[t] for every row of x.
+// gemv records y[t] = W·x[t] for every row of x, reading W once per
+// gemvTokens rows.
 func (e *encoder) gemv(w *devMatrix, x, y *act) {
 	m := w.m
 	if x.width != m.In || y.width != m.Out || x.rows != y.rows {
@@ -161,10 +145,13 @@ func (e *encoder) gemv(w *devMatrix, x, y *act) {
 		return
 	}
 	perGroup := gemvRows * gemvSimdgroups
+	// Each threadgroup row reads the weights once for gemvTokens token rows.
+	tokenGroups := ceilDiv(x.rows, gemvTokens)
 	e.dispatch("gemv_"+w.format+"_f32",
-		device.Size3{X: ceilDiv(m.Out, perGroup), Y: x.rows}, device.Size3{X: simdWidth * gemvSimdgroups},
-		int64(x.rows)*w.bytes+x.bytes(), y.bytes(),
-		bytesArg(0, params(m.In, m.Out, x.stride, y.stride, m.GroupSize, loadFlags(w.aligned, x.off, x.stride))),
+		device.Size3{X: ceilDiv(m.Out, perGroup), Y: tokenGroups}, device.Size3{X: simdWidth * gemvSimdgroups},
+		int64(tokenGroups)*w.bytes+x.bytes(), y.bytes(),
+		bytesArg(0, pack(&gemvParams{In: u32(m.In), Out: u32(m.Out), XStride: u32(x.stride), YStride: u32(y.stride),
+			GroupSize: u32(m.GroupSize), Flags: u32(loadFlags(w.aligned, x.off, x.stride)), Rows: u32(x.rows)})),
 		w.data.arg(1), w.scales.arg(2), w.biases.arg(3), x.arg(4), y.arg(5))
 }
 
@@ -182,19 +169,19 @@ func (e *encoder) embed(table *devMatrix, ids loc, out *act, history loc, pos0 i
 	e.dispatch("embed_"+table.format+"_f32",
 		device.Size3{X: ceilDiv(m.In, threads), Y: out.rows}, device.Size3{X: threads},
 		int64(out.rows)*(table.bytes/int64(m.Out)+4), out.bytes()+int64(4*out.rows),
-		bytesArg(0, params(m.In, m.Out, m.GroupSize, pos0)),
+		bytesArg(0, pack(&embedParams{Hidden: u32(m.In), Vocab: u32(m.Out), GroupSize: u32(m.GroupSize), Pos0: u32(pos0)})),
 		table.data.arg(1), table.scales.arg(2), table.biases.arg(3), ids.arg(4), out.arg(5), history.arg(6))
 }
 
-func normParams(width, xStride, yStride int, eps float32) []byte {
-	return params(width, xStride, yStride, eps)
+func packNorm(width, xStride, yStride int, eps float32) []byte {
+	return pack(&normParams{Width: u32(width), XStride: u32(xStride), YStride: u32(yStride), Eps: eps})
 }
 
 // rmsnorm records y = RMSNorm(x)·w per row.
 func (e *encoder) rmsnorm(x *act, w loc, eps float32, y *act) {
 	e.dispatch("rmsnorm_f32", device.Size3{X: x.rows}, device.Size3{X: simdWidth},
 		x.bytes()+int64(4*x.width), y.bytes(),
-		bytesArg(0, normParams(x.width, x.stride, y.stride, eps)), x.arg(1), w.arg(2), y.arg(3))
+		bytesArg(0, packNorm(x.width, x.stride, y.stride, eps)), x.arg(1), w.arg(2), y.arg(3))
 }
 
 // addRMSNorm records residual += delta; y = RMSNorm(residual)·w.
@@ -205,7 +192,7 @@ func (e *encoder) addRMSNorm(residual, delta *act, w loc, eps float32, y *act) {
 	}
 	e.dispatch("add_rmsnorm_f32", device.Size3{X: residual.rows}, device.Size3{X: simdWidth},
 		residual.bytes()+delta.bytes()+int64(4*residual.width), residual.bytes()+y.bytes(),
-		bytesArg(0, normParams(residual.width, residual.stride, y.stride, eps)),
+		bytesArg(0, packNorm(residual.width, residual.stride, y.stride, eps)),
 		residual.arg(1), delta.arg(2), w.arg(3), y.arg(4))
 }
 
@@ -215,7 +202,7 @@ func (e *encoder) gatedNorm(o, z loc, rows, width int, w loc, eps float32, y loc
 	n := int64(4 * rows * width)
 	e.dispatch("gated_rmsnorm_silu_f32", device.Size3{X: rows}, device.Size3{X: simdWidth},
 		2*n+int64(4*width), n,
-		bytesArg(0, normParams(width, width, width, eps)), o.arg(1), z.arg(2), w.arg(3), y.arg(4))
+		bytesArg(0, packNorm(width, width, width, eps)), o.arg(1), z.arg(2), w.arg(3), y.arg(4))
 }
 
 // conv records the causal depthwise conv + SiLU over rows tokens of x,
@@ -226,7 +213,43 @@ func (e *encoder) conv(x *act, w, state loc, kernel int, out *act) {
 	stateBytes := int64(4 * (kernel - 1) * c)
 	e.dispatch("conv1d_causal_silu_f32", device.Size3{X: ceilDiv(c, threads)}, device.Size3{X: threads},
 		x.bytes()+int64(4*c*kernel)+stateBytes, out.bytes()+stateBytes,
-		bytesArg(0, params(c, kernel, x.rows)), x.arg(1), w.arg(2), state.arg(3), out.arg(4))
+		bytesArg(0, pack(&convParams{Channels: u32(c), Taps: u32(kernel), Rows: u32(x.rows)})), x.arg(1), w.arg(2), state.arg(3), out.arg(4))
+}
+
+// seqArgs binds the per-sequence buffers of a multi-sequence step kernel
+// from index first: stepMaxSeqs arguments, the unused ones bound to the
+// first sequence's buffer (the kernel never reads them).
+func seqArgs(first int, bufs []loc) []device.Arg {
+	args := make([]device.Arg, stepMaxSeqs)
+	for i := range args {
+		l := bufs[0]
+		if i < len(bufs) {
+			l = bufs[i]
+		}
+		args[i] = l.arg(first + i)
+	}
+	return args
+}
+
+// convSteps records one token of each of len(states) sequences — row z of x
+// and out is sequence z's, advancing states[z] — stepMaxSeqs sequences per
+// dispatch. Each sequence's row is computed as conv computes a one-row pass.
+func (e *encoder) convSteps(x *act, w loc, states []loc, kernel int, out *act) {
+	if x.rows != len(states) || out.rows != x.rows {
+		e.fail(fmt.Errorf("conv steps: %d rows for %d sequences", x.rows, len(states)))
+		return
+	}
+	c := x.width
+	const threads = 256
+	stateBytes := int64(4 * (kernel - 1) * c)
+	for z0 := 0; z0 < len(states); z0 += stepMaxSeqs {
+		n := min(stepMaxSeqs, len(states)-z0)
+		xs, outs := x.rowsOf(z0, n), out.rowsOf(z0, n)
+		args := append([]device.Arg{bytesArg(0, pack(&convParams{Channels: u32(c), Taps: u32(kernel), Rows: u32(n)})),
+			xs.arg(1), w.arg(2), outs.arg(3)}, seqArgs(4, states[z0:z0+n])...)
+		e.dispatch("conv1d_step_seqs_f32", device.Size3{X: ceilDiv(c, threads), Y: n}, device.Size3{X: threads},
+			xs.bytes()+int64(4*c*kernel)+int64(n)*stateBytes, outs.bytes()+int64(n)*stateBytes, args...)
+	}
 }
 
 // deltaNetShape is the DeltaNet's head layout.
@@ -253,16 +276,44 @@ func (e *encoder) deltaNetScan(s deltaNetShape, rows int, d deltaNetBufs) {
 		device.Size3{X: ceilDiv(s.valueDim, dnCols*dnSimdgroups), Y: s.valueHeads}, device.Size3{X: simdWidth * dnSimdgroups},
 		int64(4*rows*(width+2*s.valueHeads))+int64(8*s.valueHeads)+stateBytes,
 		int64(4*rows*s.valueHeads*s.valueDim)+stateBytes,
-		bytesArg(0, params(rows, s.keyHeads, s.valueHeads, s.keyDim, s.valueDim)),
+		bytesArg(0, pack(&deltaNetParams{Rows: u32(rows), KeyHeads: u32(s.keyHeads), ValueHeads: u32(s.valueHeads),
+			KeyDim: u32(s.keyDim), ValueDim: u32(s.valueDim)})),
 		d.conv.arg(1), d.a.arg(2), d.b.arg(3), d.aLog.arg(4), d.dtBias.arg(5), d.state.arg(6), d.o.arg(7))
+}
+
+// deltaNetSteps records one token of each of len(states) sequences: row z
+// of d's conv, a, b and o is sequence z's, its recurrent state states[z]
+// (d.state is unused), stepMaxSeqs sequences per dispatch, each computed as
+// deltaNetScan computes a one-row pass.
+func (e *encoder) deltaNetSteps(s deltaNetShape, d deltaNetBufs, states []loc) {
+	stateBytes := int64(4 * s.valueHeads * s.valueDim * s.keyDim)
+	width := 2*s.keyHeads*s.keyDim + s.valueHeads*s.valueDim
+	at := func(l loc, z, rowFloats int) loc { return loc{l.buf, l.off + 4*z*rowFloats} }
+	for z0 := 0; z0 < len(states); z0 += stepMaxSeqs {
+		n := min(stepMaxSeqs, len(states)-z0)
+		args := append([]device.Arg{
+			bytesArg(0, pack(&deltaNetParams{Rows: u32(n), KeyHeads: u32(s.keyHeads), ValueHeads: u32(s.valueHeads),
+				KeyDim: u32(s.keyDim), ValueDim: u32(s.valueDim)})),
+			at(d.conv, z0, width).arg(1), at(d.a, z0, s.valueHeads).arg(2), at(d.b, z0, s.valueHeads).arg(3),
+			d.aLog.arg(4), d.dtBias.arg(5), at(d.o, z0, s.valueHeads*s.valueDim).arg(6)},
+			seqArgs(7, states[z0:z0+n])...)
+		e.dispatch("deltanet_step_seqs_f32",
+			device.Size3{X: ceilDiv(s.valueDim, dnCols*dnSimdgroups), Y: s.valueHeads, Z: n},
+			device.Size3{X: simdWidth * dnSimdgroups},
+			int64(4*n*(width+2*s.valueHeads))+int64(8*s.valueHeads)+int64(n)*stateBytes,
+			int64(4*n*s.valueHeads*s.valueDim)+int64(n)*stateBytes, args...)
+	}
 }
 
 // attnShape is the attention layer's geometry for one pass.
 type attnShape struct {
 	headDim, rotaryDim, qHeads, kvHeads int
 	pos0, maxSeq, rows                  int
-	eps                                 float32
-	kvF32                               bool // the KV cache holds f32, else bf16
+	// keys, when set, is the most keys a row of the pass attends to (the
+	// multi-sequence steps, whose rows sit at their own positions).
+	keys  int
+	eps   float32
+	kvF32 bool // the KV cache holds f32, else bf16
 }
 
 // kvName is the kernel name part of the cache element type.
@@ -281,11 +332,17 @@ func (s attnShape) kvElem() int {
 	return 2
 }
 
-func (s attnShape) splits() int { return ceilDiv(s.pos0+s.rows, attnSplitLen) }
+func (s attnShape) splits() int {
+	if s.keys > 0 {
+		return ceilDiv(s.keys, attnSplitLen)
+	}
+	return ceilDiv(s.pos0+s.rows, attnSplitLen)
+}
 
-func (s attnShape) params() []byte {
-	return params(s.headDim, s.rotaryDim, s.qHeads, s.kvHeads, s.pos0, s.maxSeq, attnSplitLen, s.splits(),
-		s.eps, float32(1/math.Sqrt(float64(s.headDim))), s.rows)
+func (s attnShape) pack() []byte {
+	return pack(&attnParams{HeadDim: u32(s.headDim), RotaryDim: u32(s.rotaryDim), QHeads: u32(s.qHeads),
+		KvHeads: u32(s.kvHeads), Pos0: u32(s.pos0), MaxSeq: u32(s.maxSeq), SplitLen: attnSplitLen,
+		Splits: u32(s.splits()), Eps: s.eps, Scale: float32(1 / math.Sqrt(float64(s.headDim))), Rows: u32(s.rows)})
 }
 
 // attnBufs are the attention kernels' operands: the projections (qg is
@@ -301,14 +358,14 @@ func (e *encoder) attnQNormRope(s attnShape, b attnBufs) {
 	n := int64(4 * s.rows * s.qHeads * s.headDim)
 	e.dispatch("attn_q_norm_rope_f32", device.Size3{X: s.qHeads, Y: s.rows}, device.Size3{X: simdWidth},
 		n+int64(4*s.headDim+2*s.rotaryDim), n,
-		bytesArg(0, s.params()), b.qg.arg(1), b.qNorm.arg(2), b.invFreq.arg(3), b.q.arg(4))
+		bytesArg(0, s.pack()), b.qg.arg(1), b.qNorm.arg(2), b.invFreq.arg(3), b.q.arg(4))
 }
 
 func (e *encoder) attnKVWrite(s attnShape, b attnBufs) {
 	n := int64(s.rows * s.kvHeads * s.headDim)
 	e.dispatch("attn_kv_write_"+s.kvName(), device.Size3{X: s.kvHeads, Y: s.rows}, device.Size3{X: simdWidth},
 		8*n+int64(4*s.headDim+2*s.rotaryDim), 2*int64(s.kvElem())*n,
-		bytesArg(0, s.params()), b.k.arg(1), b.v.arg(2), b.kNorm.arg(3), b.invFreq.arg(4), b.kCache.arg(5), b.vCache.arg(6))
+		bytesArg(0, s.pack()), b.k.arg(1), b.v.arg(2), b.kNorm.arg(3), b.invFreq.arg(4), b.kCache.arg(5), b.vCache.arg(6))
 }
 
 // attnSplit records the chunked attention. A threadgroup serves all the
@@ -328,7 +385,7 @@ func (e *encoder) attnSplit(s attnShape, b attnBufs) {
 	e.dispatch("attn_split_"+s.kvName()+"_f32", device.Size3{X: s.kvHeads, Y: s.splits(), Z: s.rows},
 		device.Size3{X: simdWidth * group},
 		int64(4*s.rows*s.qHeads*s.headDim)+kvRead, parts*int64(4*(s.headDim+2)),
-		bytesArg(0, s.params()), b.q.arg(1), b.kCache.arg(2), b.vCache.arg(3), b.partO.arg(4), b.partM.arg(5), b.partL.arg(6))
+		bytesArg(0, s.pack()), b.q.arg(1), b.kCache.arg(2), b.vCache.arg(3), b.partO.arg(4), b.partM.arg(5), b.partL.arg(6))
 }
 
 // Prefill attention geometry (attention.metal).
@@ -354,7 +411,7 @@ func (e *encoder) attnPrefill(s attnShape, b attnBufs) {
 	n := int64(4 * s.rows * s.qHeads * s.headDim)
 	e.dispatch("attn_prefill_"+s.kvName()+"_f32", device.Size3{X: blocks, Y: s.qHeads}, device.Size3{X: simdWidth * prefillQueries},
 		2*n+keys*int64(s.qHeads*s.headDim*2*s.kvElem()), n,
-		bytesArg(0, s.params()), b.q.arg(1), b.kCache.arg(2), b.vCache.arg(3), b.qg.arg(4), b.o.arg(5))
+		bytesArg(0, s.pack()), b.q.arg(1), b.kCache.arg(2), b.vCache.arg(3), b.qg.arg(4), b.o.arg(5))
 }
 
 func (e *encoder) attnReduceGate(s attnShape, b attnBufs) {
@@ -362,7 +419,103 @@ func (e *encoder) attnReduceGate(s attnShape, b attnBufs) {
 	n := int64(4 * s.rows * s.qHeads * s.headDim)
 	e.dispatch("attn_reduce_gate_f32", device.Size3{X: s.qHeads, Y: s.rows}, device.Size3{X: simdWidth},
 		parts*int64(4*(s.headDim+2))+n, n,
-		bytesArg(0, s.params()), b.partO.arg(1), b.partM.arg(2), b.partL.arg(3), b.qg.arg(4), b.o.arg(5))
+		bytesArg(0, s.pack()), b.partO.arg(1), b.partM.arg(2), b.partL.arg(3), b.qg.arg(4), b.o.arg(5))
+}
+
+// kvSeq is one sequence's cache and position in a multi-sequence attention
+// step.
+type kvSeq struct {
+	k, v        loc
+	pos, maxSeq int
+}
+
+// attnStepInfo is the (position, cache rows per kv head) pairs the
+// multi-sequence attention kernels read, one per sequence, as uint32.
+func attnStepInfo(seqs []kvSeq) []byte {
+	b := make([]byte, 0, 8*len(seqs))
+	for _, q := range seqs {
+		b = binary.LittleEndian.AppendUint32(b, u32(q.pos))
+		b = binary.LittleEndian.AppendUint32(b, u32(q.maxSeq))
+	}
+	return b
+}
+
+// attnStepChunks calls fn for each group of at most stepMaxSeqs sequences:
+// the shape of the group's rows (s.keys set to the longest row's keys, so
+// that every group lays its partials out alike), its first row and the
+// group's bindings.
+func attnStepChunks(s attnShape, b attnBufs, seqs []kvSeq, info loc, fn func(s attnShape, b attnBufs, seqs []kvSeq, info loc)) {
+	for _, q := range seqs {
+		s.keys = max(s.keys, q.pos+1)
+	}
+	splits := s.splits()
+	at := func(l loc, z, rowFloats int) loc { return loc{l.buf, l.off + 4*z*rowFloats} }
+	qw := s.qHeads * s.headDim
+	for z0 := 0; z0 < len(seqs); z0 += stepMaxSeqs {
+		n := min(stepMaxSeqs, len(seqs)-z0)
+		sc := s
+		sc.rows = n
+		bc := b
+		bc.qg, bc.q, bc.o = at(b.qg, z0, 2*qw), at(b.q, z0, qw), at(b.o, z0, qw)
+		bc.k, bc.v = at(b.k, z0, s.kvHeads*s.headDim), at(b.v, z0, s.kvHeads*s.headDim)
+		bc.partO = at(b.partO, z0, s.qHeads*splits*s.headDim)
+		bc.partM, bc.partL = at(b.partM, z0, s.qHeads*splits), at(b.partL, z0, s.qHeads*splits)
+		fn(sc, bc, seqs[z0:z0+n], loc{info.buf, info.off + 8*z0})
+	}
+}
+
+// cacheArgs binds each sequence's keys from index first and values from
+// first+stepMaxSeqs, unused slots bound to the first sequence's.
+func cacheArgs(first int, seqs []kvSeq) []device.Arg {
+	ks, vs := make([]loc, len(seqs)), make([]loc, len(seqs))
+	for i, q := range seqs {
+		ks[i], vs[i] = q.k, q.v
+	}
+	return append(seqArgs(first, ks), seqArgs(first+stepMaxSeqs, vs)...)
+}
+
+// attnStepsNormRope records, for decode steps of several sequences (row z
+// at seqs[z].pos), the queries' norm and RoPE and the keys' and values'
+// write into each sequence's own cache; info holds attnStepInfo(seqs).
+func (e *encoder) attnStepsNormRope(s attnShape, b attnBufs, seqs []kvSeq, info loc) {
+	attnStepChunks(s, b, seqs, info, func(s attnShape, b attnBufs, seqs []kvSeq, info loc) {
+		nq := int64(4 * s.rows * s.qHeads * s.headDim)
+		e.dispatch("attn_q_norm_rope_seqs_f32", device.Size3{X: s.qHeads, Y: s.rows}, device.Size3{X: simdWidth},
+			nq+int64(4*s.headDim+2*s.rotaryDim+8*s.rows), nq,
+			bytesArg(0, s.pack()), b.qg.arg(1), b.qNorm.arg(2), b.invFreq.arg(3), b.q.arg(4), info.arg(5))
+		nk := int64(s.rows * s.kvHeads * s.headDim)
+		e.dispatch("attn_kv_write_seqs_"+s.kvName(), device.Size3{X: s.kvHeads, Y: s.rows}, device.Size3{X: simdWidth},
+			8*nk+int64(4*s.headDim+2*s.rotaryDim+8*s.rows), 2*int64(s.kvElem())*nk,
+			append([]device.Arg{bytesArg(0, s.pack()), b.k.arg(1), b.v.arg(2), b.kNorm.arg(3), b.invFreq.arg(4), info.arg(5)},
+				cacheArgs(6, seqs)...)...)
+	})
+}
+
+// attnStepsSplit records the chunked attention of each row over its own
+// sequence's cache, up to its own position.
+func (e *encoder) attnStepsSplit(s attnShape, b attnBufs, seqs []kvSeq, info loc) {
+	if s.headDim > prefillTile {
+		e.fail(fmt.Errorf("head_dim %d does not fit the attention tile of %d floats", s.headDim, prefillTile))
+		return
+	}
+	attnStepChunks(s, b, seqs, info, func(s attnShape, b attnBufs, seqs []kvSeq, info loc) {
+		var keys int64
+		for _, q := range seqs {
+			keys += int64(q.pos + 1)
+		}
+		parts := int64(s.rows * s.qHeads * s.splits())
+		e.dispatch("attn_split_seqs_"+s.kvName()+"_f32", device.Size3{X: s.kvHeads, Y: s.splits(), Z: s.rows},
+			device.Size3{X: simdWidth * (s.qHeads / s.kvHeads)},
+			int64(4*s.rows*s.qHeads*s.headDim)+keys*int64(s.kvHeads*s.headDim*2*s.kvElem())+int64(8*s.rows),
+			parts*int64(4*(s.headDim+2)),
+			append([]device.Arg{bytesArg(0, s.pack()), b.q.arg(1), b.partO.arg(2), b.partM.arg(3), b.partL.arg(4), info.arg(5)},
+				cacheArgs(6, seqs)...)...)
+	})
+}
+
+// attnStepsReduce merges each row's chunks and applies its gate.
+func (e *encoder) attnStepsReduce(s attnShape, b attnBufs, seqs []kvSeq, info loc) {
+	attnStepChunks(s, b, seqs, info, func(s attnShape, b attnBufs, _ []kvSeq, _ loc) { e.attnReduceGate(s, b) })
 }
 
 // routerTopK records softmax/top-k/renormalise over logits [rows, stride]
@@ -370,19 +523,21 @@ func (e *encoder) attnReduceGate(s attnShape, b attnBufs) {
 func (e *encoder) routerTopK(experts, topK, rows int, logits loc, stride int, ids, weights loc) {
 	e.dispatch("moe_router_topk_f32", device.Size3{X: rows}, device.Size3{X: simdWidth},
 		int64(4*rows*(experts+1)), int64(8*rows*(topK+1)),
-		bytesArg(0, params(experts, topK, stride)), logits.arg(1), ids.arg(2), weights.arg(3))
+		bytesArg(0, pack(&routerParams{Experts: u32(experts), TopK: u32(topK), LogitsStride: u32(stride)})), logits.arg(1), ids.arg(2), weights.arg(3))
 }
 
 // moeShape is what the expert kernels need to know.
 type moeShape struct {
 	hidden, inter, sharedInter, experts, slots, hStride, groupSize, sharedGroupSize int
+	rows                                                                            int // the grouped decode kernels' token rows
 }
 
-// params packs ExpertParams with the load flags of the routed and the
+// pack packs ExpertParams with the load flags of the routed and the
 // shared matrices.
-func (s moeShape) params(flags, sharedFlags int) []byte {
-	return params(s.hidden, s.inter, s.sharedInter, s.experts, s.slots, s.hStride, s.groupSize, s.sharedGroupSize,
-		flags, sharedFlags)
+func (s moeShape) pack(flags, sharedFlags int) []byte {
+	return pack(&expertParams{Hidden: u32(s.hidden), Inter: u32(s.inter), SharedInter: u32(s.sharedInter),
+		Experts: u32(s.experts), Slots: u32(s.slots), HStride: u32(s.hStride), GroupSize: u32(s.groupSize),
+		SharedGroupSize: u32(s.sharedGroupSize), Flags: u32(flags), SharedFlags: u32(sharedFlags), Rows: u32(s.rows)})
 }
 
 // moeBufs are the expert kernels' operands: the normalised input x, the
@@ -395,18 +550,30 @@ type moeBufs struct {
 	rowOf, tokenOf, ye     loc // each assignment's row, each row's token, per-row outputs
 }
 
-// moeGateUp records h = silu(gate_e·x)⊙up_e·x for every (token, slot).
-func (e *encoder) moeGateUp(s moeShape, rows int, b moeBufs, w *devMoE) {
-	gate, up, sGate, sUp := w.gate, w.up, w.sGate, w.sUp
+// moeGroupedDecode records the experts of up to moeGroupTokens rows grouped
+// by expert (each expert's weights read once for every row that chose it):
+// h per (row, slot), then ye = down·h per (row, slot) into b.ye, then
+// y[t] = Σ_slot weight·ye in slot order through b.rowOf, which must hold
+// the identity 0…rows·slots−1. The declared reads count every row's routed
+// experts as distinct, the most the step can read; how many were shared is
+// known only after the pass (Counters.SharedExpertBytes).
+func (e *encoder) moeGroupedDecode(s moeShape, rows int, b moeBufs, w *devMoE) {
+	if rows > moeGroupTokens {
+		e.fail(fmt.Errorf("moe: %d rows in one grouped decode, the kernels serve at most %d", rows, moeGroupTokens))
+		return
+	}
+	gate, up, sGate, sUp, down, sDown := w.gate, w.up, w.sGate, w.sUp, w.down, w.sDown
 	x, ids, h := b.x.loc, b.ids, b.h
 	perGroup := moeRows * moeSimdgroups
-	read := int64(rows) * (int64(s.slots-1)*(gate.expertBytes+up.expertBytes) + sGate.bytes + sUp.bytes)
-	read += int64(4*rows*s.hidden + 4*rows*s.slots)
-	e.dispatch("moe_gate_up_"+gate.format+"_f32",
-		device.Size3{X: ceilDiv(max(s.inter, s.sharedInter), perGroup), Y: s.slots, Z: rows},
+	entries := rows * s.slots
+	routed := int64(rows * (s.slots - 1))
+	s.rows = rows
+	read := routed*(gate.expertBytes+up.expertBytes) + sGate.bytes + sUp.bytes + int64(4*rows*s.hidden+4*entries)
+	e.dispatch("moe_gate_up_grouped_"+gate.format+"_f32",
+		device.Size3{X: ceilDiv(max(s.inter, s.sharedInter), perGroup), Y: entries},
 		device.Size3{X: simdWidth * moeSimdgroups},
 		read, int64(4*rows*(s.slots-1)*s.inter+4*rows*s.sharedInter),
-		bytesArg(0, s.params(loadFlags(gate.aligned && up.aligned, x.off, s.hidden), loadFlags(sGate.aligned && sUp.aligned, x.off, s.hidden))),
+		bytesArg(0, s.pack(loadFlags(gate.aligned && up.aligned, x.off, s.hidden), loadFlags(sGate.aligned && sUp.aligned, x.off, s.hidden))),
 		x.arg(1), ids.arg(2), h.arg(3),
 		device.Arg{Index: 4, Buffer: gate.data}, device.Arg{Index: 5, Buffer: gate.scales},
 		device.Arg{Index: 6, Buffer: gate.biases}, device.Arg{Index: 7, Buffer: gate.table},
@@ -414,30 +581,24 @@ func (e *encoder) moeGateUp(s moeShape, rows int, b moeBufs, w *devMoE) {
 		device.Arg{Index: 10, Buffer: up.biases}, device.Arg{Index: 11, Buffer: up.table},
 		sGate.data.arg(12), sGate.scales.arg(13), sGate.biases.arg(14),
 		sUp.data.arg(15), sUp.scales.arg(16), sUp.biases.arg(17))
-}
-
-// moeDownCombine records y = Σ_slot weight·down_e·h_slot.
-func (e *encoder) moeDownCombine(s moeShape, rows int, b moeBufs, w *devMoE) {
-	down, sDown := w.down, w.sDown
-	h, ids, weights, y := b.h, b.ids, b.weights, b.y
-	perGroup := moeRows * moeSimdgroups
-	read := int64(rows) * (int64(s.slots-1)*down.expertBytes + sDown.bytes)
-	read += int64(4*rows*(s.slots-1)*s.inter+4*rows*s.sharedInter) + int64(8*rows*s.slots)
-	e.dispatch("moe_down_combine_"+down.format+"_f32",
-		device.Size3{X: ceilDiv(s.hidden, perGroup), Y: rows}, device.Size3{X: simdWidth * moeSimdgroups},
-		read, int64(4*rows*s.hidden),
-		bytesArg(0, s.params(loadFlags(down.aligned, h.off, s.hStride), loadFlags(sDown.aligned, h.off, s.hStride))),
-		h.arg(1), ids.arg(2), weights.arg(3), y.arg(4),
-		device.Arg{Index: 5, Buffer: down.data}, device.Arg{Index: 6, Buffer: down.scales},
-		device.Arg{Index: 7, Buffer: down.biases}, device.Arg{Index: 8, Buffer: down.table},
-		sDown.data.arg(9), sDown.scales.arg(10), sDown.biases.arg(11))
+	s.groupSize, s.sharedGroupSize = down.groupSize, sDown.m.GroupSize
+	read = routed*down.expertBytes + sDown.bytes + int64(4*rows*(s.slots-1)*s.inter+4*rows*s.sharedInter+4*entries)
+	e.dispatch("moe_down_grouped_"+down.format+"_f32",
+		device.Size3{X: ceilDiv(s.hidden, perGroup), Y: entries}, device.Size3{X: simdWidth * moeSimdgroups},
+		read, int64(4*entries*s.hidden),
+		bytesArg(0, s.pack(loadFlags(down.aligned, h.off, s.hStride), loadFlags(sDown.aligned, h.off, s.hStride))),
+		h.arg(1), ids.arg(2), b.ye.arg(3),
+		device.Arg{Index: 4, Buffer: down.data}, device.Arg{Index: 5, Buffer: down.scales},
+		device.Arg{Index: 6, Buffer: down.biases}, device.Arg{Index: 7, Buffer: down.table},
+		sDown.data.arg(8), sDown.scales.arg(9), sDown.biases.arg(10))
+	e.moeCombine(rows, s.slots, s.hidden, b)
 }
 
 // argmax records the greedy choice over one row of vocab logits into out
 // (one int32), through per-chunk partials in scratch.
 func (e *encoder) argmax(logits loc, vocab int, partVal, partID, out loc) {
 	chunks := ceilDiv(vocab, argmaxChunk)
-	p := params(vocab, argmaxChunk, chunks)
+	p := pack(&argmaxParams{Vocab: u32(vocab), Chunk: argmaxChunk, Chunks: u32(chunks)})
 	e.dispatch("argmax_partial_f32", device.Size3{X: chunks}, device.Size3{X: simdWidth},
 		int64(4*vocab), int64(8*chunks), bytesArg(0, p), logits.arg(1), partVal.arg(2), partID.arg(3))
 	e.dispatch("argmax_final_i32", device.Size3{X: 1}, device.Size3{X: simdWidth},
@@ -448,7 +609,7 @@ func (e *encoder) argmax(logits loc, vocab int, partVal, partID, out loc) {
 func (e *encoder) copyF32(src, dst loc, n int) {
 	const threads = 256
 	e.dispatch("copy_f32", device.Size3{X: ceilDiv(n, threads)}, device.Size3{X: threads},
-		int64(4*n), int64(4*n), bytesArg(0, params(n)), src.arg(1), dst.arg(2))
+		int64(4*n), int64(4*n), bytesArg(0, pack(&copyParams{Count: u32(n)})), src.arg(1), dst.arg(2))
 }
 
 // Prefill tiles (gemm_tile.h). The grouped GEMMs use gemmBM×gemmBN tiles
@@ -482,7 +643,8 @@ func (e *encoder) gemm(w *devMatrix, x, y *act, ops Operands) {
 	e.dispatch(name,
 		device.Size3{X: tilesN, Y: tilesM}, device.Size3{X: gemmThreads},
 		int64(tilesM)*w.bytes+x.bytes()*int64(tilesN), y.bytes(),
-		bytesArg(0, params(m.In, m.Out, x.rows, x.stride, y.stride, m.GroupSize)),
+		bytesArg(0, pack(&gemmParams{In: u32(m.In), Out: u32(m.Out), Rows: u32(x.rows), XStride: u32(x.stride),
+			YStride: u32(y.stride), GroupSize: u32(m.GroupSize)})),
 		w.data.arg(1), w.scales.arg(2), w.biases.arg(3), x.arg(4), y.arg(5))
 }
 
@@ -496,7 +658,7 @@ func (e *encoder) moePlan(n, groups int, b moeBufs) {
 	bound := planBound(n, groups)
 	e.dispatch("moe_plan_u32", device.Size3{X: 1}, device.Size3{X: planThreads},
 		int64(4*n), int64(4*(groups+1)+4*groups+16*bound),
-		bytesArg(0, params(n, groups, bound)), ids.arg(1), offsets.arg(2), cursor.arg(3), tiles.arg(4))
+		bytesArg(0, pack(&planParams{Assignments: u32(n), Groups: u32(groups), Bound: u32(bound)})), ids.arg(1), offsets.arg(2), cursor.arg(3), tiles.arg(4))
 }
 
 // moeScatter records each (token, slot) taking the next row of its expert:
@@ -506,11 +668,13 @@ func (e *encoder) moeScatter(n, slots int, b moeBufs) {
 	const threads = 256
 	e.dispatch("moe_scatter_rows_u32", device.Size3{X: ceilDiv(n, threads)}, device.Size3{X: threads},
 		int64(4*n), int64(8*n),
-		bytesArg(0, params(n, slots)), ids.arg(1), cursor.arg(2), rowOf.arg(3), tokenOf.arg(4))
+		bytesArg(0, pack(&scatterParams{Assignments: u32(n), Slots: u32(slots)})), ids.arg(1), cursor.arg(2), rowOf.arg(3), tokenOf.arg(4))
 }
 
-func (s moeShape) groupedParams(xStride int) []byte {
-	return params(s.hidden, s.inter, s.sharedInter, s.experts, s.hStride, s.groupSize, s.sharedGroupSize, xStride)
+func (s moeShape) packGrouped(xStride int) []byte {
+	return pack(&groupedParams{Hidden: u32(s.hidden), Inter: u32(s.inter), SharedInter: u32(s.sharedInter),
+		Experts: u32(s.experts), HStride: u32(s.hStride), GroupSize: u32(s.groupSize),
+		SharedGroupSize: u32(s.sharedGroupSize), XStride: u32(xStride)})
 }
 
 // groupedKernel names the grouped GEMM kernel for the operand type.
@@ -537,7 +701,7 @@ func (e *encoder) moeGemmGateUp(s moeShape, n int, b moeBufs, w *devMoE) {
 		device.Size3{X: ceilDiv(max(s.inter, s.sharedInter), gemmBN), Y: bound}, device.Size3{X: gemmThreads},
 		groupedWeightBytes(bound, gate.expertBytes+up.expertBytes, sGate.bytes+sUp.bytes)+int64(4*n*s.hidden)+int64(16*bound+4*n),
 		int64(4*n*s.hStride),
-		bytesArg(0, s.groupedParams(x.stride)), tiles.arg(1), x.arg(2), h.arg(3),
+		bytesArg(0, s.packGrouped(x.stride)), tiles.arg(1), x.arg(2), h.arg(3),
 		device.Arg{Index: 4, Buffer: gate.data}, device.Arg{Index: 5, Buffer: gate.scales},
 		device.Arg{Index: 6, Buffer: gate.biases}, device.Arg{Index: 7, Buffer: gate.table},
 		device.Arg{Index: 8, Buffer: up.data}, device.Arg{Index: 9, Buffer: up.scales},
@@ -555,7 +719,7 @@ func (e *encoder) moeGemmDown(s moeShape, n int, b moeBufs, w *devMoE) {
 		device.Size3{X: ceilDiv(s.hidden, gemmBN), Y: bound}, device.Size3{X: gemmThreads},
 		groupedWeightBytes(bound, down.expertBytes, sDown.bytes)+int64(4*n*s.hStride)+int64(16*bound),
 		int64(4*n*s.hidden),
-		bytesArg(0, s.groupedParams(0)), tiles.arg(1), h.arg(2), ye.arg(3),
+		bytesArg(0, s.packGrouped(0)), tiles.arg(1), h.arg(2), ye.arg(3),
 		device.Arg{Index: 4, Buffer: down.data}, device.Arg{Index: 5, Buffer: down.scales},
 		device.Arg{Index: 6, Buffer: down.biases}, device.Arg{Index: 7, Buffer: down.table},
 		sDown.data.arg(8), sDown.scales.arg(9), sDown.biases.arg(10))
@@ -567,7 +731,7 @@ func (e *encoder) moeCombine(rows, slots, hidden int, b moeBufs) {
 	const threads = 256
 	e.dispatch("moe_combine_f32", device.Size3{X: ceilDiv(hidden, threads), Y: rows}, device.Size3{X: threads},
 		int64(4*rows*slots*hidden+8*rows*slots), int64(4*rows*hidden),
-		bytesArg(0, params(hidden, slots)), ye.arg(1), rowOf.arg(2), weights.arg(3), y.arg(4))
+		bytesArg(0, pack(&combineParams{Hidden: u32(hidden), Slots: u32(slots)})), ye.arg(1), rowOf.arg(2), weights.arg(3), y.arg(4))
 }
 
 // Device sampling (sample.metal).
@@ -584,7 +748,8 @@ const (
 // over history[:count] into logits (a private copy of the row).
 func (e *encoder) penalties(s *model.Sampling, history loc, count int, counts, flags, logits loc) {
 	const threads = 256
-	p := params(count, max(0, min(s.GeneratedFrom, count)), s.RepetitionPenalty, s.PresencePenalty, s.FrequencyPenalty)
+	p := pack(&penaltyParams{Count: u32(count), From: u32(max(0, min(s.GeneratedFrom, count))),
+		Repetition: s.RepetitionPenalty, Presence: s.PresencePenalty, Frequency: s.FrequencyPenalty})
 	g := device.Size3{X: ceilDiv(count, threads)}
 	th := device.Size3{X: threads}
 	e.dispatch("sample_penalty_clear_u32", g, th, int64(4*count), int64(8*count),
@@ -598,8 +763,8 @@ func (e *encoder) penalties(s *model.Sampling, history loc, count int, counts, f
 // topK records the top-k draw over one row of vocab logits into out.
 func (e *encoder) topK(s *model.Sampling, logits loc, vocab, position int, candVal, candID, out loc) {
 	chunks := ceilDiv(vocab, topkChunk)
-	p := params(vocab, chunks, s.TopK, s.Temperature, s.TopP, s.MinP,
-		int(uint32(s.Seed)), int(uint32(s.Seed>>32)), position)
+	p := pack(&topKParams{Vocab: u32(vocab), Chunks: u32(chunks), K: u32(s.TopK), Temperature: s.Temperature,
+		TopP: s.TopP, MinP: s.MinP, SeedLo: uint32(s.Seed), SeedHi: uint32(s.Seed >> 32), Position: u32(position)})
 	e.dispatch("sample_topk_partial_f32", device.Size3{X: chunks}, device.Size3{X: topkThreads},
 		int64(4*vocab), int64(8*chunks*s.TopK), bytesArg(0, p), logits.arg(1), candVal.arg(2), candID.arg(3))
 	e.dispatch("sample_topk_final_f32", device.Size3{X: 1}, device.Size3{X: topkThreads},

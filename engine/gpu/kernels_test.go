@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
+	"github.com/suzuran-app/suzuran/engine/internal/reference"
 	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/safetensors"
 	"github.com/suzuran-app/suzuran/engine/sample"
@@ -165,13 +166,7 @@ func actAt(l loc, rows, width int) *act {
 
 // refGEMV is Σ_j W[row,j]·x[j] in float64, with Σ|W||x| for the error bound.
 func refGEMV(m *model.Matrix, x []float32, row int) (float64, float64) {
-	var s, mag float64
-	for j := 0; j < m.In; j++ {
-		p := float64(m.At(row, j)) * float64(x[j])
-		s += p
-		mag += math.Abs(p)
-	}
-	return s, mag
+	return reference.Dot(m, row, reference.Float64(x))
 }
 
 // f32Tol is the error bound of an f32 sum of n terms of total magnitude mag:
@@ -199,6 +194,13 @@ func TestGEMV(t *testing.T) {
 		{"q4", 9, 96, 32, 1, 0},
 		{"q8", 21, 192, 64, 2, 0},
 		{"q8", 6, 64, 64, 3, 4},
+		// Past one threadgroup's GEMV_TOKENS token rows: the weights are
+		// read once per 8 rows, the last group partly filled.
+		{"q4", 37, 320, 64, 11, 0},
+		{"q8", 21, 192, 64, 8, 4},
+		{"bf16", 45, 204, 0, 9, 0},
+		{"f16", 29, 96, 0, 10, 0},
+		{"f32", 37, 203, 0, 5, 0},
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s_%dx%d_rows%d_xoff%d", c.format, c.out, c.in, c.rows, c.xOff), func(t *testing.T) {
@@ -211,9 +213,17 @@ func TestGEMV(t *testing.T) {
 				xa := actAt(xb, c.rows, c.in)
 				y := actAt(r.zeros(4*c.rows*c.out), c.rows, c.out)
 				r.run(func(e *encoder) { e.gemv(dm, xa, y) })
-				return [][]byte{f32Bytes(r.floatsAt(y.loc, c.rows*c.out))}
+				// The last token row alone, as a sequence decoding by
+				// itself: its bits must not depend on the rows beside it.
+				last := c.rows - 1
+				y1 := actAt(r.zeros(4*c.out), 1, c.out)
+				r.run(func(e *encoder) { e.gemv(dm, xa.row(last), y1) })
+				return [][]byte{f32Bytes(r.floatsAt(y.loc, c.rows*c.out)), f32Bytes(r.floatsAt(y1.loc, c.out))}
 			})
 			y := floats(got[0])
+			if !bytes.Equal(got[0][4*(c.rows-1)*c.out:], got[1]) {
+				t.Errorf("token row %d differs between the %d-row dispatch and a dispatch of its own", c.rows-1, c.rows)
+			}
 			worst := 0.0
 			for t0 := 0; t0 < c.rows; t0++ {
 				for row := 0; row < c.out; row++ {
@@ -266,11 +276,7 @@ func TestEmbed(t *testing.T) {
 }
 
 func refRMS(x []float32, eps float32) float64 {
-	ss := 0.0
-	for _, v := range x {
-		ss += float64(v) * float64(v)
-	}
-	return 1 / math.Sqrt(ss/float64(len(x))+float64(eps))
+	return reference.RMSScale(reference.Float64(x), float64(eps))
 }
 
 // checkClose compares got with want elementwise: |got−want| ≤ tol·(|want|+floor).
@@ -395,52 +401,38 @@ func TestConv(t *testing.T) {
 	}
 }
 
-// refDeltaNet runs the recurrence of shared MODEL.md in float64.
+// refDeltaNet runs the recurrence of shared MODEL.md in float64
+// (engine/internal/reference) over the kernel's state layout [Hv, Dv, Dk].
 func refDeltaNet(s deltaNetShape, rows int, conv, a, b, aLog, dtBias, state []float32) ([]float64, []float64) {
 	width := 2*s.keyHeads*s.keyDim + s.valueHeads*s.valueDim
-	st := make([]float64, len(state)) // [Hv, Dv, Dk]
-	for i, v := range state {
-		st[i] = float64(v)
+	dk, dv := s.keyDim, s.valueDim
+	// The reference's state per value head, [Dk][Dv].
+	heads := make([][]float64, s.valueHeads)
+	for j := range heads {
+		heads[j] = make([]float64, dk*dv)
+		for col := range dv {
+			for d := range dk {
+				heads[j][d*dv+col] = float64(state[(j*dv+col)*dk+d])
+			}
+		}
 	}
-	o := make([]float64, rows*s.valueHeads*s.valueDim)
+	o := make([]float64, rows*s.valueHeads*dv)
 	for t := 0; t < rows; t++ {
-		row := conv[t*width:]
+		row := reference.Float64(conv[t*width : (t+1)*width])
 		for j := 0; j < s.valueHeads; j++ {
 			kh := j / (s.valueHeads / s.keyHeads)
-			q := make([]float64, s.keyDim)
-			k := make([]float64, s.keyDim)
-			var qq, kk float64
-			for d := 0; d < s.keyDim; d++ {
-				q[d] = float64(row[kh*s.keyDim+d])
-				k[d] = float64(row[s.keyHeads*s.keyDim+kh*s.keyDim+d])
-				qq += q[d] * q[d]
-				kk += k[d] * k[d]
-			}
-			qn := 1 / math.Sqrt(qq+1e-6) / math.Sqrt(float64(s.keyDim))
-			kn := 1 / math.Sqrt(kk+1e-6)
-			for d := range q {
-				q[d] *= qn
-				k[d] *= kn
-			}
-			beta := 1 / (1 + math.Exp(-float64(b[t*s.valueHeads+j])))
-			sp := float64(a[t*s.valueHeads+j] + dtBias[j])
-			sp = math.Log1p(math.Exp(sp))
-			decay := math.Exp(-math.Exp(float64(aLog[j])) * sp)
-			for col := 0; col < s.valueDim; col++ {
-				sc := st[(j*s.valueDim+col)*s.keyDim:][:s.keyDim]
-				v := float64(row[2*s.keyHeads*s.keyDim+j*s.valueDim+col])
-				sk := 0.0
-				for d := range sc {
-					sc[d] *= decay
-					sk += sc[d] * k[d]
-				}
-				delta := beta * (v - sk)
-				out := 0.0
-				for d := range sc {
-					sc[d] += k[d] * delta
-					out += sc[d] * q[d]
-				}
-				o[t*s.valueHeads*s.valueDim+j*s.valueDim+col] = out
+			q := reference.L2Normalize(row[kh*dk:(kh+1)*dk], 1e-6, 1/math.Sqrt(float64(dk)))
+			k := reference.L2Normalize(row[s.keyHeads*dk+kh*dk:s.keyHeads*dk+(kh+1)*dk], 1e-6, 1)
+			v := row[2*s.keyHeads*dk+j*dv : 2*s.keyHeads*dk+(j+1)*dv]
+			decay, beta := reference.DeltaNetGates(float64(a[t*s.valueHeads+j]), float64(b[t*s.valueHeads+j]), float64(aLog[j]), float64(dtBias[j]))
+			copy(o[(t*s.valueHeads+j)*dv:], reference.DeltaRule(heads[j], k, q, v, decay, beta))
+		}
+	}
+	st := make([]float64, len(state))
+	for j := range heads {
+		for col := range dv {
+			for d := range dk {
+				st[(j*dv+col)*dk+d] = heads[j][d*dv+col]
 			}
 		}
 	}
@@ -493,20 +485,13 @@ func bf16Round(v float64) float64 {
 // refNormRope normalises a head vector, scales by w and rotates its leading
 // rot dims at position pos (NeoX pairing), in float64.
 func refNormRope(x []float32, w []float32, invFreq []float32, rot, pos int, eps float32) []float64 {
-	inv := refRMS(x, eps)
-	out := make([]float64, len(x))
-	for j := range x {
-		out[j] = float64(x[j]) * inv * float64(w[j])
+	// The angles as the kernel forms them: an f32 product, like
+	// transformers' rotary embedding.
+	angles := make([]float64, rot/2)
+	for i := range angles {
+		angles[i] = float64(float32(pos) * invFreq[i])
 	}
-	half := rot / 2
-	for i := 0; i < half; i++ {
-		ang := float64(float32(pos) * invFreq[i])
-		c, s := math.Cos(ang), math.Sin(ang)
-		x1, x2 := out[i], out[i+half]
-		out[i] = x1*c - x2*s
-		out[i+half] = x2*c + x1*s
-	}
-	return out
+	return reference.Rotate(reference.RMSNorm(reference.Float64(x), w, float64(eps)), angles)
 }
 
 func TestAttention(t *testing.T) {
@@ -719,16 +704,20 @@ func TestMoEExperts(t *testing.T) {
 		format  string
 		grouped bool
 		rows    int
-		ops     Operands // grouped only: the gathers are GEMVs in f32
+		ops     Operands // grouped only: the decode kernels are GEMVs in f32
+		// decode: the grouped decode kernels (a few rows, each expert read
+		// once for the rows that chose it) instead of the block-map GEMMs.
+		decode bool
 	}
 	var cases []mcase
 	for _, f := range []string{"bf16", "q4", "q8", "f32", "f16"} {
-		cases = append(cases, mcase{f, false, 3, FloatOperands}, mcase{f, true, 37, FloatOperands}, mcase{f, true, 37, HalfOperands})
+		cases = append(cases, mcase{f, true, 37, FloatOperands, false}, mcase{f, true, 37, HalfOperands, false},
+			mcase{f, false, 3, FloatOperands, true}, mcase{f, false, 8, FloatOperands, true})
 	}
 	for _, c := range cases {
-		name := fmt.Sprintf("%s_gather_rows%d", c.format, c.rows)
-		if c.grouped {
-			name = fmt.Sprintf("%s_grouped_%s_rows%d", c.format, c.ops, c.rows)
+		name := fmt.Sprintf("%s_grouped_%s_rows%d", c.format, c.ops, c.rows)
+		if c.decode {
+			name = fmt.Sprintf("%s_decode_rows%d", c.format, c.rows)
 		}
 		t.Run(name, func(t *testing.T) {
 			format, rows := c.format, c.rows
@@ -804,17 +793,30 @@ func TestMoEExperts(t *testing.T) {
 				w := &devMoE{gate: g, up: u, down: dn, sGate: r.devMatrixOf(sGate), sUp: r.devMatrixOf(sUp), sDown: r.devMatrixOf(sDown)}
 				b := moeBufs{x: actAt(xl, rows, hidden), ids: idl, weights: wl, h: h, y: y}
 				groups := experts + 1
+				var alone []byte
+				if c.decode {
+					// The rows grouped by expert, then the last row alone:
+					// its bits must not depend on the rows beside it.
+					identity := make([]byte, 4*n)
+					for i := range n {
+						binary.LittleEndian.PutUint32(identity[4*i:], uint32(i))
+					}
+					b.rowOf, b.ye = r.buf(identity), r.zeros(4*n*hidden)
+					r.run(func(e *encoder) { e.moeGroupedDecode(s, rows, b, w) })
+					last := rows - 1
+					one := moeBufs{x: actAt(loc{xl.buf, 4 * last * hidden}, 1, hidden), ids: loc{idl.buf, 4 * last * slots},
+						weights: loc{wl.buf, 4 * last * slots}, h: r.zeros(4 * slots * s.hStride), y: r.zeros(4 * hidden),
+						rowOf: b.rowOf, ye: r.zeros(4 * slots * hidden)}
+					r.run(func(e *encoder) { e.moeGroupedDecode(s, 1, one, w) })
+					alone = f32Bytes(r.floatsAt(one.y, hidden))
+					return [][]byte{f32Bytes(r.floatsAt(y, rows*hidden)), nil, nil, alone}
+				}
 				if c.grouped {
 					b.cursor = r.zeros(4 * groups)
 					b.offsets, b.tiles = r.zeros(4*(groups+1)), r.zeros(16*planBound(n, groups))
 					b.rowOf, b.tokenOf, b.ye = r.zeros(4*n), r.zeros(4*n), r.zeros(4*n*hidden)
 				}
 				r.run(func(e *encoder) {
-					if !c.grouped {
-						e.moeGateUp(s, rows, b, w)
-						e.moeDownCombine(s, rows, b, w)
-						return
-					}
 					e.moePlan(n, groups, b)
 					e.moeScatter(n, slots, b)
 					e.moeGemmGateUp(s, n, b, w)
@@ -837,6 +839,9 @@ func TestMoEExperts(t *testing.T) {
 			})
 			if c.grouped {
 				checkPlan(t, got[1], ids, experts+1, n)
+			}
+			if c.decode && !bytes.Equal(got[0][4*(rows-1)*hidden:], got[3]) {
+				t.Errorf("row %d's output differs between the %d-row grouped decode and a decode of its own", rows-1, rows)
 			}
 			// reference computes y in float64 from x and the weights. With
 			// hKernel set, it stages the GEMM operands as the half tiles do
@@ -1412,5 +1417,211 @@ func TestCopy(t *testing.T) {
 	// A copy is exact, and the element past the end stays untouched.
 	if !bytes.Equal(got[0][:4*n], f32Bytes(src)) || !bytes.Equal(got[0][4*n:], make([]byte, 4)) {
 		t.Fatal("copy_f32 did not copy exactly n floats")
+	}
+}
+
+// TestStepsOfSeveralSequences runs the decode-step kernels that serve
+// several sequences in one dispatch (the DeltaNet conv and recurrence,
+// each sequence on its own state) against the float64 references, and
+// demands the bits of each sequence's step run alone through the
+// one-sequence kernels: a sequence's step must not depend on which others
+// share the dispatch. 11 sequences take two dispatches of at most 8.
+func TestStepsOfSeveralSequences(t *testing.T) {
+	rng := testRand(t)
+	s := deltaNetShape{keyHeads: 2, valueHeads: 4, keyDim: 40, valueDim: 23}
+	width := 2*s.keyHeads*s.keyDim + s.valueHeads*s.valueDim
+	const taps = 4
+	for _, n := range []int{3, 11} {
+		t.Run(fmt.Sprint("seqs", n), func(t *testing.T) {
+			x := randFloats(rng, n*width, 2)
+			w := randFloats(rng, width*taps, 1)
+			a := randFloats(rng, n*s.valueHeads, 2)
+			b := randFloats(rng, n*s.valueHeads, 2)
+			aLog := randFloats(rng, s.valueHeads, 1)
+			dt := randFloats(rng, s.valueHeads, 1)
+			convStates := make([][]float32, n)
+			states := make([][]float32, n)
+			for z := range n {
+				convStates[z] = randFloats(rng, (taps-1)*width, 2)
+				states[z] = randFloats(rng, s.valueHeads*s.valueDim*s.keyDim, 0.5)
+			}
+			vw := s.valueHeads * s.valueDim
+			// outputs: together (mixed, o, every state), then alone (the same).
+			got := twice(t, func(r *kernelRig) [][]byte {
+				var out [][]byte
+				for _, together := range []bool{true, false} {
+					wl, al, bl := r.buf(f32Bytes(w)), r.buf(f32Bytes(a)), r.buf(f32Bytes(b))
+					aLogl, dtl := r.buf(f32Bytes(aLog)), r.buf(f32Bytes(dt))
+					xa := actAt(r.buf(f32Bytes(x)), n, width)
+					mixed := actAt(r.zeros(4*n*width), n, width)
+					o := r.zeros(4 * n * vw)
+					cs, ss := make([]loc, n), make([]loc, n)
+					for z := range n {
+						cs[z], ss[z] = r.buf(f32Bytes(convStates[z])), r.buf(f32Bytes(states[z]))
+					}
+					d := deltaNetBufs{conv: mixed.loc, a: al, b: bl, aLog: aLogl, dtBias: dtl, o: o}
+					r.run(func(e *encoder) {
+						if together {
+							e.convSteps(xa, wl, cs, taps, mixed)
+							e.deltaNetSteps(s, d, ss)
+							return
+						}
+						for z := range n {
+							e.conv(xa.row(z), wl, cs[z], taps, mixed.row(z))
+							e.deltaNetScan(s, 1, deltaNetBufs{conv: mixed.row(z).loc, a: loc{al.buf, 4 * z * s.valueHeads},
+								b: loc{bl.buf, 4 * z * s.valueHeads}, aLog: aLogl, dtBias: dtl, state: ss[z], o: loc{o.buf, 4 * z * vw}})
+						}
+					})
+					out = append(out, f32Bytes(r.floatsAt(mixed.loc, n*width)), f32Bytes(r.floatsAt(o, n*vw)))
+					for z := range n {
+						out = append(out, f32Bytes(r.floatsAt(cs[z], len(convStates[z]))), f32Bytes(r.floatsAt(ss[z], len(states[z]))))
+					}
+				}
+				return out
+			})
+			half := len(got) / 2
+			for i := range half {
+				if !bytes.Equal(got[i], got[half+i]) {
+					t.Fatalf("output %d differs between the sequences' steps in one dispatch and each alone", i)
+				}
+			}
+			mixed := floats(got[0])
+			for z := range n {
+				// The conv of one token: tolerance as in TestConv.
+				want := make([]float64, width)
+				for ch := range width {
+					acc := float64(w[ch*taps+taps-1]) * float64(x[z*width+ch])
+					for j := 0; j < taps-1; j++ {
+						acc += float64(w[ch*taps+j]) * float64(convStates[z][j*width+ch])
+					}
+					want[ch] = acc / (1 + math.Exp(-acc))
+				}
+				checkClose(t, fmt.Sprint("conv of sequence ", z), mixed[z*width:(z+1)*width], want, 1e-5, 1)
+				// The recurrence from the kernel's conv output: tolerance
+				// as in TestDeltaNetScan.
+				wantO, wantS := refDeltaNet(s, 1, mixed[z*width:(z+1)*width], a[z*s.valueHeads:(z+1)*s.valueHeads],
+					b[z*s.valueHeads:(z+1)*s.valueHeads], aLog, dt, states[z])
+				checkClose(t, fmt.Sprint("deltanet o of sequence ", z), floats(got[1])[z*vw:(z+1)*vw], wantO, 1e-4, 1)
+				checkClose(t, fmt.Sprint("deltanet state of sequence ", z), floats(got[3+2*z]), wantS, 1e-4, 1)
+			}
+		})
+	}
+}
+
+// TestAttentionSteps runs the attention kernels that serve several
+// sequences' decode steps in one dispatch — each row at its own position
+// in its own cache of its own capacity, some past one key chunk — and
+// demands the bits of each sequence's step run alone through the
+// one-sequence kernels (which TestAttention checks against the float64
+// reference): outputs and caches. 10 sequences take two dispatches of at
+// most 8.
+func TestAttentionSteps(t *testing.T) {
+	rng := testRand(t)
+	const headDim, rot, qHeads, kvHeads = 40, 16, 4, 2
+	for _, kvF32 := range []bool{false, true} {
+		for _, n := range []int{3, 10} {
+			t.Run(fmt.Sprintf("kvf32_%v_seqs%d", kvF32, n), func(t *testing.T) {
+				elem := 2
+				if kvF32 {
+					elem = 4
+				}
+				pos := make([]int, n)
+				maxSeq := make([]int, n)
+				caches := make([][2][]byte, n)
+				for z := range n {
+					pos[z] = rng.IntN(600)
+					maxSeq[z] = pos[z] + 1 + rng.IntN(50)
+					for kv := range 2 {
+						c := make([]byte, elem*kvHeads*maxSeq[z]*headDim)
+						vals := randFloats(rng, len(c)/elem, 1)
+						if kvF32 {
+							c = f32Bytes(vals)
+						} else {
+							c = bf16s(vals)
+						}
+						caches[z][kv] = c
+					}
+				}
+				qg := randFloats(rng, n*qHeads*2*headDim, 1)
+				k := randFloats(rng, n*kvHeads*headDim, 1)
+				v := randFloats(rng, n*kvHeads*headDim, 1)
+				qNorm, kNorm := randFloats(rng, headDim, 1), randFloats(rng, headDim, 1)
+				inv := make([]float32, rot/2)
+				for i := range inv {
+					inv[i] = float32(math.Pow(1e4, -float64(2*i)/rot))
+				}
+				base := attnShape{headDim: headDim, rotaryDim: rot, qHeads: qHeads, kvHeads: kvHeads, eps: 1e-6, kvF32: kvF32}
+				got := twice(t, func(r *kernelRig) [][]byte {
+					var out [][]byte
+					for _, together := range []bool{true, false} {
+						seqs := make([]kvSeq, n)
+						for z := range n {
+							seqs[z] = kvSeq{k: r.buf(caches[z][0]), v: r.buf(caches[z][1]), pos: pos[z], maxSeq: maxSeq[z]}
+						}
+						b := attnBufs{qg: r.buf(f32Bytes(qg)), k: r.buf(f32Bytes(k)), v: r.buf(f32Bytes(v)),
+							qNorm: r.buf(f32Bytes(qNorm)), kNorm: r.buf(f32Bytes(kNorm)), invFreq: r.buf(f32Bytes(inv)),
+							q: r.zeros(4 * n * qHeads * headDim), o: r.zeros(4 * n * qHeads * headDim)}
+						if together {
+							s := base
+							for _, q := range seqs {
+								s.keys = max(s.keys, q.pos+1)
+							}
+							parts := n * qHeads * s.splits()
+							b.partO, b.partM, b.partL = r.zeros(4*parts*headDim), r.zeros(4*parts), r.zeros(4*parts)
+							info := r.buf(attnStepInfo(seqs))
+							r.run(func(e *encoder) {
+								e.attnStepsNormRope(base, b, seqs, info)
+								e.attnStepsSplit(base, b, seqs, info)
+								e.attnStepsReduce(base, b, seqs, info)
+							})
+						} else {
+							for z := range n {
+								s := base
+								s.pos0, s.maxSeq, s.rows = pos[z], maxSeq[z], 1
+								at := func(l loc, floats int) loc { return loc{l.buf, l.off + 4*z*floats} }
+								bz := b
+								bz.qg, bz.q, bz.o = at(b.qg, qHeads*2*headDim), at(b.q, qHeads*headDim), at(b.o, qHeads*headDim)
+								bz.k, bz.v = at(b.k, kvHeads*headDim), at(b.v, kvHeads*headDim)
+								bz.kCache, bz.vCache = seqs[z].k, seqs[z].v
+								parts := qHeads * s.splits()
+								bz.partO, bz.partM, bz.partL = r.zeros(4*parts*headDim), r.zeros(4*parts), r.zeros(4*parts)
+								r.run(func(e *encoder) {
+									e.attnQNormRope(s, bz)
+									e.attnKVWrite(s, bz)
+									e.attnSplit(s, bz)
+									e.attnReduceGate(s, bz)
+								})
+							}
+						}
+						out = append(out, f32Bytes(r.floatsAt(b.o, n*qHeads*headDim)))
+						for z := range n {
+							out = append(out, append([]byte(nil), seqs[z].k.buf.Bytes()...), append([]byte(nil), seqs[z].v.buf.Bytes()...))
+						}
+					}
+					return out
+				})
+				half := len(got) / 2
+				for i := range half {
+					if !bytes.Equal(got[i], got[half+i]) {
+						t.Fatalf("output %d (0: attention output, then each sequence's keys and values) differs between the steps in one dispatch and each alone", i)
+					}
+				}
+				// The caches changed only at each sequence's new position.
+				for z := range n {
+					row := elem * headDim
+					for kv := range 2 {
+						c := got[1+2*z+kv]
+						for h := range kvHeads {
+							for p := range maxSeq[z] {
+								off := (h*maxSeq[z] + p) * row
+								if changed := !bytes.Equal(c[off:off+row], caches[z][kv][off:off+row]); changed != (p == pos[z]) {
+									t.Fatalf("sequence %d cache %d head %d row %d: changed %v, only row %d should", z, kv, h, p, changed, pos[z])
+								}
+							}
+						}
+					}
+				}
+			})
+		}
 	}
 }

@@ -64,16 +64,67 @@ type passScratch struct {
 	owner  *pass // the pass using it, until its Wait
 }
 
-// pass is one forward pass recorded into one command buffer.
-type pass struct {
-	b    *Backend
+// A pass records the model over the rows of one or more segments
+// (model.Segment) into one command buffer: a pass of one sequence is the
+// batch of one. Rows are laid out with the short segments first — every
+// segment of at most gemvMaxRows rows, decode steps (one row) before the
+// others (a prompt's tail) — then each longer one (a prefill chunk). The projections
+// run the short rows together through the GEMV, which reads each weight
+// once for up to gemvTokens rows and forms each row's sums as for that row
+// alone, and each long segment through the GEMM on its own rows, exactly
+// the call a pass of its own makes; the MoE groups the short rows' experts
+// across sequences the same way. So a sequence's logits and tokens do not
+// depend on what else is in the pass. Attention and the DeltaNet run each
+// segment on its own sequence's state.
+
+// segment is one sequence's part of a pass.
+type segment struct {
 	seq  *sequence
 	in   model.Input
 	rows int
 	pos0 int
-	sc   *passScratch
-	enc  encoder
-	cnt  Counters
+	// row0 is the segment's first row in the pass's activations.
+	row0 int
+	// out is the segment's row in LastRow's output, -1 when it wants none.
+	out int
+
+	sampleSlot int // ring slot the sampler writes, -1 when not sampling
+	// hostSample, when set, makes Wait sample hostRow on the host and write
+	// the id into the ring slot.
+	hostSample *model.Sampling
+	hostRow    *act
+	hidden     []loc
+}
+
+// rowRange is a run of the pass's rows projected by one kernel choice:
+// short rows through the GEMV however many, a long segment through the
+// GEMM.
+type rowRange struct {
+	from, n int
+	gemv    bool
+}
+
+// groupedDecode is one grouped expert dispatch of a step, remembered so
+// that Wait can count the experts its rows shared.
+type groupedDecode struct {
+	ids         loc
+	rows, slots int
+	expertBytes int64 // gate + up + down of one routed expert
+}
+
+// pass is one forward pass recorded into one command buffer.
+type pass struct {
+	b      *Backend
+	segs   []segment
+	rows   int
+	short  int // rows [0, short) belong to the short segments
+	steps  int // rows [0, steps) are the one-row segments, in segment order
+	ranges []rowRange
+	// outputs is the number of rows of LastRow's output.
+	outputs int
+	sc      *passScratch
+	enc     encoder
+	cnt     Counters
 
 	// block counts the blocks recorded so far; block arena block%2 is the
 	// current one. An activation remembers the block that made it, and a
@@ -82,28 +133,55 @@ type pass struct {
 	block int
 	gens  map[*act]int
 
-	logits     *act
-	sampleSlot int // ring slot the sampler writes, -1 when not sampling
-	// hostSample, when set, makes Wait sample hostRow on the host and write
-	// the id into the ring slot.
-	hostSample *model.Sampling
-	hostRow    *act
-	hidden     []loc
-	hiddenRows int
-	state      int // 0 recording, 1 submitted, 2 done
-	decode     bool
+	logits   *act
+	identity loc // 0, 1, … in the pass arena: the grouped decode's combine order
+	info     loc // the decode steps' positions and cache sizes (attnStepInfo)
+	grouped  []groupedDecode
+	state    int // 0 recording, 1 submitted, 2 done
+	decode   bool
 }
 
-var _ model.Pass = (*pass)(nil)
+// onePass is a pass over one sequence (model.Pass).
+type onePass struct{ *pass }
+
+// batchPass is a pass over several (model.BatchPass).
+type batchPass struct{ *pass }
+
+var (
+	_ model.Pass      = onePass{}
+	_ model.BatchPass = batchPass{}
+	_ model.Batcher   = (*Backend)(nil)
+)
 
 // Begin implements model.Backend.
 func (b *Backend) Begin(s model.Sequence, in model.Input) (model.Pass, error) {
-	seq, ok := s.(*sequence)
-	if !ok || seq.b != b {
-		return nil, errors.New("sequence belongs to another backend")
+	p, err := b.begin([]model.Segment{{Seq: s, In: in}})
+	if err != nil {
+		return nil, err
 	}
-	if seq.closed {
+	return onePass{p}, nil
+}
+
+// BeginBatch implements model.Batcher.
+func (b *Backend) BeginBatch(segs []model.Segment) (model.BatchPass, error) {
+	p, err := b.begin(segs)
+	if err != nil {
+		return nil, err
+	}
+	return batchPass{p}, nil
+}
+
+// checkSegment checks what a segment needs before any work is recorded.
+func (b *Backend) checkSegment(sg model.Segment, batched bool) (*sequence, error) {
+	seq, ok := sg.Seq.(*sequence)
+	in := sg.In
+	switch {
+	case !ok || seq.b != b:
+		return nil, errors.New("sequence belongs to another backend")
+	case seq.closed:
 		return nil, errors.New("sequence is closed")
+	case batched && in.Logits == model.LogitsAll:
+		return nil, errors.New("every row's logits are returned only by a pass of one sequence")
 	}
 	rows := in.Tokens()
 	if seq.pos+rows > seq.maxToks {
@@ -120,6 +198,65 @@ func (b *Backend) Begin(s model.Sequence, in model.Input) (model.Pass, error) {
 			return nil, fmt.Errorf("token id %d is outside the vocabulary of %d", id, b.cfg.VocabSize)
 		}
 	}
+	return seq, nil
+}
+
+func (b *Backend) begin(segs []model.Segment) (*pass, error) {
+	if len(segs) == 0 {
+		return nil, errors.New("a pass needs at least one segment")
+	}
+	p := &pass{b: b, segs: make([]segment, len(segs)), gens: map[*act]int{}, decode: true}
+	seen := make(map[*sequence]bool, len(segs))
+	for i := range segs {
+		seq, err := b.checkSegment(segs[i], len(segs) > 1)
+		if err == nil && seen[seq] {
+			err = errors.New("the sequence is already in this pass")
+		}
+		if err != nil {
+			if len(segs) > 1 {
+				err = fmt.Errorf("segment %d: %w", i, err)
+			}
+			return nil, err
+		}
+		seen[seq] = true
+		rows := segs[i].In.Tokens()
+		p.segs[i] = segment{seq: seq, in: segs[i].In, rows: rows, pos0: seq.pos, out: -1, sampleSlot: -1}
+		if (&segs[i]).Output() {
+			p.segs[i].out = p.outputs
+			p.outputs++
+		}
+		p.rows += rows
+		p.decode = p.decode && rows == 1
+	}
+	// Decode steps (one row) first, so that the multi-sequence step
+	// kernels find sequence z at row z; then the other short segments; then
+	// each long one on its own rows.
+	row := 0
+	for i := range p.segs {
+		if s := &p.segs[i]; s.rows == 1 {
+			s.row0 = row
+			row++
+		}
+	}
+	p.steps = row
+	for i := range p.segs {
+		if s := &p.segs[i]; s.rows > 1 && s.rows <= gemvMaxRows {
+			s.row0 = row
+			row += s.rows
+		}
+	}
+	p.short = row
+	if p.short > 0 {
+		p.ranges = append(p.ranges, rowRange{from: 0, n: p.short, gemv: true})
+	}
+	for i := range p.segs {
+		if s := &p.segs[i]; s.rows > gemvMaxRows {
+			s.row0 = row
+			p.ranges = append(p.ranges, rowRange{from: row, n: s.rows})
+			row += s.rows
+		}
+	}
+
 	b.mu.Lock()
 	slot := b.count % 2
 	sc := b.slots[slot]
@@ -138,13 +275,15 @@ func (b *Backend) Begin(s model.Sequence, in model.Input) (model.Pass, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &pass{b: b, seq: seq, in: in, rows: rows, pos0: seq.pos, sc: sc, sampleSlot: -1,
-		gens: map[*act]int{}, decode: rows == 1}
+	p.sc = sc
 	sc.owner = p
 	sc.pass.reset()
 	p.cnt.CommandBuffers++
+	p.cnt.Sequences = int64(len(p.segs))
 	p.enc = encoder{b: b, cb: cb, stats: &p.cnt}
-	seq.inFlight++
+	for i := range p.segs {
+		p.segs[i].seq.inFlight++
+	}
 	return p, nil
 }
 
@@ -210,7 +349,14 @@ func (p *pass) vec(v []float32) loc {
 	return l
 }
 
-// Embed implements model.Pass.
+// rowsOf is the view of rows [from, from+n) of a.
+func (a *act) rowsOf(from, n int) *act {
+	return &act{loc: loc{a.buf, a.off + 4*from*a.stride}, rows: n, width: a.width, stride: a.stride}
+}
+
+// Embed implements model.Blocks: each segment's rows gather their ids, from
+// the host or, for a decode step without ids, from the sequence's ring slot
+// that the previous pass's sampler wrote.
 func (p *pass) Embed(table *model.Matrix) model.Activation {
 	p.startBlock()
 	t := p.b.mats[table]
@@ -219,27 +365,34 @@ func (p *pass) Embed(table *model.Matrix) model.Activation {
 		p.enc.fail(fmt.Errorf("embedding %s was not prepared for the device", table.Name))
 		return x
 	}
-	var ids loc
-	if len(p.in.IDs) > 0 {
-		var err error
-		if ids, err = p.sc.pass.alloc(4 * p.rows); err != nil {
-			p.enc.fail(err)
-			return x
+	var hostIDs loc
+	for i := range p.segs {
+		s := &p.segs[i]
+		var ids loc
+		if len(s.in.IDs) > 0 {
+			if hostIDs.buf == nil {
+				var err error
+				if hostIDs, err = p.sc.pass.alloc(4 * p.rows); err != nil {
+					p.enc.fail(err)
+					return x
+				}
+			}
+			ids = loc{hostIDs.buf, hostIDs.off + 4*s.row0}
+			dst := ids.buf.Bytes()[ids.off:]
+			for j, id := range s.in.IDs {
+				binary.LittleEndian.PutUint32(dst[4*j:], uint32(int32(id)))
+			}
+			s.seq.ids = append(s.seq.ids, s.in.IDs...)
+		} else {
+			ids = s.seq.tokenLoc(s.seq.lastSlot)
+			s.seq.ids = append(s.seq.ids, s.seq.lastSampled)
 		}
-		dst := ids.buf.Bytes()[ids.off:]
-		for i, id := range p.in.IDs {
-			binary.LittleEndian.PutUint32(dst[4*i:], uint32(int32(id)))
-		}
-		p.seq.ids = append(p.seq.ids, p.in.IDs...)
-	} else {
-		ids = p.seq.tokenLoc(p.seq.lastSlot)
-		p.seq.ids = append(p.seq.ids, p.seq.lastSampled)
+		p.enc.embed(t, ids, x.rowsOf(s.row0, s.rows), loc{buf: s.seq.history}, s.pos0)
 	}
-	p.enc.embed(t, ids, x, loc{buf: p.seq.history}, p.pos0)
 	return x
 }
 
-// RMSNorm implements model.Pass.
+// RMSNorm implements model.Blocks.
 func (p *pass) RMSNorm(x model.Activation, weight []float32) model.Activation {
 	in := p.input(x, "rmsnorm")
 	p.startBlock()
@@ -251,7 +404,7 @@ func (p *pass) RMSNorm(x model.Activation, weight []float32) model.Activation {
 	return y
 }
 
-// AddRMSNorm implements model.Pass.
+// AddRMSNorm implements model.Blocks.
 func (p *pass) AddRMSNorm(residual, delta model.Activation, weight []float32) model.Activation {
 	r := p.input(residual, "add_rmsnorm residual")
 	d := p.input(delta, "add_rmsnorm delta")
@@ -264,15 +417,15 @@ func (p *pass) AddRMSNorm(residual, delta model.Activation, weight []float32) mo
 	return y
 }
 
-// DeltaNet implements model.Pass.
+// DeltaNet implements model.Blocks: the projections over every row, the
+// conv and the recurrence per segment on its sequence's state.
 func (p *pass) DeltaNet(layer int, w *model.DeltaNet, x model.Activation) model.Activation {
 	in := p.input(x, "deltanet")
 	p.startBlock()
 	c := &p.b.cfg
 	out := p.newAct(x.Rows(), c.HiddenSize, false)
 	dd := p.b.deltas[w]
-	state, conv := p.seq.state[layer], p.seq.conv[layer]
-	if in == nil || dd == nil || state == nil {
+	if in == nil || dd == nil || p.segs[0].seq.state[layer] == nil {
 		p.enc.fail(fmt.Errorf("layer %d: no DeltaNet prepared for it", layer))
 		return out
 	}
@@ -293,10 +446,42 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, x model.Activation) model.
 		p.project(&w.A, in, a)
 		p.project(&w.B, in, bb)
 	})
-	p.enc.conv(qkv, loc{buf: dd.conv}, loc{buf: conv}, c.ConvKernel, mixed)
-	p.enc.deltaNetScan(shape, t, deltaNetBufs{conv: mixed.loc, a: a.loc, b: bb.loc,
-		aLog: loc{buf: dd.aLog}, dtBias: loc{buf: dd.dtBias}, state: loc{buf: state}, o: o.loc})
-	p.enc.gatedNorm(o.loc, z.loc, t*shape.valueHeads, shape.valueDim, loc{buf: dd.norm}, c.RMSNormEps, o.loc)
+	// The decode steps' conv and recurrence run together, each sequence on
+	// its own state; every other segment's on its own rows. They read and
+	// advance disjoint state, so they may overlap.
+	var convStates, states []loc
+	for i := range p.segs {
+		if s := &p.segs[i]; s.rows == 1 {
+			convStates = append(convStates, loc{buf: s.seq.conv[layer]})
+			states = append(states, loc{buf: s.seq.state[layer]})
+		}
+	}
+	p.enc.independent(func() {
+		if p.steps > 0 {
+			p.enc.convSteps(qkv.rowsOf(0, p.steps), loc{buf: dd.conv}, convStates, c.ConvKernel, mixed.rowsOf(0, p.steps))
+		}
+		for i := range p.segs {
+			if s := &p.segs[i]; s.rows > 1 {
+				p.enc.conv(qkv.rowsOf(s.row0, s.rows), loc{buf: dd.conv}, loc{buf: s.seq.conv[layer]}, c.ConvKernel,
+					mixed.rowsOf(s.row0, s.rows))
+			}
+		}
+	})
+	p.enc.independent(func() {
+		if p.steps > 0 {
+			p.enc.deltaNetSteps(shape, deltaNetBufs{conv: mixed.loc, a: a.loc, b: bb.loc,
+				aLog: loc{buf: dd.aLog}, dtBias: loc{buf: dd.dtBias}, o: o.loc}, states)
+		}
+		for i := range p.segs {
+			if s := &p.segs[i]; s.rows > 1 {
+				p.enc.deltaNetScan(shape, s.rows, deltaNetBufs{conv: mixed.rowsOf(s.row0, s.rows).loc,
+					a: a.rowsOf(s.row0, s.rows).loc, b: bb.rowsOf(s.row0, s.rows).loc,
+					aLog: loc{buf: dd.aLog}, dtBias: loc{buf: dd.dtBias}, state: loc{buf: s.seq.state[layer]},
+					o: o.rowsOf(s.row0, s.rows).loc})
+			}
+		}
+	})
+	p.enc.gatedNorm(o.loc, z.loc, t*shape.valueHeads, shape.valueDim, loc{buf: dd.norm}, c.DeltaNetNormEps, o.loc)
 	p.project(&w.Out, o, out)
 	return out
 }
@@ -311,66 +496,144 @@ func (p *pass) project(m *model.Matrix, x, y *act) {
 	p.projectDev(d, x, y)
 }
 
-// projectDev chooses between the GEMV (decode, a few rows) and the tiled
-// GEMM (prefill chunks), the latter with the configured operand type.
+// projectDev projects with the configured GEMM operand type.
 func (p *pass) projectDev(d *devMatrix, x, y *act) {
 	p.projectOps(d, x, y, p.b.opt.GEMMOperands)
 }
 
-// projectOps is projectDev with the GEMM's operand type given.
+// projectOps chooses the kernel per run of rows: the short segments' rows
+// (and LastRow's output, one row per segment) through the GEMV, each long
+// segment through the tiled GEMM with the given operand type, on its own
+// rows as a pass of its own would.
 func (p *pass) projectOps(d *devMatrix, x, y *act, ops Operands) {
-	if x.rows > gemvMaxRows {
-		p.enc.gemm(d, x, y, ops)
+	if x.rows != p.rows {
+		p.enc.gemv(d, x, y)
 		return
 	}
-	p.enc.gemv(d, x, y)
+	for _, r := range p.ranges {
+		xr, yr := x.rowsOf(r.from, r.n), y.rowsOf(r.from, r.n)
+		if r.gemv {
+			p.enc.gemv(d, xr, yr)
+		} else {
+			p.enc.gemm(d, xr, yr, ops)
+		}
+	}
 }
 
-// Attention implements model.Pass.
+// Attention implements model.Blocks: the projections over every row; the
+// norms, RoPE, cache write and attention per segment in its own sequence's
+// cache at its own positions.
 func (p *pass) Attention(layer int, w *model.Attention, x model.Activation) model.Activation {
 	in := p.input(x, "attention")
 	p.startBlock()
 	c := &p.b.cfg
 	out := p.newAct(x.Rows(), c.HiddenSize, false)
-	kc, vc := p.seq.kCache[layer], p.seq.vCache[layer]
-	if in == nil || kc == nil {
+	if in == nil || p.segs[0].seq.kCache[layer] == nil {
 		p.enc.fail(fmt.Errorf("layer %d: no KV cache for it", layer))
 		return out
 	}
 	t := in.rows
-	s := attnShape{headDim: c.HeadDim, rotaryDim: c.RotaryDim, qHeads: c.NumHeads, kvHeads: c.NumKVHeads,
-		pos0: p.pos0, maxSeq: p.seq.maxToks, rows: t, eps: c.RMSNormEps, kvF32: p.b.opt.KVCacheF32}
 	qg := p.newAct(t, w.Q.Out, false)
 	k := p.newAct(t, w.K.Out, false)
 	v := p.newAct(t, w.V.Out, false)
-	q := p.newAct(t, s.qHeads*s.headDim, false)
-	o := p.newAct(t, s.qHeads*s.headDim, false)
+	q := p.newAct(t, c.NumHeads*c.HeadDim, false)
+	o := p.newAct(t, c.NumHeads*c.HeadDim, false)
 	p.enc.independent(func() {
 		p.project(&w.Q, in, qg)
 		p.project(&w.K, in, k)
 		p.project(&w.V, in, v)
 	})
-	bufs := attnBufs{qg: qg.loc, k: k.loc, v: v.loc, qNorm: p.vec(w.QNorm), kNorm: p.vec(w.KNorm),
-		invFreq: loc{buf: p.b.invFreq}, kCache: loc{buf: kc}, vCache: loc{buf: vc}, q: q.loc, o: o.loc}
-	p.enc.independent(func() {
-		p.enc.attnQNormRope(s, bufs)
-		p.enc.attnKVWrite(s, bufs)
-	})
-	if t >= attnPrefillMinRows {
-		p.enc.attnPrefill(s, bufs)
-	} else {
-		parts := t * s.qHeads * s.splits()
-		bufs.partO = p.scratch(4 * parts * s.headDim)
-		bufs.partM = p.scratch(4 * parts)
-		bufs.partL = p.scratch(4 * parts)
-		p.enc.attnSplit(s, bufs)
-		p.enc.attnReduceGate(s, bufs)
+	shape := attnShape{headDim: c.HeadDim, rotaryDim: c.RotaryDim, qHeads: c.NumHeads, kvHeads: c.NumKVHeads,
+		eps: c.RMSNormEps, kvF32: p.b.opt.KVCacheF32}
+	rowsOf := func(a *act, row0, n int) loc { return a.rowsOf(row0, n).loc }
+	common := attnBufs{qNorm: p.vec(w.QNorm), kNorm: p.vec(w.KNorm), invFreq: loc{buf: p.b.invFreq}}
+	// The decode steps (rows [0, steps)) run together, each row in its own
+	// sequence's cache at its own position.
+	var steps []kvSeq
+	var stepBufs attnBufs
+	var info loc
+	if p.steps > 0 {
+		for i := range p.segs {
+			if sg := &p.segs[i]; sg.rows == 1 {
+				steps = append(steps, kvSeq{k: loc{buf: sg.seq.kCache[layer]}, v: loc{buf: sg.seq.vCache[layer]},
+					pos: sg.pos0, maxSeq: sg.seq.maxToks})
+			}
+		}
+		info = p.stepInfo(steps)
+		stepBufs = common
+		stepBufs.qg, stepBufs.k, stepBufs.v = qg.loc, k.loc, v.loc
+		stepBufs.q, stepBufs.o = q.loc, o.loc
+		ss := shape
+		for _, q := range steps {
+			ss.keys = max(ss.keys, q.pos+1)
+		}
+		parts := p.steps * c.NumHeads * ss.splits()
+		stepBufs.partO = p.scratch(4 * parts * c.HeadDim)
+		stepBufs.partM = p.scratch(4 * parts)
+		stepBufs.partL = p.scratch(4 * parts)
 	}
+	// Every longer segment on its own rows and cache.
+	shapes := make([]attnShape, len(p.segs))
+	bufs := make([]attnBufs, len(p.segs))
+	for i := range p.segs {
+		sg := &p.segs[i]
+		if sg.rows == 1 {
+			continue
+		}
+		shapes[i] = shape
+		shapes[i].pos0, shapes[i].maxSeq, shapes[i].rows = sg.pos0, sg.seq.maxToks, sg.rows
+		bufs[i] = common
+		bufs[i].qg, bufs[i].k, bufs[i].v = rowsOf(qg, sg.row0, sg.rows), rowsOf(k, sg.row0, sg.rows), rowsOf(v, sg.row0, sg.rows)
+		bufs[i].q, bufs[i].o = rowsOf(q, sg.row0, sg.rows), rowsOf(o, sg.row0, sg.rows)
+		bufs[i].kCache, bufs[i].vCache = loc{buf: sg.seq.kCache[layer]}, loc{buf: sg.seq.vCache[layer]}
+		if sg.rows < attnPrefillMinRows {
+			parts := sg.rows * c.NumHeads * shapes[i].splits()
+			bufs[i].partO = p.scratch(4 * parts * c.HeadDim)
+			bufs[i].partM = p.scratch(4 * parts)
+			bufs[i].partL = p.scratch(4 * parts)
+		}
+	}
+	// Segments touch disjoint rows and caches: each stage of all of them
+	// may overlap.
+	p.enc.independent(func() {
+		if p.steps > 0 {
+			p.enc.attnStepsNormRope(shape, stepBufs, steps, info)
+		}
+		for i := range p.segs {
+			if p.segs[i].rows > 1 {
+				p.enc.attnQNormRope(shapes[i], bufs[i])
+				p.enc.attnKVWrite(shapes[i], bufs[i])
+			}
+		}
+	})
+	p.enc.independent(func() {
+		if p.steps > 0 {
+			p.enc.attnStepsSplit(shape, stepBufs, steps, info)
+		}
+		for i := range p.segs {
+			switch rows := p.segs[i].rows; {
+			case rows >= attnPrefillMinRows:
+				p.enc.attnPrefill(shapes[i], bufs[i])
+			case rows > 1:
+				p.enc.attnSplit(shapes[i], bufs[i])
+			}
+		}
+	})
+	p.enc.independent(func() {
+		if p.steps > 0 {
+			p.enc.attnStepsReduce(shape, stepBufs, steps, info)
+		}
+		for i := range p.segs {
+			if rows := p.segs[i].rows; rows > 1 && rows < attnPrefillMinRows {
+				p.enc.attnReduceGate(shapes[i], bufs[i])
+			}
+		}
+	})
 	p.project(&w.O, o, out)
 	return out
 }
 
-// MoE implements model.Pass.
+// MoE implements model.Blocks.
 func (p *pass) MoE(layer int, w *model.MoE, x model.Activation) model.Activation {
 	in := p.input(x, "moe")
 	p.startBlock()
@@ -397,55 +660,139 @@ func (p *pass) MoE(layer int, w *model.MoE, x model.Activation) model.Activation
 		p.projectOps(dm.router, in, routerOut, FloatOperands)
 		p.projectOps(dm.sharedGG, in, gateOut, FloatOperands)
 	})
-	b := moeBufs{x: in, ids: p.scratch(4 * t * slots), weights: p.scratch(4 * t * slots), y: out.loc}
-	p.enc.routerTopK(e, k, t, logits.loc, e+1, b.ids, b.weights)
+	// The routing stays in the pass arena so that Wait can count the
+	// experts the short rows shared.
+	ids, err := p.sc.pass.alloc(4 * t * slots)
+	if err != nil {
+		p.enc.fail(err)
+		return out
+	}
+	routing := moeBufs{x: in, ids: ids, weights: p.scratch(4 * t * slots), y: out.loc}
+	p.enc.routerTopK(e, k, t, logits.loc, e+1, routing.ids, routing.weights)
 	s := moeShape{hidden: c.HiddenSize, inter: dm.gate.out, sharedInter: dm.sGate.m.Out, experts: e, slots: slots,
 		groupSize: dm.gate.groupSize, sharedGroupSize: dm.sGate.m.GroupSize}
 	s.hStride = max(s.inter, s.sharedInter)
-	b.h = p.scratch(4 * t * slots * s.hStride)
-	if t <= gemvMaxRows {
-		// Few rows: read each chosen expert's rows by id, once per token.
-		p.enc.moeGateUp(s, t, b, dm)
-		s.groupSize, s.sharedGroupSize = dm.down.groupSize, dm.sDown.m.GroupSize
-		p.enc.moeDownCombine(s, t, b, dm)
-		return out
+	// rowsOf is the routing of rows [from, from+n).
+	rowsOf := func(from, n int) moeBufs {
+		return moeBufs{x: in.rowsOf(from, n), ids: loc{ids.buf, ids.off + 4*from*slots},
+			weights: loc{routing.weights.buf, routing.weights.off + 4*from*slots}, y: out.rowsOf(from, n).loc}
 	}
-	// A chunk: sort the (token, slot) rows by expert on the GPU and run
-	// grouped GEMMs over the block map, gathering each row's token, so each
-	// expert's weights are read once per tile.
-	n := t * slots
-	groups := e + 1
-	if groups > planMax {
-		p.enc.fail(fmt.Errorf("%d experts: the routing plan holds at most %d", e, planMax-1))
-		return out
+	for _, r := range p.ranges {
+		if r.gemv {
+			// The short rows, moeGroupTokens at a time: each expert read
+			// once for the rows that chose it.
+			for from := r.from; from < r.from+r.n; from += moeGroupTokens {
+				n := min(moeGroupTokens, r.from+r.n-from)
+				b := rowsOf(from, n)
+				b.h = p.scratch(4 * n * slots * s.hStride)
+				b.ye = p.scratch(4 * n * slots * c.HiddenSize)
+				b.rowOf = p.identityRows(moeGroupTokens * slots)
+				p.enc.moeGroupedDecode(s, n, b, dm)
+				p.grouped = append(p.grouped, groupedDecode{ids: b.ids, rows: n, slots: slots,
+					expertBytes: dm.gate.expertBytes + dm.up.expertBytes + dm.down.expertBytes})
+			}
+			continue
+		}
+		// A chunk: sort the (token, slot) rows by expert on the GPU and run
+		// grouped GEMMs over the block map, gathering each row's token, so
+		// each expert's weights are read once per tile.
+		n := r.n * slots
+		groups := e + 1
+		if groups > planMax {
+			p.enc.fail(fmt.Errorf("%d experts: the routing plan holds at most %d", e, planMax-1))
+			return out
+		}
+		b := rowsOf(r.from, r.n)
+		b.h = p.scratch(4 * n * s.hStride)
+		b.offsets = p.scratch(4 * (groups + 1))
+		b.cursor = p.scratch(4 * groups)
+		b.tiles = p.scratch(16 * planBound(n, groups))
+		b.rowOf = p.scratch(4 * n)
+		b.tokenOf = p.scratch(4 * n)
+		b.ye = p.scratch(4 * n * c.HiddenSize)
+		p.enc.moePlan(n, groups, b)
+		p.enc.moeScatter(n, slots, b)
+		p.enc.moeGemmGateUp(s, n, b, dm)
+		sd := s
+		sd.groupSize, sd.sharedGroupSize = dm.down.groupSize, dm.sDown.m.GroupSize
+		p.enc.moeGemmDown(sd, n, b, dm)
+		p.enc.moeCombine(r.n, slots, c.HiddenSize, b)
 	}
-	b.offsets = p.scratch(4 * (groups + 1))
-	b.cursor = p.scratch(4 * groups)
-	b.tiles = p.scratch(16 * planBound(n, groups))
-	b.rowOf = p.scratch(4 * n)
-	b.tokenOf = p.scratch(4 * n)
-	b.ye = p.scratch(4 * n * c.HiddenSize)
-	p.enc.moePlan(n, groups, b)
-	p.enc.moeScatter(n, slots, b)
-	p.enc.moeGemmGateUp(s, n, b, dm)
-	s.groupSize, s.sharedGroupSize = dm.down.groupSize, dm.sDown.m.GroupSize
-	p.enc.moeGemmDown(s, n, b, dm)
-	p.enc.moeCombine(t, slots, c.HiddenSize, b)
 	return out
 }
 
-// LastRow implements model.Pass.
+// identityRows is 0, 1, …, n−1 as uint32 in the pass arena, written once
+// per pass (host writes may not go to block scratch, which later blocks
+// reuse before the device runs).
+func (p *pass) identityRows(n int) loc {
+	if p.identity.buf == nil {
+		var err error
+		if p.identity, err = p.sc.pass.alloc(4 * n); err != nil {
+			p.enc.fail(err)
+			return loc{}
+		}
+		dst := p.identity.buf.Bytes()[p.identity.off:]
+		for i := range n {
+			binary.LittleEndian.PutUint32(dst[4*i:], uint32(i))
+		}
+	}
+	return p.identity
+}
+
+// stepInfo is attnStepInfo of the decode steps in the pass arena, written
+// once per pass: every attention layer sees the same positions.
+func (p *pass) stepInfo(steps []kvSeq) loc {
+	if p.info.buf == nil {
+		b := attnStepInfo(steps)
+		var err error
+		if p.info, err = p.sc.pass.alloc(len(b)); err != nil {
+			p.enc.fail(err)
+			return loc{}
+		}
+		copy(p.info.buf.Bytes()[p.info.off:], b)
+	}
+	return p.info
+}
+
+// LastRow implements model.Blocks: the last row of each segment that wants
+// an output, in segment order. A pass of one sequence views its last row;
+// a batch copies the rows into a block of their own (unless they already
+// are one, as in a step where every sequence decodes).
 func (p *pass) LastRow(x model.Activation) model.Activation {
 	in := p.input(x, "last row")
 	if in == nil {
 		return x
 	}
-	r := in.row(in.rows - 1)
-	p.gens[r] = p.gens[in]
-	return r
+	if in.rows != p.rows {
+		p.enc.fail(fmt.Errorf("LastRow of %d rows in a pass of %d", in.rows, p.rows))
+		return x
+	}
+	if len(p.segs) == 1 {
+		r := in.row(in.rows - 1)
+		p.gens[r] = p.gens[in]
+		return r
+	}
+	inPlace := p.outputs == p.rows
+	for i := range p.segs {
+		s := &p.segs[i]
+		inPlace = inPlace && s.rows == 1 && s.out == s.row0
+	}
+	if inPlace {
+		return in
+	}
+	p.startBlock()
+	y := p.newAct(p.outputs, in.width, false)
+	p.enc.independent(func() {
+		for i := range p.segs {
+			if s := &p.segs[i]; s.out >= 0 {
+				p.enc.copyF32(in.row(s.row0+s.rows-1).loc, y.row(s.out).loc, in.width)
+			}
+		}
+	})
+	return y
 }
 
-// Head implements model.Pass.
+// Head implements model.Blocks.
 func (p *pass) Head(x model.Activation, lmHead *model.Matrix) model.Activation {
 	in := p.input(x, "head")
 	p.startBlock()
@@ -457,26 +804,56 @@ func (p *pass) Head(x model.Activation, lmHead *model.Matrix) model.Activation {
 	return logits
 }
 
-// Sample implements model.Pass: the chosen id goes to the sequence's next
-// ring slot, where the next pass's embedding gather finds it. Greedy and
-// top-k draws (1 ≤ TopK ≤ 256, below the vocabulary) run on the device with
-// the penalties; other parameters (top-k off, which walks the whole
+// outputRow is segment i's row of logits: its LastRow row, or the last row
+// when a lone segment asked for every row.
+func (p *pass) outputRow(l *act, i int) *act {
+	s := &p.segs[i]
+	switch {
+	case l.rows == p.outputs && s.out >= 0:
+		return l.row(s.out)
+	case len(p.segs) == 1 && l.rows == p.rows:
+		return l.row(l.rows - 1)
+	}
+	p.enc.fail(fmt.Errorf("logits of %d rows do not hold segment %d's row", l.rows, i))
+	return nil
+}
+
+// SampleEach implements model.BatchPass.
+func (p batchPass) SampleEach(logits model.Activation) {
+	for i := range p.segs {
+		if s := p.segs[i].in.Sample; s != nil {
+			p.sample(logits, i, s)
+		}
+	}
+}
+
+// Sample implements model.Pass.
+func (p onePass) Sample(logits model.Activation, s *model.Sampling) { p.sample(logits, 0, s) }
+
+// sample records segment i's choice: the chosen id goes to the sequence's
+// next ring slot, where the next pass's embedding gather finds it. Greedy
+// and top-k draws (1 ≤ TopK ≤ 256, below the vocabulary) run on the device
+// with the penalties; other parameters (top-k off, which walks the whole
 // vocabulary in id order) are sampled on the host after the pass, and the
-// next pass may begin only once this one has been waited on.
-func (p *pass) Sample(logits model.Activation, s *model.Sampling) {
+// sequence's next pass may begin only once this one has been waited on.
+func (p *pass) sample(logits model.Activation, i int, s *model.Sampling) {
 	in := p.input(logits, "sample")
 	if in == nil {
 		return
 	}
-	slot := p.seq.ring
-	p.sampleSlot = slot
+	last := p.outputRow(in, i)
+	if last == nil {
+		return
+	}
+	sg := &p.segs[i]
+	slot := sg.seq.ring
+	sg.sampleSlot = slot
 	vocab := in.width
-	last := in.row(in.rows - 1)
-	position := p.pos0 + p.rows // the history's length: the position of the chosen token
+	position := sg.pos0 + sg.rows // the history's length: the position of the chosen token
 	greedy := s.Temperature <= 0
 	if !greedy && (s.TopK <= 0 || s.TopK > topkMax || s.TopK >= vocab) {
-		p.hostSample = s
-		p.hostRow = last
+		sg.hostSample = s
+		sg.hostRow = last
 		return
 	}
 	row := last.loc
@@ -487,16 +864,16 @@ func (p *pass) Sample(logits model.Activation, s *model.Sampling) {
 			return
 		}
 		p.enc.copyF32(row, work, vocab)
-		p.enc.penalties(s, loc{buf: p.seq.history}, position, p.scratch(4*vocab), p.scratch(4*vocab), work)
+		p.enc.penalties(s, loc{buf: sg.seq.history}, position, p.scratch(4*vocab), p.scratch(4*vocab), work)
 		row = work
 	}
 	if greedy {
 		chunks := ceilDiv(vocab, argmaxChunk)
-		p.enc.argmax(row, vocab, p.scratch(4*chunks), p.scratch(4*chunks), p.seq.tokenLoc(slot))
+		p.enc.argmax(row, vocab, p.scratch(4*chunks), p.scratch(4*chunks), sg.seq.tokenLoc(slot))
 		return
 	}
 	chunks := ceilDiv(vocab, topkChunk)
-	p.enc.topK(s, row, vocab, position, p.scratch(4*chunks*s.TopK), p.scratch(4*chunks*s.TopK), p.seq.tokenLoc(slot))
+	p.enc.topK(s, row, vocab, position, p.scratch(4*chunks*s.TopK), p.scratch(4*chunks*s.TopK), sg.seq.tokenLoc(slot))
 }
 
 // penaltiesOn is engine/sample's rule for when penalties change logits.
@@ -504,37 +881,42 @@ func penaltiesOn(s *model.Sampling) bool {
 	return (s.RepetitionPenalty != 0 && s.RepetitionPenalty != 1) || s.PresencePenalty != 0 || s.FrequencyPenalty != 0
 }
 
-// Hidden implements model.Pass: a copy of the residual stream, read after
-// the pass (a debug aid; it adds dispatches).
+// Hidden implements model.Blocks: a copy of each asking segment's rows of
+// the residual stream, read after the pass (a debug aid; it adds
+// dispatches).
 func (p *pass) Hidden(index int, residual model.Activation) {
-	if !p.in.Hidden {
-		return
+	var in *act
+	for i := range p.segs {
+		s := &p.segs[i]
+		if !s.in.Hidden {
+			continue
+		}
+		if in == nil {
+			if in = p.input(residual, "hidden"); in == nil {
+				return
+			}
+		}
+		dst, err := p.sc.pass.alloc(4 * s.rows * in.width)
+		if err != nil {
+			p.enc.fail(err)
+			return
+		}
+		for len(s.hidden) <= index {
+			s.hidden = append(s.hidden, loc{})
+		}
+		s.hidden[index] = dst
+		p.enc.copyF32(in.rowsOf(s.row0, s.rows).loc, dst, s.rows*in.width)
 	}
-	in := p.input(residual, "hidden")
-	if in == nil {
-		return
-	}
-	dst, err := p.sc.pass.alloc(4 * in.rows * in.width)
-	if err != nil {
-		p.enc.fail(err)
-		return
-	}
-	for len(p.hidden) <= index {
-		p.hidden = append(p.hidden, loc{})
-	}
-	p.hidden[index] = dst
-	p.hiddenRows = in.rows
-	p.enc.copyF32(in.loc, dst, in.rows*in.width)
 }
 
-// Logits implements model.Pass.
+// Logits implements model.Blocks.
 func (p *pass) Logits(logits model.Activation) {
 	if in := p.input(logits, "logits"); in != nil {
 		p.logits = in
 	}
 }
 
-// Submit implements model.Pass.
+// Submit implements model.Blocks.
 func (p *pass) Submit() {
 	if p.state != 0 {
 		return
@@ -543,32 +925,39 @@ func (p *pass) Submit() {
 	if p.failed() {
 		// Nothing runs: the device gets back the recording (on Metal the
 		// command buffer, its autorelease pool and the locked OS thread),
-		// and the sequence keeps the ids it had.
+		// and each sequence keeps the ids it had.
 		p.enc.cb.Discard()
-		p.seq.ids = p.seq.ids[:min(len(p.seq.ids), p.pos0)]
+		for i := range p.segs {
+			s := &p.segs[i]
+			s.seq.ids = s.seq.ids[:min(len(s.seq.ids), s.pos0)]
+		}
 		return
 	}
 	p.enc.cb.Commit()
-	p.seq.pos += p.rows
-	if p.hostSample != nil {
-		p.seq.hostPending = p
-	}
-	if p.sampleSlot >= 0 {
-		p.seq.lastSlot = p.sampleSlot
-		p.seq.lastSampled = -1 // known at this pass's Wait
-		p.seq.ring = (p.seq.ring + 1) % tokenSlots
+	for i := range p.segs {
+		s := &p.segs[i]
+		seq := s.seq
+		seq.pos += s.rows
+		if s.hostSample != nil {
+			seq.hostPending = p
+		}
+		if s.sampleSlot >= 0 {
+			seq.lastSlot = s.sampleSlot
+			seq.lastSampled = -1 // known at this pass's Wait
+			seq.ring = (seq.ring + 1) % tokenSlots
+		}
 	}
 }
 
 // Abandon implements model.Abandoner: a pass still recording is failed,
 // its command buffer discarded and the pass retired as Wait would, so the
-// device and the sequence are ready for the next pass.
+// device and the sequences are ready for the next pass.
 func (p *pass) Abandon() {
 	if p.state != 0 {
 		return
 	}
 	p.enc.fail(errors.New("the pass was abandoned while recording; nothing of it ran"))
-	p.Wait()
+	p.wait()
 }
 
 // read copies n bytes of device memory to the host, counting it as a
@@ -589,58 +978,112 @@ func floats(b []byte) []float32 {
 }
 
 // Wait implements model.Pass.
-func (p *pass) Wait() (model.Result, error) {
-	res := model.Result{Token: -1}
+func (p onePass) Wait() (model.Result, error) {
+	res, err := p.wait()
+	if err != nil {
+		return model.Result{Token: -1}, err
+	}
+	return res[0], nil
+}
+
+// Wait implements model.Batch.
+func (p batchPass) Wait() ([]model.Result, error) { return p.wait() }
+
+// wait submits the pass if that is not done yet, waits for the device and
+// returns each segment's result.
+func (p *pass) wait() ([]model.Result, error) {
 	if p.state == 2 {
-		return res, errors.New("pass already waited on")
+		return nil, errors.New("pass already waited on")
 	}
 	if p.state == 0 {
 		p.Submit()
 	}
-	p.seq.inFlight--
+	for i := range p.segs {
+		p.segs[i].seq.inFlight--
+	}
 	defer p.finish()
 	if p.failed() {
 		p.state = 2
-		return res, p.enc.err
+		return nil, p.enc.err
 	}
 	p.cnt.HostWaits++
 	err := p.enc.cb.Wait()
 	p.state = 2
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	if p.logits != nil {
-		res.Logits = floats(p.read(p.logits.loc, 4*p.logits.rows*p.logits.width))
-	}
-	for _, h := range p.hidden {
-		res.Hidden = append(res.Hidden, floats(p.read(h, 4*p.hiddenRows*p.b.cfg.HiddenSize)))
-	}
-	if p.hostSample != nil {
-		if p.seq.hostPending == p {
-			p.seq.hostPending = nil
+	res := make([]model.Result, len(p.segs))
+	for i := range p.segs {
+		if res[i], err = p.result(i); err != nil {
+			return nil, err
 		}
-		row := floats(p.read(p.hostRow.loc, 4*p.hostRow.width))
-		history := p.seq.ids[:p.pos0+p.rows]
+	}
+	p.countSharedExperts()
+	return res, nil
+}
+
+// result reads segment i's outputs after the pass.
+func (p *pass) result(i int) (model.Result, error) {
+	s := &p.segs[i]
+	seq := s.seq
+	res := model.Result{Token: -1}
+	if p.logits != nil && s.in.Logits != model.LogitsNone {
+		l := p.logits
+		if len(p.segs) > 1 || l.rows != p.rows {
+			l = p.outputRow(l, i)
+		}
+		if l != nil {
+			res.Logits = floats(p.read(l.loc, 4*l.rows*l.width))
+		}
+	}
+	for _, h := range s.hidden {
+		res.Hidden = append(res.Hidden, floats(p.read(h, 4*s.rows*p.b.cfg.HiddenSize)))
+	}
+	if s.hostSample != nil {
+		if seq.hostPending == p {
+			seq.hostPending = nil
+		}
+		row := floats(p.read(s.hostRow.loc, 4*s.hostRow.width))
+		history := seq.ids[:s.pos0+s.rows]
 		if slices.Contains(history, -1) {
 			return res, errors.New("host sampling needs the whole token history, but an earlier sampled token was never read: wait for every pass")
 		}
-		id := p.b.sampler.Sample(row, p.hostSample, history)
-		binary.LittleEndian.PutUint32(p.seq.tokens.Bytes()[4*p.sampleSlot:], uint32(int32(id)))
+		id := p.b.sampler.Sample(row, s.hostSample, history)
+		binary.LittleEndian.PutUint32(seq.tokens.Bytes()[4*s.sampleSlot:], uint32(int32(id)))
 		p.cnt.HostSamples++
 	}
-	if p.sampleSlot >= 0 {
-		res.Token = p.seq.readToken(p.sampleSlot)
+	if s.sampleSlot >= 0 {
+		res.Token = seq.readToken(s.sampleSlot)
 		// The next pass may already have consumed this token on the device:
 		// fill in its place in the sequence's ids.
-		idx := p.pos0 + p.rows
-		if idx < len(p.seq.ids) && p.seq.ids[idx] == -1 {
-			p.seq.ids[idx] = res.Token
+		idx := s.pos0 + s.rows
+		if idx < len(seq.ids) && seq.ids[idx] == -1 {
+			seq.ids[idx] = res.Token
 		}
-		if p.seq.lastSlot == p.sampleSlot {
-			p.seq.lastSampled = res.Token
+		if seq.lastSlot == s.sampleSlot {
+			seq.lastSampled = res.Token
 		}
 	}
 	return res, nil
+}
+
+// countSharedExperts counts, from the routing the pass wrote, the routed
+// experts that the grouped decode read once for several rows: each repeat
+// is an expert's gate, up and down not read again.
+func (p *pass) countSharedExperts() {
+	for _, g := range p.grouped {
+		ids := p.read(g.ids, 4*g.rows*g.slots)
+		seen := map[uint32]bool{}
+		for r := 0; r < g.rows; r++ {
+			for s := 0; s < g.slots-1; s++ { // the last slot is the shared expert, declared once
+				id := binary.LittleEndian.Uint32(ids[4*(r*g.slots+s):])
+				if seen[id] {
+					p.cnt.SharedExpertBytes += g.expertBytes
+				}
+				seen[id] = true
+			}
+		}
+	}
 }
 
 // finish books the pass's counters under its phase.
@@ -648,7 +1091,11 @@ func (p *pass) finish() {
 	p.cnt.Passes = 1
 	p.cnt.Tokens = int64(p.rows)
 	if p.decode {
-		p.cnt.MinimumBytes = p.b.MinimumDecodeBytes(p.pos0)
+		positions := make([]int, len(p.segs))
+		for i := range p.segs {
+			positions[i] = p.segs[i].pos0
+		}
+		p.cnt.MinimumBytes = p.b.minimumStepBytes(positions)
 	}
 	p.b.mu.Lock()
 	defer p.b.mu.Unlock()

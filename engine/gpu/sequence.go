@@ -42,7 +42,6 @@ var _ model.Sequence = (*sequence)(nil)
 
 // NewSequence implements model.Backend.
 func (b *Backend) NewSequence(maxTokens int) (model.Sequence, error) {
-	c := &b.cfg
 	if maxTokens <= 0 {
 		return nil, fmt.Errorf("sequence capacity %d: must be positive", maxTokens)
 	}
@@ -58,27 +57,22 @@ func (b *Backend) NewSequence(maxTokens int) (model.Sequence, error) {
 		return buf, nil
 	}
 	var err error
+	sz := b.sequenceSizes(maxTokens)
 	for i := range b.w.Layers {
 		l := &b.w.Layers[i]
 		if l.Attention != nil {
-			elem := 2
-			if b.opt.KVCacheF32 {
-				elem = 4
-			}
-			n := elem * c.NumKVHeads * maxTokens * c.HeadDim
-			if s.kCache[i], err = alloc(n); err != nil {
+			if s.kCache[i], err = alloc(sz.cache); err != nil {
 				return nil, err
 			}
-			if s.vCache[i], err = alloc(n); err != nil {
+			if s.vCache[i], err = alloc(sz.cache); err != nil {
 				return nil, err
 			}
 		}
 		if l.DeltaNet != nil {
-			channels := 2*c.LinearKeyHeads*c.LinearKeyHeadDim + c.LinearValueHeads*c.LinearValueHeadDim
-			if s.conv[i], err = alloc(4 * max(c.ConvKernel-1, 1) * channels); err != nil {
+			if s.conv[i], err = alloc(sz.conv); err != nil {
 				return nil, err
 			}
-			if s.state[i], err = alloc(4 * c.LinearValueHeads * c.LinearValueHeadDim * c.LinearKeyHeadDim); err != nil {
+			if s.state[i], err = alloc(sz.state); err != nil {
 				return nil, err
 			}
 		}
@@ -86,11 +80,52 @@ func (b *Backend) NewSequence(maxTokens int) (model.Sequence, error) {
 	if s.tokens, err = alloc(4 * tokenSlots); err != nil {
 		return nil, err
 	}
-	if s.history, err = alloc(4 * maxTokens); err != nil {
+	if s.history, err = alloc(sz.history); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
+
+// sequenceSizes are the device buffers of a sequence of maxTokens tokens:
+// per attention layer a K and a V cache, per DeltaNet layer a conv and a
+// recurrent state, and the token ring and history.
+type sequenceSizes struct {
+	cache, conv, state, history int
+}
+
+func (b *Backend) sequenceSizes(maxTokens int) sequenceSizes {
+	c := &b.cfg
+	elem := 2
+	if b.opt.KVCacheF32 {
+		elem = 4
+	}
+	channels := 2*c.LinearKeyHeads*c.LinearKeyHeadDim + c.LinearValueHeads*c.LinearValueHeadDim
+	return sequenceSizes{
+		cache:   elem * c.NumKVHeads * maxTokens * c.HeadDim,
+		conv:    4 * max(c.ConvKernel-1, 1) * channels,
+		state:   4 * c.LinearValueHeads * c.LinearValueHeadDim * c.LinearKeyHeadDim,
+		history: 4 * maxTokens,
+	}
+}
+
+// SequenceBytes implements model.SequenceSizer: the device memory
+// NewSequence(tokens) allocates (KV caches in the configured element type,
+// DeltaNet conv and recurrent state, token ring and history).
+func (b *Backend) SequenceBytes(tokens int) int64 {
+	sz := b.sequenceSizes(tokens)
+	n := int64(4*tokenSlots + sz.history)
+	for i := range b.w.Layers {
+		if b.w.Layers[i].Attention != nil {
+			n += 2 * int64(sz.cache)
+		}
+		if b.w.Layers[i].DeltaNet != nil {
+			n += int64(sz.conv + sz.state)
+		}
+	}
+	return n
+}
+
+var _ model.SequenceSizer = (*Backend)(nil)
 
 func (s *sequence) Pos() int       { return s.pos }
 func (s *sequence) MaxTokens() int { return s.maxToks }
@@ -157,7 +192,7 @@ type snapshot struct {
 
 func (sn *snapshot) Pos() int      { return sn.pos }
 func (sn *snapshot) Tokens() []int { return sn.ids }
-func (sn *snapshot) Bytes() int64  { return int64(len(sn.data)) }
+func (sn *snapshot) Bytes() int64  { return int64(len(sn.data)) + 8*int64(len(sn.ids)) }
 
 // Snapshot implements model.Sequence. It reads device memory, so no pass
 // may be in flight. Only the cache rows in use are copied.

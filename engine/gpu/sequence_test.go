@@ -199,3 +199,27 @@ func TestFiberOrderEndToEnd(t *testing.T) {
 		}
 	}
 }
+
+// TestSequenceBytes checks SequenceBytes, which the scheduler budgets
+// sequences by, against the buffers a new sequence actually holds, for both
+// cache element types and two capacities.
+func TestSequenceBytes(t *testing.T) {
+	ref := fixtures.Models(t)[1]
+	for _, f32 := range []bool{false, true} {
+		b, _ := openModel(t, ref.Dir, Options{KVCacheF32: f32})
+		for _, tokens := range []int{1, 300} {
+			s, err := b.NewSequence(tokens)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var held int64
+			for _, buf := range s.(*sequence).buffers() {
+				held += int64(buf.Len())
+			}
+			if got := b.SequenceBytes(tokens); got != held {
+				t.Errorf("f32 cache %v, %d tokens: SequenceBytes %d, the sequence holds %d", f32, tokens, got, held)
+			}
+			s.Close()
+		}
+	}
+}

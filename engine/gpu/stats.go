@@ -11,8 +11,11 @@ import (
 // ReadBytes and WriteBytes): the traffic the pass plans, to be compared
 // with MinimumBytes, what any implementation must move.
 type Counters struct {
-	Passes         int64
-	Tokens         int64
+	Passes int64
+	Tokens int64
+	// Sequences counts each pass's segments: a batched decode step of four
+	// sequences counts one pass, four tokens and four sequences.
+	Sequences      int64
 	Dispatches     int64
 	CommandBuffers int64
 	HostWaits      int64
@@ -24,6 +27,12 @@ type Counters struct {
 	HostSamples int64
 	ReadBytes   int64
 	WriteBytes  int64
+	// SharedExpertBytes is the part of ReadBytes that a batched step did
+	// not read because several of its rows chose the same routed expert:
+	// the grouped decode kernels read such an expert once, but a pass
+	// declares its traffic when it is recorded, before the routing is
+	// known, so it counts every row's experts; Wait counts the repeats.
+	SharedExpertBytes int64
 	// MinimumBytes is, for decode passes, the sum of MinimumDecodeBytes at
 	// each pass's position; zero for prefill.
 	MinimumBytes int64
@@ -32,6 +41,7 @@ type Counters struct {
 func (c *Counters) add(o Counters) {
 	c.Passes += o.Passes
 	c.Tokens += o.Tokens
+	c.Sequences += o.Sequences
 	c.Dispatches += o.Dispatches
 	c.CommandBuffers += o.CommandBuffers
 	c.HostWaits += o.HostWaits
@@ -39,6 +49,7 @@ func (c *Counters) add(o Counters) {
 	c.HostSamples += o.HostSamples
 	c.ReadBytes += o.ReadBytes
 	c.WriteBytes += o.WriteBytes
+	c.SharedExpertBytes += o.SharedExpertBytes
 	c.MinimumBytes += o.MinimumBytes
 }
 
@@ -72,6 +83,13 @@ func (s Stats) Lines() []string {
 			fmt.Sprintf("decode: planned bytes per token: %s (read %s, write %s)",
 				per(d.ReadBytes+d.WriteBytes, d.Passes), per(d.ReadBytes, d.Passes), per(d.WriteBytes, d.Passes)),
 			fmt.Sprintf("decode: minimum bytes per token (active weights once, KV, state): %s", per(d.MinimumBytes, d.Passes)))
+		if d.Sequences > d.Passes {
+			// Batched steps: the counters above are per step.
+			out = append(out,
+				fmt.Sprintf("decode: sequences per step: %s", per(d.Sequences, d.Passes)),
+				fmt.Sprintf("decode: bytes per step, experts several rows chose read once: %s (shared %s)",
+					per(d.StepBytes(), d.Passes), per(d.SharedExpertBytes, d.Passes)))
+		}
 		if d.MinimumBytes > 0 {
 			out = append(out, fmt.Sprintf("decode: planned / minimum bytes: %.3f",
 				float64(d.ReadBytes+d.WriteBytes)/float64(d.MinimumBytes)))
@@ -89,6 +107,12 @@ func (s Stats) Lines() []string {
 	return out
 }
 
+// StepBytes is what a step moves by the counters: the planned traffic less
+// the routed experts that rows sharing them did not read again.
+func (c Counters) StepBytes() int64 {
+	return c.ReadBytes + c.WriteBytes - c.SharedExpertBytes
+}
+
 // MinimumDecodeBytes is the least memory traffic of one decode step at
 // position pos with top-k routing: every weight the token uses read once
 // (its embedding row, each layer's mixer, norms, router, the shared expert
@@ -96,13 +120,23 @@ func (s Stats) Lines() []string {
 // to and including the new token and that token's keys and values written,
 // and the DeltaNet conv and recurrent state read and written once.
 func (b *Backend) MinimumDecodeBytes(pos int) int64 {
+	return b.minimumStepBytes([]int{pos})
+}
+
+// minimumStepBytes is MinimumDecodeBytes for a step that decodes one token
+// of each sequence at the given positions together: the weights every row
+// uses read once for all of them, and per sequence its embedding row, its k
+// routed experts (counted as distinct: sharing them is the routing's luck,
+// not a plan), its KV cache and its DeltaNet state.
+func (b *Backend) minimumStepBytes(positions []int) int64 {
 	c := &b.cfg
 	w := b.w
 	var n int64
+	seqs := int64(len(positions))
 	mat := func(m *model.Matrix) int64 { return b.mats[m].bytes }
 	vec := func(v []float32) int64 { return int64(4 * len(v)) }
 	emb := b.mats[&w.Embed]
-	n += emb.bytes / int64(w.Embed.Out)
+	n += seqs * emb.bytes / int64(w.Embed.Out)
 	for i := range w.Layers {
 		l := &w.Layers[i]
 		n += vec(l.InputNorm) + vec(l.PostNorm)
@@ -112,7 +146,7 @@ func (b *Backend) MinimumDecodeBytes(pos int) int64 {
 			n += int64(4*channels*c.ConvKernel) + vec(d.ALog) + vec(d.DtBias) + vec(d.Norm)
 			state := int64(4*c.LinearValueHeads*c.LinearValueHeadDim*c.LinearKeyHeadDim) +
 				int64(4*(c.ConvKernel-1)*channels)
-			n += 2 * state
+			n += seqs * 2 * state
 		}
 		if a := l.Attention; a != nil {
 			n += mat(&a.Q) + mat(&a.K) + mat(&a.V) + mat(&a.O) + vec(a.QNorm) + vec(a.KNorm)
@@ -121,12 +155,14 @@ func (b *Backend) MinimumDecodeBytes(pos int) int64 {
 				elem = 4
 			}
 			kv := 2 * int64(c.NumKVHeads*c.HeadDim) * elem // k and v of one token
-			n += kv*int64(pos+1) + kv
+			for _, pos := range positions {
+				n += kv*int64(pos+1) + kv
+			}
 		}
 		m := &l.MoE
 		dm := b.experts[m]
 		n += mat(&m.Router) + mat(&m.SharedExpert) + mat(&m.SharedGate) + mat(&m.SharedUp) + mat(&m.SharedDown)
-		n += int64(c.ExpertsPerToken) * (dm.gate.expertBytes + dm.up.expertBytes + dm.down.expertBytes)
+		n += seqs * int64(c.ExpertsPerToken) * (dm.gate.expertBytes + dm.up.expertBytes + dm.down.expertBytes)
 	}
 	n += vec(w.FinalNorm) + mat(&w.LMHead)
 	return n

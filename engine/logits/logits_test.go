@@ -12,10 +12,12 @@ import (
 	"github.com/suzuran-app/suzuran/engine/safetensors"
 )
 
-// tolerance: an f32 pass lands within about 1e-5 of the float64 reference's
-// largest logit on these models; 1e-3 (the bound) is far below the
-// 1e-1 that a real mistake (a missing 1+w, a wrong head mapping) causes.
-const tolerance = 1e-3
+// tolerance: the f32 CPU pass lands within 1.4e-5 of the float64
+// reference's largest logit on these models (the cpu fixture tests measure
+// the same pass), so 1e-4 leaves 7× room and still fails for a one-constant
+// mistake in the model (engine/cpu's TestFixturesCatchMutations: 3.3e-4 or
+// more).
+const tolerance = 1e-4
 
 type file struct {
 	t *testing.T

@@ -29,6 +29,13 @@ type Backend interface {
 	Close() error
 }
 
+// SequenceSizer is a Backend that says how much memory a sequence holding
+// tokens tokens takes (KV cache and DeltaNet state), so that a scheduler can
+// budget the sequences it runs at once.
+type SequenceSizer interface {
+	SequenceBytes(tokens int) int64
+}
+
 // Sequence is one sequence's state on a backend: the tokens it has consumed,
 // the KV cache of the full-attention layers, and the conv and recurrent
 // state of the DeltaNet layers. One goroutine uses a sequence at a time;
@@ -139,11 +146,19 @@ type Result struct {
 	Hidden [][]float32
 }
 
-// Pass is one forward pass over a sequence: the blocks of the model, called
-// in the order Forward calls them. A backend may run each block at once (CPU)
-// or record it into a command buffer that Submit commits (GPU). Blocks do not
-// return errors: a backend remembers the first failure and Wait returns it.
-type Pass interface {
+// Blocks are the model's blocks as a pass runs them, called in the order
+// Forward (or ForwardBatch) calls them. A backend may run each block at once
+// (CPU) or record it into a command buffer that Submit commits (GPU). Blocks
+// do not return errors: a backend remembers the first failure and Wait
+// returns it.
+//
+// In a batched pass (see Segment) the activations hold the rows of every
+// segment, concatenated in segment order. Embed, the norms, MoE and Head work
+// row by row on all of them (so each weight is read once for the whole
+// batch: the decode matrix-vector products become small matrix products, and
+// an expert routed to by rows of two sequences is read once); DeltaNet and
+// Attention run each segment's rows on that segment's sequence state.
+type Blocks interface {
 	// Embed gathers the embedding rows of the pass's tokens.
 	Embed(table *Matrix) Activation
 	// RMSNorm returns x·rsqrt(mean(x²)+eps)·weight per row; weight is the
@@ -153,30 +168,88 @@ type Pass interface {
 	// (residual += delta) and returns RMSNorm(residual, weight).
 	AddRMSNorm(residual, delta Activation, weight []float32) Activation
 	// DeltaNet is the Gated DeltaNet mixer of layer `layer`; it reads and
-	// advances that layer's conv and recurrent state.
+	// advances that layer's conv and recurrent state (of each segment's
+	// sequence).
 	DeltaNet(layer int, w *DeltaNet, x Activation) Activation
 	// Attention is the gated attention mixer of layer `layer`; it appends
-	// the pass's keys and values to that layer's cache and attends causally.
+	// the pass's keys and values to that layer's cache and attends causally
+	// (each segment within its own sequence).
 	Attention(layer int, w *Attention, x Activation) Activation
 	// MoE is the sparse mixture of experts with its shared expert.
 	MoE(layer int, w *MoE, x Activation) Activation
-	// LastRow is the pass's last row, [1, Width].
+	// LastRow is the pass's last row, [1, Width]. In a batched pass it is
+	// the last row of each segment that wants an output (Segment.Output), in
+	// segment order: [number of such segments, Width].
 	LastRow(x Activation) Activation
 	// Head is the language-model head x·lmHeadᵀ on already-normed rows.
 	Head(x Activation, lmHead *Matrix) Activation
-	// Sample chooses the next token from the last row of logits.
-	Sample(logits Activation, s *Sampling)
 	// Hidden hands the residual stream after layer `index` (0: after the
-	// embedding) to the result, when the input asked for it.
+	// embedding) to the result, when the input asked for it (in a batch,
+	// each segment that asked gets its own rows).
 	Hidden(index int, residual Activation)
-	// Logits hands logits rows to the result.
+	// Logits hands logits rows to the result (in a batch, each segment that
+	// asked for logits gets its own rows).
 	Logits(logits Activation)
-	// Submit ends recording and starts the work; the sequence has then
+	// Submit ends recording and starts the work; the sequences have then
 	// advanced by the pass's tokens. A GPU backend commits the command
 	// buffer here; a host backend has already done the work.
 	Submit()
+}
+
+// Pass is one forward pass over one sequence.
+type Pass interface {
+	Blocks
+	// Sample chooses the next token from the last row of logits.
+	Sample(logits Activation, s *Sampling)
 	// Wait blocks until the pass has finished and returns its result.
 	Wait() (Result, error)
+}
+
+// Segment is one sequence's part of a batched pass: the sequence and what
+// the pass feeds it and returns for it, as Input says for a one-sequence
+// pass. Input.IDs empty feeds the token that sequence's previous pass
+// sampled.
+type Segment struct {
+	Seq Sequence
+	In  Input
+}
+
+// Output reports whether the segment wants a row of the head: logits or a
+// sample. A prefill chunk before the last wants none, which spares it the
+// head.
+func (s *Segment) Output() bool { return s.In.Logits != LogitsNone || s.In.Sample != nil }
+
+// Batch is a started batched pass (StartBatch).
+type Batch interface {
+	// Wait blocks until the pass has finished and returns each segment's
+	// result, in segment order. An error fails every segment: a backend
+	// runs the batch as one unit, so a failed pass leaves each of its
+	// sequences to be restored from a snapshot.
+	Wait() ([]Result, error)
+}
+
+// BatchPass is one forward pass over several sequences at once; its rows are
+// the segments' rows concatenated in segment order. A sequence's rows are
+// computed exactly as in a pass of its own: its logits and tokens do not
+// depend on what else is in the batch (bit for bit on the CPU backend).
+type BatchPass interface {
+	Blocks
+	Batch
+	// SampleEach chooses the next token of each segment that asked for a
+	// sample, from that segment's row of logits (the output of Head on
+	// LastRow), with that segment's own Sampling.
+	SampleEach(logits Activation)
+}
+
+// Batcher is a Backend that runs batched passes. A backend without it runs
+// a batch as one pass per segment (StartBatch does that for it).
+type Batcher interface {
+	Backend
+	// BeginBatch starts one pass over every segment; the caller then calls
+	// the blocks in order (ForwardBatch does), Submit and Wait. Each
+	// sequence appears at most once. A backend may refuse what it cannot
+	// batch (LogitsAll or Hidden beside other segments) with an error.
+	BeginBatch(segs []Segment) (BatchPass, error)
 }
 
 // ArgMax is the greedy choice: the index of the largest logit, the lowest

@@ -25,6 +25,16 @@ type Config struct {
 	MaxPositions       int
 	EOSTokenIDs        []int // from config.json and generation_config.json, deduplicated
 
+	// DeltaNetNormEps is the epsilon of the DeltaNet output norm (the gated
+	// RMSNorm per value head). The loader sets it from rms_norm_eps, as
+	// transformers does; it is a field of its own so that a test can change
+	// this one constant and show that the fixture comparison notices.
+	DeltaNetNormEps float32
+	// DeltaNetL2Eps is the epsilon of the L2 normalisation of DeltaNet's q
+	// and k, x·rsqrt(Σx²+eps). config.json does not carry it: the loader
+	// sets transformers' fixed 1e-6, and a test may change it.
+	DeltaNetL2Eps float64
+
 	// ModelType is the text config's model_type (qwen3_5_moe_text), kept
 	// for messages and reports.
 	ModelType string

@@ -31,6 +31,32 @@
 // (tests, `suzuran logits`); Input.Hidden returns the residual stream after
 // every layer so a test can name the first layer that drifts.
 //
+// # Batched passes
+//
+// A batched pass runs several sequences in one pass, so that each weight is
+// read once for all of them — decode is bound by memory bandwidth, and four
+// sequences cost little more than one. It is made of Segments, each a
+// sequence with its own Input; its rows are the segments' rows concatenated:
+//
+//	batch, _ := model.StartBatch(backend, w, []model.Segment{
+//		{Seq: a, In: model.Input{Sample: &samplingA}},           // a decode step
+//		{Seq: b, In: model.Input{IDs: chunk}},                   // a prefill chunk
+//		{Seq: c, In: model.Input{IDs: last, Sample: &samplingC}}, // a prompt's end
+//	})
+//	results, _ := batch.Wait() // results[i] is segment i's, as Run returns it
+//
+// Embed, the norms, MoE (experts grouped across all rows, so an expert chosen
+// by two sequences is read once) and Head run on all rows; DeltaNet and
+// Attention run each segment's rows on its own sequence's state; LastRow
+// keeps the last row of each segment that wants logits or a sample, and
+// SampleEach samples each with its own Sampling. A backend that batches
+// implements Batcher (BeginBatch returns a BatchPass, which ForwardBatch
+// drives); on any other backend StartBatch runs one pass per segment.
+// Exactness is the contract: a sequence's logits and tokens are the same
+// whatever else is in its batch (bit for bit on the CPU backend, whose
+// kernels compute every row with the same arithmetic whatever the number of
+// rows). A pass over one sequence is the batch of one segment.
+//
 // Sequence.Snapshot and Restore save and restore the whole state at a
 // position: DeltaNet state cannot be rolled back, so the prefix cache keeps
 // snapshots and resumes from the longest one that matches a new request.

@@ -1,32 +1,21 @@
 package model
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Forward calls the model's blocks on p: embedding, then each layer
 // (h = x + Mixer(norm_in(x)); x = h + MoE(norm_post(h))), then the head and
 // the sample block as in asks. The residual add is fused with the norm that
 // follows it, so the final norm is the last layer's AddRMSNorm.
 func Forward(p Pass, w *Weights, in Input) {
-	x := p.Embed(&w.Embed)
-	p.Hidden(0, x)
-	h := p.RMSNorm(x, w.Layers[0].InputNorm)
-	for i := range w.Layers {
-		layer := &w.Layers[i]
-		var mixed Activation
-		if layer.DeltaNet != nil {
-			mixed = p.DeltaNet(i, layer.DeltaNet, h)
-		} else {
-			mixed = p.Attention(i, layer.Attention, h)
-		}
-		h = p.AddRMSNorm(x, mixed, layer.PostNorm)
-		experts := p.MoE(i, &layer.MoE, h)
-		next := w.FinalNorm
-		if i+1 < len(w.Layers) {
-			next = w.Layers[i+1].InputNorm
-		}
-		h = p.AddRMSNorm(x, experts, next)
-		p.Hidden(i+1, x)
-	}
+	h, _ := layers(p, w, nil)
+	head(p, w, in, h)
+}
+
+// head is Forward after the layers.
+func head(p Pass, w *Weights, in Input, h Activation) {
 	if in.Logits == LogitsNone && in.Sample == nil {
 		return
 	}
@@ -42,11 +31,195 @@ func Forward(p Pass, w *Weights, in Input) {
 	}
 }
 
+// ForwardBatch is Forward over a batched pass: the layers on every row, then
+// the head on the last row of each segment that wants an output, then each
+// segment's logits and sample. A lone segment may ask for LogitsAll, and the
+// head then runs on all its rows.
+func ForwardBatch(p BatchPass, w *Weights, segs []Segment) {
+	forwardBatch(p, w, segs, nil)
+}
+
+// forwardBatch is ForwardBatch that asks stop before each layer and returns
+// false, leaving the rest unrecorded, once it says yes.
+func forwardBatch(p BatchPass, w *Weights, segs []Segment, stop func() bool) bool {
+	h, ok := layers(p, w, stop)
+	if !ok {
+		return false
+	}
+	logits, sample, all := false, false, false
+	for i := range segs {
+		logits = logits || segs[i].In.Logits != LogitsNone
+		sample = sample || segs[i].In.Sample != nil
+		all = all || segs[i].In.Logits == LogitsAll
+	}
+	if !logits && !sample {
+		return true
+	}
+	if !all {
+		h = p.LastRow(h)
+	}
+	out := p.Head(h, &w.LMHead)
+	if logits {
+		p.Logits(out)
+	}
+	if sample {
+		p.SampleEach(out)
+	}
+	return true
+}
+
+// layers runs the embedding and every layer, returning the final-normed
+// rows; false when stop (if any) said yes before a layer.
+func layers(p Blocks, w *Weights, stop func() bool) (Activation, bool) {
+	x := p.Embed(&w.Embed)
+	p.Hidden(0, x)
+	h := p.RMSNorm(x, w.Layers[0].InputNorm)
+	for i := range w.Layers {
+		if stop != nil && stop() {
+			return h, false
+		}
+		layer := &w.Layers[i]
+		var mixed Activation
+		if layer.DeltaNet != nil {
+			mixed = p.DeltaNet(i, layer.DeltaNet, h)
+		} else {
+			mixed = p.Attention(i, layer.Attention, h)
+		}
+		h = p.AddRMSNorm(x, mixed, layer.PostNorm)
+		if stop != nil && stop() {
+			return h, false
+		}
+		experts := p.MoE(i, &layer.MoE, h)
+		next := w.FinalNorm
+		if i+1 < len(w.Layers) {
+			next = w.Layers[i+1].InputNorm
+		}
+		h = p.AddRMSNorm(x, experts, next)
+		p.Hidden(i+1, x)
+	}
+	return h, true
+}
+
+// CheckBatch verifies what every backend requires of a batch: at least one
+// segment, each sequence once and with room for its tokens, and LogitsAll
+// only in a batch of one.
+func CheckBatch(segs []Segment) error {
+	if len(segs) == 0 {
+		return fmt.Errorf("a batched pass needs at least one segment")
+	}
+	for i := range segs {
+		s := &segs[i]
+		if s.Seq == nil {
+			return fmt.Errorf("segment %d has no sequence", i)
+		}
+		if n := s.In.Tokens(); s.Seq.Pos()+n > s.Seq.MaxTokens() {
+			return fmt.Errorf("segment %d: sequence is full: %d tokens held, %d more would pass its capacity of %d",
+				i, s.Seq.Pos(), n, s.Seq.MaxTokens())
+		}
+		if s.In.Logits == LogitsAll && len(segs) > 1 {
+			return fmt.Errorf("segment %d asks for every row's logits, which only a pass of its own returns", i)
+		}
+		for j := range i {
+			if segs[j].Seq == s.Seq {
+				return fmt.Errorf("segments %d and %d are the same sequence", j, i)
+			}
+		}
+	}
+	return nil
+}
+
+// StartBatch begins one pass over every segment, records the model into it
+// and submits it; the caller collects the results with Wait. On a backend
+// without batching (not a Batcher) it runs one pass per segment in turn
+// instead, with the same results.
+func StartBatch(b Backend, w *Weights, segs []Segment) (Batch, error) {
+	return StartBatchUntil(b, w, segs, nil)
+}
+
+// ErrStopped is returned by StartBatchUntil when its stop function ended
+// the pass.
+var ErrStopped = errors.New("pass stopped before its end")
+
+// StartBatchUntil is StartBatch that asks stop before each layer; once it
+// says yes the pass is abandoned unsubmitted (see Abandoner) and
+// ErrStopped returned. A host backend has then run part of the pass on the
+// sequences, so they must be restored from a snapshot before further use.
+// It lets a long prefill pass end within a layer of its cancellation.
+func StartBatchUntil(b Backend, w *Weights, segs []Segment, stop func() bool) (Batch, error) {
+	if err := CheckBatch(segs); err != nil {
+		return nil, err
+	}
+	bb, ok := b.(Batcher)
+	if !ok {
+		return serialBatch(b, w, segs, stop)
+	}
+	p, err := bb.BeginBatch(segs)
+	if err != nil {
+		return nil, err
+	}
+	recorded := false
+	defer func() {
+		if !recorded {
+			Abandon(p) // ForwardBatch panicked or was stopped: as in Start
+		}
+	}()
+	if !forwardBatch(p, w, segs, stop) {
+		return nil, ErrStopped
+	}
+	recorded = true
+	p.Submit()
+	return p, nil
+}
+
+// RunBatch is StartBatch followed by Wait.
+func RunBatch(b Backend, w *Weights, segs []Segment) ([]Result, error) {
+	p, err := StartBatch(b, w, segs)
+	if err != nil {
+		return nil, err
+	}
+	return p.Wait()
+}
+
+// finished is a Batch whose passes have already run.
+type finished struct {
+	results []Result
+	err     error
+}
+
+func (f *finished) Wait() ([]Result, error) { return f.results, f.err }
+
+// serialBatch runs segs one pass each, the way a backend without batching
+// serves a batch.
+func serialBatch(b Backend, w *Weights, segs []Segment, stop func() bool) (Batch, error) {
+	f := &finished{results: make([]Result, len(segs))}
+	for i := range segs {
+		p, err := start(b, w, segs[i].Seq, segs[i].In, stop)
+		var res Result
+		if err == nil {
+			res, err = p.Wait()
+		}
+		if err != nil {
+			if i == 0 {
+				return nil, err
+			}
+			f.err = fmt.Errorf("segment %d of the batch: %w", i, err)
+			return f, nil
+		}
+		f.results[i] = res
+	}
+	return f, nil
+}
+
 // Start begins a pass of b over seq, records the model into it and submits
 // it; the caller collects the result with Wait. Starting the next decode step
 // (with empty Input.IDs) before waiting on this one lets a GPU backend keep
 // the device busy.
 func Start(b Backend, w *Weights, seq Sequence, in Input) (Pass, error) {
+	return start(b, w, seq, in, nil)
+}
+
+// start is Start that asks stop before each layer, as StartBatchUntil.
+func start(b Backend, w *Weights, seq Sequence, in Input, stop func() bool) (Pass, error) {
 	if n := in.Tokens(); seq.Pos()+n > seq.MaxTokens() {
 		return nil, fmt.Errorf("sequence is full: %d tokens held, %d more would pass its capacity of %d",
 			seq.Pos(), n, seq.MaxTokens())
@@ -58,10 +231,14 @@ func Start(b Backend, w *Weights, seq Sequence, in Input) (Pass, error) {
 	recorded := false
 	defer func() {
 		if !recorded {
-			Abandon(p) // Forward panicked: release the recording, then let the panic go on
+			Abandon(p) // Forward panicked or was stopped: release the recording, then let a panic go on
 		}
 	}()
-	Forward(p, w, in)
+	h, ok := layers(p, w, stop)
+	if !ok {
+		return nil, ErrStopped
+	}
+	head(p, w, in, h)
 	recorded = true
 	p.Submit()
 	return p, nil
@@ -80,7 +257,7 @@ type Abandoner interface {
 // Abandon abandons p if it holds resources while recording. Code that
 // records a pass itself calls it from a deferred function, so that a panic
 // while recording does not leave the device recording (Start does).
-func Abandon(p Pass) {
+func Abandon(p Blocks) {
 	if a, ok := p.(Abandoner); ok {
 		a.Abandon()
 	}

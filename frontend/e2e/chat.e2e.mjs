@@ -1,7 +1,8 @@
 // End-to-end test of the chat window in headless Chromium (playwright-core
-// driving Debian's chromium) against the real app: `suzuran ui` on the demo
-// model Suzuran Tiny, with its own database and settings in a temporary
-// folder. Run by `make e2e` (part of `make test`):
+// driving Debian's chromium) against the real app: `suzuran serve` on the
+// demo model Suzuran Tiny, the API and the chat UI on one port, with its own
+// database and settings in a temporary folder. Run by `make e2e` (part of
+// `make test`):
 //
 //   SUZURAN=bin/suzuran node --test frontend/e2e/
 //
@@ -24,25 +25,34 @@ const tinyModel = join(root, 'engine/internal/fixtures/testdata/qwen35moe-tiny/h
 const dir = mkdtempSync(join(tmpdir(), 'suzuran-e2e-'));
 const files = ['--db', join(dir, 'suzuran.db'), '--settings', join(dir, 'settings.json')];
 let browser;
+// Every server started, so that one left running by a failed test is ended.
+const children = [];
 
-/** Starts `suzuran ui` and resolves with its address and process. */
+/** Starts `suzuran serve` and resolves with its chat UI's address and process. */
 function startServer(extra = []) {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(binary, ['ui', '--addr', '127.0.0.1:0', '--pace', '80ms', ...files, ...extra], {
+    const child = spawn(binary, ['serve', '--addr', '127.0.0.1:0', '--pace', '80ms', ...files, ...extra], {
       // The demo model installs into the cache folder: a private one.
-      env: { ...process.env, XDG_CACHE_HOME: join(dir, 'cache'), XDG_CONFIG_HOME: join(dir, 'config') },
+      // Offline, the welcome view says so at once instead of asking Hugging Face.
+      env: {
+        ...process.env,
+        XDG_CACHE_HOME: join(dir, 'cache'),
+        XDG_CONFIG_HOME: join(dir, 'config'),
+        HF_HOME: join(dir, 'hf'),
+        HF_HUB_OFFLINE: '1',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    let out = '';
+    children.push(child);
     let err = '';
-    child.stderr.on('data', (d) => (err += d));
-    child.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/Suzuran at (http:\/\/\S+)/);
+    child.stdout.resume();
+    child.stderr.on('data', (d) => {
+      err += d;
+      const m = err.match(/chat UI at (http:\/\/\S+)/);
       if (m) resolvePromise({ url: m[1], child });
     });
-    child.on('exit', (code) => reject(new Error(`suzuran ui exited with ${code}: ${err}`)));
-    setTimeout(() => reject(new Error(`suzuran ui did not start within 30 s: ${out}${err}`)), 30_000);
+    child.on('exit', (code) => reject(new Error(`suzuran serve exited with ${code}: ${err}`)));
+    setTimeout(() => reject(new Error(`suzuran serve did not start within 30 s: ${err}`)), 30_000);
   });
 }
 
@@ -86,12 +96,20 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   rmSync(dir, { recursive: true, force: true });
 });
 
 test('chat on the demo model: stream, stop, regenerate, edit, conversations, restart', async () => {
   let server = await startServer();
   let page = await newPage(server.url);
+  // The first run on the demo model opens the welcome view by itself
+  // (offline here: it says so); leaving it goes to the chat.
+  const welcome = page.getByRole('region', { name: 'Get the model' });
+  await welcome.getByTestId('welcome-error').waitFor();
+  await shot(page, '00-welcome-first-run');
+  await welcome.getByRole('button', { name: 'Back to chat' }).click();
+  await welcome.waitFor({ state: 'detached' });
   assert.match(await page.getByTestId('demo-banner').innerText(), /Suzuran Tiny/);
   await shot(page, '01-empty');
 
@@ -110,6 +128,27 @@ test('chat on the demo model: stream, stop, regenerate, edit, conversations, res
   await page.keyboard.press('Enter');
   const reply = page.getByTestId('message').nth(1);
   const answer = reply.getByTestId('answer');
+
+  // The API on the same port, at once: while the window's answer streams,
+  // the page itself asks /v1/chat/completions (its own origin may). The
+  // engine runs one request at a time, so the API's waits its turn; both
+  // are answered, the window's below.
+  await answer.filter({ hasText: /\S/ }).waitFor();
+  const api = await page.evaluate(async () => {
+    const windowStatus = document.querySelectorAll('[data-testid=message]')[1].getAttribute('data-status');
+    const res = await fetch('/v1/chat/completions', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'What does json.dumps do?' }], max_tokens: 8 }),
+    });
+    return { windowStatus, status: res.status, body: await res.json() };
+  });
+  assert.equal(api.windowStatus, 'streaming', 'the window\'s answer ended before the API call was made');
+  assert.equal(api.status, 200, JSON.stringify(api.body));
+  assert.equal(api.body.object, 'chat.completion');
+  assert.equal(api.body.usage.completion_tokens, 8);
+  assert.ok(api.body.choices[0].message.content.length > 0, JSON.stringify(api.body));
+
   await reply.getByTestId('stats').waitFor({ timeout: 30_000 });
   const steps = await page.evaluate(() => [...window.answerLengths].filter((n) => n > 0).length);
   assert.ok(steps >= 3, `the answer grew in ${steps} steps; want it seen streaming`);
@@ -186,6 +225,10 @@ test('chat on the demo model: stream, stop, regenerate, edit, conversations, res
   // A setting, saved.
   await nav.getByRole('button', { name: 'Settings' }).click();
   const settings = page.getByRole('region', { name: 'Settings' });
+  // The API is this server's, at the page's own address.
+  assert.ok((await settings.getByTestId('served-api').innerText()).includes(server.url.replace(/\/$/, '')));
+  // A browser has no global shortcut: the view says it is the macOS app's.
+  assert.match(await settings.getByTestId('global-shortcut-unavailable').innerText(), /macOS app/);
   await settings.getByRole('textbox', { name: 'System prompt' }).fill('Answer in one sentence.');
   await settings.getByRole('button', { name: 'Save' }).click();
   await settings.getByText('Saved.').waitFor();
@@ -198,6 +241,9 @@ test('chat on the demo model: stream, stop, regenerate, edit, conversations, res
   assert.equal(await stopServer(server), 0);
   server = await startServer();
   page = await newPage(server.url);
+  // The welcome view, left once, does not open by itself again.
+  await page.getByTestId('demo-banner').waitFor();
+  assert.equal(await page.getByRole('region', { name: 'Get the model' }).count(), 0);
   const nav2 = page.getByRole('navigation', { name: 'Conversations' });
   await nav2.getByRole('button', { name: 'Counting things', exact: true }).waitFor();
   await nav2.getByRole('button', { name: /^What does json\.dumps/ }).click();
@@ -264,7 +310,8 @@ async function attach(page, name, mimeType, content) {
 test('documents: attach a CSV and ask, an image refused, a document too long for the context, reopened after a restart', async () => {
   // A small context (512 tokens) so that a short log does not fit.
   const settingsPath = join(dir, 'attach-settings.json');
-  writeFileSync(settingsPath, JSON.stringify({ context_tokens: 512 }));
+  // The welcome view was left in the first test's settings, not these.
+  writeFileSync(settingsPath, JSON.stringify({ context_tokens: 512, welcome_seen: true }));
   const own = ['--db', join(dir, 'attach.db'), '--settings', settingsPath];
   let server = await startServer(own);
   let page = await newPage(server.url);

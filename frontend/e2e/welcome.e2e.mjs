@@ -1,9 +1,10 @@
 // End-to-end test of the first run in headless Chromium against the real
-// app and a real HTTP hub: `suzuran ui` on the demo model, with HF_ENDPOINT
+// app and a real HTTP hub: `suzuran serve` on the demo model, with HF_ENDPOINT
 // pointing at cmd/fakehub, which serves the tiny fixture model (MLX 4-bit)
 // as mlx-community/Qwen3.6-35B-A3B-4bit at a throttled speed. The welcome
-// view shows the machine check, the download runs to completion with
-// progress, and the downloaded model becomes the one that answers.
+// view opens by itself and shows the machine check, the download runs to
+// completion with progress, and the downloaded model becomes the one that
+// answers.
 // Run by `make e2e`:
 //
 //   SUZURAN=bin/suzuran FAKEHUB=bin/fakehub node --test frontend/e2e/welcome.e2e.mjs
@@ -28,18 +29,24 @@ const dir = mkdtempSync(join(tmpdir(), 'suzuran-welcome-e2e-'));
 let browser;
 const children = [];
 
-/** Starts a program and resolves with its process and the first match of pattern in its output. */
+/** Starts a program and resolves with its process and the first match of pattern in its output (stdout or stderr). */
 function start(program, args, env, pattern) {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(program, args, { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
     children.push(child);
     let out = '';
     let err = '';
-    child.stderr.on('data', (d) => (err += d));
+    const look = () => {
+      const m = out.match(pattern) ?? err.match(pattern);
+      if (m) resolvePromise({ url: m[1], child });
+    };
+    child.stderr.on('data', (d) => {
+      err += d;
+      look();
+    });
     child.stdout.on('data', (d) => {
       out += d;
-      const m = out.match(pattern);
-      if (m) resolvePromise({ url: m[1], child });
+      look();
     });
     child.on('exit', (code) => reject(new Error(`${program} exited with ${code}: ${err}`)));
     setTimeout(() => reject(new Error(`${program} did not start within 30 s: ${out}${err}`)), 30_000);
@@ -67,7 +74,7 @@ test('first run: welcome view, machine check, download from the hub, the new mod
   const settings = join(dir, 'settings.json');
   const app = await start(
     binary,
-    ['ui', '--addr', '127.0.0.1:0', '--db', join(dir, 'suzuran.db'), '--settings', settings],
+    ['serve', '--addr', '127.0.0.1:0', '--db', join(dir, 'suzuran.db'), '--settings', settings],
     {
       XDG_CACHE_HOME: join(dir, 'cache'),
       XDG_CONFIG_HOME: join(dir, 'config'),
@@ -77,7 +84,7 @@ test('first run: welcome view, machine check, download from the hub, the new mod
       HF_HUB_OFFLINE: '',
       HF_HUB_CACHE: '',
     },
-    /Suzuran at (http:\/\/\S+)/,
+    /chat UI at (http:\/\/\S+)/,
   );
 
   const page = await browser.newPage({ viewport: { width: 1100, height: 800 } });
@@ -85,12 +92,27 @@ test('first run: welcome view, machine check, download from the hub, the new mod
   page.on('pageerror', (e) => errors.push(e));
   await page.goto(app.url);
   await page.getByTestId('version').waitFor();
+
+  // The first run on the demo model opens the welcome view by itself; the
+  // demo banner's button opens it again after leaving it.
+  const welcome = page.getByRole('region', { name: 'Get the model' });
+  const plan = welcome.getByTestId('welcome-plan');
+  await plan.waitFor({ timeout: 30_000 });
+  await welcome.getByRole('button', { name: 'Back to chat' }).click();
   assert.match(await page.getByTestId('demo-banner').innerText(), /Suzuran Tiny/);
+  // Leaving it is written to settings.json a moment after the click.
+  const seen = () => {
+    try {
+      return JSON.parse(readFileSync(settings, 'utf8')).welcome_seen === true;
+    } catch {
+      return false;
+    }
+  };
+  for (let i = 0; i < 100 && !seen(); i++) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(seen(), 'settings.json does not record that the welcome view was left');
 
   // The welcome view: what, how much, where, and the machine check.
   await page.getByRole('button', { name: 'Get Qwen3.6-35B-A3B' }).click();
-  const welcome = page.getByRole('region', { name: 'Get the model' });
-  const plan = welcome.getByTestId('welcome-plan');
   await plan.waitFor({ timeout: 30_000 });
   assert.match(await plan.innerText(), new RegExp(`${repo}.*1\\.\\d+ MB.*free`, 's'));
   assert.match(await welcome.getByTestId('welcome-dir').innerText(), new RegExp(`${join(dir, 'hf', 'hub')}/models--mlx-community--Qwen3.6-35B-A3B-4bit/snapshots/`));

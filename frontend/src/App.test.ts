@@ -1,9 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { cleanup, fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
 import App from './App.svelte';
 import { FakeBackend } from './test/fakeBackend';
 import { append } from './lib/chat.svelte';
-import { EventType, MessageStatus, type Message } from './lib/gen/service';
+import { EventType, MessageStatus, type ConversationView, type Message } from './lib/gen/service';
 
 let backend: FakeBackend;
 
@@ -31,6 +31,32 @@ async function sendMessage(text: string): Promise<Message> {
 }
 
 describe('chat view', () => {
+  it('keeps a reply that ended while a reload was on its way, rather than the older copy the reload read', async () => {
+    await renderApp();
+    const reply = await sendMessage('What does json.dumps do?');
+    // The reload that a gap in the text asks for answers late, with the
+    // reply as it was before it ended.
+    let answer: (v: unknown) => void = () => {};
+    const stale = { ...reply, content: 'It', status: MessageStatus.Streaming };
+    const question = backend.messages.find((m) => m.role === 'user')!;
+    backend.ui.Conversation = vi.fn(
+      () =>
+        new Promise<ConversationView>((resolve) => {
+          answer = () => resolve({ conversation: backend.conversations[0], messages: [{ ...question }, stale] });
+        }),
+    );
+    backend.emit({ type: EventType.Reply, conversationId: reply.conversationId, messageId: reply.id, content: ' returns', contentAt: 2 });
+    await waitFor(() => expect(backend.ui.Conversation).toHaveBeenCalled());
+    backend.stream(reply, [{ content: 'It returns a JSON string.' }]);
+    await screen.findByTestId('stats');
+    answer(undefined);
+    await new Promise((r) => setTimeout(r, 20));
+    const items = screen.getAllByTestId('message');
+    expect(items[1].dataset.status).toBe('complete');
+    expect(screen.getByTestId('stats').textContent).toContain('30 tokens');
+    expect(screen.getByTestId('answer').textContent).toContain('It returns a JSON string.');
+  });
+
   it('shows the version, the demo model banner and an empty conversation', async () => {
     await renderApp();
     expect(screen.getByTestId('version').textContent).toBe('1.2.3');
@@ -262,6 +288,55 @@ describe('settings', () => {
     await fireEvent.click(within(view).getByRole('button', { name: 'Save' }));
     expect((await screen.findByRole('alert')).textContent).toContain('CORS origin "localhost:3000"');
     expect(within(view).queryByText('Saved.')).toBeNull();
+  });
+
+  it('records the global shortcut from a key press and saves it', async () => {
+    backend.state.shortcut = { available: true, error: '' };
+    const view = await openSettings();
+    const field = within(view).getByRole('textbox', { name: /Shortcut to open the chat window/ }) as HTMLInputElement;
+    expect(field.value).toBe('Option+Space');
+    await fireEvent.keyDown(field, { code: 'KeyK', key: 'k', metaKey: true, shiftKey: true });
+    expect(field.value).toBe('Shift+Cmd+K');
+    // A letter alone is typing, not a shortcut.
+    await fireEvent.keyDown(field, { code: 'KeyJ', key: 'j' });
+    expect(field.value).toBe('Shift+Cmd+K');
+    await fireEvent.click(within(view).getByRole('button', { name: 'Save' }));
+    await within(view).findByText('Saved.');
+    expect(backend.ui.SaveSettings).toHaveBeenCalledWith(expect.objectContaining({ global_shortcut: 'Shift+Cmd+K' }));
+    expect(backend.settings.global_shortcut).toBe('Shift+Cmd+K');
+  });
+
+  it('says why macOS refused a shortcut, when saving and at start', async () => {
+    backend.state.shortcut = { available: true, error: '' };
+    backend.refusedShortcuts.add('Cmd+Space');
+    await renderApp();
+    // The desktop takes the shortcut after the window opened: the settings
+    // view reads its state again.
+    backend.state.shortcut = { available: true, error: 'Option+Space (⌥Space) is taken by another app or by macOS: choose another shortcut in Settings' };
+    await fireEvent.click(screen.getByRole('button', { name: 'Settings' }));
+    const view = screen.getByRole('region', { name: 'Settings' });
+    expect((await within(view).findByRole('alert')).textContent).toContain('⌥Space) is taken by another app');
+    const field = within(view).getByRole('textbox', { name: /Shortcut to open the chat window/ });
+    await fireEvent.keyDown(field, { code: 'Space', key: ' ', metaKey: true });
+    await fireEvent.click(within(view).getByRole('button', { name: 'Save' }));
+    await waitFor(() =>
+      expect(screen.getAllByRole('alert').some((a) => a.textContent?.includes('Cmd+Space is taken by another app'))).toBe(true),
+    );
+    expect(within(view).queryByText('Saved.')).toBeNull();
+    expect(backend.settings.global_shortcut).toBe('Option+Space');
+  });
+
+  it('says the global shortcut belongs to the macOS app where there is none', async () => {
+    const view = await openSettings();
+    expect(within(view).queryByRole('textbox', { name: /Shortcut to open the chat window/ })).toBeNull();
+    expect(within(view).getByTestId('global-shortcut-unavailable').textContent).toContain('macOS app');
+  });
+
+  it('says the API is suzuran serve\'s when the window is served by it', async () => {
+    backend.state.api = { available: false, enabled: true, url: 'http://127.0.0.1:11435', lan: false, error: '' };
+    const view = await openSettings();
+    expect(within(view).queryByRole('checkbox', { name: /Local API on/ })).toBeNull();
+    expect(within(view).getByTestId('served-api').textContent).toContain('http://127.0.0.1:11435');
   });
 
   it('switches the local API and shows its address', async () => {

@@ -1,5 +1,5 @@
 // Package emu is the emulator device: engine/gpu/device.Device over the host
-// emulator in metalkernels/emu, which runs the project's MSL kernels,
+// emulator in metalkernels/host, which runs the project's MSL kernels,
 // compiled as C++, on CPU threads. The GPU backend above the device
 // interface runs unchanged on it, so CI exercises the whole GPU pipeline —
 // kernels, grid sizes, buffer layouts, command-buffer structure — without a
@@ -26,7 +26,7 @@ import (
 
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
 	"github.com/suzuran-app/suzuran/metalkernels"
-	kemu "github.com/suzuran-app/suzuran/metalkernels/emu"
+	"github.com/suzuran-app/suzuran/metalkernels/host"
 )
 
 // Options configure New. The zero value compiles the embedded kernels and
@@ -50,7 +50,7 @@ type Options struct {
 
 // Device is the emulator device.
 type Device struct {
-	lib     *kemu.Library
+	lib     *host.Library
 	seed    uint64
 	threads int
 	maxLen  int
@@ -74,7 +74,7 @@ func New(opts Options) (*Device, error) {
 		src = metalkernels.Sources()
 		prefix = "metalkernels/"
 	}
-	lib, err := kemu.Compile(src, kemu.Options{CacheDir: opts.CacheDir, Threads: opts.Threads, PathPrefix: prefix})
+	lib, err := host.Compile(src, host.Options{CacheDir: opts.CacheDir, Threads: opts.Threads, PathPrefix: prefix})
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (d *Device) NewBuffer(length int) (device.Buffer, error) {
 	if length < 0 || length > d.maxLen {
 		return nil, fmt.Errorf("emu: buffer of %d bytes: must be 0 to %d (MaxBufferLength)", length, d.maxLen)
 	}
-	m, err := kemu.Alloc(length)
+	m, err := host.Alloc(length)
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +182,7 @@ func (d *Device) run() {
 }
 
 type buffer struct {
-	mem      *kemu.Memory // nil for wrapped memory
+	mem      *host.Memory // nil for wrapped memory
 	data     []byte
 	released bool
 }
@@ -203,7 +203,7 @@ func (b *buffer) Release() {
 	b.data = nil
 }
 
-type pipeline struct{ k *kemu.Kernel }
+type pipeline struct{ k *host.Kernel }
 
 func (p *pipeline) Name() string { return p.k.Name() }
 
@@ -247,7 +247,7 @@ func (c *commandBuffer) Dispatch(d device.Dispatch) {
 		}
 	}
 	// The kernel's own threadgroup declarations are checked when it runs
-	// (kemu faults over 32 KiB); here the bound arguments are.
+	// (the host emulator faults over 32 KiB); here the bound arguments are.
 	if err := d.Validate(0, 0); err != nil {
 		c.recordErr = fmt.Errorf("emu: %w", err)
 		return
@@ -333,7 +333,7 @@ func (d *Device) dispatch(ds device.Dispatch) error {
 	if !ok {
 		return fmt.Errorf("emu: pipeline %T is not from the emu device", ds.Pipeline)
 	}
-	args := make([]kemu.Arg, 0, len(ds.Args))
+	args := make([]host.Arg, 0, len(ds.Args))
 	for _, a := range ds.Args {
 		switch {
 		case a.Buffer != nil:
@@ -347,14 +347,14 @@ func (d *Device) dispatch(ds device.Dispatch) error {
 			if a.Offset < 0 || a.Offset > len(b.data) {
 				return fmt.Errorf("emu: argument %d: offset %d outside the %d-byte buffer", a.Index, a.Offset, len(b.data))
 			}
-			args = append(args, kemu.Arg{Index: a.Index, Buffer: b.data[a.Offset:]})
+			args = append(args, host.Arg{Index: a.Index, Buffer: b.data[a.Offset:]})
 		case a.Bytes != nil:
-			args = append(args, kemu.Arg{Index: a.Index, Bytes: a.Bytes})
+			args = append(args, host.Arg{Index: a.Index, Bytes: a.Bytes})
 		case a.Threadgroup > 0:
-			args = append(args, kemu.Arg{Index: a.Index, Threadgroup: a.Threadgroup})
+			args = append(args, host.Arg{Index: a.Index, Threadgroup: a.Threadgroup})
 		default:
 			return fmt.Errorf("emu: argument %d sets none of Buffer, Bytes, Threadgroup", a.Index)
 		}
 	}
-	return p.k.Dispatch(kemu.Size3(ds.Threadgroups), kemu.Size3(ds.Threads), args, d.seed)
+	return p.k.Dispatch(host.Size3(ds.Threadgroups), host.Size3(ds.Threads), args, d.seed)
 }

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { cleanup, fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
 import App from '../App.svelte';
 import { FakeBackend } from '../test/fakeBackend';
@@ -118,5 +118,57 @@ describe('model picker', () => {
     await fireEvent.input(field, { target: { value: '/nowhere' } });
     await fireEvent.click(screen.getByRole('button', { name: 'Use this folder' }));
     expect((await screen.findByTestId('model-problem')).textContent).toContain('config.json is missing');
+  });
+});
+
+describe('welcome on the first run', () => {
+  it('opens by itself on the first run, and once left is not opened by itself again', async () => {
+    backend.state.showWelcome = true;
+    const first = render(App, { backend });
+    const view = await screen.findByRole('region', { name: 'Get the model' });
+    expect(backend.ui.DismissWelcome).not.toHaveBeenCalled();
+    await within(view).findByTestId('welcome-plan');
+    await fireEvent.click(within(view).getByRole('button', { name: 'Back to chat' }));
+    await waitFor(() => expect(screen.queryByRole('region', { name: 'Get the model' })).toBeNull());
+    expect(backend.ui.DismissWelcome).toHaveBeenCalledTimes(1);
+    expect(screen.getByTestId('demo-banner')).toBeTruthy();
+    first.unmount();
+
+    // The next start: the chat, with the banner's button still there.
+    render(App, { backend });
+    await screen.findByTestId('version');
+    await screen.findByTestId('demo-banner');
+    expect(screen.queryByRole('region', { name: 'Get the model' })).toBeNull();
+    await fireEvent.click(screen.getByRole('button', { name: 'Get Qwen3.6-35B-A3B' }));
+    await screen.findByRole('region', { name: 'Get the model' });
+  });
+
+  it('is dismissed when left through the sidebar too', async () => {
+    backend.state.showWelcome = true;
+    render(App, { backend });
+    await screen.findByRole('region', { name: 'Get the model' });
+    const sidebar = screen.getByRole('navigation', { name: 'Conversations' });
+    await fireEvent.click(within(sidebar).getByRole('button', { name: 'Settings' }));
+    await screen.findByRole('region', { name: 'Settings' });
+    expect(backend.ui.DismissWelcome).toHaveBeenCalledTimes(1);
+  });
+
+  it('can be left while the plan loads and when it failed', async () => {
+    backend.state.showWelcome = true;
+    backend.ui.Welcome = vi.fn(async () => ({ ...backend.welcome, error: 'offline: HF_HUB_OFFLINE is set', errorKind: 'offline' }));
+    render(App, { backend });
+    const view = await screen.findByRole('region', { name: 'Get the model' });
+    await within(view).findByTestId('welcome-error');
+    await fireEvent.click(within(view).getByRole('button', { name: 'Back to chat' }));
+    await waitFor(() => expect(screen.queryByRole('region', { name: 'Get the model' })).toBeNull());
+    expect(backend.ui.DismissWelcome).toHaveBeenCalledTimes(1);
+  });
+
+  it('does not open by itself when the service does not ask', async () => {
+    render(App, { backend });
+    await screen.findByTestId('version');
+    await screen.findByTestId('demo-banner');
+    expect(screen.queryByRole('region', { name: 'Get the model' })).toBeNull();
+    expect(backend.ui.DismissWelcome).not.toHaveBeenCalled();
   });
 });

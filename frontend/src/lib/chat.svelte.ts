@@ -16,6 +16,7 @@ import {
   type ModelState,
   type SendRequest,
   type Settings,
+  type ShortcutState,
 } from './gen/service';
 
 /** The main views of the window. */
@@ -26,6 +27,8 @@ export class ChatState {
   model: ModelState | null = $state(null);
   api: APIState | null = $state(null);
   settings: Settings | null = $state(null);
+  /** Whether the global shortcut exists here (the macOS app) and why the saved one was refused. */
+  shortcut: ShortcutState | null = $state(null);
   /** The model download (welcome view, demo banner); null until the first event. */
   download: DownloadState | null = $state(null);
   conversations: Conversation[] = $state([]);
@@ -63,9 +66,28 @@ export class ChatState {
       this.model = state.model;
       this.api = state.api;
       this.settings = state.settings;
+      this.shortcut = state.shortcut;
       this.think = state.settings.thinking;
+      // The first run on the demo model opens the welcome view by itself.
+      if (state.showWelcome) this.view = 'welcome';
       await this.refreshList();
     });
+  }
+
+  /** Reads the shortcut's state again: the desktop takes the shortcut a moment after the window opens. */
+  async refreshShortcut(): Promise<void> {
+    await this.guard(async () => {
+      this.shortcut = (await this.ui.State()).shortcut;
+    });
+  }
+
+  private welcomeDismissed = false;
+
+  /** Records that the user left the welcome view, so that it no longer opens by itself. */
+  async dismissWelcome(): Promise<void> {
+    if (this.welcomeDismissed) return;
+    this.welcomeDismissed = true;
+    await this.guard(() => this.ui.DismissWelcome());
   }
 
   stop(): void {
@@ -205,7 +227,11 @@ export class ChatState {
 
   async saveSettings(next: Settings): Promise<boolean> {
     const saved = await this.guard(() => this.ui.SaveSettings(next));
-    if (saved) this.settings = saved;
+    if (saved) {
+      // A shortcut refused at start is no longer the one saved.
+      if (this.shortcut && saved.global_shortcut !== this.settings?.global_shortcut) this.shortcut.error = '';
+      this.settings = saved;
+    }
     return saved !== undefined;
   }
 
@@ -218,12 +244,27 @@ export class ChatState {
     await this.guard(() => this.ui.ReloadModel());
   }
 
+  /**
+   * Counts the message events applied; messageEvents holds, by message id,
+   * the count at the last one. A reload's answer was read before the events
+   * that arrived while it travelled, so for a message with such an event the
+   * window's copy is newer: a reply that ended meanwhile must not go back
+   * to streaming, where no further event would ever end it.
+   */
+  private eventCount = 0;
+  private messageEvents = new Map<number, number>();
+
   private async reloadCurrent(): Promise<void> {
     if (!this.current) return;
     const id = this.current.id;
+    const asked = this.eventCount;
     await this.guard(async () => {
       const view = await this.ui.Conversation(id);
-      if (this.current?.id === id) this.messages = view.messages;
+      if (this.current?.id !== id) return;
+      this.messages = view.messages.map((loaded) => {
+        const newer = (this.messageEvents.get(loaded.id) ?? 0) > asked;
+        return (newer && this.messages.find((m) => m.id === loaded.id)) || loaded;
+      });
     });
   }
 
@@ -269,6 +310,9 @@ export class ChatState {
         return;
     }
     if (!this.current || event.conversationId !== this.current.id) return;
+    if (event.messageId && (event.type === EventType.Message || event.type === EventType.Reply)) {
+      this.messageEvents.set(event.messageId, ++this.eventCount);
+    }
     switch (event.type) {
       case EventType.Prefill:
         this.prefill = {

@@ -37,6 +37,7 @@ export function defaultSettings(): Settings {
     launch_at_login: false,
     keep_alive_minutes: 0,
     check_for_updates: true,
+    global_shortcut: 'Option+Space',
   };
 }
 
@@ -46,6 +47,8 @@ export class FakeBackend implements Backend {
   messages: Message[] = [];
   deleted = new Set<number>();
   settings = defaultSettings();
+  /** Shortcuts SaveSettings refuses as macOS would when another app holds them. */
+  refusedShortcuts = new Set<string>();
   nextID = 1;
   /** Attachments as the service holds them before a send, by id. */
   pending = new Map<string, AttachmentView>();
@@ -66,6 +69,8 @@ export class FakeBackend implements Backend {
     model: { state: 'ready', name: 'Suzuran Tiny', dir: '/m', demo: true, progress: 1, error: '', backend: 'cpu' },
     api: { available: true, enabled: false, url: '', lan: false, error: '' },
     settings: this.settings,
+    showWelcome: false,
+    shortcut: { available: false, error: '' },
   };
 
   emit(event: BackendEvent) {
@@ -156,6 +161,9 @@ export class FakeBackend implements Backend {
     }),
     Settings: vi.fn(async () => this.settings),
     SaveSettings: vi.fn(async (s: Settings) => {
+      if (this.refusedShortcuts.has(s.global_shortcut)) {
+        throw new Error(`${s.global_shortcut} is taken by another app or by macOS: choose another shortcut in Settings`);
+      }
       for (const origin of s.api_cors_origins) {
         if (origin && !/^https?:\/\//.test(origin)) {
           throw new Error(`CORS origin "${origin}": write a scheme and host, such as http://localhost:3000`);
@@ -172,6 +180,9 @@ export class FakeBackend implements Backend {
       error: '',
     })),
     ReloadModel: vi.fn(async () => {}),
+    DismissWelcome: vi.fn(async () => {
+      this.state.showWelcome = false;
+    }),
     Welcome: vi.fn(async () => structuredClone({ ...this.welcome, download: this.download })),
     Download: vi.fn(async () => ({ ...this.download })),
     StartDownload: vi.fn(async (repo: string) => {

@@ -13,7 +13,9 @@ export async function startServer(flags = []) {
   if (!bin || !model) {
     throw new Error('set SUZURAN_BIN and SUZURAN_MODEL (make api-e2e does)');
   }
-  const child = spawn(bin, ['serve', '--model', model, '--addr', '127.0.0.1:0', '--backend', 'cpu', ...flags], {
+  // --no-ui: the API alone, which opens none of the user's conversations
+  // or settings (the chat UI beside it is frontend/e2e's).
+  const child = spawn(bin, ['serve', '--no-ui', '--model', model, '--addr', '127.0.0.1:0', '--backend', 'cpu', ...flags], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let logs = '';

@@ -82,6 +82,8 @@ export interface AppState {
   model: ModelState;
   api: APIState;
   settings: Settings;
+  showWelcome: boolean;
+  shortcut: ShortcutState;
 }
 
 /**
@@ -298,6 +300,16 @@ export interface Settings {
   launch_at_login: boolean;
   keep_alive_minutes: number;
   check_for_updates: boolean;
+  global_shortcut: string;
+}
+
+/**
+ * ShortcutState says whether this app has a global shortcut and why the
+ * saved one could not be taken.
+ */
+export interface ShortcutState {
+  available: boolean;
+  error: string;
 }
 
 /**
@@ -386,6 +398,11 @@ export interface UI {
    * back until the app quits.
    */
   Delete(id: number): Promise<void>;
+  /**
+   * DismissWelcome records that the user left the welcome view, so that it no
+   * longer opens by itself (the demo banner's button still opens it).
+   */
+  DismissWelcome(): Promise<void>;
   /**
    * Download returns the download's state (idle before any).
    */
@@ -482,4 +499,4 @@ export interface UI {
 }
 
 /** The names of UI's methods, for transports that call them by name. */
-export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "Delete", "Download", "Edit", "Models", "PauseDownload", "PickFolder", "Regenerate", "ReloadModel", "RemoveAttachment", "Rename", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "Undelete", "UseModel", "Welcome"] as const;
+export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "Delete", "DismissWelcome", "Download", "Edit", "Models", "PauseDownload", "PickFolder", "Regenerate", "ReloadModel", "RemoveAttachment", "Rename", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "Undelete", "UseModel", "Welcome"] as const;

@@ -1,4 +1,4 @@
-// Package emu is the host emulator for the project's Metal kernels: it runs
+// Package host is the host emulator for the project's Metal kernels: it runs
 // the unchanged .metal sources on the CPU, for tests and CI where no Mac is
 // available.
 //
@@ -20,4 +20,4 @@
 // and compares bits finds missing barriers.
 //
 // README.md lists the MSL subset and the rules kernel authors follow.
-package emu
+package host

@@ -1,11 +1,11 @@
-package emu_test
+package host_test
 
 import (
 	"encoding/binary"
 	"fmt"
 	"math"
 
-	"github.com/suzuran-app/suzuran/metalkernels/emu"
+	"github.com/suzuran-app/suzuran/metalkernels/host"
 )
 
 // Compile a kernel from MSL text, bind a constant struct and two buffers,
@@ -21,7 +21,7 @@ kernel void scaled_prefix(constant Params& p [[buffer(0)]],
     y[i] = simd_prefix_inclusive_sum(x[i]) * p.scale;
 }
 `
-	lib, err := emu.Compile(map[string]string{"example.metal": src}, emu.Options{})
+	lib, err := host.Compile(map[string]string{"example.metal": src}, host.Options{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -31,15 +31,15 @@ kernel void scaled_prefix(constant Params& p [[buffer(0)]],
 		fmt.Println(err)
 		return
 	}
-	x, _ := emu.Alloc(4 * 8)
-	y, _ := emu.Alloc(4 * 8)
+	x, _ := host.Alloc(4 * 8)
+	y, _ := host.Alloc(4 * 8)
 	defer x.Free()
 	defer y.Free()
 	for i := range 8 {
 		binary.LittleEndian.PutUint32(x.Bytes()[4*i:], math.Float32bits(float32(i)))
 	}
 	params := binary.LittleEndian.AppendUint32(nil, math.Float32bits(0.5))
-	err = k.Dispatch(emu.Size3{X: 1}, emu.Size3{X: 8}, []emu.Arg{
+	err = k.Dispatch(host.Size3{X: 1}, host.Size3{X: 8}, []host.Arg{
 		{Index: 0, Bytes: params}, {Index: 1, Buffer: x.Bytes()}, {Index: 2, Buffer: y.Bytes()},
 	}, 0)
 	if err != nil {

@@ -1,31 +1,11 @@
 package main
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/suzuran-app/suzuran/app/server"
 	"github.com/suzuran-app/suzuran/app/service"
 )
-
-func TestUIFlagsRefused(t *testing.T) {
-	cases := []struct {
-		args []string
-		want string
-	}{
-		{[]string{"ui", "--addr", "0.0.0.0:8090"}, "loopback address only"},
-		{[]string{"ui", "--addr", "192.168.1.2:8090"}, "loopback address only"},
-		{[]string{"ui", "--addr", "8090"}, "write host:port"},
-		{[]string{"ui", "--pace", "5s"}, "--pace 5s"},
-		{[]string{"ui", "--threads", "-1"}, "--threads -1"},
-	}
-	for _, c := range cases {
-		_, stderr, err := execute(t, c.args...)
-		if err == nil || !strings.Contains(stderr, c.want) {
-			t.Errorf("suzuran %s: %v %q, want an error saying %q", strings.Join(c.args, " "), err, stderr, c.want)
-		}
-	}
-}
 
 func TestTrayModelLine(t *testing.T) {
 	cases := []struct {

@@ -1,4 +1,4 @@
-package emu
+package host
 
 import (
 	"errors"
@@ -402,7 +402,7 @@ func parseParams(file string, c []byte, attrs []attribute, open, close int, defi
 			} else if _, ok := positionAttrs[a.text]; ok {
 				p.Attr = a.text
 			} else if a.text != "" {
-				return &SourceError{file, lineOf(c, a.start), fmt.Sprintf("parameter %q: attribute [[%s]] is not supported by the emulator (see metalkernels/emu/README.md)", decl, a.text)}
+				return &SourceError{file, lineOf(c, a.start), fmt.Sprintf("parameter %q: attribute [[%s]] is not supported by the emulator (see metalkernels/host/README.md)", decl, a.text)}
 			}
 		}
 		if p.Attr == "" {
@@ -694,7 +694,7 @@ func (r *passResult) rewriteThreadgroup(file string, cw, out []byte, p int) erro
 		}
 	}
 	if inKernel == nil {
-		return &SourceError{file, line, fmt.Sprintf("threadgroup variable %q: declare threadgroup variables at the top level of a kernel function body (metalkernels/emu/README.md, rule 1)", name)}
+		return &SourceError{file, line, fmt.Sprintf("threadgroup variable %q: declare threadgroup variables at the top level of a kernel function body (metalkernels/host/README.md, rule 1)", name)}
 	}
 	// Depth of braces between the kernel body's { and p must be zero.
 	d := 0
@@ -707,7 +707,7 @@ func (r *passResult) rewriteThreadgroup(file string, cw, out []byte, p int) erro
 		}
 	}
 	if d != 0 {
-		return &SourceError{file, line, fmt.Sprintf("threadgroup variable %q: declared inside a block of kernel %s; declare threadgroup variables at the top level of the kernel body (metalkernels/emu/README.md, rule 1)", name, inKernel.name)}
+		return &SourceError{file, line, fmt.Sprintf("threadgroup variable %q: declared inside a block of kernel %s; declare threadgroup variables at the top level of the kernel body (metalkernels/host/README.md, rule 1)", name, inKernel.name)}
 	}
 	repl := fmt.Sprintf("auto& %s = ::emu::tg_var<%s%s>()", name, typ, dims)
 	repl += strings.Repeat("\n", strings.Count(string(out[p:end]), "\n"))

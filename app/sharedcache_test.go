@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/suzuran-app/suzuran/app/service"
+	"github.com/suzuran-app/suzuran/app/store"
+	"github.com/suzuran-app/suzuran/assets/models"
+)
+
+// TestWindowAndAPIShareThePrefixCache: the chat window and the local API
+// run on the service's one engine, so a prompt the window has read is a
+// prefix cache hit for the same conversation sent through the API. The
+// window asks a question; the API is then sent the same question, and its
+// usage reports every prompt token but the last as cached (the engine
+// snapshots one token before the end of every prompt).
+func TestWindowAndAPIShareThePrefixCache(t *testing.T) {
+	dir := t.TempDir()
+	demo, err := models.Install(filepath.Join(dir, "models"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := &localAPI{log: zerolog.Nop()}
+	svc, err := service.Open(service.Options{
+		DatabasePath: filepath.Join(dir, "suzuran.db"), SettingsPath: filepath.Join(dir, "settings.json"),
+		Model: demo, Backend: "cpu", API: api, Log: zerolog.Nop(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	api.models, api.ui = svc.Models(), service.Handler(svc, fstest.MapFS{"index.html": {Data: []byte("<title>Suzuran</title>")}})
+	settings := svc.Settings()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings.APIPort = ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	if _, err := svc.SaveSettings(settings); err != nil {
+		t.Fatal(err)
+	}
+	state, err := svc.SetAPIEnabled(true)
+	if err != nil || !state.Enabled {
+		t.Fatalf("switching the API on: %+v, %v", state, err)
+	}
+	defer svc.SetAPIEnabled(false)
+	deadline := time.Now().Add(60 * time.Second)
+	for svc.ModelState().State != "ready" {
+		if time.Now().After(deadline) {
+			t.Fatalf("model state %+v", svc.ModelState())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	const question = "What does json.dumps do?"
+	sent, err := svc.UI().Send(service.SendRequest{Text: question, Think: false})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reply store.Message
+	for {
+		reply, err = svc.Store().Message(context.Background(), sent.Reply.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if reply.Status != store.StatusStreaming {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the window's reply did not finish within 60 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if reply.Stats == nil {
+		t.Fatalf("the window's reply has no stats: %+v", reply)
+	}
+
+	models, err := http.Get(state.URL + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	err = json.NewDecoder(models.Body).Decode(&list)
+	models.Body.Close()
+	if err != nil || len(list.Data) == 0 {
+		t.Fatalf("/v1/models: %+v, %v", list, err)
+	}
+	body := `{"model":` + jsonString(list.Data[0].ID) + `,"max_tokens":2,"messages":[{"role":"user","content":` + jsonString(question) +
+		`}],"chat_template_kwargs":{"enable_thinking":false}}`
+	resp, err := http.Post(state.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+			Details      struct {
+				CachedTokens int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		} `json:"usage"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("API answer %d: %v", resp.StatusCode, err)
+	}
+	t.Logf("window: %d prompt tokens; API: %d prompt tokens, %d cached", reply.Stats.PromptTokens, out.Usage.PromptTokens, out.Usage.Details.CachedTokens)
+	if out.Usage.PromptTokens != reply.Stats.PromptTokens {
+		t.Fatalf("the API rendered %d prompt tokens, the window %d: the test needs the same prompt", out.Usage.PromptTokens, reply.Stats.PromptTokens)
+	}
+	if want := out.Usage.PromptTokens - 1; out.Usage.Details.CachedTokens != want {
+		t.Errorf("the API request found %d tokens cached, want %d from the window's turn", out.Usage.Details.CachedTokens, want)
+	}
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

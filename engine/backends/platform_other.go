@@ -1,0 +1,6 @@
+//go:build !darwin
+
+package backends
+
+// platformKinds: Metal exists only on macOS.
+func platformKinds() []kind { return nil }

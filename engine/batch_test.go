@@ -1,0 +1,306 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/suzuran-app/suzuran/engine/model"
+)
+
+// result is one request's stream read to its end.
+type result struct {
+	ids      []int
+	text     string
+	logprobs []float64
+	stats    Stats
+	err      error
+}
+
+// readAll reads a stream to its end.
+func readAll(s *Stream) result {
+	var r result
+	for ev := range s.Events {
+		if ev.Token >= 0 {
+			r.ids = append(r.ids, ev.Token)
+			if ev.Logprob != nil {
+				r.logprobs = append(r.logprobs, ev.Logprob.Logprob)
+			}
+		}
+		r.text += ev.Text
+	}
+	r.stats, r.err = s.Result()
+	return r
+}
+
+// concurrently submits every request at once and reads each stream on its
+// own goroutine.
+func concurrently(t *testing.T, e *Engine, reqs []Request) []result {
+	t.Helper()
+	streams := make([]*Stream, len(reqs))
+	for i, req := range reqs {
+		s, err := e.Submit(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams[i] = s
+	}
+	out := make([]result, len(reqs))
+	var wg sync.WaitGroup
+	for i, s := range streams {
+		wg.Go(func() { out[i] = readAll(s) })
+	}
+	wg.Wait()
+	return out
+}
+
+// batchRequests are four different requests: greedy, seeded sampling with
+// penalties, a stop string, and one asking for logprobs (sampled on the
+// host), with prompts of different lengths so that they decode at
+// different positions while a later one still reads its prompt.
+func batchRequests(t *testing.T) []Request {
+	cases := greedyCases(t)
+	return []Request{
+		{Prompt: cases[0].PromptIDs, MaxTokens: 24},
+		{Prompt: cases[1].PromptIDs, MaxTokens: 20, Sampling: model.Sampling{Temperature: 0.8, TopK: 40, TopP: 0.9, RepetitionPenalty: 1.1, Seed: 7}},
+		{Prompt: cases[2].PromptIDs, MaxTokens: 30, Stop: []string{"."}},
+		{Prompt: slices.Concat(cases[3].PromptIDs, cases[4].PromptIDs, cases[5].PromptIDs), MaxTokens: 16, Logprobs: true, TopLogprobs: 2},
+	}
+}
+
+// TestBatchedRequestsMatchAlone runs four different requests at once, so
+// that they decode in shared steps (one joining while the others decode,
+// its prompt read in chunks between their steps), and checks each against
+// the same request run alone: the same tokens and text on every backend,
+// and on cpu the same log-probabilities bit for bit (the batched pass
+// computes each sequence's rows as a pass of its own would).
+func TestBatchedRequestsMatchAlone(t *testing.T) {
+	for _, backend := range backendsUnderTest() {
+		t.Run(backend, func(t *testing.T) {
+			reqs := batchRequests(t)
+			alone := loadDemo(t, backend, LoadOptions{Parallel: 1, PrefillChunk: 8, CacheBytes: -1})
+			var want []result
+			for _, req := range reqs {
+				want = append(want, concurrently(t, alone, []Request{req})[0])
+			}
+			e := loadDemo(t, backend, LoadOptions{Parallel: 4, PrefillChunk: 8, CacheBytes: -1})
+			got := concurrently(t, e, reqs)
+			for i := range reqs {
+				w, g := want[i], got[i]
+				if g.err != nil || w.err != nil {
+					t.Fatalf("request %d: %v / alone %v", i, g.err, w.err)
+				}
+				if !slices.Equal(g.ids, w.ids) || g.text != w.text || g.stats.FinishReason != w.stats.FinishReason {
+					t.Errorf("request %d: %v %q (%s) together, %v %q (%s) alone", i, g.ids, g.text, g.stats.FinishReason, w.ids, w.text, w.stats.FinishReason)
+				}
+				if backend == "cpu" && !slices.EqualFunc(g.logprobs, w.logprobs, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
+					t.Errorf("request %d: logprobs %v together, %v alone", i, g.logprobs, w.logprobs)
+				}
+			}
+			if len(want[3].logprobs) == 0 {
+				t.Fatal("the logprobs request returned none")
+			}
+			e.Close()
+			if e.peakBatch < 3 {
+				t.Errorf("at most %d requests decoded in one step: they did not run together", e.peakBatch)
+			}
+		})
+	}
+}
+
+// TestInteractiveGoesFirst: with the one slot taken by an API request and
+// another API request waiting, a window request starts at once (in the
+// slot kept for it) and the waiting ones are told their queue positions.
+func TestInteractiveGoesFirst(t *testing.T) {
+	e := newDemoEngine(t, Options{EOS: []int{4095}, Parallel: 1})
+	c := greedyCases(t)[0]
+	ctxA, cancelA := context.WithCancel(context.Background())
+	defer cancelA()
+	a, err := e.Submit(ctxA, Request{Prompt: c.PromptIDs, MaxTokens: 100000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-a.Events // A runs
+	positions := make(chan int, 10)
+	b, err := e.Submit(context.Background(), Request{Prompt: c.PromptIDs, MaxTokens: 2,
+		QueuePosition: func(p int) { positions <- p }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := <-positions; p != 1 {
+		t.Fatalf("B is told position %d, want 1", p)
+	}
+	start := time.Now()
+	window := readAll(mustSubmit(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 3, Priority: PriorityInteractive}))
+	if !slices.Equal(window.ids, c.GreedyIDs[:3]) {
+		t.Fatalf("the window request: %v, want %v", window.ids, c.GreedyIDs[:3])
+	}
+	if window.stats.QueueWait > time.Second {
+		t.Errorf("the window request waited %v behind API requests", window.stats.QueueWait)
+	}
+	t.Logf("window request answered in %v beside a running API request", time.Since(start))
+	select {
+	case ev := <-b.Events:
+		t.Fatalf("B started before A ended: %+v", ev)
+	default:
+	}
+	cancelA()
+	got := readAll(b)
+	if !slices.Equal(got.ids, c.GreedyIDs[:2]) {
+		t.Fatalf("B: %v, want %v", got.ids, c.GreedyIDs[:2])
+	}
+	if p := <-positions; p != 0 {
+		t.Fatalf("B is told position %d when it starts, want 0", p)
+	}
+}
+
+func mustSubmit(t *testing.T, e *Engine, req Request) *Stream {
+	t.Helper()
+	s, err := e.Submit(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestSlowReaderStallsNobody: a reader that stops reading does not hold up
+// the engine or another request, and after ReaderTimeout its request is
+// cancelled.
+func TestSlowReaderStallsNobody(t *testing.T) {
+	e := newDemoEngine(t, Options{EOS: []int{4095}, Parallel: 2, ReaderTimeout: 300 * time.Millisecond})
+	c := greedyCases(t)[0]
+	stalled := mustSubmit(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 100000})
+	<-stalled.Events // then read nothing more
+	start := time.Now()
+	other := readAll(mustSubmit(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 40}))
+	if other.err != nil || len(other.ids) != 40 {
+		t.Fatalf("the other request: %d tokens, %v", len(other.ids), other.err)
+	}
+	t.Logf("40 tokens beside a stalled reader in %v", time.Since(start))
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case _, ok := <-stalled.Events:
+			if !ok {
+				st, _ := stalled.Result()
+				if st.FinishReason != FinishCancelled {
+					t.Fatalf("the stalled request ended %q, want cancelled", st.FinishReason)
+				}
+				return
+			}
+		case <-deadline:
+			t.Fatal("the stalled request was not cancelled")
+		}
+		// Reading again only to see the end: wait past the timeout first.
+		time.Sleep(400 * time.Millisecond)
+	}
+}
+
+// TestCloseCancelsEverything: Close returns within a second with requests
+// decoding, one reading a long prompt and one queued, and ends them all.
+func TestCloseCancelsEverything(t *testing.T) {
+	e := newDemoEngine(t, Options{EOS: []int{4095}, Parallel: 2, PrefillChunk: 4096})
+	c := greedyCases(t)[0]
+	running := mustSubmit(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 100000})
+	<-running.Events
+	long := make([]int, 4000)
+	for i := range long {
+		long[i] = c.PromptIDs[i%len(c.PromptIDs)]
+	}
+	started := make(chan struct{})
+	var once sync.Once
+	prefill := mustSubmit(t, e, Request{Prompt: long, MaxTokens: 10,
+		Progress: func(PrefillProgress) { once.Do(func() { close(started) }) }})
+	queued := mustSubmit(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 10})
+	<-started
+	start := time.Now()
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Close took %v", d)
+	}
+	for name, s := range map[string]*Stream{"running": running, "prefill": prefill, "queued": queued} {
+		for range s.Events {
+		}
+		st, err := s.Result()
+		if st.FinishReason == FinishStop || st.FinishReason == FinishLength || st.FinishReason == "" {
+			t.Errorf("%s request ended %q (%v) after Close", name, st.FinishReason, err)
+		}
+	}
+}
+
+// TestCancelInsidePrefill cancels a request while its one 2000-token chunk
+// is being read: it must end within a few blocks' time, not after the
+// chunk. The pass checks before each layer's mixer and its MoE (12 checks
+// on the demo model's 6 layers), so the bound is half the whole chunk's
+// time, measured in the same run: one attention block at 2000 tokens is
+// the longest stretch without a check.
+func TestCancelInsidePrefill(t *testing.T) {
+	e := newDemoEngine(t, Options{PrefillChunk: 4096, CacheBytes: -1})
+	c := greedyCases(t)[0]
+	long := make([]int, 2000)
+	for i := range long {
+		long[i] = c.PromptIDs[i%len(c.PromptIDs)]
+	}
+	start := time.Now()
+	whole := readAll(mustSubmit(t, e, Request{Prompt: long, MaxTokens: 1}))
+	chunk := time.Since(start)
+	if whole.err != nil {
+		t.Fatal(whole.err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	started := make(chan struct{})
+	var once sync.Once
+	s, err := e.Submit(ctx, Request{Prompt: long, MaxTokens: 1,
+		Progress: func(PrefillProgress) { once.Do(func() { close(started) }) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	time.Sleep(chunk / 3)
+	cancelled := time.Now()
+	cancel()
+	r := readAll(s)
+	took := time.Since(cancelled)
+	t.Logf("a %d-token chunk takes %v; cancelled inside it, the request ended after %v", len(long), chunk, took)
+	if r.stats.FinishReason != FinishCancelled {
+		t.Fatalf("ended %q, want cancelled", r.stats.FinishReason)
+	}
+	if took > chunk/2 {
+		t.Errorf("the request ended %v after its cancel, more than half the chunk's %v", took, chunk)
+	}
+	// The engine serves the next request normally.
+	if got := readAll(mustSubmit(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 3})); !slices.Equal(got.ids, c.GreedyIDs[:3]) {
+		t.Fatalf("after a cancelled prefill: %v, want %v", got.ids, c.GreedyIDs[:3])
+	}
+}
+
+// TestSequenceMemoryBudget: a request whose sequence could never fit is
+// refused with the reason; two that fit only one at a time run one after
+// the other, with the same answers.
+func TestSequenceMemoryBudget(t *testing.T) {
+	probe := newDemoEngine(t, Options{})
+	c := greedyCases(t)[0]
+	need := probe.sequenceBytes(len(c.PromptIDs) + 8)
+	e := newDemoEngine(t, Options{Parallel: 4, SequenceBytes: need + need/2})
+	if _, err := e.Submit(context.Background(), Request{Prompt: c.PromptIDs}); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("a request for the whole context: %v, want ErrTooLarge", err)
+	}
+	got := concurrently(t, e, []Request{{Prompt: c.PromptIDs, MaxTokens: 8}, {Prompt: c.PromptIDs, MaxTokens: 8}})
+	for i, r := range got {
+		if r.err != nil || !slices.Equal(r.ids, c.GreedyIDs[:8]) {
+			t.Fatalf("request %d: %v %v, want %v", i, r.ids, r.err, c.GreedyIDs[:8])
+		}
+	}
+	e.Close()
+	if e.peakBatch != 1 {
+		t.Errorf("%d sequences decoded together in a budget for one", e.peakBatch)
+	}
+}
