@@ -124,7 +124,7 @@ func TestSubcommands(t *testing.T) {
 			names = append(names, c.Name())
 		}
 	}
-	want := "bench chat check-update doctor extract logits models pull render serve tokenize ui version"
+	want := "bench chat check-update doctor extract logits models pull render serve tokenize version"
 	if got := strings.Join(names, " "); got != want {
 		t.Errorf("subcommands %q, want %q", got, want)
 	}

@@ -61,6 +61,12 @@ func (e *Engine) run() {
 			cur.finish()
 		}
 		if g := e.nextPrefill(); g != nil {
+			// A device holds two passes in flight at most: the step started
+			// ahead finishes before the chunk's pass begins.
+			if ahead != nil {
+				ahead.finish()
+				ahead = nil
+			}
 			// Always PrefillChunk, never shortened while others stream: a
 			// chunk's size decides which kernels its rows take, and a
 			// request's answer must not depend on what else runs.

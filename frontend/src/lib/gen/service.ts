@@ -293,6 +293,8 @@ export interface Settings {
   sampling: Sampling;
   thinking: boolean;
   context_tokens: number;
+  parallel: number;
+  api_max_tokens: number;
   api_port: number;
   api_lan: boolean;
   api_key: string;
