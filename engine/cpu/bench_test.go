@@ -1,8 +1,12 @@
 package cpu
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -168,4 +172,79 @@ func BenchmarkPrefill512(b *testing.B) {
 		runTimed(b, be, w, seq, model.Input{IDs: prompt, Logits: model.LogitsLast}, &bt)
 	}
 	report(b, &bt, w, b.N, len(prompt))
+}
+
+// fullSizeAttention builds one attention layer of the full model's shape
+// with random 4-bit weights (no checkpoint needed) and a sequence holding
+// context positions of random keys and values in its cache.
+func fullSizeAttention(tb testing.TB, context int) (*Backend, *model.Attention, *sequence) {
+	cfg, err := checkpoint.ParseConfig(synth.FullSizeConfig(), "full-size config")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.NumLayers = 1
+	rng := rand.New(rand.NewPCG(3, 4))
+	H, KV, D, hidden := cfg.NumHeads, cfg.NumKVHeads, cfg.HeadDim, cfg.HiddenSize
+	att := &model.Attention{QNorm: make([]float32, D), KNorm: make([]float32, D)}
+	for i := range D {
+		att.QNorm[i], att.KNorm[i] = 1, 1
+	}
+	att.Q = newTestMatrix(rng, model.Affine, 2*H*D, hidden, 4, 64).m
+	att.K = newTestMatrix(rng, model.Affine, KV*D, hidden, 4, 64).m
+	att.V = newTestMatrix(rng, model.Affine, KV*D, hidden, 4, 64).m
+	att.O = newTestMatrix(rng, model.Affine, hidden, H*D, 4, 64).m
+	w := &model.Weights{Config: *cfg, Layers: []model.Layer{{Attention: att}}, Embed: model.Matrix{Out: 1000}}
+	b := &Backend{cfg: *cfg, w: w, pool: pool{threads: runtime.GOMAXPROCS(0)}}
+	s, err := b.NewSequence(context + 64)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	seq := s.(*sequence)
+	st := &seq.layers[0]
+	st.k = randomVector(rng, context*KV*D)
+	st.v = randomVector(rng, context*KV*D)
+	seq.tokens = make([]int, context)
+	return b, att, seq
+}
+
+// BenchmarkAttentionDecode measures one decode step of a full-size attention
+// block (projections, attention over the cache, gated output) at 512
+// positions of context; the cache is cut back after each step.
+func BenchmarkAttentionDecode(b *testing.B) {
+	for _, context := range []int{16, 512} {
+		b.Run(fmt.Sprintf("context%d", context), func(b *testing.B) { benchAttentionDecode(b, context) })
+	}
+}
+
+func benchAttentionDecode(b *testing.B, context int) {
+	be, att, seq := fullSizeAttention(b, context)
+	x := &tensor{rows: 1, width: be.cfg.HiddenSize, data: randomVector(rand.New(rand.NewPCG(1, 2)), be.cfg.HiddenSize)}
+	kvw := be.kvWidth()
+	cpu0 := processCPU()
+	b.ResetTimer()
+	for range b.N {
+		p, err := be.begin([]model.Segment{{Seq: seq, In: model.Input{IDs: []int{1}}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Attention(0, att, x)
+		if p.err != nil {
+			b.Fatal(p.err)
+		}
+		seq.busy = false
+		st := &seq.layers[0]
+		st.k, st.v = st.k[:context*kvw], st.v[:context*kvw]
+	}
+	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/step")
+	b.ReportMetric((processCPU()-cpu0).Seconds()*1e3/float64(b.N), "cpu-ms/step")
+}
+
+// processCPU is the CPU time of the process so far, user and system: on a
+// shared machine it moves less than wall time with the load of others.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
