@@ -102,6 +102,11 @@ func (p *pass) attentionBlocks(layer int, qg, o []float32) []attentionBlock {
 // floats, 64 KiB, stay in L2 while the block passes over them twice.
 const attentionScores = 16 << 10
 
+// attentionTile is how many cached positions a block's rows take at a time
+// (32 positions of a 256-wide head: 32 KiB of keys, then of values), so
+// that a tile stays in L1 while every row of the block passes over it.
+const attentionTile = 32
+
 // attentionBlock is the gated attention of some query rows that read one
 // kv head of one sequence's cache: rows come perToken at a time (heads of
 // one token, which see the same positions), and the rows of token i see the
@@ -119,67 +124,81 @@ type attentionBlock struct {
 
 // attend computes each row's o = softmax(q·kᵀ·scale)·v ⊙ sigmoid(gate).
 //
-// Each row gets the same arithmetic whichever block it is in, so a token's
-// output does not depend on the pass around it: its scores are lanes of
-// dot4 (a row without three partners in its token is padded with copies of
-// itself), its softmax and its sum over positions run in position order.
+// The rows of a token go four at a time (a quad: each cached row loaded
+// once serves four heads), padded with copies of the last row. A row gets
+// the same arithmetic whatever block it is in, so a token's output does
+// not depend on the pass around it: each score is scale times a lane of
+// dot4, the softmax runs over the row alone, and its sum over positions
+// adds them in position order.
 func (b *attentionBlock) attend() {
-	rows, D := len(b.queries), b.dim
+	quads := (b.perToken + 3) / 4
 	positions := 0
 	for _, n := range b.limits {
 		positions = max(positions, n)
 	}
-	scoresp := getScratch(rows * positions)
+	// Scores of quad q of token i: rows (i·quads+q)·4 … +3, positions wide.
+	scoresp := getScratch(len(b.limits) * quads * 4 * positions)
 	defer scratch.Put(scoresp)
 	scores := *scoresp
+	quadRows := func(i, q int) (rows [4]int) {
+		for l := range rows {
+			rows[l] = i*b.perToken + min(q*4+l, b.perToken-1)
+		}
+		return rows
+	}
 
-	// q·k for every row and position: each key row is loaded once and
-	// serves four query rows per dot4.
-	for j := range positions {
-		key := b.keys[j*b.stride+b.offset : j*b.stride+b.offset+D]
+	// q·k, a tile of cached positions at a time for every token and quad.
+	for j0 := 0; j0 < positions; j0 += attentionTile {
 		for i, n := range b.limits {
-			if j >= n {
-				continue
-			}
-			for r0 := i * b.perToken; r0 < (i+1)*b.perToken; r0 += 4 {
-				var q [4][]float32
-				for l := range q {
-					q[l] = b.queries[min(r0+l, (i+1)*b.perToken-1)]
+			for q := range quads {
+				if j0 >= n {
+					continue
 				}
-				s0, s1, s2, s3 := dot4(q[0], q[1], q[2], q[3], key)
-				for l, s := range [4]float32{s0, s1, s2, s3} {
-					if r := r0 + l; r < (i+1)*b.perToken {
-						scores[r*positions+j] = s * b.scale
+				r := quadRows(i, q)
+				out := scores[(i*quads+q)*4*positions+j0:]
+				attentionScores4(b.queries[r[0]], b.queries[r[1]], b.queries[r[2]], b.queries[r[3]],
+					b.keys[j0*b.stride+b.offset:], b.stride, min(attentionTile, n-j0), b.dim, b.scale, out, positions)
+			}
+		}
+	}
+
+	// Softmax of each real row, in place: exponentials in f32, sum in f64.
+	sums := make([]float64, len(b.queries))
+	for i, n := range b.limits {
+		for h := range b.perToken {
+			row := scores[((i*quads+h/4)*4+h%4)*positions:][:n]
+			maxScore := float32(math.Inf(-1))
+			for _, s := range row {
+				maxScore = max(maxScore, s)
+			}
+			var sum float64
+			for j, s := range row {
+				e := float32(math.Exp(float64(s - maxScore)))
+				row[j] = e
+				sum += float64(e)
+			}
+			sums[i*b.perToken+h] = sum
+		}
+	}
+
+	// o = Σ_j e_j·v_j, tile by tile in position order; padded lanes write
+	// into a row of their own.
+	spare := make([]float32, b.dim)
+	for j0 := 0; j0 < positions; j0 += attentionTile {
+		for i, n := range b.limits {
+			for q := range quads {
+				if j0 >= n {
+					continue
+				}
+				var outs [4][]float32
+				for l := range outs {
+					outs[l] = spare
+					if q*4+l < b.perToken {
+						outs[l] = b.outs[i*b.perToken+q*4+l]
 					}
 				}
-			}
-		}
-	}
-
-	// Softmax per row, in place: exponentials in f32, their sum in f64.
-	sums := make([]float64, rows)
-	for r := range rows {
-		row := scores[r*positions : r*positions+b.limits[r/b.perToken]]
-		maxScore := float32(math.Inf(-1))
-		for _, s := range row {
-			maxScore = max(maxScore, s)
-		}
-		var sum float64
-		for j, s := range row {
-			e := float32(math.Exp(float64(s - maxScore)))
-			row[j] = e
-			sum += float64(e)
-		}
-		sums[r] = sum
-	}
-
-	// o = Σ_j e_j·v_j, position by position so that each value row is
-	// loaded once for all rows; then the normalisation and the gate.
-	for j := range positions {
-		value := b.values[j*b.stride+b.offset : j*b.stride+b.offset+D]
-		for r := range rows {
-			if j < b.limits[r/b.perToken] {
-				axpy(b.outs[r], value, scores[r*positions+j])
+				attentionValues4(&outs, scores[(i*quads+q)*4*positions+j0:], positions,
+					b.values[j0*b.stride+b.offset:], b.stride, min(attentionTile, n-j0), b.dim)
 			}
 		}
 	}
@@ -187,6 +206,54 @@ func (b *attentionBlock) attend() {
 		inv := float32(1 / sums[r])
 		for d, g := range b.gates[r] {
 			o[d] *= inv * sigmoid(g)
+		}
+	}
+}
+
+// attentionKernels are assembly versions of the attention loops
+// (attention_amd64.s); nil fields fall back to the Go loops below. They run
+// only while the matrix kernels do (simd.dot4 set), so that turning the
+// assembly off for a test or a benchmark turns these off too.
+type attentionKernels struct {
+	scores4 func(q0, q1, q2, q3, keys *float32, stride, n, dim int, scale float32, out *float32, outStride int)
+	values4 func(outs *[4]*float32, e *float32, eStride int, values *float32, stride, n, dim int)
+}
+
+var attentionSIMD attentionKernels
+
+// attentionScores4 writes out[l·outStride+j] = scale·(q_l · key j) for four
+// query rows and n key rows of keys (one every stride floats, dim wide).
+func attentionScores4(q0, q1, q2, q3, keys []float32, stride, n, dim int, scale float32, out []float32, outStride int) {
+	_ = keys[(n-1)*stride+dim-1]
+	_ = out[3*outStride+n-1]
+	if attentionSIMD.scores4 != nil && simd.dot4 != nil && dim%16 == 0 {
+		attentionSIMD.scores4(&q0[0], &q1[0], &q2[0], &q3[0], &keys[0], stride, n, dim, scale, &out[0], outStride)
+		return
+	}
+	for j := range n {
+		s0, s1, s2, s3 := dot4(q0[:dim], q1[:dim], q2[:dim], q3[:dim], keys[j*stride:j*stride+dim])
+		out[j], out[outStride+j], out[2*outStride+j], out[3*outStride+j] = s0*scale, s1*scale, s2*scale, s3*scale
+	}
+}
+
+// attentionValues4 adds Σ_j e[l·eStride+j]·(value row j) to outs[l] for
+// four rows, j in order over n value rows of values (one every stride
+// floats, dim wide).
+func attentionValues4(outs *[4][]float32, e []float32, eStride int, values []float32, stride, n, dim int) {
+	_ = values[(n-1)*stride+dim-1]
+	_ = e[3*eStride+n-1]
+	for _, o := range outs {
+		_ = o[dim-1]
+	}
+	if attentionSIMD.values4 != nil && simd.axpy != nil && dim%16 == 0 {
+		ptrs := [4]*float32{&outs[0][0], &outs[1][0], &outs[2][0], &outs[3][0]}
+		attentionSIMD.values4(&ptrs, &e[0], eStride, &values[0], stride, n, dim)
+		return
+	}
+	for j := range n {
+		v := values[j*stride : j*stride+dim]
+		for l, o := range outs {
+			axpy(o[:dim], v, e[l*eStride+j])
 		}
 	}
 }
