@@ -2,14 +2,20 @@ package cpu
 
 import (
 	"math"
+	"slices"
 
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
-// MoE implements model.Blocks: softmax routing over all experts in f32, top-k
-// renormalised, SwiGLU experts, plus the shared expert behind its sigmoid
-// gate. Only the chosen experts' weights are read; the tokens routed to an
-// expert are gathered so that its weights are read once per pass.
+// MoE implements model.Blocks: the sparse MoE of MODEL.md.
+//
+//	route: p = softmax(x·Wrouterᵀ) over all experts; the top k, weights renormalised
+//	y = sigmoid(x·w_shared_gate)·shared(x) + Σ_e w_e·expert_e(x),  expert(x) = down(silu(gate·x) ⊙ up·x)
+//
+// Only the chosen experts' weights are read: the rows routed to an expert
+// are gathered so that its weights are read once per pass. Each row's sum
+// is taken in a fixed order, the shared expert then the routed experts in
+// index order, whatever the other rows chose.
 func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activation {
 	c := &p.b.cfg
 	x := p.tensor(xa)
@@ -24,21 +30,20 @@ func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activatio
 	if p.err != nil {
 		return out
 	}
-	// tokens[e] lists the rows routed to expert e, weights[e] their weights.
-	tokens := make([][]int, E)
-	weights := make([][]float32, E)
-	probs := make([]float32, E)
-	chosen := make([]int, topK)
-	for t := range T {
-		softmax(probs, routerLogits[t*E:(t+1)*E])
-		topKIndices(chosen, probs)
-		var sum float32
-		for _, e := range chosen {
-			sum += probs[e]
+	routes := make([]expertRoute, T)
+	p.b.pool.parallelFor(T, 8, func(lo, hi int) {
+		probs := make([]float32, E)
+		for t := lo; t < hi; t++ {
+			routes[t] = route(routerLogits[t*E:(t+1)*E], probs, topK)
 		}
-		for _, e := range chosen {
+	})
+	// tokens[e] lists the rows routed to expert e, in row order; a row's
+	// route keeps its place in each of its experts' lists.
+	tokens := make([][]int, E)
+	for t := range routes {
+		for i, e := range routes[t].experts {
+			routes[t].slots[i] = len(tokens[e])
 			tokens[e] = append(tokens[e], t)
-			weights[e] = append(weights[e], probs[e]/sum)
 		}
 	}
 
@@ -57,25 +62,60 @@ func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activatio
 		return out
 	}
 
-	// Shared expert weighted by sigmoid(x·w_shared_gate), then the routed
-	// experts in index order.
-	for t := range T {
-		g := sigmoid(gate[t])
-		row, sh := out.row(t), sharedY.row(t)
-		for i := range row {
-			row[i] = g * sh[i]
-		}
-	}
-	for e := range E {
-		for i, t := range tokens[e] {
-			wt := weights[e][i]
-			row := out.row(t)
-			for d, v := range routedY[e][i*H : (i+1)*H] {
-				row[d] += wt * v
+	p.b.pool.parallelFor(T, 4, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			r := &routes[t]
+			routed := make([][]float32, len(r.experts))
+			for i, e := range r.experts {
+				routed[i] = routedY[e][r.slots[i]*H : (r.slots[i]+1)*H]
 			}
+			combineExperts(out.row(t), sigmoid(gate[t]), sharedY.row(t), r.weights, routed)
+		}
+	})
+	return out
+}
+
+// expertRoute is one row's choice of experts: their indices in increasing
+// order with their renormalised weights, and each one's row (slot) in its
+// expert's output.
+type expertRoute struct {
+	experts []int
+	weights []float32
+	slots   []int
+}
+
+// route is MODEL.md's routing of one row: softmax over every expert's
+// logit (probs is scratch of the same length), the topK most likely, their
+// probabilities renormalised to sum to 1 (summed most likely first).
+func route(logits, probs []float32, topK int) expertRoute {
+	softmax(probs, logits)
+	chosen := make([]int, topK)
+	topKIndices(chosen, probs)
+	var sum float32
+	for _, e := range chosen {
+		sum += probs[e]
+	}
+	slices.Sort(chosen)
+	r := expertRoute{experts: chosen, weights: make([]float32, topK), slots: make([]int, topK)}
+	for i, e := range chosen {
+		r.weights[i] = probs[e] / sum
+	}
+	return r
+}
+
+// combineExperts writes one row's MoE output: the shared expert's output
+// times its gate, then each routed expert's output times its weight, in
+// the order given (experts' index order).
+func combineExperts(y []float32, sharedGate float32, shared, weights []float32, routed [][]float32) {
+	for d, v := range shared[:len(y)] {
+		y[d] = sharedGate * v
+	}
+	for i, r := range routed {
+		wt := weights[i]
+		for d, v := range r[:len(y)] {
+			y[d] += wt * v
 		}
 	}
-	return out
 }
 
 // expertsRows runs the shared expert and the routed experts on the rows of
@@ -144,10 +184,13 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 		}
 		p.b.matVecs(jobs)
 		jobs = jobs[:0]
-		addDown := func(ex *expertWork, d *model.Matrix) {
-			for i, u := range ex.up {
-				ex.hidden.data[i] = silu(ex.hidden.data[i]) * u
+		all := append([]*expertWork{shared}, active...)
+		p.b.pool.parallelFor(len(all), 1, func(lo, hi int) {
+			for _, ex := range all[lo:hi] {
+				swiGLUActivation(ex.hidden.data, ex.hidden.data, ex.up)
 			}
+		})
+		addDown := func(ex *expertWork, d *model.Matrix) {
 			ex.y = newTensor(ex.x.rows, d.Out)
 			jobs = append(jobs, vecJob{y: ex.y.data, x: ex.hidden.data, rows: ex.x.rows, w: d})
 		}
@@ -182,12 +225,19 @@ func (p *pass) swiGLU(x *tensor, gate, up, down *model.Matrix) *tensor {
 	u := make([]float32, x.rows*up.Out)
 	p.b.matMul(g.data, x.data, x.rows, gate)
 	p.b.matMul(u, x.data, x.rows, up)
-	for i, v := range u {
-		g.data[i] = silu(g.data[i]) * v
-	}
+	p.b.pool.parallelFor(len(u), 4096, func(lo, hi int) {
+		swiGLUActivation(g.data[lo:hi], g.data[lo:hi], u[lo:hi])
+	})
 	y := newTensor(x.rows, down.Out)
 	p.b.matMul(y.data, g.data, g.rows, down)
 	return y
+}
+
+// swiGLUActivation writes silu(gate) ⊙ up into y.
+func swiGLUActivation(y, gate, up []float32) {
+	for i, u := range up[:len(y)] {
+		y[i] = silu(gate[i]) * u
+	}
 }
 
 // softmax writes the softmax of x into y, accumulating in float64.

@@ -1,0 +1,204 @@
+package cpu
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/suzuran-app/suzuran/engine/model"
+)
+
+// testMoE is a small MoE layer of f32 weights with their values.
+type testMoE struct {
+	w                                *model.MoE
+	router, sharedExpert             []float32
+	gate, up, down                   [][]float32
+	sharedGate, sharedUp, sharedDown []float32
+}
+
+func newTestMoE(rng *rand.Rand, cfg *model.Config) *testMoE {
+	H, E, I, S := cfg.HiddenSize, cfg.NumExperts, cfg.MoEIntermediate, cfg.SharedIntermediate
+	m := &testMoE{w: &model.MoE{Gate: make([]model.Matrix, E), Up: make([]model.Matrix, E), Down: make([]model.Matrix, E)},
+		gate: make([][]float32, E), up: make([][]float32, E), down: make([][]float32, E)}
+	m.w.Router, m.router = f32Matrix(rng, "router", E, H, 1)
+	m.w.SharedExpert, m.sharedExpert = f32Matrix(rng, "shared_expert_gate", 1, H, 0.3)
+	m.w.SharedGate, m.sharedGate = f32Matrix(rng, "shared.gate", S, H, 0.3)
+	m.w.SharedUp, m.sharedUp = f32Matrix(rng, "shared.up", S, H, 0.3)
+	m.w.SharedDown, m.sharedDown = f32Matrix(rng, "shared.down", H, S, 0.3)
+	for e := range E {
+		m.w.Gate[e], m.gate[e] = f32Matrix(rng, "gate", I, H, 0.3)
+		m.w.Up[e], m.up[e] = f32Matrix(rng, "up", I, H, 0.3)
+		m.w.Down[e], m.down[e] = f32Matrix(rng, "down", H, I, 0.3)
+	}
+	return m
+}
+
+// reference is MODEL.md's MoE of one row in float64.
+func (m *testMoE) reference(cfg *model.Config, x []float32) []float64 {
+	H, E := cfg.HiddenSize, cfg.NumExperts
+	matVec := func(w []float32, out int, x []float64) []float64 {
+		y := make([]float64, out)
+		for o := range y {
+			for i, v := range x {
+				y[o] += float64(w[o*len(x)+i]) * v
+			}
+		}
+		return y
+	}
+	silu := func(v float64) float64 { return v / (1 + math.Exp(-v)) }
+	expert := func(gate, up, down []float32, inter int, x []float64) []float64 {
+		g, u := matVec(gate, inter, x), matVec(up, inter, x)
+		for i := range g {
+			g[i] = silu(g[i]) * u[i]
+		}
+		return matVec(down, H, g)
+	}
+	xf := make([]float64, H)
+	for i, v := range x {
+		xf[i] = float64(v)
+	}
+	logits := matVec(m.router, E, xf)
+	maxLogit := slices.Max(logits)
+	probs := make([]float64, E)
+	var sum float64
+	for e, l := range logits {
+		probs[e] = math.Exp(l - maxLogit)
+		sum += probs[e]
+	}
+	order := make([]int, E)
+	for e := range order {
+		order[e] = e
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return -cmpFloat(probs[a], probs[b]) })
+	chosen := order[:cfg.ExpertsPerToken]
+	var chosenSum float64
+	for _, e := range chosen {
+		chosenSum += probs[e]
+	}
+	y := expert(m.sharedGate, m.sharedUp, m.sharedDown, cfg.SharedIntermediate, xf)
+	g := 1 / (1 + math.Exp(-matVec(m.sharedExpert, 1, xf)[0]))
+	for d := range y {
+		y[d] *= g
+	}
+	for _, e := range chosen {
+		ye := expert(m.gate[e], m.up[e], m.down[e], cfg.MoEIntermediate, xf)
+		for d := range y {
+			y[d] += probs[e] / chosenSum * ye[d]
+		}
+	}
+	return y
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// TestMoEBatchComposition runs the MoE block and the RMSNorm on one
+// sequence's rows alone and inside passes with other sequences (decode
+// steps and prefill chunks choosing overlapping experts, so experts are
+// grouped across sequences) and requires the sequence's rows to come out
+// bit for bit the same: the invariant continuous batching relies on. The
+// rows alone are also checked against a float64 MoE written from MODEL.md
+// at 1e-4 of the output scale (f32 sums of a few hundred products).
+func TestMoEBatchComposition(t *testing.T) {
+	withKernels(t, func(t *testing.T) {
+		cfg := model.Config{HiddenSize: 40, NumLayers: 1, NumExperts: 7, ExpertsPerToken: 3,
+			MoEIntermediate: 24, SharedIntermediate: 20, RMSNormEps: 1e-6}
+		rng := rand.New(rand.NewPCG(51, 52))
+		m := newTestMoE(rng, &cfg)
+		normWeight := randomVector(rng, cfg.HiddenSize)
+		w := &model.Weights{Config: cfg, Layers: []model.Layer{{MoE: *m.w}}, Embed: model.Matrix{Out: 100}}
+		b := &Backend{cfg: cfg, w: w, pool: pool{threads: 3}}
+
+		// Each sequence's rows, fixed per sequence.
+		rowsOf := func(seq, n int) []float32 {
+			r := rand.New(rand.NewPCG(uint64(seq), 99))
+			return randomVector(r, n*cfg.HiddenSize)
+		}
+		type part struct{ seq, rows int }
+		run := func(parts []part) (moe, norm [][]float32) {
+			var segs []model.Segment
+			var x []float32
+			for _, pt := range parts {
+				s, err := b.NewSequence(64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				segs = append(segs, model.Segment{Seq: s, In: model.Input{IDs: make([]int, pt.rows)}})
+				x = append(x, rowsOf(pt.seq, pt.rows)...)
+			}
+			p, err := b.begin(segs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			xt := &tensor{rows: len(x) / cfg.HiddenSize, width: cfg.HiddenSize, data: x}
+			y := p.tensor(p.MoE(0, &w.Layers[0].MoE, xt))
+			n := p.tensor(p.RMSNorm(xt, normWeight))
+			if p.err != nil {
+				t.Fatal(p.err)
+			}
+			row := 0
+			for _, pt := range parts {
+				moe = append(moe, y.data[row*cfg.HiddenSize:(row+pt.rows)*cfg.HiddenSize])
+				norm = append(norm, n.data[row*cfg.HiddenSize:(row+pt.rows)*cfg.HiddenSize])
+				row += pt.rows
+			}
+			return moe, norm
+		}
+		for _, c := range []struct {
+			name  string
+			alone part
+			with  []part // the others, before and after it
+		}{
+			{"decode among decodes and a prefill chunk", part{1, 1}, []part{{2, 1}, {3, 6}, {4, 1}}},
+			{"prefill chunk among decodes", part{1, 5}, []part{{2, 1}, {3, 2}}},
+			{"short prompt tail among decodes", part{1, 3}, []part{{2, 3}, {3, 1}}},
+			{"prefill chunk beside another", part{1, 8}, []part{{5, 9}}},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				aloneMoE, aloneNorm := run([]part{c.alone})
+				x := rowsOf(c.alone.seq, c.alone.rows)
+				for r := range c.alone.rows {
+					want := m.reference(&cfg, x[r*cfg.HiddenSize:(r+1)*cfg.HiddenSize])
+					scale := 0.0
+					for _, v := range want {
+						scale = max(scale, math.Abs(v))
+					}
+					for d, v := range want {
+						if got := float64(aloneMoE[0][r*cfg.HiddenSize+d]); math.Abs(got-v) > 1e-4*scale {
+							t.Fatalf("row %d dim %d: MoE %v, float64 reference %v", r, d, got, v)
+						}
+					}
+				}
+				parts := append(append([]part{c.with[0]}, c.alone), c.with[1:]...)
+				moe, norm := run(parts)
+				for i := range aloneMoE[0] {
+					if math.Float32bits(moe[1][i]) != math.Float32bits(aloneMoE[0][i]) {
+						t.Fatalf("MoE element %d: %v in the batch, %v alone", i, moe[1][i], aloneMoE[0][i])
+					}
+					if math.Float32bits(norm[1][i]) != math.Float32bits(aloneNorm[0][i]) {
+						t.Fatalf("RMSNorm element %d: %v in the batch, %v alone", i, norm[1][i], aloneNorm[0][i])
+					}
+				}
+			})
+		}
+	})
+}
+
+// TestCombineExpertsOrder checks that a row's MoE sum is taken in the order
+// given, shared expert first: with values whose f32 sum depends on the
+// order, the result is the left-to-right sum.
+func TestCombineExpertsOrder(t *testing.T) {
+	y := make([]float32, 1)
+	combineExperts(y, 1, []float32{1e8}, []float32{1, 1, 1}, [][]float32{{-1e8}, {1}, {3}})
+	if y[0] != 4 {
+		t.Errorf("combined %v, want ((1e8 − 1e8) + 1) + 3 = 4", y[0])
+	}
+}
