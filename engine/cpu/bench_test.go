@@ -65,7 +65,7 @@ func runTimed(tb testing.TB, be *Backend, w *model.Weights, seq model.Sequence, 
 // report turns block times over n passes of tokens each into per-layer
 // times and the projection to the full 40 layers (30 DeltaNet, 10
 // attention; every layer has an MoE).
-func report(b *testing.B, bt *blockTimes, w *model.Weights, n, tokens int) {
+func report(b *testing.B, bt *blockTimes, w *model.Weights, n, tokens int, pools poolUsage, threads int) {
 	var dnLayers, attLayers int
 	for _, l := range w.Layers {
 		if l.DeltaNet != nil {
@@ -88,6 +88,18 @@ func report(b *testing.B, bt *blockTimes, w *model.Weights, n, tokens int) {
 	b.ReportMetric(head*1e3, "ms/head")
 	b.ReportMetric(full*1e3, "ms/pass-40-layers")
 	b.ReportMetric(float64(tokens)/full, "tok/s-40-layers")
+	// Where the threads' time went: the share of the wall time inside
+	// parallel regions, and how busy the threads were inside them.
+	if pools.Wall > 0 {
+		b.ReportMetric(pools.Wall.Seconds()/bt.total.Seconds(), "parallel-fraction")
+		b.ReportMetric(pools.Busy.Seconds()/(pools.Wall.Seconds()*float64(threads)), "thread-use-in-parallel")
+		b.ReportMetric(float64(pools.Regions)/float64(n), "regions/pass")
+	}
+}
+
+// since is the pool's usage since before.
+func (u poolUsage) since(before poolUsage) poolUsage {
+	return poolUsage{Regions: u.Regions - before.Regions, Wall: u.Wall - before.Wall, Busy: u.Busy - before.Busy}
 }
 
 // benchWeights is the synthetic benchmark checkpoint: full-size shapes from
@@ -128,7 +140,7 @@ func benchPrompt(n int) []int {
 }
 
 // BenchmarkDecode measures one decode step (greedy, through the cache) after
-// a 32-token prompt, on one full-size DeltaNet layer and one full-size
+// a 512-token prompt, on one full-size DeltaNet layer and one full-size
 // attention layer, and projects the full model.
 func BenchmarkDecode(b *testing.B) {
 	be, w := benchSetup(b)
@@ -137,15 +149,16 @@ func BenchmarkDecode(b *testing.B) {
 		b.Fatal(err)
 	}
 	greedy := &model.Sampling{}
-	if _, err := model.Prefill(be, w, seq, benchPrompt(32), 0, model.Input{Sample: greedy}); err != nil {
+	if _, err := model.Prefill(be, w, seq, benchPrompt(512), 0, model.Input{Sample: greedy}); err != nil {
 		b.Fatal(err)
 	}
 	var bt blockTimes
+	before := be.pool.usage()
 	b.ResetTimer()
 	for range b.N {
 		runTimed(b, be, w, seq, model.Input{Sample: greedy}, &bt)
 	}
-	report(b, &bt, w, b.N, 1)
+	report(b, &bt, w, b.N, 1, be.pool.usage().since(before), be.pool.threads)
 }
 
 // BenchmarkDecodeGoLoops is BenchmarkDecode with the assembly kernels off:
@@ -163,6 +176,7 @@ func BenchmarkPrefill512(b *testing.B) {
 	be, w := benchSetup(b)
 	prompt := benchPrompt(512)
 	var bt blockTimes
+	before := be.pool.usage()
 	b.ResetTimer()
 	for range b.N {
 		seq, err := be.NewSequence(1024)
@@ -171,7 +185,7 @@ func BenchmarkPrefill512(b *testing.B) {
 		}
 		runTimed(b, be, w, seq, model.Input{IDs: prompt, Logits: model.LogitsLast}, &bt)
 	}
-	report(b, &bt, w, b.N, len(prompt))
+	report(b, &bt, w, b.N, len(prompt), be.pool.usage().since(before), be.pool.threads)
 }
 
 // fullSizeAttention builds one attention layer of the full model's shape

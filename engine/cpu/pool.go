@@ -20,13 +20,15 @@ import (
 // The zero value with threads set works; a pool must not be copied after
 // its first region.
 type pool struct {
-	threads int
-	stats   poolStats
+	threads  int
+	stats    poolStats
+	inFlight atomic.Int64 // regions running; stats count only the outermost
 }
 
 // poolStats adds up where a pool's time went, for the benchmarks: wall is
-// the time spent inside parallel regions, busy the time each thread spent
-// in a region's pieces, summed over threads. busy/(wall·threads) is how
+// the time spent inside parallel regions (the outermost, when regions
+// nest), busy the time each thread spent in their pieces, summed over
+// threads. busy/(wall·threads) is how
 // well the threads were used inside the regions; wall against a pass's
 // total time is its parallel fraction.
 type poolStats struct {
@@ -144,6 +146,8 @@ func (p *pool) parallelFor(n, grain int, fn func(lo, hi int)) {
 	pieces := (n + piece - 1) / piece
 	helpers := min(threads, pieces) - 1
 	start := time.Now()
+	outermost := p.inFlight.Add(1) == 1
+	defer p.inFlight.Add(-1)
 	r := &region{fn: fn, n: n, piece: piece, pieces: pieces}
 	if helpers > 0 {
 		r.done = make(chan struct{}, 1)
@@ -159,7 +163,9 @@ func (p *pool) parallelFor(n, grain int, fn func(lo, hi int)) {
 	if helpers > 0 && r.state.Or(closed) != 0 {
 		<-r.done // helpers are still on their last pieces
 	}
-	p.stats.regions.Add(1)
-	p.stats.wall.Add(int64(time.Since(start)))
-	p.stats.busy.Add(r.busy.Load())
+	if outermost {
+		p.stats.regions.Add(1)
+		p.stats.wall.Add(int64(time.Since(start)))
+		p.stats.busy.Add(r.busy.Load())
+	}
 }
