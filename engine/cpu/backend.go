@@ -16,6 +16,12 @@ type Options struct {
 	// Sampler chooses tokens for passes that sample with anything but
 	// greedy parameters. Without one, such passes fail.
 	Sampler model.Sampler
+	// Precision of the products with quantized weights; "" is
+	// PrecisionFast.
+	Precision Precision
+	// ISA forces a level of vector instructions (ISAAVX2, ISAGeneric, ...)
+	// below the best this machine has; "" picks the best.
+	ISA ISA
 }
 
 // Backend is the CPU implementation of model.Backend.
@@ -24,6 +30,10 @@ type Backend struct {
 	w       *model.Weights
 	pool    pool
 	sampler model.Sampler
+	kern    kernelSet
+	// precision of the affine products: PrecisionFast and PrecisionInt8
+	// run q8.go's kernels; "" (a Backend literal in the tests) is exact.
+	precision Precision
 }
 
 // New makes a CPU backend for w, checking that every matrix holds what its
@@ -33,10 +43,19 @@ func New(w *model.Weights, opt Options) (*Backend, error) {
 	if threads <= 0 {
 		threads = runtime.GOMAXPROCS(0)
 	}
+	precision, err := ParsePrecision(string(opt.Precision))
+	if err != nil {
+		return nil, err
+	}
+	kern, err := kernelsFor(opt.ISA)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkWeights(w); err != nil {
 		return nil, err
 	}
-	return &Backend{cfg: w.Config, w: w, pool: pool{threads: threads}, sampler: opt.Sampler}, nil
+	return &Backend{cfg: w.Config, w: w, pool: pool{threads: threads}, sampler: opt.Sampler,
+		kern: kern, precision: precision}, nil
 }
 
 func checkWeights(w *model.Weights) error {
@@ -158,7 +177,18 @@ func checkShapes(w *model.Weights) error {
 }
 
 // Name implements model.Backend.
-func (b *Backend) Name() string { return fmt.Sprintf("cpu: %d threads", b.pool.threads) }
+func (b *Backend) Name() string {
+	return fmt.Sprintf("cpu: %d threads, %s", b.pool.threads, b.Kernels())
+}
+
+// Kernels says which kernels the backend runs.
+func (b *Backend) Kernels() KernelInfo {
+	k := KernelInfo{ISA: b.kern.isa, Precision: b.precision}
+	if k.Precision == "" {
+		k.Precision = PrecisionExact
+	}
+	return k
+}
 
 // Close implements model.Backend; the CPU backend holds nothing to release.
 func (b *Backend) Close() error { return nil }

@@ -18,13 +18,13 @@ import (
 // more of their scale).
 const fixtureTolerance = 1e-3
 
-func openModel(t testing.TB, dir string) (*Backend, *model.Weights) {
+func openModel(t testing.TB, dir string, opt Options) (*Backend, *model.Weights) {
 	m, err := checkpoint.Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	b, err := New(m.Weights, Options{})
+	b, err := New(m.Weights, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestFixturesGoKernels(t *testing.T) {
 }
 
 func checkReference(t *testing.T, ref *fixtures.Reference) {
-	b, w := openModel(t, ref.Dir)
+	b, w := openModel(t, ref.Dir, Options{Precision: PrecisionExact})
 	T := len(ref.Prompt)
 	seq, err := b.NewSequence(T + len(ref.GenIDs))
 	if err != nil {

@@ -199,6 +199,10 @@ func getScratch(n int) *[]float32 {
 // matMul computes y[t, o] = Σ_i x[t, i]·w[o, i] for t < rows, with x
 // [rows, w.In] and y [rows, w.Out] row-major.
 func (b *Backend) matMul(y, x []float32, rows int, w *model.Matrix) {
+	if b.quantizedActivations() {
+		b.fastProducts([]vecJob{{y: y, x: x, rows: rows, w: w}})
+		return
+	}
 	if rows < gemmMinTokens {
 		b.matVec(y, x, rows, w)
 		return
@@ -359,6 +363,10 @@ func (b *Backend) matVec(y, x []float32, rows int, w *model.Matrix) {
 // region instead of one per matrix saves the start and the ragged end of
 // each, which matter at a few milliseconds per layer.
 func (b *Backend) matVecs(jobs []vecJob) {
+	if b.quantizedActivations() {
+		b.fastProducts(jobs)
+		return
+	}
 	total := 0
 	for i := range jobs {
 		prepareVecJob(&jobs[i], jobs[:i])

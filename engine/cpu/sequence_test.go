@@ -35,7 +35,7 @@ func prefillPieces(t *testing.T, b *Backend, w *model.Weights, seq model.Sequenc
 func TestPrefillInPieces(t *testing.T) {
 	for _, ref := range fixtures.Models(t)[:2] {
 		t.Run(ref.Name, func(t *testing.T) {
-			b, w := openModel(t, ref.Dir)
+			b, w := openModel(t, ref.Dir, Options{})
 			one, _ := b.NewSequence(len(ref.Prompt))
 			whole := prefillPieces(t, b, w, one, ref.Prompt)
 			split, _ := b.NewSequence(len(ref.Prompt))
@@ -73,7 +73,7 @@ func TestPrefillInPieces(t *testing.T) {
 func TestSnapshotRestore(t *testing.T) {
 	for _, ref := range fixtures.Models(t)[:2] {
 		t.Run(ref.Name, func(t *testing.T) {
-			b, w := openModel(t, ref.Dir)
+			b, w := openModel(t, ref.Dir, Options{})
 			head, tail := ref.Prompt[:60], ref.Prompt[60:]
 
 			scratch, _ := b.NewSequence(len(ref.Prompt))
@@ -117,7 +117,7 @@ func TestSnapshotRestore(t *testing.T) {
 // config, not from the snapshot's slices.
 func TestSnapshotHoldsOnlyTheRowsInUse(t *testing.T) {
 	ref := fixtures.Models(t)[0]
-	b, w := openModel(t, ref.Dir)
+	b, w := openModel(t, ref.Dir, Options{})
 	c := &b.cfg
 	var attention, deltaNet int
 	for _, l := range w.Layers {
@@ -165,7 +165,7 @@ func TestSnapshotHoldsOnlyTheRowsInUse(t *testing.T) {
 // TestSequenceErrors checks the misuse a caller can run into.
 func TestSequenceErrors(t *testing.T) {
 	ref := fixtures.Models(t)[1]
-	b, w := openModel(t, ref.Dir)
+	b, w := openModel(t, ref.Dir, Options{})
 	seq, _ := b.NewSequence(4)
 	if _, err := model.Run(b, w, seq, model.Input{Sample: &model.Sampling{}}); err == nil {
 		t.Error("a pass without ids on a fresh sequence was accepted")
@@ -194,7 +194,7 @@ func TestSequenceErrors(t *testing.T) {
 // their config never reach the kernels.
 func TestNewRejectsBadShapes(t *testing.T) {
 	ref := fixtures.Models(t)[1]
-	_, w := openModel(t, ref.Dir)
+	_, w := openModel(t, ref.Dir, Options{})
 	bad := *w
 	bad.Layers = append([]model.Layer(nil), w.Layers...)
 	moe := bad.Layers[0].MoE

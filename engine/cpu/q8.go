@@ -1,0 +1,390 @@
+package cpu
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/suzuran-app/suzuran/engine/model"
+)
+
+// The fast path of the quantized matrix products (Precision Fast). Each
+// token row of x is quantized to int8 per weight group, and a group's
+// product is an integer dot product scaled once:
+//
+//	Σ_i x_i·(s·q_i + b) ≈ Σ_i d·xq_i·(s·q_i + b) = s·d·Σ_i q_i·xq_i + b·d·Σ_i xq_i
+//
+// with d = max|x|/127 over the group and xq_i = round(x_i/d). The bias goes
+// through the sum of the rounded activations, not the exact Σx: then the
+// result is exactly the product of the weights with the rounded x, whose
+// error Σ w_i·(x_i − d·xq_i) scales with the weights themselves. With the
+// exact Σx the codes' mean (about 7.5·s for 4 bits, which the bias cancels)
+// would meet the rounding errors alone: on the fixtures that made a layer's
+// output 10× less accurate. The weights are the checkpoint's bytes, used in place: the
+// 4-bit codes 0..15 and the 8-bit codes 0..255 are unsigned, the
+// activations signed, which is the operand order of vpdpbusd (AVX-512 VNNI),
+// vpmaddubsw (AVX2) and, after a bias of 128, sdot (arm64).
+//
+// Every kernel computes one (weight row, token row) pair with the same
+// arithmetic whatever else the call holds: eight int32 lanes per unit of
+// the row (a group, or two groups of 32 4-bit weights side by side), each
+// lane the exact sum of four byte products, then per unit and lane
+// acc = fma(float(isum), s·d, acc) and acc = fma(b, Σx, acc) (the bias
+// only in the first lane of its group), and at the end one fixed
+// horizontal sum. Integer sums are exact, so the vector width and the
+// number of token rows a kernel handles at once do not change a bit of a
+// row's result: a token's logits are the same alone or in any batch, which
+// continuous batching relies on. The SIMD levels share this float chain
+// and agree bit for bit; the Go loops round the products separately (Go
+// has no float32 fused multiply-add) and agree to a few ulp.
+
+// q8Layout is how the int8 kernels walk the rows of one affine matrix and
+// how a token row is prepared for it. A unit is the stretch of a row
+// between two float updates of the accumulator: one weight group, or, for
+// 4-bit weights in groups of 32, two groups side by side (lanes 0–3 and
+// 4–7), so that every unit fills whole 32-byte loads.
+type q8Layout struct {
+	bits, group int
+	wide        bool // int16 activations (PrecisionFast), else int8
+	split       bool // two groups of 32 4-bit weights per unit
+	unitElems   int  // weights per unit
+	chunks      int  // 32-byte weight loads per unit
+	units       int  // units per row
+	rowBytes    int  // packed weight bytes per row
+	xqBytes     int  // quantized activation bytes per unit
+	recordBytes int  // one token row prepared: units × (xqBytes + 64)
+}
+
+// newQ8Layout returns the layout for w, or false when the int8 kernels do
+// not take it: not affine, a group size other than 32 and multiples of 64
+// for 4 bits or multiples of 32 for 8 bits, or 4-bit groups of 32 in rows
+// that are not whole units of 64.
+func newQ8Layout(w *model.Matrix, wide bool) (q8Layout, bool) {
+	if w.DType != model.Affine {
+		return q8Layout{}, false
+	}
+	l := q8Layout{bits: w.Bits, group: w.GroupSize, wide: wide}
+	switch {
+	case w.Bits == 4 && w.GroupSize == 32:
+		l.split, l.unitElems = true, 64
+	case w.Bits == 4 && w.GroupSize%64 == 0:
+		l.unitElems = w.GroupSize
+	case w.Bits == 8 && w.GroupSize%32 == 0:
+		l.unitElems = w.GroupSize
+	default:
+		return q8Layout{}, false
+	}
+	if w.In%l.unitElems != 0 {
+		return q8Layout{}, false
+	}
+	l.chunks = l.unitElems * w.Bits / 8 / 32
+	l.units = w.In / l.unitElems
+	l.rowBytes = w.In * w.Bits / 8
+	l.xqBytes = l.unitElems
+	if wide {
+		l.xqBytes *= 2
+	}
+	l.recordBytes = l.units * (l.xqBytes + 64)
+	return l, true
+}
+
+// position is where element e of a unit goes among the unit's quantized
+// activations (in elements). 4-bit rows hold elements 2k and 2k+1 in the
+// low and high nibble of byte k, so each 64-wide chunk of x is stored in
+// the order the nibbles of a 32-byte load come out: with int8 activations
+// the even elements, then the odd ones; with int16 activations, which the
+// kernels meet sixteen bytes at a time, the even then the odd elements of
+// bytes 0–15, then those of bytes 16–31. 8-bit rows keep x's order.
+func (l *q8Layout) position(e int) int {
+	if l.bits == 8 {
+		return e
+	}
+	c, j := e/64, e%64
+	if l.wide {
+		k := j / 2
+		return c*64 + (k/16)*32 + (j%2)*16 + k%16
+	}
+	return c*64 + (j%2)*32 + j/2
+}
+
+// laneGroup is the group of the unit that lane k of the kernels' eight
+// int32 lanes sums: the only group unless split, else the first group in
+// lanes 0–3 with int8 activations, in lanes 0, 1, 4 and 5 with int16 ones
+// (the order in which vphaddd folds the two halves' lanes).
+func (l *q8Layout) laneGroup(k int) int {
+	switch {
+	case !l.split:
+		return 0
+	case l.wide:
+		return (k / 2) % 2
+	}
+	return k / 4
+}
+
+// laneOf is the int32 lane that byte k of a 32-byte weight chunk adds into
+// (q8RowGo's copy of the kernels' lanes).
+func (l *q8Layout) laneOf(k int) int {
+	switch {
+	case !l.wide:
+		return k / 4 // vpdpbusd: four bytes per lane
+	case l.split:
+		h, i := k/16, (k%16)/4
+		return i%2 + 2*h + 4*(i/2)
+	}
+	return (k % 16) / 2 // vpdpwssd on sixteen bytes widened: two per lane
+}
+
+// quantize prepares one token row x [In] into rec [recordBytes]: per unit
+// the int8 activations in kernel order, then eight lanes of d (the
+// activation scale of the lane's group) and eight lanes of d·Σxq (the
+// group's sum of rounded activations in its first lane, zero elsewhere).
+func (l *q8Layout) quantize(rec []byte, x []float32) {
+	per := l.unitElems / l.group // groups per unit: 2 when split, else 1
+	levels := float32(127)
+	if l.wide {
+		levels = 32767
+	}
+	for u := range l.units {
+		xu := x[u*l.unitElems : (u+1)*l.unitElems]
+		r := rec[u*(l.xqBytes+64) : (u+1)*(l.xqBytes+64)]
+		xq := r[:l.xqBytes]
+		d := (*[8]float32)(unsafe.Pointer(&r[l.xqBytes]))
+		xs := (*[8]float32)(unsafe.Pointer(&r[l.xqBytes+32]))
+		*xs = [8]float32{}
+		for g := range per {
+			seg := xu[g*l.group : (g+1)*l.group]
+			var amax float32
+			for _, v := range seg {
+				amax = max(amax, abs32(v))
+			}
+			var scale, inv float32
+			if amax > 0 {
+				scale, inv = amax/levels, levels/amax
+			}
+			var sum int32
+			for i, v := range seg {
+				q := int32(math.Round(float64(v * inv)))
+				q = min(max(q, -int32(levels)), int32(levels))
+				if pos := l.position(g*l.group + i); l.wide {
+					xq[2*pos], xq[2*pos+1] = byte(q), byte(q>>8)
+				} else {
+					xq[pos] = byte(int8(q))
+				}
+				sum += q
+			}
+			first := true
+			for k := range 8 {
+				if l.laneGroup(k) != g {
+					continue
+				}
+				d[k] = scale
+				if first {
+					xs[k] = scale * float32(sum)
+					first = false
+				}
+			}
+		}
+	}
+}
+
+func abs32(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
+
+// q8Tile is what an int8 kernel computes: one weight row against tokens
+// consecutive prepared token rows, writing one float per token. The
+// assembly reads the fields by offset: keep the order and the 8-byte
+// fields.
+type q8Tile struct {
+	w         *byte    // the row's packed weights
+	scales    *uint16  // the row's BF16 scales, one per group
+	biases    *uint16  // the row's BF16 biases
+	units     int      // units per row
+	chunks    int      // 32-byte weight loads per unit
+	x         *byte    // the first token's prepared row
+	xStride   int      // bytes from one prepared token row to the next
+	tokens    int      // token rows, at least 1
+	out       *float32 // the first token's output
+	outStride int      // bytes from one token's output to the next
+}
+
+// q8Kernels are one instruction set's int8 kernels; nil fields run the Go
+// loops (q8RowsGo).
+type q8Kernels struct {
+	q4      func(t *q8Tile) // 4-bit, groups of 64 or multiples, int8 activations
+	q4Split func(t *q8Tile) // 4-bit, groups of 32, int8 activations
+	q8      func(t *q8Tile) // 8-bit, groups of multiples of 32, int8 activations
+	// The same with int16 activations (vpdpwssd, vpmaddwd).
+	w4, w4Split, w8 func(t *q8Tile)
+}
+
+// kernel returns the assembly kernel for l, or nil for the Go loops.
+func (k *q8Kernels) kernel(l *q8Layout) func(*q8Tile) {
+	switch {
+	case l.bits == 8 && l.wide:
+		return k.w8
+	case l.bits == 8:
+		return k.q8
+	case l.split && l.wide:
+		return k.w4Split
+	case l.split:
+		return k.q4Split
+	case l.wide:
+		return k.w4
+	}
+	return k.q4
+}
+
+// q8RowGo is the Go version of a kernel for one weight row o and one
+// prepared token row rec: the same lanes and the same order of float
+// operations as the assembly, with each product rounded separately.
+func q8RowGo(l *q8Layout, w *model.Matrix, o int, rec []byte) float32 {
+	row := w.Data[o*l.rowBytes : (o+1)*l.rowBytes]
+	groups := w.In / w.GroupSize
+	scales := u16s(w.Scales)[o*groups : (o+1)*groups]
+	biases := u16s(w.Biases)[o*groups : (o+1)*groups]
+	per := l.unitElems / l.group
+	// act reads quantized activation i of the unit.
+	act := func(xq []byte, i int) int32 {
+		if l.wide {
+			return int32(int16(uint16(xq[2*i]) | uint16(xq[2*i+1])<<8))
+		}
+		return int32(int8(xq[i]))
+	}
+	var acc [8]float32
+	for u := range l.units {
+		r := rec[u*(l.xqBytes+64) : (u+1)*(l.xqBytes+64)]
+		d := (*[8]float32)(unsafe.Pointer(&r[l.xqBytes]))
+		xs := (*[8]float32)(unsafe.Pointer(&r[l.xqBytes+32]))
+		var isum [8]int32
+		for c := range l.chunks {
+			wb := row[(u*l.chunks+c)*32 : (u*l.chunks+c+1)*32]
+			for k, q := range wb {
+				lane := l.laneOf(k)
+				if l.bits == 8 {
+					isum[lane] += int32(q) * act(r, c*32+k)
+					continue
+				}
+				// The positions of elements 2k and 2k+1 of the chunk.
+				lo, hi := l.position(c*64+2*k), l.position(c*64+2*k+1)
+				isum[lane] += int32(q&15)*act(r, lo) + int32(q>>4)*act(r, hi)
+			}
+		}
+		for k := range 8 {
+			g := u*per + l.laneGroup(k)
+			s, b := bf16(scales[g]), bf16(biases[g])
+			acc[k] += float32(float32(isum[k]) * float32(s*d[k]))
+			acc[k] += float32(b * xs[k])
+		}
+	}
+	// The assembly's horizontal sum: the halves, then two pairwise adds.
+	h0, h1, h2, h3 := acc[0]+acc[4], acc[1]+acc[5], acc[2]+acc[6], acc[3]+acc[7]
+	return (h0 + h1) + (h2 + h3)
+}
+
+// q8Input is x prepared for one layout: rows token rows of recordBytes.
+type q8Input struct {
+	layout q8Layout
+	data   []byte
+}
+
+// prepareQ8 quantizes the rows of x for the layout l.
+func (b *Backend) prepareQ8(l q8Layout, x []float32, rows, in int) *q8Input {
+	p := &q8Input{layout: l, data: make([]byte, rows*l.recordBytes)}
+	b.pool.parallelFor(rows, 16, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			l.quantize(p.data[t*l.recordBytes:(t+1)*l.recordBytes], x[t*in:(t+1)*in])
+		}
+	})
+	return p
+}
+
+// fastProducts runs matrix products on the fast path, in one parallel
+// region over all their output rows like matVecs. Affine matrices the int8
+// kernels take go through them, with x prepared once per layout and shared
+// by the jobs over the same input (q, k and v; the experts' gate and up);
+// other matrices run the exact per-token loops of matVec, which are just as
+// independent of the number of token rows.
+func (b *Backend) fastProducts(jobs []vecJob) {
+	inputs := make([]*q8Input, len(jobs))
+	total := 0
+	for i := range jobs {
+		j := &jobs[i]
+		total += j.w.Out
+		l, ok := newQ8Layout(j.w, b.precision == PrecisionFast)
+		if !ok {
+			prepareVecJob(j, jobs[:i])
+			continue
+		}
+		for e := range i {
+			if inputs[e] != nil && inputs[e].layout == l && jobs[e].rows == j.rows && &jobs[e].x[0] == &j.x[0] {
+				inputs[i] = inputs[e]
+				break
+			}
+		}
+		if inputs[i] == nil {
+			inputs[i] = b.prepareQ8(l, j.x, j.rows, j.w.In)
+		}
+	}
+	b.pool.parallelFor(total, 16, func(lo, hi int) {
+		base := 0
+		for i := range jobs {
+			j := &jobs[i]
+			a, z := max(lo-base, 0), min(hi-base, j.w.Out)
+			base += j.w.Out
+			if a >= z {
+				continue
+			}
+			if inputs[i] != nil {
+				b.kern.q8.q8Rows(j.y, j.rows, j.w, inputs[i], a, z)
+				continue
+			}
+			for r0 := a; r0 < z; r0 += fastRowBlock {
+				j.rowsRange(r0, min(r0+fastRowBlock, z))
+			}
+		}
+	})
+}
+
+// fastRowBlock and fastTokenBlock tile a product of many token rows: a
+// block of weight rows (32 rows of 1 KiB for a 2048-wide 4-bit matrix)
+// meets a block of prepared token rows (64 rows of 4 KiB) while both stay
+// in a core's L2 cache.
+const (
+	fastRowBlock   = 32
+	fastTokenBlock = 64
+)
+
+// q8Rows computes y[t, o] for o in [lo, hi) and every token row of p.
+func (k *q8Kernels) q8Rows(y []float32, rows int, w *model.Matrix, p *q8Input, lo, hi int) {
+	l := &p.layout
+	kern := k.kernel(l)
+	groups := w.In / w.GroupSize
+	// One tile for the whole call: the kernel is called through a func
+	// value, so the tile escapes, and this way it is allocated once.
+	tile := new(q8Tile)
+	for r0 := lo; r0 < hi; r0 += fastRowBlock {
+		r1 := min(r0+fastRowBlock, hi)
+		for t0 := 0; t0 < rows; t0 += fastTokenBlock {
+			t1 := min(t0+fastTokenBlock, rows)
+			for o := r0; o < r1; o++ {
+				if kern == nil {
+					for t := t0; t < t1; t++ {
+						y[t*w.Out+o] = q8RowGo(l, w, o, p.data[t*l.recordBytes:(t+1)*l.recordBytes])
+					}
+					continue
+				}
+				*tile = q8Tile{
+					w:         &w.Data[o*l.rowBytes],
+					scales:    &u16s(w.Scales)[o*groups],
+					biases:    &u16s(w.Biases)[o*groups],
+					units:     l.units,
+					chunks:    l.chunks,
+					x:         &p.data[t0*l.recordBytes],
+					xStride:   l.recordBytes,
+					tokens:    t1 - t0,
+					out:       &y[t0*w.Out+o],
+					outStride: 4 * w.Out,
+				}
+				kern(tile)
+			}
+		}
+	}
+}

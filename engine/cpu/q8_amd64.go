@@ -1,0 +1,60 @@
+package cpu
+
+import "golang.org/x/sys/cpu"
+
+// machineKernels lists the levels this CPU runs, best first: AVX-512 VNNI
+// (needs VL for the 256-bit forms the kernels use), AVX2 with FMA, then
+// the Go loops.
+func machineKernels() []kernelSet {
+	var levels []kernelSet
+	avx2 := cpu.X86.HasAVX2 && cpu.X86.HasFMA
+	f32 := simdKernels{q4Row: q4RowAVX2, q4Dequant: q4DequantAVX2, dot4: dot4AVX2, dot4x2: dot4x2AVX2, dot: dotAVX2,
+		deltaStep: deltaStepAVX2, axpy: axpyAVX2, gemm6x16: gemm6x16AVX2, dotBF16: dotBF16AVX2}
+	if avx2 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512VL {
+		levels = append(levels, kernelSet{isa: ISAVNNI, f32: f32,
+			q8: q8Kernels{q4: q4TileVNNI, q4Split: q4SplitTileVNNI, q8: q8TileVNNI,
+				w4: w4TileVNNI, w4Split: w4SplitTileVNNI, w8: w8TileVNNI}})
+	}
+	if avx2 {
+		levels = append(levels, kernelSet{isa: ISAAVX2, f32: f32,
+			q8: q8Kernels{q4: q4TileAVX2, q4Split: q4SplitTileAVX2, q8: q8TileAVX2,
+				w4: w4TileAVX2, w4Split: w4SplitTileAVX2, w8: w8TileAVX2}})
+	}
+	return append(levels, kernelSet{isa: ISAGeneric})
+}
+
+//go:noescape
+func q4TileVNNI(t *q8Tile)
+
+//go:noescape
+func q4SplitTileVNNI(t *q8Tile)
+
+//go:noescape
+func q8TileVNNI(t *q8Tile)
+
+//go:noescape
+func q4TileAVX2(t *q8Tile)
+
+//go:noescape
+func q4SplitTileAVX2(t *q8Tile)
+
+//go:noescape
+func q8TileAVX2(t *q8Tile)
+
+//go:noescape
+func w4TileVNNI(t *q8Tile)
+
+//go:noescape
+func w4SplitTileVNNI(t *q8Tile)
+
+//go:noescape
+func w8TileVNNI(t *q8Tile)
+
+//go:noescape
+func w4TileAVX2(t *q8Tile)
+
+//go:noescape
+func w4SplitTileAVX2(t *q8Tile)
+
+//go:noescape
+func w8TileAVX2(t *q8Tile)

@@ -1,0 +1,240 @@
+package cpu
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/suzuran-app/suzuran/engine/model"
+)
+
+// q8Cases are the matrix shapes of the int8 tests: every layout the
+// kernels take (4-bit in groups of 32, 64 and 128, 8-bit in groups of 32,
+// 64 and 128), row counts that are not multiples of the row block or the
+// thread split, and matrices the int8 kernels do not take (4-bit in groups
+// of 16; 4-bit in groups of 32 with a width that is not a multiple of 64,
+// which would leave half a 32-byte load; BF16), which the fast path runs
+// with the exact loops.
+var q8Cases = []struct {
+	dtype       model.DType
+	bits, group int
+	out, in     int
+}{
+	{model.Affine, 4, 64, 37, 192},
+	{model.Affine, 4, 32, 13, 128},
+	{model.Affine, 4, 32, 200, 192},
+	{model.Affine, 4, 32, 7, 96},
+	{model.Affine, 4, 128, 29, 256},
+	{model.Affine, 8, 64, 37, 192},
+	{model.Affine, 8, 32, 6, 160},
+	{model.Affine, 8, 128, 11, 384},
+	{model.Affine, 4, 64, 130, 2048},
+	{model.Affine, 4, 16, 9, 48},
+	{model.BF16, 0, 0, 21, 131},
+}
+
+// q8Rows are token counts around the kernels' blocks (64 tokens) and the
+// exact path's switch to its GEMM (4 and 12 rows).
+var q8Rows = []int{1, 2, 3, 4, 5, 9, 12, 17, 33, 70}
+
+// fastBackends is one backend per quantized-activation precision (fast:
+// int16, int8) and instruction set this machine runs, on three threads so
+// that the row split is uneven.
+func fastBackends(t *testing.T) []*Backend {
+	var out []*Backend
+	for _, p := range []Precision{PrecisionFast, PrecisionInt8} {
+		for _, isa := range ISAs() {
+			k, err := kernelsFor(isa)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, &Backend{pool: pool{threads: 3}, kern: k, precision: p})
+		}
+	}
+	return out
+}
+
+// levels is the largest quantized activation of the backend's precision.
+func (b *Backend) levels() float64 {
+	if b.precision == PrecisionInt8 {
+		return 127
+	}
+	return 32767
+}
+
+func (b *Backend) testName() string { return string(b.precision) + "/" + string(b.kern.isa) }
+
+// TestQ8Products checks the fast path against a float64 product of the
+// exact dequantized weights, on each instruction set. The int8 rounding of
+// x moves each element by at most half its group's step d = max|x|/127, so
+// a group's product moves by at most ½·d·Σ|w|; the bound adds those over
+// the groups, plus 1e-5 of Σ|w·x| for the f32 accumulation (as in
+// TestMatMul). A wrong nibble order, lane scale or bias lane is off by a
+// sizeable part of Σ|w·x|, far above it. Matrices the int8 kernels do not
+// take must match the exact loops' tolerance, 1e-5 of Σ|w·x|.
+func TestQ8Products(t *testing.T) {
+	for _, b := range fastBackends(t) {
+		t.Run(b.testName(), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(21, 22))
+			for _, c := range q8Cases {
+				tm := newTestMatrix(rng, c.dtype, c.out, c.in, c.bits, c.group)
+				if err := checkMatrix(&tm.m); err != nil {
+					t.Fatal(err)
+				}
+				_, int8Path := newQ8Layout(&tm.m, b.precision == PrecisionFast)
+				for _, rows := range q8Rows {
+					x := randomVector(rng, rows*c.in)
+					y := make([]float32, rows*c.out)
+					b.matMul(y, x, rows, &tm.m)
+					worst := 0.0
+					for r := range rows {
+						xr := x[r*c.in : (r+1)*c.in]
+						for o := range c.out {
+							var want, mag float64
+							for i, w := range tm.ref[o] {
+								want += w * float64(xr[i])
+								mag += math.Abs(w * float64(xr[i]))
+							}
+							tol := 1e-5 * mag
+							if int8Path {
+								tol += quantBound(&tm, o, xr, b.levels())
+							}
+							if e := math.Abs(float64(y[r*c.out+o]) - want); e > tol || math.IsNaN(e) {
+								t.Fatalf("%v%d-g%d-%dx%d rows %d: y[%d, %d] = %v, want %v ± %.3g",
+									c.dtype, c.bits, c.group, c.out, c.in, rows, r, o, y[r*c.out+o], want, tol)
+							}
+							worst = max(worst, math.Abs(float64(y[r*c.out+o])-want)/mag)
+						}
+					}
+					if rows == 33 {
+						t.Logf("%v%d-g%d-%dx%d: worst error %.2e of Σ|w·x|", c.dtype, c.bits, c.group, c.out, c.in, worst)
+					}
+				}
+			}
+		})
+	}
+}
+
+// quantBound is ½·Σ_g d_g·Σ_{i∈g} |w_i| for row o of an affine test matrix
+// against x: the fast path computes the product of the weights with x
+// rounded to steps of d_g = max|x|/levels per group, each element moved by
+// at most half a step.
+func quantBound(tm *testMatrix, o int, x []float32, levels float64) float64 {
+	gs := tm.m.GroupSize
+	var bound float64
+	for g := range tm.m.In / gs {
+		var amax, wsum float64
+		for i := g * gs; i < (g+1)*gs; i++ {
+			amax = max(amax, math.Abs(float64(x[i])))
+			wsum += math.Abs(tm.ref[o][i])
+		}
+		bound += 0.5 * amax / levels * wsum
+	}
+	// d itself is rounded to f32: a relative 1e-7, covered by 1.001.
+	return bound * 1.001
+}
+
+// TestQ8BatchInvariance checks the invariant continuous batching relies
+// on: a token row's output is bit for bit the same computed alone, in any
+// batch, through matMul or matVecs beside other products of the same
+// input, and on any number of threads.
+func TestQ8BatchInvariance(t *testing.T) {
+	for _, b := range fastBackends(t) {
+		t.Run(b.testName(), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(23, 24))
+			for _, c := range q8Cases {
+				tm := newTestMatrix(rng, c.dtype, c.out, c.in, c.bits, c.group)
+				other := newTestMatrix(rng, c.dtype, 5, c.in, c.bits, c.group)
+				const rows = 70
+				x := randomVector(rng, rows*c.in)
+				all := make([]float32, rows*c.out)
+				b.matMul(all, x, rows, &tm.m)
+				name := fmt.Sprintf("%v%d-g%d-%dx%d", c.dtype, c.bits, c.group, c.out, c.in)
+				one := &Backend{pool: pool{threads: 1}, kern: b.kern, precision: b.precision}
+				for _, batch := range []struct{ first, n int }{{0, 1}, {5, 1}, {69, 1}, {3, 2}, {10, 5}, {1, 13}, {60, 10}} {
+					xs := x[batch.first*c.in : (batch.first+batch.n)*c.in]
+					y := make([]float32, batch.n*c.out)
+					y2 := make([]float32, batch.n*other.m.Out)
+					one.matVecs([]vecJob{{y: y2, x: xs, rows: batch.n, w: &other.m}, {y: y, x: xs, rows: batch.n, w: &tm.m}})
+					for r := range batch.n {
+						for o := range c.out {
+							got, want := y[r*c.out+o], all[(batch.first+r)*c.out+o]
+							if math.Float32bits(got) != math.Float32bits(want) {
+								t.Fatalf("%s: token %d row %d in a batch of %d gives %v, in the batch of %d %v",
+									name, batch.first+r, o, batch.n, got, rows, want)
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestQ8LevelsAgree checks that the SIMD levels agree bit for bit (they
+// share the integer lanes and the float chain) and that the Go loops agree
+// with them to within the rounding of the products they do not fuse: 1e-6
+// of Σ|w·x|.
+func TestQ8LevelsAgree(t *testing.T) {
+	all := fastBackends(t)
+	n := len(all) / 2
+	for _, backends := range [][]*Backend{all[:n], all[n:]} {
+		t.Run(string(backends[0].precision), func(t *testing.T) { levelsAgree(t, backends) })
+	}
+}
+
+func levelsAgree(t *testing.T, backends []*Backend) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	for _, c := range q8Cases {
+		tm := newTestMatrix(rng, c.dtype, c.out, c.in, c.bits, c.group)
+		const rows = 9
+		x := randomVector(rng, rows*c.in)
+		var first []float32
+		for _, b := range backends {
+			y := make([]float32, rows*c.out)
+			b.matMul(y, x, rows, &tm.m)
+			if first == nil {
+				first = y
+				continue
+			}
+			for i := range y {
+				r, o := i/c.out, i%c.out
+				if b.kern.isa != ISAGeneric {
+					if math.Float32bits(y[i]) != math.Float32bits(first[i]) {
+						t.Fatalf("%v%d-g%d: %s gives %v for [%d, %d], %s %v", c.dtype, c.bits, c.group,
+							b.kern.isa, y[i], r, o, backends[0].kern.isa, first[i])
+					}
+					continue
+				}
+				var mag float64
+				for k, w := range tm.ref[o] {
+					mag += math.Abs(w * float64(x[r*c.in+k]))
+				}
+				if d := math.Abs(float64(y[i]) - float64(first[i])); d > 1e-6*mag {
+					t.Fatalf("%v%d-g%d: the Go loops give %v for [%d, %d], %s %v", c.dtype, c.bits, c.group,
+						y[i], r, o, backends[0].kern.isa, first[i])
+				}
+			}
+		}
+	}
+}
+
+// TestKernelsFor checks that a level the machine lacks is refused with the
+// levels it has, and that every listed level can be chosen.
+func TestKernelsFor(t *testing.T) {
+	for _, isa := range ISAs() {
+		if k, err := kernelsFor(isa); err != nil || k.isa != isa {
+			t.Errorf("%s: %v, %v", isa, k.isa, err)
+		}
+	}
+	if _, err := kernelsFor("sse9"); err == nil {
+		t.Error("an unknown instruction set was accepted")
+	}
+	if _, err := ParsePrecision("half"); err == nil {
+		t.Error("an unknown precision was accepted")
+	}
+	if p, err := ParsePrecision(""); err != nil || p != PrecisionFast {
+		t.Errorf("default precision: %v, %v", p, err)
+	}
+}
