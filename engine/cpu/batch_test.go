@@ -57,7 +57,7 @@ func TestBatchExact(t *testing.T) {
 	for _, ref := range fixtures.Models(t)[:2] {
 		t.Run(ref.Name, func(t *testing.T) {
 			withKernels(t, func(t *testing.T) {
-				b, w := openModel(t, ref.Dir)
+				b, w := openModel(t, ref.Dir, Options{})
 				// Alone: each sequence's passes by themselves.
 				alone := make([][]model.Result, len(plans))
 				for i, plan := range plans {
@@ -133,7 +133,7 @@ func TestBatchExact(t *testing.T) {
 // TestBatchRefuses checks what a batch may not hold.
 func TestBatchRefuses(t *testing.T) {
 	ref := fixtures.Models(t)[0]
-	b, w := openModel(t, ref.Dir)
+	b, w := openModel(t, ref.Dir, Options{})
 	a, _ := b.NewSequence(16)
 	c, _ := b.NewSequence(16)
 	greedy := &model.Sampling{}

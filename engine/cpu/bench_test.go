@@ -191,7 +191,7 @@ func BenchmarkPrefill512(b *testing.B) {
 // fullSizeAttention builds one attention layer of the full model's shape
 // with random 4-bit weights (no checkpoint needed) and a sequence holding
 // context positions of random keys and values in its cache.
-func fullSizeAttention(tb testing.TB, context int) (*Backend, *model.Attention, *sequence) {
+func fullSizeAttention(tb testing.TB, context int, precision Precision) (*Backend, *model.Attention, *sequence) {
 	cfg, err := checkpoint.ParseConfig(synth.FullSizeConfig(), "full-size config")
 	if err != nil {
 		tb.Fatal(err)
@@ -208,7 +208,11 @@ func fullSizeAttention(tb testing.TB, context int) (*Backend, *model.Attention, 
 	att.V = newTestMatrix(rng, model.Affine, KV*D, hidden, 4, 64).m
 	att.O = newTestMatrix(rng, model.Affine, hidden, H*D, 4, 64).m
 	w := &model.Weights{Config: *cfg, Layers: []model.Layer{{Attention: att}}, Embed: model.Matrix{Out: 1000}}
-	b := &Backend{cfg: *cfg, w: w, pool: pool{threads: runtime.GOMAXPROCS(0)}}
+	kern, err := kernelsFor(ISAAuto)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b := &Backend{cfg: *cfg, w: w, pool: pool{threads: runtime.GOMAXPROCS(0)}, kern: kern, precision: precision}
 	s, err := b.NewSequence(context + 64)
 	if err != nil {
 		tb.Fatal(err)
@@ -222,16 +226,19 @@ func fullSizeAttention(tb testing.TB, context int) (*Backend, *model.Attention, 
 }
 
 // BenchmarkAttentionDecode measures one decode step of a full-size attention
-// block (projections, attention over the cache, gated output) at 512
-// positions of context; the cache is cut back after each step.
+// block (projections, attention over the cache, gated output) at 16 and 512
+// positions of context, with the exact and the fast (quantized
+// activations) products; the cache is cut back after each step.
 func BenchmarkAttentionDecode(b *testing.B) {
-	for _, context := range []int{16, 512} {
-		b.Run(fmt.Sprintf("context%d", context), func(b *testing.B) { benchAttentionDecode(b, context) })
+	for _, precision := range []Precision{PrecisionExact, PrecisionFast} {
+		for _, context := range []int{16, 512} {
+			b.Run(fmt.Sprintf("%s/context%d", precision, context), func(b *testing.B) { benchAttentionDecode(b, context, precision) })
+		}
 	}
 }
 
-func benchAttentionDecode(b *testing.B, context int) {
-	be, att, seq := fullSizeAttention(b, context)
+func benchAttentionDecode(b *testing.B, context int, precision Precision) {
+	be, att, seq := fullSizeAttention(b, context, precision)
 	x := &tensor{rows: 1, width: be.cfg.HiddenSize, data: randomVector(rand.New(rand.NewPCG(1, 2)), be.cfg.HiddenSize)}
 	kvw := be.kvWidth()
 	cpu0 := processCPU()

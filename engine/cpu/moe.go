@@ -235,8 +235,14 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 func (p *pass) swiGLU(x *tensor, gate, up, down *model.Matrix) *tensor {
 	g := newTensor(x.rows, gate.Out)
 	u := make([]float32, x.rows*up.Out)
-	p.b.matMul(g.data, x.data, x.rows, gate)
-	p.b.matMul(u, x.data, x.rows, up)
+	if p.b.quantizedActivations() {
+		// One call for both, so x is quantized once for the two (the
+		// fast path computes each row alone, whatever the call).
+		p.b.matVecs([]vecJob{{y: g.data, x: x.data, rows: x.rows, w: gate}, {y: u, x: x.data, rows: x.rows, w: up}})
+	} else {
+		p.b.matMul(g.data, x.data, x.rows, gate)
+		p.b.matMul(u, x.data, x.rows, up)
+	}
 	p.b.pool.parallelFor(len(u), 4096, func(lo, hi int) {
 		swiGLUActivation(g.data[lo:hi], g.data[lo:hi], u[lo:hi])
 	})

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -9,62 +10,66 @@ import (
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
-// testMoE is a small MoE layer of f32 weights with their values.
+// testMoE is a small MoE layer with the exact values of its weights.
 type testMoE struct {
 	w                                *model.MoE
-	router, sharedExpert             []float32
-	gate, up, down                   [][]float32
-	sharedGate, sharedUp, sharedDown []float32
+	router, sharedExpert             [][]float64
+	gate, up, down                   [][][]float64
+	sharedGate, sharedUp, sharedDown [][]float64
 }
 
-func newTestMoE(rng *rand.Rand, cfg *model.Config) *testMoE {
+// newTestMoE makes the experts' matrices in dtype (4-bit affine in groups
+// of 64, or F32) and the router and shared-expert gate in F32.
+func newTestMoE(rng *rand.Rand, cfg *model.Config, dtype model.DType) *testMoE {
 	H, E, I, S := cfg.HiddenSize, cfg.NumExperts, cfg.MoEIntermediate, cfg.SharedIntermediate
 	m := &testMoE{w: &model.MoE{Gate: make([]model.Matrix, E), Up: make([]model.Matrix, E), Down: make([]model.Matrix, E)},
-		gate: make([][]float32, E), up: make([][]float32, E), down: make([][]float32, E)}
-	m.w.Router, m.router = f32Matrix(rng, "router", E, H, 1)
-	m.w.SharedExpert, m.sharedExpert = f32Matrix(rng, "shared_expert_gate", 1, H, 0.3)
-	m.w.SharedGate, m.sharedGate = f32Matrix(rng, "shared.gate", S, H, 0.3)
-	m.w.SharedUp, m.sharedUp = f32Matrix(rng, "shared.up", S, H, 0.3)
-	m.w.SharedDown, m.sharedDown = f32Matrix(rng, "shared.down", H, S, 0.3)
+		gate: make([][][]float64, E), up: make([][][]float64, E), down: make([][][]float64, E)}
+	matrix := func(dt model.DType, out, in int) (model.Matrix, [][]float64) {
+		t := newTestMatrix(rng, dt, out, in, 4, 64)
+		return t.m, t.ref
+	}
+	m.w.Router, m.router = matrix(model.F32, E, H)
+	m.w.SharedExpert, m.sharedExpert = matrix(model.F32, 1, H)
+	m.w.SharedGate, m.sharedGate = matrix(dtype, S, H)
+	m.w.SharedUp, m.sharedUp = matrix(dtype, S, H)
+	m.w.SharedDown, m.sharedDown = matrix(dtype, H, S)
 	for e := range E {
-		m.w.Gate[e], m.gate[e] = f32Matrix(rng, "gate", I, H, 0.3)
-		m.w.Up[e], m.up[e] = f32Matrix(rng, "up", I, H, 0.3)
-		m.w.Down[e], m.down[e] = f32Matrix(rng, "down", H, I, 0.3)
+		m.w.Gate[e], m.gate[e] = matrix(dtype, I, H)
+		m.w.Up[e], m.up[e] = matrix(dtype, I, H)
+		m.w.Down[e], m.down[e] = matrix(dtype, H, I)
 	}
 	return m
 }
 
 // reference is MODEL.md's MoE of one row in float64.
 func (m *testMoE) reference(cfg *model.Config, x []float32) []float64 {
-	H, E := cfg.HiddenSize, cfg.NumExperts
-	matVec := func(w []float32, out int, x []float64) []float64 {
-		y := make([]float64, out)
+	E := cfg.NumExperts
+	matVec := func(w [][]float64, x []float64) []float64 {
+		y := make([]float64, len(w))
 		for o := range y {
 			for i, v := range x {
-				y[o] += float64(w[o*len(x)+i]) * v
+				y[o] += w[o][i] * v
 			}
 		}
 		return y
 	}
 	silu := func(v float64) float64 { return v / (1 + math.Exp(-v)) }
-	expert := func(gate, up, down []float32, inter int, x []float64) []float64 {
-		g, u := matVec(gate, inter, x), matVec(up, inter, x)
+	expert := func(gate, up, down [][]float64, x []float64) []float64 {
+		g, u := matVec(gate, x), matVec(up, x)
 		for i := range g {
 			g[i] = silu(g[i]) * u[i]
 		}
-		return matVec(down, H, g)
+		return matVec(down, g)
 	}
-	xf := make([]float64, H)
+	xf := make([]float64, len(x))
 	for i, v := range x {
 		xf[i] = float64(v)
 	}
-	logits := matVec(m.router, E, xf)
+	logits := matVec(m.router, xf)
 	maxLogit := slices.Max(logits)
 	probs := make([]float64, E)
-	var sum float64
 	for e, l := range logits {
 		probs[e] = math.Exp(l - maxLogit)
-		sum += probs[e]
 	}
 	order := make([]int, E)
 	for e := range order {
@@ -76,13 +81,13 @@ func (m *testMoE) reference(cfg *model.Config, x []float32) []float64 {
 	for _, e := range chosen {
 		chosenSum += probs[e]
 	}
-	y := expert(m.sharedGate, m.sharedUp, m.sharedDown, cfg.SharedIntermediate, xf)
-	g := 1 / (1 + math.Exp(-matVec(m.sharedExpert, 1, xf)[0]))
+	y := expert(m.sharedGate, m.sharedUp, m.sharedDown, xf)
+	g := 1 / (1 + math.Exp(-matVec(m.sharedExpert, xf)[0]))
 	for d := range y {
 		y[d] *= g
 	}
 	for _, e := range chosen {
-		ye := expert(m.gate[e], m.up[e], m.down[e], cfg.MoEIntermediate, xf)
+		ye := expert(m.gate[e], m.up[e], m.down[e], xf)
 		for d := range y {
 			y[d] += probs[e] / chosenSum * ye[d]
 		}
@@ -105,17 +110,39 @@ func cmpFloat(a, b float64) int {
 // steps and prefill chunks choosing overlapping experts, so experts are
 // grouped across sequences) and requires the sequence's rows to come out
 // bit for bit the same: the invariant continuous batching relies on. The
-// rows alone are also checked against a float64 MoE written from MODEL.md
-// at 1e-4 of the output scale (f32 sums of a few hundred products).
+// rows alone are also checked against a float64 MoE written from MODEL.md:
+// at 1e-4 of the output scale on the exact path (f32 sums of a few hundred
+// products), at 5e-3 on the fast path (its bar: activations rounded to
+// int16 per group). Both precisions, 4-bit and F32 experts, assembly and Go
+// loops.
 func TestMoEBatchComposition(t *testing.T) {
-	withKernels(t, func(t *testing.T) {
-		cfg := model.Config{HiddenSize: 40, NumLayers: 1, NumExperts: 7, ExpertsPerToken: 3,
-			MoEIntermediate: 24, SharedIntermediate: 20, RMSNormEps: 1e-6}
+	for _, c := range []struct {
+		precision Precision
+		dtype     model.DType
+		tolerance float64
+	}{{PrecisionExact, model.F32, 1e-4}, {PrecisionExact, model.Affine, 1e-4}, {PrecisionFast, model.Affine, 5e-3}} {
+		t.Run(fmt.Sprintf("%s_%v", c.precision, c.dtype), func(t *testing.T) {
+			withKernels(t, func(t *testing.T) { testMoEBatchComposition(t, c.precision, c.dtype, c.tolerance) })
+		})
+	}
+}
+
+func testMoEBatchComposition(t *testing.T, precision Precision, dtype model.DType, tolerance float64) {
+	{
+		cfg := model.Config{HiddenSize: 128, NumLayers: 1, NumExperts: 7, ExpertsPerToken: 3,
+			MoEIntermediate: 64, SharedIntermediate: 128, RMSNormEps: 1e-6}
 		rng := rand.New(rand.NewPCG(51, 52))
-		m := newTestMoE(rng, &cfg)
+		m := newTestMoE(rng, &cfg, dtype)
 		normWeight := randomVector(rng, cfg.HiddenSize)
 		w := &model.Weights{Config: cfg, Layers: []model.Layer{{MoE: *m.w}}, Embed: model.Matrix{Out: 100}}
-		b := &Backend{cfg: cfg, w: w, pool: pool{threads: 3}}
+		kern := kernelSet{isa: ISAGeneric}
+		if simd.dot4 != nil {
+			var err error
+			if kern, err = kernelsFor(ISAAuto); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := &Backend{cfg: cfg, w: w, pool: pool{threads: 3}, kern: kern, precision: precision}
 
 		// Each sequence's rows, fixed per sequence.
 		rowsOf := func(seq, n int) []float32 {
@@ -172,7 +199,7 @@ func TestMoEBatchComposition(t *testing.T) {
 						scale = max(scale, math.Abs(v))
 					}
 					for d, v := range want {
-						if got := float64(aloneMoE[0][r*cfg.HiddenSize+d]); math.Abs(got-v) > 1e-4*scale {
+						if got := float64(aloneMoE[0][r*cfg.HiddenSize+d]); math.Abs(got-v) > tolerance*scale {
 							t.Fatalf("row %d dim %d: MoE %v, float64 reference %v", r, d, got, v)
 						}
 					}
@@ -189,7 +216,7 @@ func TestMoEBatchComposition(t *testing.T) {
 				}
 			})
 		}
-	})
+	}
 }
 
 // TestCombineExpertsOrder checks that a row's MoE sum is taken in the order
