@@ -213,7 +213,7 @@ func fullSizeAttention(tb testing.TB, context int, precision Precision) (*Backen
 		tb.Fatal(err)
 	}
 	b := &Backend{cfg: *cfg, w: w, pool: pool{threads: runtime.GOMAXPROCS(0)}, kern: kern, precision: precision}
-	s, err := b.NewSequence(context + 64)
+	s, err := b.NewSequence(context + 1024)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -268,4 +268,28 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkAttentionPrefill measures a full-size attention block over a
+// 512-token prefill chunk from an empty cache (exact products).
+func BenchmarkAttentionPrefill(b *testing.B) {
+	const tokens = 512
+	be, att, seq := fullSizeAttention(b, 0, PrecisionExact)
+	x := &tensor{rows: tokens, width: be.cfg.HiddenSize, data: randomVector(rand.New(rand.NewPCG(1, 2)), tokens*be.cfg.HiddenSize)}
+	cpu0 := processCPU()
+	b.ResetTimer()
+	for range b.N {
+		p, err := be.begin([]model.Segment{{Seq: seq, In: model.Input{IDs: make([]int, tokens)}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Attention(0, att, x)
+		if p.err != nil {
+			b.Fatal(p.err)
+		}
+		seq.busy = false
+		st := &seq.layers[0]
+		st.k, st.v = st.k[:0], st.v[:0]
+	}
+	b.ReportMetric((processCPU()-cpu0).Seconds()*1e3/float64(b.N), "cpu-ms/op")
 }
