@@ -139,14 +139,6 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 	// that gets every row of the group (always, for a one-token decode
 	// step) reads the group's x itself, so matVecs prepares x once for all
 	// of them.
-	type expertWork struct {
-		e      int
-		rows   []int // indices into tokens[e] of the group's rows
-		x      *tensor
-		hidden *tensor // silu(gate·x) ⊙ up·x
-		up     []float32
-		y      *tensor
-	}
 	var active []*expertWork
 	for e, ts := range tokens {
 		ex := &expertWork{e: e}
@@ -207,14 +199,15 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 		p.b.matVecs(jobs)
 	} else {
 		p.b.matMul(groupGate, groupX.data, groupX.rows, &w.SharedExpert)
-		shared.y = p.swiGLU(groupX, &w.SharedGate, &w.SharedUp, &w.SharedDown)
+		shared.y = p.swiGLU(groupX, &w.SharedGate, &w.SharedUp, &w.SharedDown, nil)
 		// One expert per thread at a time: a few rows each (16 on average
 		// at 512 tokens), so splitting each expert's products over the
 		// threads costs four regions per expert for little work in each.
 		// An expert's arithmetic is the same whichever thread runs it.
+		prepared := p.prepareExpertInputs(w, groupX, active, tokens, in)
 		p.b.pool.parallelFor(len(active), 1, func(lo, hi int) {
 			for _, ex := range active[lo:hi] {
-				ex.y = p.swiGLU(ex.x, &w.Gate[ex.e], &w.Up[ex.e], &w.Down[ex.e])
+				ex.y = p.swiGLU(ex.x, &w.Gate[ex.e], &w.Up[ex.e], &w.Down[ex.e], prepared[ex])
 			}
 		})
 	}
@@ -232,10 +225,16 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 
 // swiGLU is down(silu(gate·x) ⊙ up·x) for the rows of x, each a matrix
 // product over all of them.
-func (p *pass) swiGLU(x *tensor, gate, up, down *model.Matrix) *tensor {
+//
+// prepared, when not nil, is x already quantized for gate and up (the fast
+// path): both products then run here, on the calling thread.
+func (p *pass) swiGLU(x *tensor, gate, up, down *model.Matrix, prepared *q8Input) *tensor {
 	g := newTensor(x.rows, gate.Out)
 	u := make([]float32, x.rows*up.Out)
-	if p.b.quantizedActivations() {
+	if prepared != nil {
+		p.b.kern.q8.q8Rows(g.data, x.rows, gate, prepared, 0, gate.Out)
+		p.b.kern.q8.q8Rows(u, x.rows, up, prepared, 0, up.Out)
+	} else if p.b.quantizedActivations() {
 		// One call for both, so x is quantized once for the two (the
 		// fast path computes each row alone, whatever the call).
 		p.b.matVecs([]vecJob{{y: g.data, x: x.data, rows: x.rows, w: gate}, {y: u, x: x.data, rows: x.rows, w: up}})
@@ -249,6 +248,53 @@ func (p *pass) swiGLU(x *tensor, gate, up, down *model.Matrix) *tensor {
 	y := newTensor(x.rows, down.Out)
 	p.b.matMul(y.data, g.data, g.rows, down)
 	return y
+}
+
+// expertWork is one expert's share of a group of rows in the MoE.
+type expertWork struct {
+	e      int
+	rows   []int // indices into tokens[e] of the group's rows
+	x      *tensor
+	hidden *tensor // silu(gate·x) ⊙ up·x
+	up     []float32
+	y      *tensor
+}
+
+// prepareExpertInputs quantizes the group's rows once for the experts'
+// gate and up products on the fast path and hands each active expert its
+// rows' records, instead of quantizing a row again for each of the 8
+// experts it is routed to. The records are those the expert's own call
+// would make, so its products are unchanged. It returns nothing when the
+// products run otherwise (exact path, a layout the int8 kernels do not
+// take).
+func (p *pass) prepareExpertInputs(w *model.MoE, groupX *tensor, active []*expertWork, tokens [][]int, in map[int]int) map[*expertWork]*q8Input {
+	if !p.b.quantizedActivations() || len(active) == 0 {
+		return nil
+	}
+	l, ok := newQ8Layout(&w.Gate[active[0].e], p.b.precision == PrecisionFast)
+	if !ok {
+		return nil
+	}
+	for _, ex := range active {
+		if ul, ok := newQ8Layout(&w.Up[ex.e], p.b.precision == PrecisionFast); !ok || ul != l {
+			return nil
+		}
+		if gl, _ := newQ8Layout(&w.Gate[ex.e], p.b.precision == PrecisionFast); gl != l {
+			return nil
+		}
+	}
+	all := p.b.prepareQ8(l, groupX.data, groupX.rows, groupX.width)
+	rb := l.recordBytes
+	prepared := make(map[*expertWork]*q8Input, len(active))
+	for _, ex := range active {
+		data := make([]byte, len(ex.rows)*rb)
+		for j, i := range ex.rows {
+			r := in[tokens[ex.e][i]]
+			copy(data[j*rb:(j+1)*rb], all.data[r*rb:(r+1)*rb])
+		}
+		prepared[ex] = &q8Input{layout: l, data: data}
+	}
+	return prepared
 }
 
 // swiGLUActivation writes silu(gate) ⊙ up into y.

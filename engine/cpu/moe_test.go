@@ -229,3 +229,47 @@ func TestCombineExpertsOrder(t *testing.T) {
 		t.Errorf("combined %v, want ((1e8 − 1e8) + 1) + 3 = 4", y[0])
 	}
 }
+
+// TestPreparedExpertInputs checks that an expert fed the records of its
+// rows quantized once for the whole group (prepareExpertInputs) computes
+// bit for bit what it computes quantizing its rows itself.
+func TestPreparedExpertInputs(t *testing.T) {
+	withKernels(t, func(t *testing.T) {
+		cfg := model.Config{HiddenSize: 128, NumLayers: 1, NumExperts: 3, ExpertsPerToken: 2,
+			MoEIntermediate: 64, SharedIntermediate: 64, RMSNormEps: 1e-6}
+		rng := rand.New(rand.NewPCG(61, 62))
+		m := newTestMoE(rng, &cfg, model.Affine)
+		kern := kernelSet{isa: ISAGeneric}
+		if simd.dot4 != nil {
+			var err error
+			if kern, err = kernelsFor(ISAAuto); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := &Backend{cfg: cfg, pool: pool{threads: 2}, kern: kern, precision: PrecisionFast}
+		p := &pass{b: b}
+		const rows = 9
+		groupX := &tensor{rows: rows, width: cfg.HiddenSize, data: randomVector(rng, rows*cfg.HiddenSize)}
+		mine := []int{1, 4, 5, 8} // the group's rows routed to expert 2
+		tokens := [][]int{nil, nil, mine}
+		in := make(map[int]int, rows)
+		for i := range rows {
+			in[i] = i
+		}
+		ex := &expertWork{e: 2, rows: []int{0, 1, 2, 3}, x: newTensor(len(mine), cfg.HiddenSize)}
+		for j, r := range mine {
+			copy(ex.x.row(j), groupX.row(r))
+		}
+		prepared := p.prepareExpertInputs(m.w, groupX, []*expertWork{ex}, tokens, in)
+		if prepared[ex] == nil {
+			t.Fatal("no prepared input for a 4-bit expert on the fast path")
+		}
+		want := p.swiGLU(ex.x, &m.w.Gate[2], &m.w.Up[2], &m.w.Down[2], nil)
+		got := p.swiGLU(ex.x, &m.w.Gate[2], &m.w.Up[2], &m.w.Down[2], prepared[ex])
+		for i := range want.data {
+			if math.Float32bits(got.data[i]) != math.Float32bits(want.data[i]) {
+				t.Fatalf("element %d: %v from the group's records, %v from the expert's own", i, got.data[i], want.data[i])
+			}
+		}
+	})
+}
