@@ -4,9 +4,13 @@
 // and the backend Linux users run.
 //
 // Every block runs at once when the model calls it; Submit and Wait only
-// hand back the result. Work inside a block is split over a small pool of
-// goroutines: output rows for the matrix products (matmul.go), heads for
-// attention and the DeltaNet scan, experts for the MoE.
+// hand back the result. The blocks (attention.go, deltanet.go, moe.go) are
+// written as MODEL.md's steps, plain functions over flat slices, and say
+// only how their work divides; pool.go runs the pieces on the calling
+// goroutine and helpers that live as long as the process. The pieces:
+// output rows for the matrix products (matmul.go), blocks of query rows per
+// kv head for attention, value heads for the DeltaNet scan, token rows for
+// the row-wise steps, experts for the MoE of a prefill chunk.
 //
 // Quantized weights are never dequantized as a whole: the matrix-vector
 // product folds each group's scale and bias in registers
@@ -18,7 +22,8 @@
 //
 // On amd64 with AVX2 and FMA the hot loops are assembly (kernels_amd64.s):
 // the 4-bit row product, row dequantization, the 6×16 prefill kernel, dot
-// products, axpy and the DeltaNet scan step. Everywhere else the Go loops
+// products, axpy and the DeltaNet scan step; attention's four-row score and
+// value loops (attention_amd64.s). Everywhere else the Go loops
 // run; tests check both against float64 references, and the fixture tests
 // run the whole model on both.
 package cpu
