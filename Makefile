@@ -38,10 +38,11 @@ endif
 # tmux for the terminal test of suzuran pull's progress bar; chromium for the
 # browser end-to-end test of the chat window (driven by playwright-core);
 # desktop-file-utils (desktop-file-validate) and shellcheck for the release
-# check (ImageMagick also renders the Linux package's icon sizes).
+# check (ImageMagick also renders the Linux package's icon sizes); qemu-user
+# (qemu-aarch64) for the CPU backend's arm64 kernels.
 DEB_PACKAGES := libwebkit2gtk-4.1-dev libgtk-3-dev pkg-config g++ \
 	xvfb xauth dbus dbus-x11 xdotool imagemagick fonts-dejavu-core file \
-	tmux chromium desktop-file-utils shellcheck
+	tmux chromium desktop-file-utils shellcheck qemu-user
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -50,7 +51,8 @@ FRONTEND_SOURCES := $(shell find frontend/src -type f 2>/dev/null) \
 	frontend/tsconfig.json frontend/package-lock.json
 
 .PHONY: all run build test bench lint deps deps-debian deps-frontend app clean \
-	vet go-test frontend-test smoke darwin-check api-e2e e2e package-linux release-check
+	vet go-test frontend-test smoke darwin-check api-e2e e2e package-linux release-check \
+	arm64-test
 
 all: build
 
@@ -75,7 +77,7 @@ frontend/dist/index.html: $(FRONTEND_SOURCES) frontend/node_modules/.package-loc
 
 ## test: everything CI checks, the quick stages first so that they fail
 ## fast; go-test, the engine's tests, takes longest.
-test: deps vet frontend-test api-e2e smoke e2e darwin-check release-check go-test
+test: deps vet frontend-test api-e2e smoke e2e darwin-check release-check arm64-test go-test
 	@echo "make test: all checks passed"
 
 vet:
@@ -88,6 +90,13 @@ vet:
 # without -race.
 go-test:
 	$(GO) test -count=1 -race -timeout 20m ./...
+
+## arm64-test: the CPU backend's kernel and fast-path fixture tests built
+## for arm64 and run under qemu-user: the sdot kernels and the Go loops
+## that arm64 runs.
+arm64-test:
+	GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64 \
+		-run 'TestQ8|TestKernelsFor|TestMatMul|TestDequantRow|TestFixturesFast' ./engine/cpu
 
 frontend-test: frontend/node_modules/.package-lock.json
 	cd frontend && $(NPM) test

@@ -11,6 +11,7 @@ import (
 
 	"github.com/suzuran-app/suzuran/engine/bench"
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
+	"github.com/suzuran-app/suzuran/engine/cpu"
 )
 
 func init() { register(newBenchCmd()) }
@@ -20,6 +21,7 @@ func newBenchCmd() *cobra.Command {
 		s                         bench.Settings
 		syn                       bench.Synthetic
 		dir, backend, layout, out string
+		precision, isa            string
 		synthetic, asJSON, table  bool
 		listBackends              bool
 		threads, copyMiB          int
@@ -61,6 +63,12 @@ demo model Suzuran Tiny, as every command with --model does.
 			if err := checkBenchSettings(&s, threads); err != nil {
 				return err
 			}
+			if err := checkPrecision(cmd, backend, precision); err != nil {
+				return err
+			}
+			if isa != "" && backend != "cpu" {
+				return fmt.Errorf("--isa %s: only the cpu backend has a choice of instruction set; drop the flag for --backend %s", isa, backend)
+			}
 			if dir != "" && synthetic {
 				return errors.New("give either --model DIR or --synthetic, not both")
 			}
@@ -92,7 +100,11 @@ demo model Suzuran Tiny, as every command with --model does.
 				return err
 			}
 			defer m.Close()
-			t, closeBackend, err := bench.Open(backend, m, threads)
+			oo := bench.OpenOptions{Threads: threads}
+			if backend == "cpu" {
+				oo.Precision, oo.ISA = cpu.Precision(precision), cpu.ISA(isa)
+			}
+			t, closeBackend, err := bench.OpenWith(backend, m, oo)
 			if err != nil {
 				return err
 			}
@@ -137,6 +149,8 @@ demo model Suzuran Tiny, as every command with --model does.
 	f.IntVar(&s.PrefixPrompt, "prefix-prompt", 512, "prompt length of the per-layer prefix runs (prefixes method)")
 	f.IntVar(&s.PrefixGen, "prefix-gen", 16, "decode steps of the per-layer prefix runs (prefixes method)")
 	f.IntVar(&threads, "threads", 0, "CPU threads for the cpu backend and the copy probe (0: all cores)")
+	addPrecisionFlag(cmd, &precision)
+	f.StringVar(&isa, "isa", "", "cpu backend instruction set, to measure a fallback: "+isaChoices()+" (default: the best this machine runs)")
 	f.IntVar(&copyMiB, "copy-mib", 1024, "size of the bandwidth probe's buffer, MiB")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON instead of a table")
 	f.StringVar(&out, "out", "", "also write the JSON report to this file")

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/suzuran-app/suzuran/engine/bench"
+	"github.com/suzuran-app/suzuran/engine/cpu"
 )
 
 func TestBenchCommandErrors(t *testing.T) {
@@ -22,6 +23,9 @@ func TestBenchCommandErrors(t *testing.T) {
 		{[]string{"bench", "--synthetic", "--layout", "gguf"}, `--layout "gguf"`},
 		{[]string{"bench", "--model", tiny, "--backend", "abacus"}, `unknown backend "abacus"`},
 		{[]string{"bench", "--table", filepath.Join(tiny, "config.json")}, "not a bench report"},
+		{[]string{"bench", "--model", tiny, "--precision", "half"}, `--precision: precision "half"`},
+		{[]string{"bench", "--model", tiny, "--isa", "sse9"}, `instruction set "sse9": this CPU runs`},
+		{[]string{"bench", "--model", tiny, "--backend", "emu", "--precision", "exact"}, "only the cpu backend has a choice of precision"},
 	} {
 		_, stderr, err := execute(t, tc.args...)
 		var exit *exec.ExitError
@@ -61,6 +65,9 @@ func TestBenchRunAndTable(t *testing.T) {
 	if r.Kind != "cpu" || len(r.Prefill) != 2 || r.Prefill[1].Tokens != 20 || r.Prefill[1].TTFT.N != 2 ||
 		r.Decode[0].Tokens != 2 || r.Settings.Chunk != 512 || r.Model.Dir != tiny {
 		t.Errorf("report: kind %q, prefill %+v, decode %+v, settings %+v, model %+v", r.Kind, r.Prefill, r.Decode, r.Settings, r.Model)
+	}
+	if k := r.Kernels; k == nil || k.ISA != cpu.ISAs()[0] || k.Precision != cpu.PrecisionFast {
+		t.Errorf("report kernels %+v: want the best instruction set (%s) and the fast precision", k, cpu.ISAs()[0])
 	}
 	if !strings.Contains(stderr, "8-token prompt, run 2/2") {
 		t.Errorf("progress on stderr lacks the runs:\n%s", stderr)

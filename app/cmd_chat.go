@@ -29,6 +29,7 @@ func init() { register(newChatCmd()) }
 // chatOptions are the flags of `suzuran chat`.
 type chatOptions struct {
 	model, backend, think, system string
+	precision                     string
 	temperature                   float64
 	temperatureSet                bool
 	maxTokens, threads            int
@@ -74,6 +75,7 @@ On a terminal, a long prompt shows how far it has been read.`,
 	f.IntVar(&o.maxTokens, "max-tokens", 0, "most tokens per answer (default: as many as the context holds)")
 	f.StringVar(&o.system, "system", "", "system message")
 	f.IntVar(&o.threads, "threads", 0, "CPU threads (0: all cores)")
+	addPrecisionFlag(cmd, &o.precision)
 	return cmd
 }
 
@@ -96,6 +98,9 @@ func runChat(cmd *cobra.Command, o chatOptions) error {
 	if err := checkBackend(o.backend); err != nil {
 		return err
 	}
+	if err := checkPrecision(cmd, o.backend, o.precision); err != nil {
+		return err
+	}
 	dir, err := commandModel(cmd, o.model)
 	if err != nil {
 		return err
@@ -110,7 +115,7 @@ func runChat(cmd *cobra.Command, o chatOptions) error {
 		think = false
 	}
 
-	e, err := engine.Load(dir, engine.LoadOptions{Backend: o.backend, Threads: o.threads})
+	e, err := engine.Load(dir, engine.LoadOptions{Backend: o.backend, Threads: o.threads, Precision: o.precision})
 	if err != nil {
 		return err
 	}

@@ -21,13 +21,13 @@ import (
 func init() { register(newLogitsCmd()) }
 
 // logitsBackends makes the backends `suzuran logits` can run on, by name.
-var logitsBackends = map[string]func(w *model.Weights, threads int) (model.Backend, error){
-	"cpu": func(w *model.Weights, threads int) (model.Backend, error) {
-		return cpu.New(w, cpu.Options{Threads: threads, Sampler: sample.New()})
+var logitsBackends = map[string]func(w *model.Weights, threads int, precision cpu.Precision) (model.Backend, error){
+	"cpu": func(w *model.Weights, threads int, precision cpu.Precision) (model.Backend, error) {
+		return cpu.New(w, cpu.Options{Threads: threads, Sampler: sample.New(), Precision: precision})
 	},
 	// The GPU backend on the host emulator, with an f32 KV cache so that
 	// its logits can be held to f32 tolerances against the reference.
-	"emu": func(w *model.Weights, threads int) (model.Backend, error) {
+	"emu": func(w *model.Weights, threads int, _ cpu.Precision) (model.Backend, error) {
 		dev, err := emu.New(emu.Options{Threads: threads})
 		if err != nil {
 			return nil, err
@@ -44,6 +44,7 @@ var logitsBackends = map[string]func(w *model.Weights, threads int) (model.Backe
 func newLogitsCmd() *cobra.Command {
 	var (
 		dir, ids, backend, out string
+		precision              string
 		gen, threads           int
 		stats                  bool
 	)
@@ -67,6 +68,9 @@ logits that chose each token. The layout is that of the reference fixtures.`,
 			if !ok {
 				return fmt.Errorf("unknown backend %q: choose one of %s", backend, strings.Join(backendNames(), ", "))
 			}
+			if err := checkPrecision(cmd, backend, precision); err != nil {
+				return err
+			}
 			modelDir, err := commandModel(cmd, dir)
 			if err != nil {
 				return err
@@ -76,7 +80,7 @@ logits that chose each token. The layout is that of the reference fixtures.`,
 				return err
 			}
 			defer m.Close()
-			b, err := newBackend(m.Weights, threads)
+			b, err := newBackend(m.Weights, threads, cpu.Precision(precision))
 			if err != nil {
 				return err
 			}
@@ -104,6 +108,7 @@ logits that chose each token. The layout is that of the reference fixtures.`,
 	f.IntVar(&gen, "gen", 0, "tokens to generate greedily after the prompt")
 	f.StringVar(&backend, "backend", "cpu", "backend to run on")
 	f.IntVar(&threads, "threads", 0, "CPU threads (0: all cores)")
+	addPrecisionFlag(cmd, &precision)
 	f.StringVar(&out, "out", "", "safetensors file to write")
 	f.BoolVar(&stats, "stats", false, "print the GPU backend's per-step counters to stderr")
 	for _, name := range []string{"ids", "out"} {

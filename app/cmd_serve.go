@@ -24,6 +24,7 @@ func init() { register(newServeCmd()) }
 // serveOptions are the flags of `suzuran serve`.
 type serveOptions struct {
 	model, addr, backend, apiKey string
+	precision                    string
 	cors                         []string
 	contextTokens, threads       int
 	queue                        int
@@ -67,6 +68,7 @@ answers end within a second.`,
 	f.StringSliceVar(&o.cors, "cors", nil, "browser origins allowed to call the API, comma-separated (* for any)")
 	f.IntVar(&o.contextTokens, "ctx", 0, "context length in tokens, prompt and answer (0: min(the model's, 32768))")
 	f.IntVar(&o.threads, "threads", 0, "CPU threads (0: all cores)")
+	addPrecisionFlag(cmd, &o.precision)
 	f.IntVar(&o.queue, "queue", 0, "requests that may wait behind the running one before the API answers 429 (0: 8)")
 	f.BoolVar(&o.logRequests, "log-requests", false, "log each request's parameters and timings (never its text or the key) at debug level")
 	return cmd
@@ -75,6 +77,9 @@ answers end within a second.`,
 func runServe(cmd *cobra.Command, o serveOptions) error {
 	if !slices.Contains(engine.Backends(), o.backend) {
 		return fmt.Errorf("unknown backend %q: this build has %s", o.backend, strings.Join(engine.Backends(), ", "))
+	}
+	if err := checkPrecision(cmd, o.backend, o.precision); err != nil {
+		return err
 	}
 	if o.contextTokens < 0 {
 		return fmt.Errorf("--ctx %d: must be positive (or 0 for the default)", o.contextTokens)
@@ -88,7 +93,7 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 		logger = logger.Level(zerolog.DebugLevel)
 	}
 	loader := server.NewLoader(dir, engine.LoadOptions{
-		Backend: o.backend, Threads: o.threads, ContextTokens: o.contextTokens, QueueSize: o.queue,
+		Backend: o.backend, Threads: o.threads, ContextTokens: o.contextTokens, QueueSize: o.queue, Precision: o.precision,
 	})
 	cfg := server.Config{
 		Addr: o.addr, APIKey: o.apiKey, CORSOrigins: o.cors, Models: loader,

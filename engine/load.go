@@ -23,6 +23,9 @@ type LoadOptions struct {
 	Backend string
 	// Threads for the CPU backend; 0 means GOMAXPROCS.
 	Threads int
+	// Precision of the CPU backend's products with quantized weights:
+	// "fast" (the default), "exact" or "int8" (see cpu.Precision).
+	Precision string
 	// ContextTokens, QueueSize, CacheBytes and PrefillChunk are as in
 	// Options.
 	ContextTokens int
@@ -104,7 +107,7 @@ func newBackend(lo LoadOptions, w *model.Weights) (model.Backend, error) {
 	}
 	switch name {
 	case "cpu":
-		return cpu.New(w, cpu.Options{Threads: lo.Threads, Sampler: sample.New()})
+		return cpu.New(w, cpu.Options{Threads: lo.Threads, Sampler: sample.New(), Precision: cpu.Precision(lo.Precision)})
 	case "emu":
 		dev, err := emu.New(emu.Options{Threads: lo.Threads})
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/suzuran-app/suzuran/engine/cpu"
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
 	"github.com/suzuran-app/suzuran/engine/model"
 )
@@ -101,6 +102,8 @@ type Target struct {
 	// Notes are printed with the results (for emu: its timings are not GPU
 	// speed).
 	Notes []string
+	// Kernels, for the cpu backend, says which kernels run.
+	Kernels *cpu.KernelInfo
 }
 
 // ModelInfo describes the checkpoint measured.
@@ -185,6 +188,7 @@ type Report struct {
 	Settings  Settings        `json:"settings"`
 	Kind      string          `json:"kind"`
 	Backend   string          `json:"backend"`
+	Kernels   *cpu.KernelInfo `json:"kernels,omitempty"` // cpu: instruction set and precision
 	Model     ModelInfo       `json:"model"`
 	Prefill   []PrefillResult `json:"prefill"`
 	Decode    []DecodeResult  `json:"decode"`
@@ -221,6 +225,7 @@ func Run(t Target, s Settings, log io.Writer) (*Report, error) {
 		Settings: s,
 		Kind:     t.Kind,
 		Backend:  t.Backend.Name(),
+		Kernels:  t.Kernels,
 		Model:    t.Model,
 		Notes:    append([]string(nil), t.Notes...),
 	}

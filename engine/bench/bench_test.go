@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
+	"github.com/suzuran-app/suzuran/engine/cpu"
 	"github.com/suzuran-app/suzuran/engine/gpu/emu"
 	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/model"
@@ -184,6 +185,9 @@ func TestRunOnTinyModel(t *testing.T) {
 			}
 			if r.Kind != "cpu" || r.Model.Layers != 4 || r.Model.DeltaNetLayers != 3 || r.Model.AttentionLayers != 1 || r.Model.Bits != 4 {
 				t.Errorf("report header: kind %q, model %+v", r.Kind, r.Model)
+			}
+			if k := r.Kernels; k == nil || k.ISA != cpu.ISAs()[0] || k.Precision != cpu.PrecisionFast {
+				t.Errorf("report kernels %+v: want the best instruction set (%s) and the fast precision", k, cpu.ISAs()[0])
 			}
 			if r.Machine.Cores < 1 || r.Commit.Revision == "" {
 				t.Errorf("machine %+v, commit %+v: want cores and a revision", r.Machine, r.Commit)

@@ -79,7 +79,8 @@ func (p *pass) attentionBlocks(layer int, qg, o []float32) []attentionBlock {
 			for h0 := kvh * group; h0 < (kvh+1)*group; h0 += 4 {
 				h1 := min(h0+4, (kvh+1)*group)
 				for t0 := 0; t0 < n; t0 += tokens {
-					b := attentionBlock{keys: st.k, values: st.v, stride: KV * D, offset: kvh * D, dim: D, scale: scale}
+					b := attentionBlock{keys: st.k, values: st.v, stride: KV * D, offset: kvh * D, dim: D, scale: scale,
+						kern: &p.b.kern.f32}
 					for t := s.row0 + t0; t < s.row0+min(t0+tokens, n); t++ {
 						for h := h0; h < h1; h++ {
 							row := (t*H + h) * 2 * D
@@ -120,6 +121,7 @@ type attentionBlock struct {
 	keys, values        []float32
 	stride, offset, dim int
 	scale               float32
+	kern                *simdKernels // the backend's f32 kernels
 }
 
 // attend computes each row's o = softmax(q·kᵀ·scale)·v ⊙ sigmoid(gate).
@@ -156,7 +158,7 @@ func (b *attentionBlock) attend() {
 				}
 				r := quadRows(i, q)
 				out := scores[(i*quads+q)*4*positions+j0:]
-				attentionScores4(b.queries[r[0]], b.queries[r[1]], b.queries[r[2]], b.queries[r[3]],
+				attentionScores4(b.kern, b.queries[r[0]], b.queries[r[1]], b.queries[r[2]], b.queries[r[3]],
 					b.keys[j0*b.stride+b.offset:], b.stride, min(attentionTile, n-j0), b.dim, b.scale, out, positions)
 			}
 		}
@@ -197,7 +199,7 @@ func (b *attentionBlock) attend() {
 						outs[l] = b.outs[i*b.perToken+q*4+l]
 					}
 				}
-				attentionValues4(&outs, scores[(i*quads+q)*4*positions+j0:], positions,
+				attentionValues4(b.kern, &outs, scores[(i*quads+q)*4*positions+j0:], positions,
 					b.values[j0*b.stride+b.offset:], b.stride, min(attentionTile, n-j0), b.dim)
 			}
 		}
@@ -212,8 +214,8 @@ func (b *attentionBlock) attend() {
 
 // attentionKernels are assembly versions of the attention loops
 // (attention_amd64.s); nil fields fall back to the Go loops below. They run
-// only while the matrix kernels do (simd.dot4 set), so that turning the
-// assembly off for a test or a benchmark turns these off too.
+// only where the backend's kernel set has the f32 assembly (dot4 and axpy
+// set), so that choosing a lower ISA turns these off too.
 type attentionKernels struct {
 	scores4 func(q0, q1, q2, q3, keys *float32, stride, n, dim int, scale float32, out *float32, outStride int)
 	values4 func(outs *[4]*float32, e *float32, eStride int, values *float32, stride, n, dim int)
@@ -223,15 +225,15 @@ var attentionSIMD attentionKernels
 
 // attentionScores4 writes out[l·outStride+j] = scale·(q_l · key j) for four
 // query rows and n key rows of keys (one every stride floats, dim wide).
-func attentionScores4(q0, q1, q2, q3, keys []float32, stride, n, dim int, scale float32, out []float32, outStride int) {
+func attentionScores4(k *simdKernels, q0, q1, q2, q3, keys []float32, stride, n, dim int, scale float32, out []float32, outStride int) {
 	_ = keys[(n-1)*stride+dim-1]
 	_ = out[3*outStride+n-1]
-	if attentionSIMD.scores4 != nil && simd.dot4 != nil && dim%16 == 0 {
+	if attentionSIMD.scores4 != nil && k.dot4 != nil && dim%16 == 0 {
 		attentionSIMD.scores4(&q0[0], &q1[0], &q2[0], &q3[0], &keys[0], stride, n, dim, scale, &out[0], outStride)
 		return
 	}
 	for j := range n {
-		s0, s1, s2, s3 := dot4(q0[:dim], q1[:dim], q2[:dim], q3[:dim], keys[j*stride:j*stride+dim])
+		s0, s1, s2, s3 := dot4With(k, q0[:dim], q1[:dim], q2[:dim], q3[:dim], keys[j*stride:j*stride+dim])
 		out[j], out[outStride+j], out[2*outStride+j], out[3*outStride+j] = s0*scale, s1*scale, s2*scale, s3*scale
 	}
 }
@@ -239,13 +241,13 @@ func attentionScores4(q0, q1, q2, q3, keys []float32, stride, n, dim int, scale 
 // attentionValues4 adds Σ_j e[l·eStride+j]·(value row j) to outs[l] for
 // four rows, j in order over n value rows of values (one every stride
 // floats, dim wide).
-func attentionValues4(outs *[4][]float32, e []float32, eStride int, values []float32, stride, n, dim int) {
+func attentionValues4(k *simdKernels, outs *[4][]float32, e []float32, eStride int, values []float32, stride, n, dim int) {
 	_ = values[(n-1)*stride+dim-1]
 	_ = e[3*eStride+n-1]
 	for _, o := range outs {
 		_ = o[dim-1]
 	}
-	if attentionSIMD.values4 != nil && simd.axpy != nil && dim%16 == 0 {
+	if attentionSIMD.values4 != nil && k.axpy != nil && dim%16 == 0 {
 		ptrs := [4]*float32{&outs[0][0], &outs[1][0], &outs[2][0], &outs[3][0]}
 		attentionSIMD.values4(&ptrs, &e[0], eStride, &values[0], stride, n, dim)
 		return
@@ -253,7 +255,14 @@ func attentionValues4(outs *[4][]float32, e []float32, eStride int, values []flo
 	for j := range n {
 		v := values[j*stride : j*stride+dim]
 		for l, o := range outs {
-			axpy(o[:dim], v, e[l*eStride+j])
+			a, d := e[l*eStride+j], 0
+			if m := dim &^ 7; m > 0 && k.axpy != nil {
+				k.axpy(&o[0], &v[0], m, a)
+				d = m
+			}
+			for ; d < dim; d++ {
+				o[d] += a * v[d]
+			}
 		}
 	}
 }

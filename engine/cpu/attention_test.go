@@ -41,7 +41,7 @@ func TestAttentionBlock(t *testing.T) {
 			att.KNorm[i] = float32(1 + 0.5*rng.NormFloat64())
 		}
 		w := &model.Weights{Config: cfg, Layers: []model.Layer{{Attention: att}}, Embed: model.Matrix{Out: 100}}
-		b := &Backend{cfg: cfg, w: w, pool: pool{threads: 3}}
+		b := &Backend{cfg: cfg, w: w, pool: pool{threads: 3}, kern: kernelSet{f32: simd}}
 		seq, err := b.NewSequence(16)
 		if err != nil {
 			t.Fatal(err)
@@ -181,11 +181,11 @@ func testAttentionKernels(t *testing.T) {
 			}
 			run := func() (scores []float32, outs [4][]float32) {
 				scores = make([]float32, 4*eStride)
-				attentionScores4(q[0], q[1], q[2], q[3], keys, c.stride, c.n, c.dim, scale, scores, eStride)
+				attentionScores4(&simd, q[0], q[1], q[2], q[3], keys, c.stride, c.n, c.dim, scale, scores, eStride)
 				for l := range outs {
 					outs[l] = append([]float32(nil), base[l]...)
 				}
-				attentionValues4(&outs, e, eStride, values, c.stride, c.n, c.dim)
+				attentionValues4(&simd, &outs, e, eStride, values, c.stride, c.n, c.dim)
 				return scores, outs
 			}
 			scores, outs := run()

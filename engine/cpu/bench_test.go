@@ -106,9 +106,10 @@ func (u poolUsage) since(before poolUsage) poolUsage {
 // the mlx-community config, two layers (one DeltaNet, one attention),
 // MLX 4-bit, written once by engine/synth and cached in the temp folder
 // under its key (about 1.5 GB), then mapped like a real download.
+// benchSetupWith loads it once and makes a backend with opt.
 var benchWeights *model.Weights
 
-func benchSetup(b *testing.B) (*Backend, *model.Weights) {
+func benchSetupWith(b *testing.B, opt Options) (*Backend, *model.Weights) {
 	if benchWeights == nil {
 		cfg := synth.FullSizeConfig()
 		opt := synth.Options{Config: cfg, Layers: 2, Seed: 7, Layout: checkpoint.MLX}
@@ -124,7 +125,7 @@ func benchSetup(b *testing.B) (*Backend, *model.Weights) {
 		}
 		benchWeights = m.Weights // kept mapped for the whole test binary
 	}
-	be, err := New(benchWeights, Options{})
+	be, err := New(benchWeights, opt)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -142,8 +143,15 @@ func benchPrompt(n int) []int {
 // BenchmarkDecode measures one decode step (greedy, through the cache) after
 // a 512-token prompt, on one full-size DeltaNet layer and one full-size
 // attention layer, and projects the full model.
-func BenchmarkDecode(b *testing.B) {
-	be, w := benchSetup(b)
+func BenchmarkDecode(b *testing.B) { benchDecode(b, Options{}) }
+
+// BenchmarkDecodeExact and BenchmarkDecodeInt8 are BenchmarkDecode with the
+// exact f32 products and with int8 activations.
+func BenchmarkDecodeExact(b *testing.B) { benchDecode(b, Options{Precision: PrecisionExact}) }
+func BenchmarkDecodeInt8(b *testing.B)  { benchDecode(b, Options{Precision: PrecisionInt8}) }
+
+func benchDecode(b *testing.B, opt Options) {
+	be, w := benchSetupWith(b, opt)
 	seq, err := be.NewSequence(4096)
 	if err != nil {
 		b.Fatal(err)
@@ -167,13 +175,21 @@ func BenchmarkDecodeGoLoops(b *testing.B) {
 	saved := simd
 	simd = simdKernels{}
 	defer func() { simd = saved }()
-	BenchmarkDecode(b)
+	benchDecode(b, Options{ISA: ISAGeneric})
 }
 
 // BenchmarkPrefill512 measures a 512-token prefill chunk (logits of the last
 // row only) on the same two layers and projects the full model.
-func BenchmarkPrefill512(b *testing.B) {
-	be, w := benchSetup(b)
+func BenchmarkPrefill512(b *testing.B) { benchPrefill512(b, Options{}) }
+
+// BenchmarkPrefill512Exact and BenchmarkPrefill512Int8 are
+// BenchmarkPrefill512 with the exact f32 products and with int8
+// activations.
+func BenchmarkPrefill512Exact(b *testing.B) { benchPrefill512(b, Options{Precision: PrecisionExact}) }
+func BenchmarkPrefill512Int8(b *testing.B)  { benchPrefill512(b, Options{Precision: PrecisionInt8}) }
+
+func benchPrefill512(b *testing.B, opt Options) {
+	be, w := benchSetupWith(b, opt)
 	prompt := benchPrompt(512)
 	var bt blockTimes
 	before := be.pool.usage()

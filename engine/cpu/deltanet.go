@@ -69,6 +69,7 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 				keyDim: Dk, valueDim: Dv,
 				out: o[seg.row0*Hv*Dv:], outStride: Hv * Dv, outOffset: j * Dv,
 				decay: decay[seg.row0*Hv:], beta: beta[seg.row0*Hv:], gateStride: Hv, head: j,
+				kern: &p.b.kern.f32,
 			}
 			scan.run()
 		}
@@ -166,6 +167,7 @@ type deltaScan struct {
 	outOffset         int
 	decay, beta       []float32 // per row and value head, from the segment's first
 	gateStride, head  int
+	kern              *simdKernels // the backend's f32 kernels
 }
 
 // run advances the state through every token.
@@ -175,7 +177,7 @@ func (s *deltaScan) run() {
 		row := s.rows[t*s.channels : (t+1)*s.channels]
 		o := s.out[t*s.outStride+s.outOffset:]
 		g := t*s.gateStride + s.head
-		deltaStep(s.state, row[s.key:s.key+Dk], row[s.query:s.query+Dk],
+		deltaStepWith(s.kern, s.state, row[s.key:s.key+Dk], row[s.query:s.query+Dk],
 			row[s.value:s.value+s.valueDim], o[:s.valueDim], s.decay[g], s.beta[g])
 	}
 }
@@ -185,11 +187,16 @@ func (s *deltaScan) run() {
 // transposed, [Dv, Dk] (row d is column d of S), so that both Sᵀk and Sᵀq
 // are dot products along contiguous rows.
 func deltaStep(S, k, q, v, o []float32, decay, beta float32) {
+	deltaStepWith(&simd, S, k, q, v, o, decay, beta)
+}
+
+// deltaStepWith is deltaStep with the kernels of kern.
+func deltaStepWith(kern *simdKernels, S, k, q, v, o []float32, decay, beta float32) {
 	dk, dv := len(k), len(v)
-	if simd.deltaStep != nil && dk%8 == 0 {
+	if kern.deltaStep != nil && dk%8 == 0 {
 		_ = S[dv*dk-1]
 		_ = o[dv-1]
-		simd.deltaStep(&S[0], &k[0], &q[0], &v[0], &o[0], dk, dv, decay, beta)
+		kern.deltaStep(&S[0], &k[0], &q[0], &v[0], &o[0], dk, dv, decay, beta)
 		return
 	}
 	for d := range dv {

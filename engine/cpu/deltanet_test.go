@@ -19,7 +19,7 @@ func BenchmarkDeltaScan(b *testing.B) {
 	state := make([]float32, dk*dv)
 	out := make([]float32, tokens*dv)
 	scan := deltaScan{state: state, rows: rows, channels: channels, query: 0, key: dk, value: 2 * dk,
-		keyDim: dk, valueDim: dv, out: out, outStride: dv, decay: decay, beta: beta, gateStride: 1}
+		keyDim: dk, valueDim: dv, out: out, outStride: dv, decay: decay, beta: beta, gateStride: 1, kern: &simd}
 	cpu0 := processCPU()
 	for range b.N {
 		scan.run()

@@ -12,18 +12,41 @@
 // kv head for attention, value heads for the DeltaNet scan, token rows for
 // the row-wise steps, experts for the MoE of a prefill chunk.
 //
-// Quantized weights are never dequantized as a whole: the matrix-vector
-// product folds each group's scale and bias in registers
+// Two precisions for the products with affine (MLX 4- and 8-bit) weights,
+// chosen by Options.Precision:
+//
+//   - fast (the default, q8.go): each token row is quantized to int16 per
+//     weight group and multiplied with the weights' codes in integer dot
+//     products (vpdpwssd with AVX-512 VNNI, vpmaddwd with AVX2, the Go
+//     loops elsewhere), scaled once per group; the affine bias goes through
+//     the group's sum of rounded activations. Within 5e-3 of the reference
+//     logits on the fixtures, like the GPU's half path. Every token row is
+//     computed with the same arithmetic whatever the number of rows in the
+//     call, so a row's result does not depend on the batch it is in.
+//   - int8: the same with int8 activations (vpdpbusd, vpmaddubsw, sdot on
+//     arm64), as llama.cpp's Q8 products: the fastest, but 0.2–0.3 of the
+//     largest logit off on the fixtures' random models, so never the
+//     default.
+//   - exact: f32 activations against the dequantized weights, below: the
+//     reference the fixture tests verify.
+//
+// Options.ISA forces a lower instruction set (avx2, generic) than the best
+// the machine runs, so that each fallback is tested on one machine.
+//
+// On the exact path quantized weights are never dequantized as a whole:
+// the matrix-vector product folds each group's scale and bias in registers
 // (Σ(s·q+b)·x = s·Σq·x + b·Σx), and the matrix-matrix product dequantizes
 // 48 weight rows at a time into a per-goroutine buffer that stays in L2
 // and multiplies them with every token row of the chunk (packed sixteen
 // tokens at a time for an outer-product kernel), so each weight is read
 // once per chunk.
 //
-// On amd64 with AVX2 and FMA the hot loops are assembly (kernels_amd64.s):
-// the 4-bit row product, row dequantization, the 6×16 prefill kernel, dot
-// products, axpy and the DeltaNet scan step; attention's four-row score and
-// value loops (attention_amd64.s). Everywhere else the Go loops
-// run; tests check both against float64 references, and the fixture tests
-// run the whole model on both.
+// On amd64 with AVX2 and FMA the hot loops are assembly (kernels_amd64.s,
+// q8_amd64.s, attention_amd64.s): the 4-bit row product, row
+// dequantization, the 6×16 prefill kernel, dot products, axpy, the DeltaNet
+// scan step, attention's four-row score and value loops and the integer
+// kernels; on arm64 with the dot-product extension the int8 kernels
+// (q8_arm64.s). Everywhere else the Go loops run; tests check each level
+// against float64 references, and the fixture tests run the whole model on
+// each.
 package cpu

@@ -37,25 +37,26 @@ func openModel(t testing.TB, dir string, opt Options) (*Backend, *model.Weights)
 // generated ids and the logits that chose them.
 func TestFixtures(t *testing.T) {
 	for _, ref := range fixtures.Models(t) {
-		t.Run(ref.Name, func(t *testing.T) { checkReference(t, ref) })
+		t.Run(ref.Name, func(t *testing.T) { checkReference(t, ref, ISAAuto) })
 	}
 }
 
 // TestFixturesGoKernels runs the same comparison with the assembly kernels
-// switched off, so that the Go loops (what arm64 runs) stay verified on
-// amd64 too.
+// switched off (the generic ISA for the matrix products, the package's
+// table for the other helpers), so that the Go loops (what arm64 runs
+// without sdot) stay verified on amd64 too.
 func TestFixturesGoKernels(t *testing.T) {
 	saved := simd
 	simd = simdKernels{}
 	defer func() { simd = saved }()
 	refs := fixtures.Models(t)
 	for _, ref := range []*fixtures.Reference{refs[0], refs[3]} {
-		t.Run(ref.Name, func(t *testing.T) { checkReference(t, ref) })
+		t.Run(ref.Name, func(t *testing.T) { checkReference(t, ref, ISAGeneric) })
 	}
 }
 
-func checkReference(t *testing.T, ref *fixtures.Reference) {
-	b, w := openModel(t, ref.Dir, Options{Precision: PrecisionExact})
+func checkReference(t *testing.T, ref *fixtures.Reference, isa ISA) {
+	b, w := openModel(t, ref.Dir, Options{Precision: PrecisionExact, ISA: isa})
 	T := len(ref.Prompt)
 	seq, err := b.NewSequence(T + len(ref.GenIDs))
 	if err != nil {

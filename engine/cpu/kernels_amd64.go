@@ -1,16 +1,11 @@
 package cpu
 
-import "golang.org/x/sys/cpu"
-
 // On amd64 with AVX2 and FMA (every x86 Mac and PC of the last decade) the
 // hot loops run in assembly (see the package documentation); elsewhere the
-// Go loops in matmul.go and deltanet.go run.
-func init() {
-	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		simd = simdKernels{q4Row: q4RowAVX2, q4Dequant: q4DequantAVX2, dot4: dot4AVX2, dot4x2: dot4x2AVX2, dot: dotAVX2,
-			deltaStep: deltaStepAVX2, axpy: axpyAVX2, gemm6x16: gemm6x16AVX2, dotBF16: dotBF16AVX2}
-	}
-}
+// Go loops in matmul.go and deltanet.go run. A backend takes its table from
+// its ISA option (kernels.go); simd is the best one, for the helpers that
+// have no backend at hand.
+func init() { simd = machineKernels()[0].f32 }
 
 //go:noescape
 func q4RowAVX2(words *uint32, xd *float32, scales, biases *uint16, xsum *float32, groups int) float32

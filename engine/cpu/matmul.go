@@ -146,8 +146,12 @@ func dequantRow(w *model.Matrix, o int, dst []float32) {
 	}
 }
 
-// simdKernels are assembly versions of the hot loops (kernels_amd64.s);
-// nil fields fall back to the Go loops below.
+// simdKernels are assembly versions of the f32 hot loops
+// (kernels_amd64.s); nil fields fall back to the Go loops below. A
+// backend's kernel set holds the table its ISA option chose, which the
+// matrix products use; the attention and DeltaNet helpers (dot, axpy,
+// deltaStep) still read the package's table simd, the best this machine
+// has.
 type simdKernels struct {
 	// q4Row is one row of a 4-bit affine matrix with 64-wide groups against
 	// x reordered by deinterleave64, with Σx per group in xsum.
@@ -210,14 +214,15 @@ func (b *Backend) matMul(y, x []float32, rows int, w *model.Matrix) {
 	in, out := w.In, w.Out
 	// 4-bit rows dequantize fastest into the even/odd order of q4Row; x is
 	// put in the same order, which leaves every dot product unchanged.
-	permuted := w.DType == model.Affine && w.Bits == 4 && w.GroupSize == 64 && simd.q4Dequant != nil
+	k := &b.kern.f32
+	permuted := w.DType == model.Affine && w.Bits == 4 && w.GroupSize == 64 && k.q4Dequant != nil
 	if permuted {
 		xd := make([]float32, rows*in)
 		deinterleave64(xd, x[:rows*in])
 		x = xd
 	}
 	var xp []float32
-	if rows >= packMinTokens && simd.gemm6x16 != nil {
+	if rows >= packMinTokens && k.gemm6x16 != nil {
 		xp = packTokens(x, rows, in)
 	}
 	chunks := (out + chunkRows - 1) / chunkRows
@@ -232,15 +237,15 @@ func (b *Backend) matMul(y, x []float32, rows int, w *model.Matrix) {
 				if permuted {
 					groups := in / 64
 					o := o0 + r
-					simd.q4Dequant(&u32s(w.Data)[o*in/8], &u16s(w.Scales)[o*groups], &u16s(w.Biases)[o*groups], groups, &buf[r*in])
+					k.q4Dequant(&u32s(w.Data)[o*in/8], &u16s(w.Scales)[o*groups], &u16s(w.Biases)[o*groups], groups, &buf[r*in])
 				} else {
 					dequantRow(w, o0+r, buf[r*in:(r+1)*in])
 				}
 			}
 			if xp != nil {
-				gemmPacked(y, x, xp, rows, in, out, o0, n, buf)
+				gemmPacked(k, y, x, xp, rows, in, out, o0, n, buf)
 			} else {
-				gemmChunk(y, x, rows, in, out, o0, n, buf)
+				gemmChunk(k, y, x, rows, in, out, o0, n, buf)
 			}
 		}
 	})
@@ -281,7 +286,7 @@ func packTokens(x []float32, rows, in int) []float32 {
 // last multiple of six use dot products. k is split into blocks of
 // packKBlock so that a token block's slice (16 KiB) stays in L1 while every
 // six-row group of the chunk passes over it.
-func gemmPacked(y, x, xp []float32, rows, in, out, o0, n int, buf []float32) {
+func gemmPacked(sk *simdKernels, y, x, xp []float32, rows, in, out, o0, n int, buf []float32) {
 	full := n - n%6
 	groups := full / 6
 	accp := getScratch(groups * 96)
@@ -294,7 +299,7 @@ func gemmPacked(y, x, xp []float32, rows, in, out, o0, n int, buf []float32) {
 		for kb := 0; kb < in; kb += packKBlock {
 			k := min(packKBlock, in-kb)
 			for g := range groups {
-				simd.gemm6x16(&buf[g*6*in+kb], in, &block[kb*16], k, (*[96]float32)(acc[g*96:g*96+96]))
+				sk.gemm6x16(&buf[g*6*in+kb], in, &block[kb*16], k, (*[96]float32)(acc[g*96:g*96+96]))
 			}
 		}
 		for g := range groups {
@@ -307,7 +312,7 @@ func gemmPacked(y, x, xp []float32, rows, in, out, o0, n int, buf []float32) {
 	}
 	for r := full; r < n; r++ {
 		for t := range rows {
-			y[t*out+o0+r] = dot(buf[r*in:(r+1)*in], x[t*in:(t+1)*in])
+			y[t*out+o0+r] = dotWith(sk, buf[r*in:(r+1)*in], x[t*in:(t+1)*in])
 		}
 	}
 }
@@ -316,14 +321,14 @@ func gemmPacked(y, x, xp []float32, rows, in, out, o0, n int, buf []float32) {
 const packKBlock = 256
 
 // gemmChunk computes y[t, o0+r] for r < n from n dequantized rows in buf.
-func gemmChunk(y, x []float32, rows, in, out, o0, n int, buf []float32) {
+func gemmChunk(sk *simdKernels, y, x []float32, rows, in, out, o0, n int, buf []float32) {
 	full := n &^ (tileRows - 1)
 	t := 0
 	for ; t+2 <= rows; t += 2 {
 		x0, x1 := x[t*in:(t+1)*in], x[(t+1)*in:(t+2)*in]
 		y0, y1 := y[t*out+o0:t*out+o0+n], y[(t+1)*out+o0:(t+1)*out+o0+n]
 		for r := 0; r < full; r += tileRows {
-			dot4x2(buf[r*in:(r+1)*in], buf[(r+1)*in:(r+2)*in], buf[(r+2)*in:(r+3)*in], buf[(r+3)*in:(r+4)*in],
+			dot4x2With(sk, buf[r*in:(r+1)*in], buf[(r+1)*in:(r+2)*in], buf[(r+2)*in:(r+3)*in], buf[(r+3)*in:(r+4)*in],
 				x0, x1, y0[r:r+4], y1[r:r+4])
 		}
 	}
@@ -331,13 +336,13 @@ func gemmChunk(y, x []float32, rows, in, out, o0, n int, buf []float32) {
 		xt := x[t*in : (t+1)*in]
 		yt := y[t*out+o0 : t*out+o0+n]
 		for r := 0; r < full; r += tileRows {
-			yt[r], yt[r+1], yt[r+2], yt[r+3] = dot4(buf[r*in:(r+1)*in], buf[(r+1)*in:(r+2)*in],
+			yt[r], yt[r+1], yt[r+2], yt[r+3] = dot4With(sk, buf[r*in:(r+1)*in], buf[(r+1)*in:(r+2)*in],
 				buf[(r+2)*in:(r+3)*in], buf[(r+3)*in:(r+4)*in], xt)
 		}
 	}
 	for r := full; r < n; r++ {
 		for t := range rows {
-			y[t*out+o0+r] = dot(buf[r*in:(r+1)*in], x[t*in:(t+1)*in])
+			y[t*out+o0+r] = dotWith(sk, buf[r*in:(r+1)*in], x[t*in:(t+1)*in])
 		}
 	}
 }
@@ -347,7 +352,9 @@ type vecJob struct {
 	y, x []float32
 	rows int
 	w    *model.Matrix
-	// Prepared by matVecs: Σx per group (affine) and x in q4Row's order.
+	// Set by matVecs: the backend's f32 kernels, Σx per group (affine)
+	// and x in q4Row's order.
+	k        *simdKernels
 	xsum, xd []float32
 }
 
@@ -369,6 +376,7 @@ func (b *Backend) matVecs(jobs []vecJob) {
 	}
 	total := 0
 	for i := range jobs {
+		jobs[i].k = &b.kern.f32
 		prepareVecJob(&jobs[i], jobs[:i])
 		total += jobs[i].w.Out
 	}
@@ -392,7 +400,7 @@ func prepareVecJob(j *vecJob, earlier []vecJob) {
 	if w.DType != model.Affine {
 		return
 	}
-	fast := w.Bits == 4 && w.GroupSize == 64 && simd.q4Row != nil
+	fast := w.Bits == 4 && w.GroupSize == 64 && j.k.q4Row != nil
 	for _, e := range earlier {
 		if len(e.x) > 0 && &e.x[0] == &j.x[0] && e.rows == j.rows && e.xsum != nil && e.w.GroupSize == w.GroupSize {
 			j.xsum = e.xsum
@@ -432,7 +440,7 @@ func (j *vecJob) rowsRange(lo, hi int) {
 		for t := range j.rows {
 			yt, xt, xs := j.y[t*out:(t+1)*out], j.xd[t*in:(t+1)*in], j.xsum[t*groups:(t+1)*groups]
 			for o := lo; o < hi; o++ {
-				yt[o] = simd.q4Row(&words[o*in/8], &xt[0], &scales[o*groups], &biases[o*groups], &xs[0], groups)
+				yt[o] = j.k.q4Row(&words[o*in/8], &xt[0], &scales[o*groups], &biases[o*groups], &xs[0], groups)
 			}
 		}
 		return
@@ -452,7 +460,7 @@ func (j *vecJob) rowsRange(lo, hi int) {
 		case model.BF16:
 			data := u16s(w.Data)
 			for o := lo; o < hi; o++ {
-				yt[o] = dotBF16(data[o*in:(o+1)*in], xt)
+				yt[o] = dotBF16With(j.k, data[o*in:(o+1)*in], xt)
 			}
 		case model.F16:
 			data := u16s(w.Data)
@@ -466,7 +474,7 @@ func (j *vecJob) rowsRange(lo, hi int) {
 		case model.F32:
 			data := f32s(w.Data)
 			for o := lo; o < hi; o++ {
-				yt[o] = dot(data[o*in:(o+1)*in], xt)
+				yt[o] = dotWith(j.k, data[o*in:(o+1)*in], xt)
 			}
 		}
 	}
@@ -530,13 +538,16 @@ func affine8Rows(y, x, xsum []float32, w *model.Matrix, lo, hi int) {
 	}
 }
 
-// dot is Σ a[i]·b[i] over len(a).
-func dot(a, b []float32) float32 {
+// dot is Σ a[i]·b[i] over len(a), with the package's kernels.
+func dot(a, b []float32) float32 { return dotWith(&simd, a, b) }
+
+// dotWith is dot with the kernels k.
+func dotWith(k *simdKernels, a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
-	if n := len(a) &^ 15; n > 0 && simd.dot != nil {
-		s0 = simd.dot(&a[0], &b[0], n)
+	if n := len(a) &^ 15; n > 0 && k.dot != nil {
+		s0 = k.dot(&a[0], &b[0], n)
 		i = n
 	}
 	for ; i+4 <= len(a); i += 4 {
@@ -553,13 +564,13 @@ func dot(a, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// dotBF16 is Σ bf16(a[i])·b[i].
-func dotBF16(a []uint16, b []float32) float32 {
+// dotBF16With is Σ bf16(a[i])·b[i] with the kernels k.
+func dotBF16With(k *simdKernels, a []uint16, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
 	i := 0
-	if n := len(a) &^ 15; n > 0 && simd.dotBF16 != nil {
-		s0 = simd.dotBF16(&a[0], &b[0], n)
+	if n := len(a) &^ 15; n > 0 && k.dotBF16 != nil {
+		s0 = k.dotBF16(&a[0], &b[0], n)
 		i = n
 	}
 	for ; i+4 <= len(a); i += 4 {
@@ -576,16 +587,16 @@ func dotBF16(a []uint16, b []float32) float32 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// dot4 is four dot products of w0..w3 with one x: each load of x serves
-// four weight rows.
-func dot4(w0, w1, w2, w3, x []float32) (float32, float32, float32, float32) {
+// dot4With is four dot products of w0..w3 with one x: each load of x
+// serves four weight rows.
+func dot4With(k *simdKernels, w0, w1, w2, w3, x []float32) (float32, float32, float32, float32) {
 	n := len(x)
 	w0, w1, w2, w3 = w0[:n], w1[:n], w2[:n], w3[:n]
 	var s0, s1, s2, s3 float32
 	start := 0
-	if m := n &^ 15; m > 0 && simd.dot4 != nil {
+	if m := n &^ 15; m > 0 && k.dot4 != nil {
 		var out [4]float32
-		simd.dot4(&w0[0], &w1[0], &w2[0], &w3[0], &x[0], m, &out)
+		k.dot4(&w0[0], &w1[0], &w2[0], &w3[0], &x[0], m, &out)
 		s0, s1, s2, s3 = out[0], out[1], out[2], out[3]
 		start = m
 	}
@@ -599,13 +610,13 @@ func dot4(w0, w1, w2, w3, x []float32) (float32, float32, float32, float32) {
 	return s0, s1, s2, s3
 }
 
-// dot4x2 writes the dot products of w0..w3 with x0 into y0[:4] and with x1
-// into y1[:4].
-func dot4x2(w0, w1, w2, w3, x0, x1, y0, y1 []float32) {
+// dot4x2With writes the dot products of w0..w3 with x0 into y0[:4] and
+// with x1 into y1[:4].
+func dot4x2With(k *simdKernels, w0, w1, w2, w3, x0, x1, y0, y1 []float32) {
 	n := len(x0)
-	if m := n &^ 7; m > 0 && simd.dot4x2 != nil {
+	if m := n &^ 7; m > 0 && k.dot4x2 != nil {
 		var out [8]float32
-		simd.dot4x2(&w0[0], &w1[0], &w2[0], &w3[0], &x0[0], &x1[0], m, &out)
+		k.dot4x2(&w0[0], &w1[0], &w2[0], &w3[0], &x0[0], &x1[0], m, &out)
 		for i := m; i < n; i++ {
 			a, b := x0[i], x1[i]
 			out[0] += w0[i] * a
@@ -621,8 +632,8 @@ func dot4x2(w0, w1, w2, w3, x0, x1, y0, y1 []float32) {
 		copy(y1[:4], out[4:])
 		return
 	}
-	y0[0], y0[1], y0[2], y0[3] = dot4(w0, w1, w2, w3, x0)
-	y1[0], y1[1], y1[2], y1[3] = dot4(w0, w1, w2, w3, x1)
+	y0[0], y0[1], y0[2], y0[3] = dot4With(k, w0, w1, w2, w3, x0)
+	y1[0], y1[1], y1[2], y1[3] = dot4With(k, w0, w1, w2, w3, x1)
 }
 
 // axpy adds a·x to y.

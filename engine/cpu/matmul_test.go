@@ -109,26 +109,21 @@ func randomVector(rng *rand.Rand, n int) []float32 {
 
 // TestMatMul checks both product loops in every storage format against a
 // float64 product of the exact dequantized values, on sizes that are not
-// multiples of the weight tile, the thread split or the unrolling; with the
-// assembly kernels where this machine has them, and with the Go loops.
+// multiples of the weight tile, the thread split or the unrolling; on each
+// instruction set this machine runs (the exact path: the f32 assembly for
+// vnni and avx2, the Go loops for generic).
 func TestMatMul(t *testing.T) {
-	if simd.q4Row == nil {
-		t.Log("no assembly kernels on this machine: testing the Go loops only")
-	}
-	saved := simd
-	defer func() { simd = saved }()
-	for _, kernels := range []struct {
-		name string
-		k    simdKernels
-	}{{"simd", saved}, {"go", simdKernels{}}} {
-		simd = kernels.k
-		t.Run(kernels.name, testMatMul)
+	for _, isa := range ISAs() {
+		k, err := kernelsFor(isa)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(string(isa), func(t *testing.T) { testMatMul(t, &Backend{pool: pool{threads: 3}, kern: k}) })
 	}
 }
 
-func testMatMul(t *testing.T) {
+func testMatMul(t *testing.T, b *Backend) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	b := &Backend{pool: pool{threads: 3}}
 	cases := []struct {
 		dtype       model.DType
 		bits, group int
@@ -258,7 +253,8 @@ func TestCheckMatrixRejects(t *testing.T) {
 func BenchmarkMatMul(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	tm := newTestMatrix(rng, model.Affine, 8192, 2048, 4, 64)
-	be := &Backend{pool: pool{threads: 1}}
+	k, _ := kernelsFor(ISAAuto)
+	be := &Backend{pool: pool{threads: 1}, kern: k}
 	for _, rows := range []int{1, 64, 128, 256, 512} {
 		b.Run(fmt.Sprintf("rows%d", rows), func(b *testing.B) {
 			x := randomVector(rng, rows*2048)

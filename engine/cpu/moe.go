@@ -294,6 +294,7 @@ func (p *pass) prepareExpertInputs(w *model.MoE, groupX *tensor, active []*exper
 		}
 		prepared[ex] = &q8Input{layout: l, data: data}
 	}
+	preparedRows.Put(all.buf)
 	return prepared
 }
 

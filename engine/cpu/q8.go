@@ -2,6 +2,8 @@ package cpu
 
 import (
 	"math"
+	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/suzuran-app/suzuran/engine/model"
@@ -27,10 +29,9 @@ import (
 // Every kernel computes one (weight row, token row) pair with the same
 // arithmetic whatever else the call holds: eight int32 lanes per unit of
 // the row (a group, or two groups of 32 4-bit weights side by side), each
-// lane the exact sum of four byte products, then per unit and lane
-// acc = fma(float(isum), s·d, acc) and acc = fma(b, Σx, acc) (the bias
-// only in the first lane of its group), and at the end one fixed
-// horizontal sum. Integer sums are exact, so the vector width and the
+// lane the exact sum of its products, then per unit and lane
+// acc += fma(float(isum), s·d, b·d·Σxq) (the bias only in the first lane
+// of its group), and at the end one fixed horizontal sum. Integer sums are exact, so the vector width and the
 // number of token rows a kernel handles at once do not change a bit of a
 // row's result: a token's logits are the same alone or in any batch, which
 // continuous batching relies on. The SIMD levels share this float chain
@@ -213,6 +214,20 @@ type q8Kernels struct {
 	q8      func(t *q8Tile) // 8-bit, groups of multiples of 32, int8 activations
 	// The same with int16 activations (vpdpwssd, vpmaddwd).
 	w4, w4Split, w8 func(t *q8Tile)
+	// Four tokens at a time, t.tokens a multiple of 4 (int16 activations,
+	// one group per unit); nil where the one-token kernel serves.
+	w4Quad, w8Quad func(t *q8Tile)
+}
+
+// quad returns the four-token kernel for l, or nil.
+func (k *q8Kernels) quad(l *q8Layout) func(*q8Tile) {
+	switch {
+	case !l.wide || l.split:
+		return nil
+	case l.bits == 8:
+		return k.w8Quad
+	}
+	return k.w4Quad
 }
 
 // kernel returns the assembly kernel for l, or nil for the Go loops.
@@ -270,8 +285,8 @@ func q8RowGo(l *q8Layout, w *model.Matrix, o int, rec []byte) float32 {
 		for k := range 8 {
 			g := u*per + l.laneGroup(k)
 			s, b := bf16(scales[g]), bf16(biases[g])
-			acc[k] += float32(float32(isum[k]) * float32(s*d[k]))
-			acc[k] += float32(b * xs[k])
+			c, p := float32(s*d[k]), float32(b*xs[k])
+			acc[k] += float32(float32(isum[k])*c) + p
 		}
 	}
 	// The assembly's horizontal sum: the halves, then two pairwise adds.
@@ -283,11 +298,23 @@ func q8RowGo(l *q8Layout, w *model.Matrix, o int, rec []byte) float32 {
 type q8Input struct {
 	layout q8Layout
 	data   []byte
+	buf    *[]byte // data's buffer, back to preparedRows after the products
 }
+
+// preparedRows recycles the prepared rows' buffers (6 KiB a token row for
+// a 2048-wide input with int16 activations, 3 MiB for a 512-token chunk),
+// which every product call would otherwise allocate.
+var preparedRows = sync.Pool{New: func() any { return new([]byte) }}
 
 // prepareQ8 quantizes the rows of x for the layout l.
 func (b *Backend) prepareQ8(l q8Layout, x []float32, rows, in int) *q8Input {
-	p := &q8Input{layout: l, data: make([]byte, rows*l.recordBytes)}
+	buf := preparedRows.Get().(*[]byte)
+	if n := rows * l.recordBytes; cap(*buf) < n {
+		*buf = make([]byte, n)
+	} else {
+		*buf = (*buf)[:n]
+	}
+	p := &q8Input{layout: l, data: *buf, buf: buf}
 	b.pool.parallelFor(rows, 16, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			l.quantize(p.data[t*l.recordBytes:(t+1)*l.recordBytes], x[t*in:(t+1)*in])
@@ -295,6 +322,11 @@ func (b *Backend) prepareQ8(l q8Layout, x []float32, rows, in int) *q8Input {
 	})
 	return p
 }
+
+// exactRowBlock is how many rows of a matrix the int8 kernels do not take
+// fastProducts runs through the exact per-token loops at a time: 32 rows of
+// 2048 BF16 weights (128 KiB) stay in L2 while every token row passes.
+const exactRowBlock = 32
 
 // fastProducts runs matrix products on the fast path, in one parallel
 // region over all their output rows like matVecs. Affine matrices the int8
@@ -310,6 +342,7 @@ func (b *Backend) fastProducts(jobs []vecJob) {
 		total += j.w.Out
 		l, ok := newQ8Layout(j.w, b.precision == PrecisionFast)
 		if !ok {
+			j.k = &b.kern.f32
 			prepareVecJob(j, jobs[:i])
 			continue
 		}
@@ -336,54 +369,60 @@ func (b *Backend) fastProducts(jobs []vecJob) {
 				b.kern.q8.q8Rows(j.y, j.rows, j.w, inputs[i], a, z)
 				continue
 			}
-			for r0 := a; r0 < z; r0 += fastRowBlock {
-				j.rowsRange(r0, min(r0+fastRowBlock, z))
+			for r0 := a; r0 < z; r0 += exactRowBlock {
+				j.rowsRange(r0, min(r0+exactRowBlock, z))
 			}
 		}
 	})
+	for i, p := range inputs {
+		if p != nil && !slices.Contains(inputs[:i], p) { // shared inputs go back once
+			preparedRows.Put(p.buf)
+		}
+	}
 }
 
-// fastRowBlock and fastTokenBlock tile a product of many token rows: a
-// block of weight rows (32 rows of 1 KiB for a 2048-wide 4-bit matrix)
-// meets a block of prepared token rows (64 rows of 4 KiB) while both stay
-// in a core's L2 cache.
-const (
-	fastRowBlock   = 32
-	fastTokenBlock = 64
-)
+// fastRowBlock is how many weight rows q8Rows takes at a time: 128 rows of
+// a 2048-wide 4-bit matrix (128 KiB) stay in a core's L2 cache while four
+// prepared token rows at a time (24 KiB with int16 activations) pass over
+// them from L1, so each weight is read from memory once per call and from
+// L2 once per four tokens.
+const fastRowBlock = 128
 
 // q8Rows computes y[t, o] for o in [lo, hi) and every token row of p.
 func (k *q8Kernels) q8Rows(y []float32, rows int, w *model.Matrix, p *q8Input, lo, hi int) {
 	l := &p.layout
-	kern := k.kernel(l)
+	kern, quad := k.kernel(l), k.quad(l)
 	groups := w.In / w.GroupSize
+	scales, biases := u16s(w.Scales), u16s(w.Biases)
 	// One tile for the whole call: the kernel is called through a func
 	// value, so the tile escapes, and this way it is allocated once.
 	tile := new(q8Tile)
+	run := func(f func(*q8Tile), o, t, n int) {
+		*tile = q8Tile{w: &w.Data[o*l.rowBytes], scales: &scales[o*groups], biases: &biases[o*groups],
+			units: l.units, chunks: l.chunks, x: &p.data[t*l.recordBytes], xStride: l.recordBytes,
+			tokens: n, out: &y[t*w.Out+o], outStride: 4 * w.Out}
+		f(tile)
+	}
 	for r0 := lo; r0 < hi; r0 += fastRowBlock {
 		r1 := min(r0+fastRowBlock, hi)
-		for t0 := 0; t0 < rows; t0 += fastTokenBlock {
-			t1 := min(t0+fastTokenBlock, rows)
-			for o := r0; o < r1; o++ {
-				if kern == nil {
-					for t := t0; t < t1; t++ {
-						y[t*w.Out+o] = q8RowGo(l, w, o, p.data[t*l.recordBytes:(t+1)*l.recordBytes])
-					}
-					continue
+		t := 0
+		if quad != nil {
+			for ; t+4 <= rows; t += 4 {
+				for o := r0; o < r1; o++ {
+					run(quad, o, t, 4)
 				}
-				*tile = q8Tile{
-					w:         &w.Data[o*l.rowBytes],
-					scales:    &u16s(w.Scales)[o*groups],
-					biases:    &u16s(w.Biases)[o*groups],
-					units:     l.units,
-					chunks:    l.chunks,
-					x:         &p.data[t0*l.recordBytes],
-					xStride:   l.recordBytes,
-					tokens:    t1 - t0,
-					out:       &y[t0*w.Out+o],
-					outStride: 4 * w.Out,
-				}
-				kern(tile)
+			}
+		}
+		if t == rows {
+			continue
+		}
+		for o := r0; o < r1; o++ {
+			if kern != nil {
+				run(kern, o, t, rows-t)
+				continue
+			}
+			for tt := t; tt < rows; tt++ {
+				y[tt*w.Out+o] = q8RowGo(l, w, o, p.data[tt*l.recordBytes:(tt+1)*l.recordBytes])
 			}
 		}
 	}

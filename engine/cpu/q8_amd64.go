@@ -13,12 +13,12 @@ func machineKernels() []kernelSet {
 	if avx2 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512VL {
 		levels = append(levels, kernelSet{isa: ISAVNNI, f32: f32,
 			q8: q8Kernels{q4: q4TileVNNI, q4Split: q4SplitTileVNNI, q8: q8TileVNNI,
-				w4: w4TileVNNI, w4Split: w4SplitTileVNNI, w8: w8TileVNNI}})
+				w4: w4TileVNNI, w4Split: w4SplitTileVNNI, w8: w8TileVNNI, w4Quad: w4QuadVNNI, w8Quad: w8QuadVNNI}})
 	}
 	if avx2 {
 		levels = append(levels, kernelSet{isa: ISAAVX2, f32: f32,
 			q8: q8Kernels{q4: q4TileAVX2, q4Split: q4SplitTileAVX2, q8: q8TileAVX2,
-				w4: w4TileAVX2, w4Split: w4SplitTileAVX2, w8: w8TileAVX2}})
+				w4: w4TileAVX2, w4Split: w4SplitTileAVX2, w8: w8TileAVX2, w4Quad: w4QuadAVX2, w8Quad: w8QuadAVX2}})
 	}
 	return append(levels, kernelSet{isa: ISAGeneric})
 }
@@ -58,3 +58,15 @@ func w4SplitTileAVX2(t *q8Tile)
 
 //go:noescape
 func w8TileAVX2(t *q8Tile)
+
+//go:noescape
+func w4QuadVNNI(t *q8Tile)
+
+//go:noescape
+func w8QuadVNNI(t *q8Tile)
+
+//go:noescape
+func w4QuadAVX2(t *q8Tile)
+
+//go:noescape
+func w8QuadAVX2(t *q8Tile)

@@ -29,17 +29,20 @@
 
 // UNIT_UNIFORM folds a unit of one group into Y0: scale and bias are BF16,
 // the upper half of a float32, so one broadcast word shifted up by 16 is
-// the float in every lane. acc = fma(float(isum), s·d, acc), then
-// acc = fma(b, Σx lanes, acc), the Σx lanes being zero but the first.
+// the float in every lane. acc += fma(float(isum), s·d, b·Σx lanes), the
+// Σx lanes being zero but the first: one add, not two fused multiply-adds,
+// waits on the previous unit (with two, their latency bounded a decode
+// row at 8 cycles a unit).
 #define UNIT_UNIFORM \
 	VCVTDQ2PS Y1, Y1 \
 	VPBROADCASTW (DX), Y4 \
 	VPSLLD $16, Y4, Y4 \
 	VMULPS (R12), Y4, Y4 \
-	VFMADD231PS Y4, Y1, Y0 \
 	VPBROADCASTW (R8), Y5 \
 	VPSLLD $16, Y5, Y5 \
-	VFMADD231PS 32(R12), Y5, Y0 \
+	VMULPS 32(R12), Y5, Y5 \
+	VFMADD231PS Y4, Y1, Y5 \
+	VADDPS Y5, Y0, Y0 \
 	ADDQ $64, R12 \
 	ADDQ $2, DX \
 	ADDQ $2, R8
@@ -55,12 +58,13 @@
 	VPAND Y14, Y4, Y4 \
 	VPBLENDD pattern, Y4, Y6, Y4 \
 	VMULPS (R12), Y4, Y4 \
-	VFMADD231PS Y4, Y1, Y0 \
 	VPBROADCASTD (R8), Y5 \
 	VPSLLD $16, Y5, Y6 \
 	VPAND Y14, Y5, Y5 \
 	VPBLENDD pattern, Y5, Y6, Y5 \
-	VFMADD231PS 32(R12), Y5, Y0 \
+	VMULPS 32(R12), Y5, Y5 \
+	VFMADD231PS Y4, Y1, Y5 \
+	VADDPS Y5, Y0, Y0 \
 	ADDQ $64, R12 \
 	ADDQ $4, DX \
 	ADDQ $4, R8
@@ -105,7 +109,7 @@
 	VPAND Y15, Y2, Y2 \
 	VPAND Y15, Y3, Y3 \
 	VPDPBUSD (R12), Y2, Y1 \
-	VPDPBUSD 32(R12), Y3, Y1 \
+	VPDPBUSD 32(R12), Y3, Y7 \
 	ADDQ $32, SI \
 	ADDQ $64, R12
 
@@ -156,11 +160,13 @@ q4vToken:
 	TOKEN_START
 q4vUnit:
 	VPXOR Y1, Y1, Y1
+	VPXOR Y7, Y7, Y7
 	MOVQ T_CHUNKS(AX), BX
 q4vChunk:
 	Q4_CHUNK_VNNI
 	DECQ BX
 	JNZ q4vChunk
+	VPADDD Y7, Y1, Y1
 	UNIT_UNIFORM
 	DECQ CX
 	JNZ q4vUnit
@@ -176,7 +182,9 @@ q4svToken:
 	TOKEN_START
 q4svUnit:
 	VPXOR Y1, Y1, Y1
+	VPXOR Y7, Y7, Y7
 	Q4_CHUNK_VNNI
+	VPADDD Y7, Y1, Y1
 	UNIT_SPLIT($0xF0)
 	DECQ CX
 	JNZ q4svUnit
@@ -270,12 +278,12 @@ q8aChunk:
 // W4_HALF_VNNI adds sixteen bytes of 4-bit weights at woff(SI) against the
 // 32 words of activations at xoff(R12) (the even elements, then the odd)
 // into acc.
-#define W4_HALF_VNNI(woff, xeven, xodd, acc) \
+#define W4_HALF_VNNI(woff, xeven, xodd, acc, acc2) \
 	VPMOVZXBW woff(SI), Y2 \
 	VPSRLW $4, Y2, Y3 \
 	VPAND Y12, Y2, Y2 \
 	VPDPWSSD xeven(R12), Y2, acc \
-	VPDPWSSD xodd(R12), Y3, acc
+	VPDPWSSD xodd(R12), Y3, acc2
 
 #define W4_HALF_AVX2(woff, xeven, xodd, acc) \
 	VPMOVZXBW woff(SI), Y2 \
@@ -286,9 +294,9 @@ q8aChunk:
 	VPADDD Y2, acc, acc \
 	VPADDD Y3, acc, acc
 
-#define W8_HALF_VNNI(woff, xoff) \
+#define W8_HALF_VNNI(woff, xoff, acc) \
 	VPMOVZXBW woff(SI), Y2 \
-	VPDPWSSD xoff(R12), Y2, Y1
+	VPDPWSSD xoff(R12), Y2, acc
 
 #define W8_HALF_AVX2(woff, xoff) \
 	VPMOVZXBW woff(SI), Y2 \
@@ -302,14 +310,20 @@ w4vToken:
 	TOKEN_START
 w4vUnit:
 	VPXOR Y1, Y1, Y1
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
 	MOVQ T_CHUNKS(AX), BX
 w4vChunk:
-	W4_HALF_VNNI(0, 0, 32, Y1)
-	W4_HALF_VNNI(16, 64, 96, Y1)
+	W4_HALF_VNNI(0, 0, 32, Y1, Y7)
+	W4_HALF_VNNI(16, 64, 96, Y8, Y9)
 	ADDQ $32, SI
 	ADDQ $128, R12
 	DECQ BX
 	JNZ w4vChunk
+	VPADDD Y7, Y1, Y1
+	VPADDD Y9, Y8, Y8
+	VPADDD Y8, Y1, Y1
 	UNIT_UNIFORM
 	DECQ CX
 	JNZ w4vUnit
@@ -329,8 +343,12 @@ w4svToken:
 w4svUnit:
 	VPXOR Y1, Y1, Y1
 	VPXOR Y7, Y7, Y7
-	W4_HALF_VNNI(0, 0, 32, Y1)
-	W4_HALF_VNNI(16, 64, 96, Y7)
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	W4_HALF_VNNI(0, 0, 32, Y1, Y8)
+	W4_HALF_VNNI(16, 64, 96, Y7, Y9)
+	VPADDD Y8, Y1, Y1
+	VPADDD Y9, Y7, Y7
 	VPHADDD Y7, Y1, Y1
 	ADDQ $32, SI
 	ADDQ $128, R12
@@ -349,14 +367,16 @@ w8vToken:
 	TOKEN_START
 w8vUnit:
 	VPXOR Y1, Y1, Y1
+	VPXOR Y7, Y7, Y7
 	MOVQ T_CHUNKS(AX), BX
 w8vChunk:
-	W8_HALF_VNNI(0, 0)
-	W8_HALF_VNNI(16, 32)
+	W8_HALF_VNNI(0, 0, Y1)
+	W8_HALF_VNNI(16, 32, Y7)
 	ADDQ $32, SI
 	ADDQ $64, R12
 	DECQ BX
 	JNZ w8vChunk
+	VPADDD Y7, Y1, Y1
 	UNIT_UNIFORM
 	DECQ CX
 	JNZ w8vUnit
@@ -429,5 +449,256 @@ w8aChunk:
 	JNZ w8aUnit
 	TOKEN_END
 	JNZ w8aToken
+	VZEROUPPER
+	RET
+
+// Four-token kernels (int16 activations, one group per unit): each 32-byte
+// chunk of the row is widened once and meets four token rows, so a
+// prefill chunk reads and unpacks each weight once per four tokens. t.tokens
+// is a multiple of 4. Every token's lanes see the same operations in the
+// same order as in the one-token kernels above, so its output is the same
+// bit for bit. Registers: Y0–Y3 the four accumulators, Y4–Y7 the four
+// int32 lane sets, Y8–Y11 the widened weights (then the scale, the bias and
+// a product), Y13 and Y15 AVX2's products; DI zero, R13, R10 and R15 one,
+// two and three token strides, R14 the quad's prepared rows, R9 its
+// outputs.
+
+#define QUAD_START \
+	MOVQ t+0(FP), AX \
+	MOVQ T_X(AX), R14 \
+	MOVQ T_OUT(AX), R9 \
+	MOVQ T_TOKENS(AX), R11 \
+	SHRQ $2, R11 \
+	MOVQ T_XSTRIDE(AX), R13 \
+	XORQ DI, DI \
+	LEAQ (R13)(R13*1), R10 \
+	LEAQ (R13)(R13*2), R15 \
+	VPCMPEQW Y12, Y12, Y12 \
+	VPSRLW $12, Y12, Y12
+
+#define QUAD_TOKEN_START \
+	MOVQ T_W(AX), SI \
+	MOVQ T_SCALES(AX), DX \
+	MOVQ T_BIASES(AX), R8 \
+	MOVQ T_UNITS(AX), CX \
+	MOVQ R14, R12 \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3
+
+#define QUAD_UNIT_START \
+	VPXOR Y4, Y4, Y4 \
+	VPXOR Y5, Y5, Y5 \
+	VPXOR Y6, Y6, Y6 \
+	VPXOR Y7, Y7, Y7 \
+	MOVQ T_CHUNKS(AX), BX
+
+// VNNI's quads accumulate each token's lanes in two registers (Y4–Y7 and
+// Y16–Y19, AVX-512's upper registers), so that two chains of vpdpwssd, not
+// one, wait on each other's latency; the integer sums are exact, so the
+// fold changes no bit.
+#define QUAD_VNNI_ZERO \
+	VPXORD Y16, Y16, Y16 \
+	VPXORD Y17, Y17, Y17 \
+	VPXORD Y18, Y18, Y18 \
+	VPXORD Y19, Y19, Y19
+
+#define QUAD_VNNI_FOLD \
+	VPADDD Y16, Y4, Y4 \
+	VPADDD Y17, Y5, Y5 \
+	VPADDD Y18, Y6, Y6 \
+	VPADDD Y19, Y7, Y7
+
+// QUAD_W4_WIDEN widens one 32-byte chunk of 4-bit weights: Y8, Y9 the low
+// and high nibbles of bytes 0–15, Y10, Y11 those of bytes 16–31.
+#define QUAD_W4_WIDEN \
+	VPMOVZXBW 0(SI), Y8 \
+	VPSRLW $4, Y8, Y9 \
+	VPAND Y12, Y8, Y8 \
+	VPMOVZXBW 16(SI), Y10 \
+	VPSRLW $4, Y10, Y11 \
+	VPAND Y12, Y10, Y10
+
+// QUAD_W4_TOKEN_VNNI(acc, idx) multiplies the widened chunk with one
+// token's 64 activations at (R12)(idx*1): idx is DI (zero) for token 0,
+// R13, R10 and R15 (one, two and three strides) for the others.
+#define QUAD_W4_TOKEN_VNNI(acc, acc2, idx) \
+	VPDPWSSD 0(R12)(idx*1), Y8, acc \
+	VPDPWSSD 32(R12)(idx*1), Y9, acc2 \
+	VPDPWSSD 64(R12)(idx*1), Y10, acc \
+	VPDPWSSD 96(R12)(idx*1), Y11, acc2
+
+#define QUAD_W4_TOKEN_AVX2(acc, idx) \
+	VPMADDWD 0(R12)(idx*1), Y8, Y13 \
+	VPMADDWD 32(R12)(idx*1), Y9, Y15 \
+	VPADDD Y13, acc, acc \
+	VPADDD Y15, acc, acc \
+	VPMADDWD 64(R12)(idx*1), Y10, Y13 \
+	VPMADDWD 96(R12)(idx*1), Y11, Y15 \
+	VPADDD Y13, acc, acc \
+	VPADDD Y15, acc, acc
+
+#define QUAD_W8_WIDEN \
+	VPMOVZXBW 0(SI), Y8 \
+	VPMOVZXBW 16(SI), Y9
+
+#define QUAD_W8_TOKEN_VNNI(acc, acc2, idx) \
+	VPDPWSSD 0(R12)(idx*1), Y8, acc \
+	VPDPWSSD 32(R12)(idx*1), Y9, acc2
+
+#define QUAD_W8_TOKEN_AVX2(acc, idx) \
+	VPMADDWD 0(R12)(idx*1), Y8, Y13 \
+	VPMADDWD 32(R12)(idx*1), Y9, Y15 \
+	VPADDD Y13, acc, acc \
+	VPADDD Y15, acc, acc
+
+// QUAD_UNIT_TOKEN folds one token's unit into its accumulator, as
+// UNIT_UNIFORM does: Y8 holds the scale, Y9 the bias.
+#define QUAD_UNIT_TOKEN(isum, acc, idx) \
+	VCVTDQ2PS isum, isum \
+	VMULPS 0(R12)(idx*1), Y8, Y10 \
+	VMULPS 32(R12)(idx*1), Y9, Y13 \
+	VFMADD231PS Y10, isum, Y13 \
+	VADDPS Y13, acc, acc
+
+// QUAD_UNIT_END folds the unit of all four tokens; R12 points at the unit's
+// scales d of token 0.
+#define QUAD_UNIT_END \
+	VPBROADCASTW (DX), Y8 \
+	VPSLLD $16, Y8, Y8 \
+	VPBROADCASTW (R8), Y9 \
+	VPSLLD $16, Y9, Y9 \
+	QUAD_UNIT_TOKEN(Y4, Y0, DI) \
+	QUAD_UNIT_TOKEN(Y5, Y1, R13) \
+	QUAD_UNIT_TOKEN(Y6, Y2, R10) \
+	QUAD_UNIT_TOKEN(Y7, Y3, R15) \
+	ADDQ $64, R12 \
+	ADDQ $2, DX \
+	ADDQ $2, R8
+
+#define QUAD_STORE(acc, xacc, dst) \
+	VEXTRACTF128 $1, acc, X10 \
+	VADDPS X10, xacc, xacc \
+	VHADDPS xacc, xacc, xacc \
+	VHADDPS xacc, xacc, xacc \
+	VMOVSS xacc, dst
+
+// QUAD_TOKEN_END stores the four outputs (the outputs are outStride apart:
+// R10 walks them) and moves to the next quad.
+#define QUAD_TOKEN_END \
+	MOVQ T_OUTSTRIDE(AX), BX \
+	QUAD_STORE(Y0, X0, (R9)) \
+	ADDQ BX, R9 \
+	QUAD_STORE(Y1, X1, (R9)) \
+	ADDQ BX, R9 \
+	QUAD_STORE(Y2, X2, (R9)) \
+	ADDQ BX, R9 \
+	QUAD_STORE(Y3, X3, (R9)) \
+	ADDQ BX, R9 \
+	LEAQ (R14)(R13*4), R14 \
+	DECQ R11
+
+// func w4QuadVNNI(t *q8Tile)
+TEXT ·w4QuadVNNI(SB), NOSPLIT, $0-8
+	QUAD_START
+w4qvToken:
+	QUAD_TOKEN_START
+w4qvUnit:
+	QUAD_UNIT_START
+	QUAD_VNNI_ZERO
+w4qvChunk:
+	QUAD_W4_WIDEN
+	QUAD_W4_TOKEN_VNNI(Y4, Y16, DI)
+	QUAD_W4_TOKEN_VNNI(Y5, Y17, R13)
+	QUAD_W4_TOKEN_VNNI(Y6, Y18, R10)
+	QUAD_W4_TOKEN_VNNI(Y7, Y19, R15)
+	ADDQ $32, SI
+	ADDQ $128, R12
+	DECQ BX
+	JNZ w4qvChunk
+	QUAD_VNNI_FOLD
+	QUAD_UNIT_END
+	DECQ CX
+	JNZ w4qvUnit
+	QUAD_TOKEN_END
+	JNZ w4qvToken
+	VZEROUPPER
+	RET
+
+// func w4QuadAVX2(t *q8Tile)
+TEXT ·w4QuadAVX2(SB), NOSPLIT, $0-8
+	QUAD_START
+w4qaToken:
+	QUAD_TOKEN_START
+w4qaUnit:
+	QUAD_UNIT_START
+w4qaChunk:
+	QUAD_W4_WIDEN
+	QUAD_W4_TOKEN_AVX2(Y4, DI)
+	QUAD_W4_TOKEN_AVX2(Y5, R13)
+	QUAD_W4_TOKEN_AVX2(Y6, R10)
+	QUAD_W4_TOKEN_AVX2(Y7, R15)
+	ADDQ $32, SI
+	ADDQ $128, R12
+	DECQ BX
+	JNZ w4qaChunk
+	QUAD_UNIT_END
+	DECQ CX
+	JNZ w4qaUnit
+	QUAD_TOKEN_END
+	JNZ w4qaToken
+	VZEROUPPER
+	RET
+
+// func w8QuadVNNI(t *q8Tile)
+TEXT ·w8QuadVNNI(SB), NOSPLIT, $0-8
+	QUAD_START
+w8qvToken:
+	QUAD_TOKEN_START
+w8qvUnit:
+	QUAD_UNIT_START
+	QUAD_VNNI_ZERO
+w8qvChunk:
+	QUAD_W8_WIDEN
+	QUAD_W8_TOKEN_VNNI(Y4, Y16, DI)
+	QUAD_W8_TOKEN_VNNI(Y5, Y17, R13)
+	QUAD_W8_TOKEN_VNNI(Y6, Y18, R10)
+	QUAD_W8_TOKEN_VNNI(Y7, Y19, R15)
+	ADDQ $32, SI
+	ADDQ $64, R12
+	DECQ BX
+	JNZ w8qvChunk
+	QUAD_VNNI_FOLD
+	QUAD_UNIT_END
+	DECQ CX
+	JNZ w8qvUnit
+	QUAD_TOKEN_END
+	JNZ w8qvToken
+	VZEROUPPER
+	RET
+
+// func w8QuadAVX2(t *q8Tile)
+TEXT ·w8QuadAVX2(SB), NOSPLIT, $0-8
+	QUAD_START
+w8qaToken:
+	QUAD_TOKEN_START
+w8qaUnit:
+	QUAD_UNIT_START
+w8qaChunk:
+	QUAD_W8_WIDEN
+	QUAD_W8_TOKEN_AVX2(Y4, DI)
+	QUAD_W8_TOKEN_AVX2(Y5, R13)
+	QUAD_W8_TOKEN_AVX2(Y6, R10)
+	QUAD_W8_TOKEN_AVX2(Y7, R15)
+	ADDQ $32, SI
+	ADDQ $64, R12
+	DECQ BX
+	JNZ w8qaChunk
+	QUAD_UNIT_END
+	DECQ CX
+	JNZ w8qaUnit
+	QUAD_TOKEN_END
+	JNZ w8qaToken
 	VZEROUPPER
 	RET

@@ -238,3 +238,29 @@ func TestKernelsFor(t *testing.T) {
 		t.Errorf("default precision: %v, %v", p, err)
 	}
 }
+
+// BenchmarkProducts measures the affine products of each precision on a
+// full-size DeltaNet input projection (4-bit, [8192, 2048]) on one
+// thread, for a decode step, a small batch and a prefill chunk, in
+// multiply-adds per second.
+func BenchmarkProducts(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	tm := newTestMatrix(rng, model.Affine, 8192, 2048, 4, 64)
+	for _, p := range []Precision{PrecisionExact, PrecisionFast, PrecisionInt8} {
+		k, _ := kernelsFor(ISAAuto)
+		be := &Backend{pool: pool{threads: 1}, kern: k, precision: p}
+		if p == PrecisionExact {
+			be.precision = ""
+		}
+		for _, rows := range []int{1, 8, 512} {
+			b.Run(fmt.Sprintf("%s/rows%d", p, rows), func(b *testing.B) {
+				x := randomVector(rng, rows*2048)
+				y := make([]float32, rows*8192)
+				for range b.N {
+					be.matMul(y, x, rows, &tm.m)
+				}
+				b.ReportMetric(float64(b.N)*float64(rows)*8192*2048/b.Elapsed().Seconds()/1e9, "GMAC/s")
+			})
+		}
+	}
+}

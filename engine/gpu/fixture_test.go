@@ -250,7 +250,7 @@ func TestSampledDecode(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer m.Close()
-			cb, err := cpu.New(m.Weights, cpu.Options{Sampler: sample.New()})
+			cb, err := cpu.New(m.Weights, cpu.Options{Sampler: sample.New(), Precision: cpu.PrecisionExact})
 			if err != nil {
 				t.Fatal(err)
 			}

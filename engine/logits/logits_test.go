@@ -74,7 +74,7 @@ func TestReferences(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer m.Close()
-				b, err := cpu.New(m.Weights, cpu.Options{})
+				b, err := cpu.New(m.Weights, cpu.Options{Precision: cpu.PrecisionExact}) // the reference path
 				if err != nil {
 					t.Fatal(err)
 				}

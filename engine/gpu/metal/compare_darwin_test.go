@@ -76,7 +76,7 @@ func TestMetalMatchesEmuAndReference(t *testing.T) {
 		t.Logf("no emulator here (%v): comparing Metal with the CPU backend instead", err)
 		otherName = "cpu"
 		other = func(m *checkpoint.Model, prompt []int, gen int) *logits.Output {
-			b, err := cpu.New(m.Weights, cpu.Options{Sampler: sample.New()})
+			b, err := cpu.New(m.Weights, cpu.Options{Sampler: sample.New(), Precision: cpu.PrecisionExact})
 			if err != nil {
 				t.Fatal(err)
 			}
