@@ -144,6 +144,18 @@ func (l *q8Layout) quantize(rec []byte, x []float32) {
 	if l.wide {
 		levels = 32767
 	}
+	// Where each element of a unit goes, 64 at a time (position repeats
+	// every 64 elements, offset by 64).
+	var perm [64]int
+	for e := range perm {
+		perm[e] = l.position(e)
+	}
+	var stack [128]int32
+	q := stack[:]
+	if l.group > len(stack) {
+		q = make([]int32, l.group)
+	}
+	q = q[:l.group]
 	for u := range l.units {
 		xu := x[u*l.unitElems : (u+1)*l.unitElems]
 		r := rec[u*(l.xqBytes+64) : (u+1)*(l.xqBytes+64)]
@@ -163,14 +175,23 @@ func (l *q8Layout) quantize(rec []byte, x []float32) {
 			}
 			var sum int32
 			for i, v := range seg {
-				q := int32(math.Round(float64(v * inv)))
-				q = min(max(q, -int32(levels)), int32(levels))
-				if pos := l.position(g*l.group + i); l.wide {
-					xq[2*pos], xq[2*pos+1] = byte(q), byte(q>>8)
+				// Adding and subtracting 1.5·2²³ rounds |v·inv| ≤ 2¹⁵
+				// to the nearest integer (ties to even) in float32.
+				f := v*inv + 12582912
+				qi := int32(f - 12582912)
+				qi = min(max(qi, -int32(levels)), int32(levels))
+				q[i] = qi
+				sum += qi
+			}
+			base := g * l.group
+			for i, qi := range q {
+				e := base + i
+				pos := e&^63 + perm[e&63]
+				if l.wide {
+					xq[2*pos], xq[2*pos+1] = byte(qi), byte(qi>>8)
 				} else {
-					xq[pos] = byte(int8(q))
+					xq[pos] = byte(int8(qi))
 				}
-				sum += q
 			}
 			first := true
 			for k := range 8 {

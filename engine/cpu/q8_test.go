@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/suzuran-app/suzuran/engine/model"
@@ -242,25 +243,36 @@ func TestKernelsFor(t *testing.T) {
 // BenchmarkProducts measures the affine products of each precision on a
 // full-size DeltaNet input projection (4-bit, [8192, 2048]) on one
 // thread, for a decode step, a small batch and a prefill chunk, in
-// multiply-adds per second.
+// multiply-adds per second of wall time and, on Linux, of the thread's CPU
+// time (steadier on a shared machine).
 func BenchmarkProducts(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	tm := newTestMatrix(rng, model.Affine, 8192, 2048, 4, 64)
 	for _, p := range []Precision{PrecisionExact, PrecisionFast, PrecisionInt8} {
-		k, _ := kernelsFor(ISAAuto)
-		be := &Backend{pool: pool{threads: 1}, kern: k, precision: p}
-		if p == PrecisionExact {
-			be.precision = ""
-		}
-		for _, rows := range []int{1, 8, 512} {
-			b.Run(fmt.Sprintf("%s/rows%d", p, rows), func(b *testing.B) {
-				x := randomVector(rng, rows*2048)
-				y := make([]float32, rows*8192)
-				for range b.N {
-					be.matMul(y, x, rows, &tm.m)
-				}
-				b.ReportMetric(float64(b.N)*float64(rows)*8192*2048/b.Elapsed().Seconds()/1e9, "GMAC/s")
-			})
+		for _, isa := range ISAs() {
+			k, _ := kernelsFor(isa)
+			be := &Backend{pool: pool{threads: 1}, kern: k, precision: p}
+			if p == PrecisionExact {
+				be.precision = ""
+			}
+			for _, rows := range []int{1, 8, 512} {
+				b.Run(fmt.Sprintf("%s/%s/rows%d", p, isa, rows), func(b *testing.B) {
+					runtime.LockOSThread()
+					defer runtime.UnlockOSThread()
+					x := randomVector(rng, rows*2048)
+					y := make([]float32, rows*8192)
+					cpu0, ok := threadCPUTime()
+					b.ResetTimer()
+					for range b.N {
+						be.matMul(y, x, rows, &tm.m)
+					}
+					macs := float64(b.N) * float64(rows) * 8192 * 2048
+					b.ReportMetric(macs/b.Elapsed().Seconds()/1e9, "GMAC/s")
+					if cpu1, ok1 := threadCPUTime(); ok && ok1 && cpu1 > cpu0 {
+						b.ReportMetric(macs/(cpu1-cpu0).Seconds()/1e9, "GMAC/cpu-s")
+					}
+				})
+			}
 		}
 	}
 }
