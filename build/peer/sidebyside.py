@@ -6,15 +6,16 @@ alternating the engines round by round (BENCHMARKS.md shows the result).
 Each round: `suzuran bench --synthetic` (the 4 layers: prefill 512, decode
 32; then the first n layers for n = 1..4, prefill 512 and decode 16 each,
 for its per-layer fit) and, in PEER_DIR, bench.mjs on the same weights as
-GGUFs (make_gguf_mix.py): the 4 layers (decode 32) and three layer mixes
-of them, attention alone, two attention layers, and a DeltaNet and an
-attention layer (decode 16 each); llama.cpp cannot run a model without an
-attention layer, so its mixes differ from Suzuran's prefixes. Each engine's
+GGUFs: the 4 layers (decode 32) and two layer mixes of them, a DeltaNet
+and an attention layer, and that pair twice (decode 16 each;
+make_gguf_mix.py, remix_gguf.py); llama.cpp cannot run a model without
+both kinds of layer, so its mixes differ from Suzuran's prefixes. Each engine's
 times are fitted as fixed + DeltaNet layers·d + attention layers·a and
 projected to 30 DeltaNet + 10 attention layers. The engine that goes first
 alternates from round to round.
 
 usage: sidebyside.py SUZURAN_BIN PEER_DIR ROUNDS OUT_DIR
+(ROUNDS 0 summarizes the rounds saved in OUT_DIR/runs.json.)
 """
 import json
 import os
@@ -27,7 +28,7 @@ import numpy as np
 
 bin_path, PEER, rounds, out_dir = sys.argv[1], os.path.abspath(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 os.makedirs(out_dir, exist_ok=True)
-MIXES = {"synth-DDDA.gguf": (3, 1), "synth-A.gguf": (0, 1), "synth-AA.gguf": (0, 2), "synth-DA.gguf": (1, 1)}
+MIXES = {"synth-DDDA.gguf": (3, 1), "synth-DA.gguf": (1, 1), "synth-DADA.gguf": (2, 2)}
 
 
 def suzuran(r):
@@ -86,6 +87,8 @@ def fit(ms, tokens):
 
 
 runs = {"suzuran": [], "llama": []}
+if rounds == 0:
+    runs = json.load(open(f"{out_dir}/runs.json"))
 for r in range(rounds):
     order = ("suzuran", "llama") if r % 2 == 0 else ("llama", "suzuran")
     for e in order:
