@@ -168,6 +168,8 @@ func TestChatFlagErrors(t *testing.T) {
 		{[]string{"chat", "--temperature", "-1"}, "--temperature"},
 		{[]string{"chat", "--backend", "abacus"}, "unknown backend"},
 		{[]string{"chat", "--model", "/nonexistent"}, "/nonexistent"},
+		{[]string{"chat", "--precision", "half"}, `--precision: precision "half"`},
+		{[]string{"chat", "--backend", "emu", "--precision", "exact"}, "only the cpu backend has a choice of precision"},
 	} {
 		_, stderr, err := execute(t, c.args...)
 		if err == nil || !strings.Contains(stderr, c.want) {

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
@@ -26,8 +27,13 @@ const fastTolerance = 5e-3
 // bar allows the path to tell apart.
 func TestFixturesFast(t *testing.T) {
 	refs := fixtures.Models(t)
-	for _, isa := range ISAs() {
+	for i, isa := range ISAs() {
 		for _, ref := range refs {
+			// The BF16 checkpoints have no affine matrix: the fast path
+			// runs them with the exact loops, once is enough.
+			if i > 0 && strings.HasSuffix(ref.Name, "hf-bf16") {
+				continue
+			}
 			t.Run(string(isa)+"/"+ref.Name, func(t *testing.T) { checkFast(t, ref, isa) })
 		}
 	}

@@ -78,6 +78,7 @@ type kernelSet struct {
 // this machine has for ISAAuto; an error names the levels it has.
 func kernelsFor(isa ISA) (kernelSet, error) {
 	levels := machineKernels() // best first, generic last
+	isa = ISA(strings.ToLower(string(isa)))
 	if isa == ISAAuto {
 		return levels[0], nil
 	}

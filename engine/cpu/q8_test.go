@@ -75,45 +75,57 @@ func (b *Backend) testName() string { return string(b.precision) + "/" + string(
 // sizeable part of Σ|w·x|, far above it. Matrices the int8 kernels do not
 // take must match the exact loops' tolerance, 1e-5 of Σ|w·x|.
 func TestQ8Products(t *testing.T) {
-	for _, b := range fastBackends(t) {
-		t.Run(b.testName(), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(21, 22))
-			for _, c := range q8Cases {
-				tm := newTestMatrix(rng, c.dtype, c.out, c.in, c.bits, c.group)
-				if err := checkMatrix(&tm.m); err != nil {
-					t.Fatal(err)
-				}
-				_, int8Path := newQ8Layout(&tm.m, b.precision == PrecisionFast)
-				for _, rows := range q8Rows {
-					x := randomVector(rng, rows*c.in)
-					y := make([]float32, rows*c.out)
-					b.matMul(y, x, rows, &tm.m)
-					worst := 0.0
-					for r := range rows {
-						xr := x[r*c.in : (r+1)*c.in]
-						for o := range c.out {
-							var want, mag float64
-							for i, w := range tm.ref[o] {
-								want += w * float64(xr[i])
-								mag += math.Abs(w * float64(xr[i]))
-							}
-							tol := 1e-5 * mag
-							if int8Path {
-								tol += quantBound(&tm, o, xr, b.levels())
-							}
-							if e := math.Abs(float64(y[r*c.out+o]) - want); e > tol || math.IsNaN(e) {
-								t.Fatalf("%v%d-g%d-%dx%d rows %d: y[%d, %d] = %v, want %v ± %.3g",
-									c.dtype, c.bits, c.group, c.out, c.in, rows, r, o, y[r*c.out+o], want, tol)
-							}
-							worst = max(worst, math.Abs(float64(y[r*c.out+o])-want)/mag)
-						}
+	backends := fastBackends(t)
+	worst := make([]float64, len(backends))
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, c := range q8Cases {
+		tm := newTestMatrix(rng, c.dtype, c.out, c.in, c.bits, c.group)
+		if err := checkMatrix(&tm.m); err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("%v%d-g%d-%dx%d", c.dtype, c.bits, c.group, c.out, c.in)
+		for _, rows := range q8Rows {
+			// The float64 reference, its scale Σ|w·x| and the rounding
+			// bound of each precision, once for every backend.
+			x := randomVector(rng, rows*c.in)
+			want, mag := make([]float64, rows*c.out), make([]float64, rows*c.out)
+			bound16, bound8 := make([]float64, rows*c.out), make([]float64, rows*c.out)
+			for r := range rows {
+				xr := x[r*c.in : (r+1)*c.in]
+				for o := range c.out {
+					for i, w := range tm.ref[o] {
+						want[r*c.out+o] += w * float64(xr[i])
+						mag[r*c.out+o] += math.Abs(w * float64(xr[i]))
 					}
-					if rows == 33 {
-						t.Logf("%v%d-g%d-%dx%d: worst error %.2e of Σ|w·x|", c.dtype, c.bits, c.group, c.out, c.in, worst)
+					if c.dtype == model.Affine {
+						bound16[r*c.out+o] = quantBound(&tm, o, xr, 32767)
+						bound8[r*c.out+o] = quantBound(&tm, o, xr, 127)
 					}
 				}
 			}
-		})
+			for bi, b := range backends {
+				y := make([]float32, rows*c.out)
+				b.matMul(y, x, rows, &tm.m)
+				_, intPath := newQ8Layout(&tm.m, b.precision == PrecisionFast)
+				for i := range y {
+					tol := 1e-5 * mag[i]
+					switch {
+					case intPath && b.precision == PrecisionFast:
+						tol += bound16[i]
+					case intPath:
+						tol += bound8[i]
+					}
+					if e := math.Abs(float64(y[i]) - want[i]); e > tol || math.IsNaN(e) {
+						t.Fatalf("%s %s rows %d: y[%d, %d] = %v, want %v ± %.3g",
+							b.testName(), name, rows, i/c.out, i%c.out, y[i], want[i], tol)
+					}
+					worst[bi] = max(worst[bi], math.Abs(float64(y[i])-want[i])/mag[i])
+				}
+			}
+		}
+	}
+	for bi, b := range backends {
+		t.Logf("%s: worst error %.2e of Σ|w·x|", b.testName(), worst[bi])
 	}
 }
 
@@ -228,6 +240,9 @@ func TestKernelsFor(t *testing.T) {
 		if k, err := kernelsFor(isa); err != nil || k.isa != isa {
 			t.Errorf("%s: %v, %v", isa, k.isa, err)
 		}
+	}
+	if k, err := kernelsFor("GENERIC"); err != nil || k.isa != ISAGeneric {
+		t.Errorf("GENERIC: %v, %v", k.isa, err)
 	}
 	if _, err := kernelsFor("sse9"); err == nil {
 		t.Error("an unknown instruction set was accepted")
