@@ -9,7 +9,7 @@ import (
 // pool runs loops in parallel on a fixed number of threads: the calling
 // goroutine and threads-1 helpers that live as long as the process and wait
 // for work between regions, so a parallel region costs a wake-up, not a
-// goroutine start (a decode step runs a few dozen regions per layer).
+// goroutine start (a decode step of the 2-layer benchmark runs 54).
 //
 // The helpers are shared by every pool of the process (workers below): a
 // region hands out pieces from a shared counter, so a helper that arrives
