@@ -6,11 +6,12 @@ import (
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
-// Attention implements model.Blocks, each segment on its own sequence's
-// cache: the gated full attention of MODEL.md.
-// q and its gate come interleaved per head from one projection; q and k are
-// RMS-normed per head and rotated on their first RotaryDim dims; the KV
-// cache stores k after both.
+// Attention implements model.Blocks: the gated attention of MODEL.md, each
+// segment on its own sequence's KV cache.
+//
+//	qg = x·Wqᵀ (per head: query ‖ gate);  k = x·Wkᵀ;  v = x·Wvᵀ
+//	q = RoPE(RMSNorm(q));  k = RoPE(RMSNorm(k));  cache k and v
+//	o = softmax(q·kᵀ/√D, causal)·v ⊙ sigmoid(gate);  out = o·Woᵀ
 func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) model.Activation {
 	c := &p.b.cfg
 	x := p.tensor(xa)
@@ -27,68 +28,243 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 		return out
 	}
 	rope := newRotary(c, p.rowPos)
-	for t := range T {
-		for h := range H {
-			q := qg[(t*H+h)*2*D : (t*H+h)*2*D+D]
-			rmsNorm(q, q, w.QNorm, c.RMSNormEps)
-			rope.apply(q, t)
+	p.b.pool.parallelFor(T, 4, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			for h := range H {
+				q := qg[(t*H+h)*2*D : (t*H+h)*2*D+D]
+				rmsNorm(q, q, w.QNorm, c.RMSNormEps)
+				rope.apply(q, t)
+			}
+			for h := range KV {
+				kh := k[(t*KV+h)*D : (t*KV+h+1)*D]
+				rmsNorm(kh, kh, w.KNorm, c.RMSNormEps)
+				rope.apply(kh, t)
+			}
 		}
-		for h := range KV {
-			kh := k[(t*KV+h)*D : (t*KV+h+1)*D]
-			rmsNorm(kh, kh, w.KNorm, c.RMSNormEps)
-			rope.apply(kh, t)
-		}
-	}
+	})
 	kvWidth := KV * D
-	longest := 0
 	for _, s := range p.segs {
 		st := &s.seq.layers[layer]
-		rows := k[s.row0*kvWidth : (s.row0+len(s.ids))*kvWidth]
-		st.k = append(st.k, rows...)
+		st.k = append(st.k, k[s.row0*kvWidth:(s.row0+len(s.ids))*kvWidth]...)
 		st.v = append(st.v, v[s.row0*kvWidth:(s.row0+len(s.ids))*kvWidth]...)
-		longest = max(longest, s.pos+len(s.ids))
 	}
 
 	o := make([]float32, T*H*D)
-	scale := float32(1 / math.Sqrt(float64(D)))
-	group := H / KV
-	// One task per (row, head): each reads its own sequence's keys of its
-	// kv head up to its own position (causal).
-	p.b.pool.parallelFor(T*H, 1, func(lo, hi int) {
-		scoresp := getScratch(longest)
-		defer scratch.Put(scoresp)
-		for task := lo; task < hi; task++ {
-			t, h := task/H, task%H
-			st := &p.segs[p.rowSeg[t]].seq.layers[layer]
-			n := p.rowPos[t] + 1
-			kvh := h / group
-			q := qg[(t*H+h)*2*D : (t*H+h)*2*D+D]
-			gate := qg[(t*H+h)*2*D+D : (t*H+h+1)*2*D]
-			scores := (*scoresp)[:n]
-			maxScore := float32(math.Inf(-1))
-			for j := range n {
-				s := dot(q, st.k[j*kvWidth+kvh*D:j*kvWidth+kvh*D+D]) * scale
-				scores[j] = s
-				maxScore = max(maxScore, s)
-			}
-			var sum float64
-			for j, s := range scores {
-				e := float32(math.Exp(float64(s - maxScore)))
-				scores[j] = e
-				sum += float64(e)
-			}
-			oh := o[(t*H+h)*D : (t*H+h+1)*D]
-			for j, e := range scores {
-				axpy(oh, st.v[j*kvWidth+kvh*D:j*kvWidth+kvh*D+D], e)
-			}
-			inv := float32(1 / sum)
-			for d := range oh {
-				oh[d] *= inv * sigmoid(gate[d])
-			}
+	blocks := p.attentionBlocks(layer, qg, o)
+	p.b.pool.parallelFor(len(blocks), 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			blocks[i].attend()
 		}
 	})
 	p.matMul(out.data, &tensor{rows: T, width: H * D, data: o}, &w.O)
 	return out
+}
+
+// attentionBlocks splits the pass's attention into blocks that run in
+// parallel: per segment, kv head, four of the heads that read it, and a
+// run of tokens short enough that the block's scores stay in L1/L2 (a
+// decode step of the full model: 2 kv heads × 2 sets of 4 heads = 4 blocks).
+// Every block reads its kv head's cache once for all its rows.
+func (p *pass) attentionBlocks(layer int, qg, o []float32) []attentionBlock {
+	c := &p.b.cfg
+	H, KV, D := c.NumHeads, c.NumKVHeads, c.HeadDim
+	group := H / KV
+	scale := float32(1 / math.Sqrt(float64(D)))
+	var blocks []attentionBlock
+	for _, s := range p.segs {
+		st := &s.seq.layers[layer]
+		n := len(s.ids)
+		tokens := min(max(attentionScores/(4*(s.pos+n)), 1), 16)
+		for kvh := range KV {
+			for h0 := kvh * group; h0 < (kvh+1)*group; h0 += 4 {
+				h1 := min(h0+4, (kvh+1)*group)
+				for t0 := 0; t0 < n; t0 += tokens {
+					b := attentionBlock{keys: st.k, values: st.v, stride: KV * D, offset: kvh * D, dim: D, scale: scale,
+						kern: &p.b.kern.f32}
+					for t := s.row0 + t0; t < s.row0+min(t0+tokens, n); t++ {
+						for h := h0; h < h1; h++ {
+							row := (t*H + h) * 2 * D
+							b.queries = append(b.queries, qg[row:row+D])
+							b.gates = append(b.gates, qg[row+D:row+2*D])
+							b.outs = append(b.outs, o[(t*H+h)*D:(t*H+h+1)*D])
+						}
+						b.limits = append(b.limits, p.rowPos[t]+1)
+					}
+					b.perToken = h1 - h0
+					blocks = append(blocks, b)
+				}
+			}
+		}
+	}
+	return blocks
+}
+
+// attentionScores bounds the scores one block holds at once (floats): 16K
+// floats, 64 KiB, stay in L2 while the block passes over them twice.
+const attentionScores = 16 << 10
+
+// attentionTile is how many cached positions a block's rows take at a time
+// (32 positions of a 256-wide head: 32 KiB of keys, then of values), so
+// that a tile stays in L1 while every row of the block passes over it.
+const attentionTile = 32
+
+// attentionBlock is the gated attention of some query rows that read one
+// kv head of one sequence's cache: rows come perToken at a time (heads of
+// one token, which see the same positions), and the rows of token i see the
+// first limits[i] cached positions.
+type attentionBlock struct {
+	queries, gates, outs [][]float32 // per row, dim each
+	limits               []int       // per token
+	perToken             int
+	// keys and values are the cache, [positions, stride], this kv head at
+	// offset.
+	keys, values        []float32
+	stride, offset, dim int
+	scale               float32
+	kern                *simdKernels // the backend's f32 kernels
+}
+
+// attend computes each row's o = softmax(q·kᵀ·scale)·v ⊙ sigmoid(gate).
+//
+// The rows of a token go four at a time (a quad: each cached row loaded
+// once serves four heads), padded with copies of the last row. A row gets
+// the same arithmetic whatever block it is in, so a token's output does
+// not depend on the pass around it: each score is scale times a lane of
+// dot4, the softmax runs over the row alone, and its sum over positions
+// adds them in position order.
+func (b *attentionBlock) attend() {
+	quads := (b.perToken + 3) / 4
+	positions := 0
+	for _, n := range b.limits {
+		positions = max(positions, n)
+	}
+	// Scores of quad q of token i: rows (i·quads+q)·4 … +3, positions wide.
+	scoresp := getScratch(len(b.limits) * quads * 4 * positions)
+	defer scratch.Put(scoresp)
+	scores := *scoresp
+	quadRows := func(i, q int) (rows [4]int) {
+		for l := range rows {
+			rows[l] = i*b.perToken + min(q*4+l, b.perToken-1)
+		}
+		return rows
+	}
+
+	// q·k, a tile of cached positions at a time for every token and quad.
+	for j0 := 0; j0 < positions; j0 += attentionTile {
+		for i, n := range b.limits {
+			for q := range quads {
+				if j0 >= n {
+					continue
+				}
+				r := quadRows(i, q)
+				out := scores[(i*quads+q)*4*positions+j0:]
+				attentionScores4(b.kern, b.queries[r[0]], b.queries[r[1]], b.queries[r[2]], b.queries[r[3]],
+					b.keys[j0*b.stride+b.offset:], b.stride, min(attentionTile, n-j0), b.dim, b.scale, out, positions)
+			}
+		}
+	}
+
+	// Softmax of each real row, in place: exponentials in f32, sum in f64.
+	sums := make([]float64, len(b.queries))
+	for i, n := range b.limits {
+		for h := range b.perToken {
+			row := scores[((i*quads+h/4)*4+h%4)*positions:][:n]
+			maxScore := float32(math.Inf(-1))
+			for _, s := range row {
+				maxScore = max(maxScore, s)
+			}
+			var sum float64
+			for j, s := range row {
+				e := float32(math.Exp(float64(s - maxScore)))
+				row[j] = e
+				sum += float64(e)
+			}
+			sums[i*b.perToken+h] = sum
+		}
+	}
+
+	// o = Σ_j e_j·v_j, tile by tile in position order; padded lanes write
+	// into a row of their own.
+	spare := make([]float32, b.dim)
+	for j0 := 0; j0 < positions; j0 += attentionTile {
+		for i, n := range b.limits {
+			for q := range quads {
+				if j0 >= n {
+					continue
+				}
+				var outs [4][]float32
+				for l := range outs {
+					outs[l] = spare
+					if q*4+l < b.perToken {
+						outs[l] = b.outs[i*b.perToken+q*4+l]
+					}
+				}
+				attentionValues4(b.kern, &outs, scores[(i*quads+q)*4*positions+j0:], positions,
+					b.values[j0*b.stride+b.offset:], b.stride, min(attentionTile, n-j0), b.dim)
+			}
+		}
+	}
+	for r, o := range b.outs {
+		inv := float32(1 / sums[r])
+		for d, g := range b.gates[r] {
+			o[d] *= inv * sigmoid(g)
+		}
+	}
+}
+
+// attentionKernels are assembly versions of the attention loops
+// (attention_amd64.s); nil fields fall back to the Go loops below. They run
+// only where the backend's kernel set has the f32 assembly (dot4 and axpy
+// set), so that choosing a lower ISA turns these off too.
+type attentionKernels struct {
+	scores4 func(q0, q1, q2, q3, keys *float32, stride, n, dim int, scale float32, out *float32, outStride int)
+	values4 func(outs *[4]*float32, e *float32, eStride int, values *float32, stride, n, dim int)
+}
+
+var attentionSIMD attentionKernels
+
+// attentionScores4 writes out[l·outStride+j] = scale·(q_l · key j) for four
+// query rows and n key rows of keys (one every stride floats, dim wide).
+func attentionScores4(k *simdKernels, q0, q1, q2, q3, keys []float32, stride, n, dim int, scale float32, out []float32, outStride int) {
+	_ = keys[(n-1)*stride+dim-1]
+	_ = out[3*outStride+n-1]
+	if attentionSIMD.scores4 != nil && k.dot4 != nil && dim%16 == 0 {
+		attentionSIMD.scores4(&q0[0], &q1[0], &q2[0], &q3[0], &keys[0], stride, n, dim, scale, &out[0], outStride)
+		return
+	}
+	for j := range n {
+		s0, s1, s2, s3 := dot4With(k, q0[:dim], q1[:dim], q2[:dim], q3[:dim], keys[j*stride:j*stride+dim])
+		out[j], out[outStride+j], out[2*outStride+j], out[3*outStride+j] = s0*scale, s1*scale, s2*scale, s3*scale
+	}
+}
+
+// attentionValues4 adds Σ_j e[l·eStride+j]·(value row j) to outs[l] for
+// four rows, j in order over n value rows of values (one every stride
+// floats, dim wide).
+func attentionValues4(k *simdKernels, outs *[4][]float32, e []float32, eStride int, values []float32, stride, n, dim int) {
+	_ = values[(n-1)*stride+dim-1]
+	_ = e[3*eStride+n-1]
+	for _, o := range outs {
+		_ = o[dim-1]
+	}
+	if attentionSIMD.values4 != nil && k.axpy != nil && dim%16 == 0 {
+		ptrs := [4]*float32{&outs[0][0], &outs[1][0], &outs[2][0], &outs[3][0]}
+		attentionSIMD.values4(&ptrs, &e[0], eStride, &values[0], stride, n, dim)
+		return
+	}
+	for j := range n {
+		v := values[j*stride : j*stride+dim]
+		for l, o := range outs {
+			a, d := e[l*eStride+j], 0
+			if m := dim &^ 7; m > 0 && k.axpy != nil {
+				k.axpy(&o[0], &v[0], m, a)
+				d = m
+			}
+			for ; d < dim; d++ {
+				o[d] += a * v[d]
+			}
+		}
+	}
 }
 
 // rotary holds cos and sin for the pass's rows. Frequencies and angles

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -40,7 +41,7 @@ func TestAttentionBlock(t *testing.T) {
 			att.KNorm[i] = float32(1 + 0.5*rng.NormFloat64())
 		}
 		w := &model.Weights{Config: cfg, Layers: []model.Layer{{Attention: att}}, Embed: model.Matrix{Out: 100}}
-		b := &Backend{cfg: cfg, w: w, pool: pool{threads: 3}}
+		b := &Backend{cfg: cfg, w: w, pool: pool{threads: 3}, kern: kernelSet{f32: simd}}
 		seq, err := b.NewSequence(16)
 		if err != nil {
 			t.Fatal(err)
@@ -102,4 +103,85 @@ func TestAttentionBlock(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestAttentionKernels checks the four-row score and value loops against a
+// float64 computation on sizes that are not multiples of the tile or the
+// vector width (tolerance 1e-5 of the output scale: the f32 loops round
+// about dim products per output), and, where the assembly runs, that it
+// gives bit for bit what dot4 and axpy give, so that a row's result does
+// not depend on which loop computed it.
+func TestAttentionKernels(t *testing.T) {
+	withKernels(t, testAttentionKernels)
+}
+
+func testAttentionKernels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, c := range []struct{ n, dim, stride int }{{1, 16, 16}, {7, 48, 100}, {33, 256, 512}, {5, 24, 24}, {64, 256, 256}} {
+		t.Run(fmt.Sprintf("n%d_dim%d_stride%d", c.n, c.dim, c.stride), func(t *testing.T) {
+			const scale = 0.0625
+			var q [4][]float32
+			for l := range q {
+				q[l] = randomVector(rng, c.dim)
+			}
+			keys := randomVector(rng, c.n*c.stride)
+			values := randomVector(rng, c.n*c.stride)
+			eStride := c.n + 3
+			e := randomVector(rng, 4*eStride)
+			base := [4][]float32{}
+			for l := range base {
+				base[l] = randomVector(rng, c.dim)
+			}
+			run := func() (scores []float32, outs [4][]float32) {
+				scores = make([]float32, 4*eStride)
+				attentionScores4(&simd, q[0], q[1], q[2], q[3], keys, c.stride, c.n, c.dim, scale, scores, eStride)
+				for l := range outs {
+					outs[l] = append([]float32(nil), base[l]...)
+				}
+				attentionValues4(&simd, &outs, e, eStride, values, c.stride, c.n, c.dim)
+				return scores, outs
+			}
+			scores, outs := run()
+			for l := range 4 {
+				for j := range c.n {
+					var want float64
+					for d := range c.dim {
+						want += float64(q[l][d]) * float64(keys[j*c.stride+d])
+					}
+					want *= scale
+					if got := float64(scores[l*eStride+j]); math.Abs(got-want) > 1e-5*math.Sqrt(float64(c.dim)) {
+						t.Fatalf("score %d,%d = %v, want %v", l, j, got, want)
+					}
+				}
+				for d := range c.dim {
+					want := float64(base[l][d])
+					for j := range c.n {
+						want += float64(e[l*eStride+j]) * float64(values[j*c.stride+d])
+					}
+					if got := float64(outs[l][d]); math.Abs(got-want) > 1e-5*math.Sqrt(float64(c.n)) {
+						t.Fatalf("output %d,%d = %v, want %v", l, d, got, want)
+					}
+				}
+			}
+			if attentionSIMD.scores4 == nil || simd.dot4 == nil {
+				return
+			}
+			saved := attentionSIMD
+			attentionSIMD = attentionKernels{}
+			goScores, goOuts := run()
+			attentionSIMD = saved
+			for i := range scores {
+				if i%eStride < c.n && math.Float32bits(scores[i]) != math.Float32bits(goScores[i]) {
+					t.Fatalf("score %d: assembly %v, dot4 %v", i, scores[i], goScores[i])
+				}
+			}
+			for l := range outs {
+				for d := range outs[l] {
+					if math.Float32bits(outs[l][d]) != math.Float32bits(goOuts[l][d]) {
+						t.Fatalf("output %d,%d: assembly %v, axpy %v", l, d, outs[l][d], goOuts[l][d])
+					}
+				}
+			}
+		})
+	}
 }

@@ -1,8 +1,12 @@
 package cpu
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,7 +65,7 @@ func runTimed(tb testing.TB, be *Backend, w *model.Weights, seq model.Sequence, 
 // report turns block times over n passes of tokens each into per-layer
 // times and the projection to the full 40 layers (30 DeltaNet, 10
 // attention; every layer has an MoE).
-func report(b *testing.B, bt *blockTimes, w *model.Weights, n, tokens int) {
+func report(b *testing.B, bt *blockTimes, w *model.Weights, n, tokens int, pools poolUsage, threads int) {
 	var dnLayers, attLayers int
 	for _, l := range w.Layers {
 		if l.DeltaNet != nil {
@@ -84,6 +88,18 @@ func report(b *testing.B, bt *blockTimes, w *model.Weights, n, tokens int) {
 	b.ReportMetric(head*1e3, "ms/head")
 	b.ReportMetric(full*1e3, "ms/pass-40-layers")
 	b.ReportMetric(float64(tokens)/full, "tok/s-40-layers")
+	// Where the threads' time went: the share of the wall time inside
+	// parallel regions, and how busy the threads were inside them.
+	if pools.Wall > 0 {
+		b.ReportMetric(pools.Wall.Seconds()/bt.total.Seconds(), "parallel-fraction")
+		b.ReportMetric(pools.Busy.Seconds()/(pools.Wall.Seconds()*float64(threads)), "thread-use-in-parallel")
+		b.ReportMetric(float64(pools.Regions)/float64(n), "regions/pass")
+	}
+}
+
+// since is the pool's usage since before.
+func (u poolUsage) since(before poolUsage) poolUsage {
+	return poolUsage{Regions: u.Regions - before.Regions, Wall: u.Wall - before.Wall, Busy: u.Busy - before.Busy}
 }
 
 // benchWeights is the synthetic benchmark checkpoint: full-size shapes from
@@ -125,7 +141,7 @@ func benchPrompt(n int) []int {
 }
 
 // BenchmarkDecode measures one decode step (greedy, through the cache) after
-// a 32-token prompt, on one full-size DeltaNet layer and one full-size
+// a 512-token prompt, on one full-size DeltaNet layer and one full-size
 // attention layer, and projects the full model.
 func BenchmarkDecode(b *testing.B) { benchDecode(b, Options{}) }
 
@@ -141,15 +157,16 @@ func benchDecode(b *testing.B, opt Options) {
 		b.Fatal(err)
 	}
 	greedy := &model.Sampling{}
-	if _, err := model.Prefill(be, w, seq, benchPrompt(32), 0, model.Input{Sample: greedy}); err != nil {
+	if _, err := model.Prefill(be, w, seq, benchPrompt(512), 0, model.Input{Sample: greedy}); err != nil {
 		b.Fatal(err)
 	}
 	var bt blockTimes
+	before := be.pool.usage()
 	b.ResetTimer()
 	for range b.N {
 		runTimed(b, be, w, seq, model.Input{Sample: greedy}, &bt)
 	}
-	report(b, &bt, w, b.N, 1)
+	report(b, &bt, w, b.N, 1, be.pool.usage().since(before), be.pool.threads)
 }
 
 // BenchmarkDecodeGoLoops is BenchmarkDecode with the assembly kernels off:
@@ -175,6 +192,7 @@ func benchPrefill512(b *testing.B, opt Options) {
 	be, w := benchSetupWith(b, opt)
 	prompt := benchPrompt(512)
 	var bt blockTimes
+	before := be.pool.usage()
 	b.ResetTimer()
 	for range b.N {
 		seq, err := be.NewSequence(1024)
@@ -183,5 +201,111 @@ func benchPrefill512(b *testing.B, opt Options) {
 		}
 		runTimed(b, be, w, seq, model.Input{IDs: prompt, Logits: model.LogitsLast}, &bt)
 	}
-	report(b, &bt, w, b.N, len(prompt))
+	report(b, &bt, w, b.N, len(prompt), be.pool.usage().since(before), be.pool.threads)
+}
+
+// fullSizeAttention builds one attention layer of the full model's shape
+// with random 4-bit weights (no checkpoint needed) and a sequence holding
+// context positions of random keys and values in its cache.
+func fullSizeAttention(tb testing.TB, context int, precision Precision) (*Backend, *model.Attention, *sequence) {
+	cfg, err := checkpoint.ParseConfig(synth.FullSizeConfig(), "full-size config")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.NumLayers = 1
+	rng := rand.New(rand.NewPCG(3, 4))
+	H, KV, D, hidden := cfg.NumHeads, cfg.NumKVHeads, cfg.HeadDim, cfg.HiddenSize
+	att := &model.Attention{QNorm: make([]float32, D), KNorm: make([]float32, D)}
+	for i := range D {
+		att.QNorm[i], att.KNorm[i] = 1, 1
+	}
+	att.Q = newTestMatrix(rng, model.Affine, 2*H*D, hidden, 4, 64).m
+	att.K = newTestMatrix(rng, model.Affine, KV*D, hidden, 4, 64).m
+	att.V = newTestMatrix(rng, model.Affine, KV*D, hidden, 4, 64).m
+	att.O = newTestMatrix(rng, model.Affine, hidden, H*D, 4, 64).m
+	w := &model.Weights{Config: *cfg, Layers: []model.Layer{{Attention: att}}, Embed: model.Matrix{Out: 1000}}
+	kern, err := kernelsFor(ISAAuto)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	b := &Backend{cfg: *cfg, w: w, pool: pool{threads: runtime.GOMAXPROCS(0)}, kern: kern, precision: precision}
+	s, err := b.NewSequence(context + 1024)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	seq := s.(*sequence)
+	st := &seq.layers[0]
+	st.k = randomVector(rng, context*KV*D)
+	st.v = randomVector(rng, context*KV*D)
+	seq.tokens = make([]int, context)
+	return b, att, seq
+}
+
+// BenchmarkAttentionDecode measures one decode step of a full-size attention
+// block (projections, attention over the cache, gated output) at 16 and 512
+// positions of context, with the exact and the fast (quantized
+// activations) products; the cache is cut back after each step.
+func BenchmarkAttentionDecode(b *testing.B) {
+	for _, precision := range []Precision{PrecisionExact, PrecisionFast} {
+		for _, context := range []int{16, 512} {
+			b.Run(fmt.Sprintf("%s/context%d", precision, context), func(b *testing.B) { benchAttentionDecode(b, context, precision) })
+		}
+	}
+}
+
+func benchAttentionDecode(b *testing.B, context int, precision Precision) {
+	be, att, seq := fullSizeAttention(b, context, precision)
+	x := &tensor{rows: 1, width: be.cfg.HiddenSize, data: randomVector(rand.New(rand.NewPCG(1, 2)), be.cfg.HiddenSize)}
+	kvw := be.kvWidth()
+	cpu0 := processCPU()
+	b.ResetTimer()
+	for range b.N {
+		p, err := be.begin([]model.Segment{{Seq: seq, In: model.Input{IDs: []int{1}}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Attention(0, att, x)
+		if p.err != nil {
+			b.Fatal(p.err)
+		}
+		seq.busy = false
+		st := &seq.layers[0]
+		st.k, st.v = st.k[:context*kvw], st.v[:context*kvw]
+	}
+	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N), "ms/step")
+	b.ReportMetric((processCPU()-cpu0).Seconds()*1e3/float64(b.N), "cpu-ms/step")
+}
+
+// processCPU is the CPU time of the process so far, user and system: on a
+// shared machine it moves less than wall time with the load of others.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkAttentionPrefill measures a full-size attention block over a
+// 512-token prefill chunk from an empty cache (exact products).
+func BenchmarkAttentionPrefill(b *testing.B) {
+	const tokens = 512
+	be, att, seq := fullSizeAttention(b, 0, PrecisionExact)
+	x := &tensor{rows: tokens, width: be.cfg.HiddenSize, data: randomVector(rand.New(rand.NewPCG(1, 2)), tokens*be.cfg.HiddenSize)}
+	cpu0 := processCPU()
+	b.ResetTimer()
+	for range b.N {
+		p, err := be.begin([]model.Segment{{Seq: seq, In: model.Input{IDs: make([]int, tokens)}}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		p.Attention(0, att, x)
+		if p.err != nil {
+			b.Fatal(p.err)
+		}
+		seq.busy = false
+		st := &seq.layers[0]
+		st.k, st.v = st.k[:0], st.v[:0]
+	}
+	b.ReportMetric((processCPU()-cpu0).Seconds()*1e3/float64(b.N), "cpu-ms/op")
 }

@@ -4,9 +4,13 @@
 // and the backend Linux users run.
 //
 // Every block runs at once when the model calls it; Submit and Wait only
-// hand back the result. Work inside a block is split over a small pool of
-// goroutines: output rows for the matrix products (matmul.go), heads for
-// attention and the DeltaNet scan, experts for the MoE.
+// hand back the result. The blocks (attention.go, deltanet.go, moe.go) are
+// written as MODEL.md's steps, plain functions over flat slices, and say
+// only how their work divides; pool.go runs the pieces on the calling
+// goroutine and helpers that live as long as the process. The pieces:
+// output rows for the matrix products (matmul.go), blocks of query rows per
+// kv head for attention, value heads for the DeltaNet scan, token rows for
+// the row-wise steps, experts for the MoE of a prefill chunk.
 //
 // Two precisions for the products with affine (MLX 4- and 8-bit) weights,
 // chosen by Options.Precision:
@@ -44,8 +48,9 @@
 // computed exactly as in a pass of its own (pass.go says why that matters).
 //
 // On amd64 with AVX2 and FMA the hot loops are assembly (kernels_amd64.s,
-// q8_amd64.s): the 4-bit row product, row dequantization, the 6×16 prefill
-// kernel, dot products, axpy, the DeltaNet scan step and the integer
+// q8_amd64.s, attention_amd64.s): the 4-bit row product, row
+// dequantization, the 6×16 prefill kernel, dot products, axpy, the DeltaNet
+// scan step, attention's four-row score and value loops and the integer
 // kernels; on arm64 with the dot-product extension the int8 kernels
 // (q8_arm64.s). Everywhere else the Go loops run; tests check each level
 // against float64 references, and the fixture tests run the whole model on

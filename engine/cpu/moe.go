@@ -2,14 +2,20 @@ package cpu
 
 import (
 	"math"
+	"slices"
 
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
-// MoE implements model.Blocks: softmax routing over all experts in f32, top-k
-// renormalised, SwiGLU experts, plus the shared expert behind its sigmoid
-// gate. Only the chosen experts' weights are read; the tokens routed to an
-// expert are gathered so that its weights are read once per pass.
+// MoE implements model.Blocks: the sparse MoE of MODEL.md.
+//
+//	route: p = softmax(x·Wrouterᵀ) over all experts; the top k, weights renormalised
+//	y = sigmoid(x·w_shared_gate)·shared(x) + Σ_e w_e·expert_e(x),  expert(x) = down(silu(gate·x) ⊙ up·x)
+//
+// Only the chosen experts' weights are read: the rows routed to an expert
+// are gathered so that its weights are read once per pass. Each row's sum
+// is taken in a fixed order, the shared expert then the routed experts in
+// index order, whatever the other rows chose.
 func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activation {
 	c := &p.b.cfg
 	x := p.tensor(xa)
@@ -24,21 +30,20 @@ func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activatio
 	if p.err != nil {
 		return out
 	}
-	// tokens[e] lists the rows routed to expert e, weights[e] their weights.
-	tokens := make([][]int, E)
-	weights := make([][]float32, E)
-	probs := make([]float32, E)
-	chosen := make([]int, topK)
-	for t := range T {
-		softmax(probs, routerLogits[t*E:(t+1)*E])
-		topKIndices(chosen, probs)
-		var sum float32
-		for _, e := range chosen {
-			sum += probs[e]
+	routes := make([]expertRoute, T)
+	p.b.pool.parallelFor(T, 8, func(lo, hi int) {
+		probs := make([]float32, E)
+		for t := lo; t < hi; t++ {
+			routes[t] = route(routerLogits[t*E:(t+1)*E], probs, topK)
 		}
-		for _, e := range chosen {
+	})
+	// tokens[e] lists the rows routed to expert e, in row order; a row's
+	// route keeps its place in each of its experts' lists.
+	tokens := make([][]int, E)
+	for t := range routes {
+		for i, e := range routes[t].experts {
+			routes[t].slots[i] = len(tokens[e])
 			tokens[e] = append(tokens[e], t)
-			weights[e] = append(weights[e], probs[e]/sum)
 		}
 	}
 
@@ -57,25 +62,60 @@ func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activatio
 		return out
 	}
 
-	// Shared expert weighted by sigmoid(x·w_shared_gate), then the routed
-	// experts in index order.
-	for t := range T {
-		g := sigmoid(gate[t])
-		row, sh := out.row(t), sharedY.row(t)
-		for i := range row {
-			row[i] = g * sh[i]
-		}
-	}
-	for e := range E {
-		for i, t := range tokens[e] {
-			wt := weights[e][i]
-			row := out.row(t)
-			for d, v := range routedY[e][i*H : (i+1)*H] {
-				row[d] += wt * v
+	p.b.pool.parallelFor(T, 4, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			r := &routes[t]
+			routed := make([][]float32, len(r.experts))
+			for i, e := range r.experts {
+				routed[i] = routedY[e][r.slots[i]*H : (r.slots[i]+1)*H]
 			}
+			combineExperts(out.row(t), sigmoid(gate[t]), sharedY.row(t), r.weights, routed)
+		}
+	})
+	return out
+}
+
+// expertRoute is one row's choice of experts: their indices in increasing
+// order with their renormalised weights, and each one's row (slot) in its
+// expert's output.
+type expertRoute struct {
+	experts []int
+	weights []float32
+	slots   []int
+}
+
+// route is MODEL.md's routing of one row: softmax over every expert's
+// logit (probs is scratch of the same length), the topK most likely, their
+// probabilities renormalised to sum to 1 (summed most likely first).
+func route(logits, probs []float32, topK int) expertRoute {
+	softmax(probs, logits)
+	chosen := make([]int, topK)
+	topKIndices(chosen, probs)
+	var sum float32
+	for _, e := range chosen {
+		sum += probs[e]
+	}
+	slices.Sort(chosen)
+	r := expertRoute{experts: chosen, weights: make([]float32, topK), slots: make([]int, topK)}
+	for i, e := range chosen {
+		r.weights[i] = probs[e] / sum
+	}
+	return r
+}
+
+// combineExperts writes one row's MoE output: the shared expert's output
+// times its gate, then each routed expert's output times its weight, in
+// the order given (experts' index order).
+func combineExperts(y []float32, sharedGate float32, shared, weights []float32, routed [][]float32) {
+	for d, v := range shared[:len(y)] {
+		y[d] = sharedGate * v
+	}
+	for i, r := range routed {
+		wt := weights[i]
+		for d, v := range r[:len(y)] {
+			y[d] += wt * v
 		}
 	}
-	return out
 }
 
 // expertsRows runs the shared expert and the routed experts on the rows of
@@ -99,14 +139,6 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 	// that gets every row of the group (always, for a one-token decode
 	// step) reads the group's x itself, so matVecs prepares x once for all
 	// of them.
-	type expertWork struct {
-		e      int
-		rows   []int // indices into tokens[e] of the group's rows
-		x      *tensor
-		hidden *tensor // silu(gate·x) ⊙ up·x
-		up     []float32
-		y      *tensor
-	}
 	var active []*expertWork
 	for e, ts := range tokens {
 		ex := &expertWork{e: e}
@@ -119,14 +151,20 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 			continue
 		}
 		ex.x = groupX
-		if len(ex.rows) != groupX.rows {
-			ex.x = newTensor(len(ex.rows), H)
-			for j, i := range ex.rows {
-				copy(ex.x.row(j), x.row(ts[i]))
-			}
-		}
 		active = append(active, ex)
 	}
+	// Gather each expert's rows, in parallel: at a 512-token chunk that is
+	// 8 experts' copies of every row.
+	p.b.pool.parallelFor(len(active), 4, func(lo, hi int) {
+		for _, ex := range active[lo:hi] {
+			if len(ex.rows) != groupX.rows {
+				ex.x = newTensor(len(ex.rows), H)
+				for j, i := range ex.rows {
+					copy(ex.x.row(j), x.row(tokens[ex.e][i]))
+				}
+			}
+		}
+	})
 
 	groupGate := make([]float32, groupX.rows)
 	shared := &expertWork{x: groupX}
@@ -144,10 +182,13 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 		}
 		p.b.matVecs(jobs)
 		jobs = jobs[:0]
-		addDown := func(ex *expertWork, d *model.Matrix) {
-			for i, u := range ex.up {
-				ex.hidden.data[i] = silu(ex.hidden.data[i]) * u
+		all := append([]*expertWork{shared}, active...)
+		p.b.pool.parallelFor(len(all), 1, func(lo, hi int) {
+			for _, ex := range all[lo:hi] {
+				swiGLUActivation(ex.hidden.data, ex.hidden.data, ex.up)
 			}
+		})
+		addDown := func(ex *expertWork, d *model.Matrix) {
 			ex.y = newTensor(ex.x.rows, d.Out)
 			jobs = append(jobs, vecJob{y: ex.y.data, x: ex.hidden.data, rows: ex.x.rows, w: d})
 		}
@@ -158,10 +199,17 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 		p.b.matVecs(jobs)
 	} else {
 		p.b.matMul(groupGate, groupX.data, groupX.rows, &w.SharedExpert)
-		shared.y = p.swiGLU(groupX, &w.SharedGate, &w.SharedUp, &w.SharedDown)
-		for _, ex := range active {
-			ex.y = p.swiGLU(ex.x, &w.Gate[ex.e], &w.Up[ex.e], &w.Down[ex.e])
-		}
+		shared.y = p.swiGLU(groupX, &w.SharedGate, &w.SharedUp, &w.SharedDown, nil)
+		// One expert per thread at a time: a few rows each (16 on average
+		// at 512 tokens), so splitting each expert's products over the
+		// threads costs four regions per expert for little work in each.
+		// An expert's arithmetic is the same whichever thread runs it.
+		prepared := p.prepareExpertInputs(w, groupX, active, tokens, in)
+		p.b.pool.parallelFor(len(active), 1, func(lo, hi int) {
+			for _, ex := range active[lo:hi] {
+				ex.y = p.swiGLU(ex.x, &w.Gate[ex.e], &w.Up[ex.e], &w.Down[ex.e], prepared[ex])
+			}
+		})
 	}
 
 	for i, t := range g.rows {
@@ -177,17 +225,84 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 
 // swiGLU is down(silu(gate·x) ⊙ up·x) for the rows of x, each a matrix
 // product over all of them.
-func (p *pass) swiGLU(x *tensor, gate, up, down *model.Matrix) *tensor {
+//
+// prepared, when not nil, is x already quantized for gate and up (the fast
+// path): both products then run here, on the calling thread.
+func (p *pass) swiGLU(x *tensor, gate, up, down *model.Matrix, prepared *q8Input) *tensor {
 	g := newTensor(x.rows, gate.Out)
 	u := make([]float32, x.rows*up.Out)
-	p.b.matMul(g.data, x.data, x.rows, gate)
-	p.b.matMul(u, x.data, x.rows, up)
-	for i, v := range u {
-		g.data[i] = silu(g.data[i]) * v
+	if prepared != nil {
+		p.b.kern.q8.q8Rows(g.data, x.rows, gate, prepared, 0, gate.Out)
+		p.b.kern.q8.q8Rows(u, x.rows, up, prepared, 0, up.Out)
+	} else if p.b.quantizedActivations() {
+		// One call for both, so x is quantized once for the two (the
+		// fast path computes each row alone, whatever the call).
+		p.b.matVecs([]vecJob{{y: g.data, x: x.data, rows: x.rows, w: gate}, {y: u, x: x.data, rows: x.rows, w: up}})
+	} else {
+		p.b.matMul(g.data, x.data, x.rows, gate)
+		p.b.matMul(u, x.data, x.rows, up)
 	}
+	p.b.pool.parallelFor(len(u), 4096, func(lo, hi int) {
+		swiGLUActivation(g.data[lo:hi], g.data[lo:hi], u[lo:hi])
+	})
 	y := newTensor(x.rows, down.Out)
 	p.b.matMul(y.data, g.data, g.rows, down)
 	return y
+}
+
+// expertWork is one expert's share of a group of rows in the MoE.
+type expertWork struct {
+	e      int
+	rows   []int // indices into tokens[e] of the group's rows
+	x      *tensor
+	hidden *tensor // silu(gate·x) ⊙ up·x
+	up     []float32
+	y      *tensor
+}
+
+// prepareExpertInputs quantizes the group's rows once for the experts'
+// gate and up products on the fast path and hands each active expert its
+// rows' records, instead of quantizing a row again for each of the 8
+// experts it is routed to. The records are those the expert's own call
+// would make, so its products are unchanged. It returns nothing when the
+// products run otherwise (exact path, a layout the int8 kernels do not
+// take).
+func (p *pass) prepareExpertInputs(w *model.MoE, groupX *tensor, active []*expertWork, tokens [][]int, in map[int]int) map[*expertWork]*q8Input {
+	if !p.b.quantizedActivations() || len(active) == 0 {
+		return nil
+	}
+	l, ok := newQ8Layout(&w.Gate[active[0].e], p.b.precision == PrecisionFast)
+	if !ok {
+		return nil
+	}
+	for _, ex := range active {
+		if ul, ok := newQ8Layout(&w.Up[ex.e], p.b.precision == PrecisionFast); !ok || ul != l {
+			return nil
+		}
+		if gl, _ := newQ8Layout(&w.Gate[ex.e], p.b.precision == PrecisionFast); gl != l {
+			return nil
+		}
+	}
+	all := p.b.prepareQ8(l, groupX.data, groupX.rows, groupX.width)
+	rb := l.recordBytes
+	prepared := make(map[*expertWork]*q8Input, len(active))
+	for _, ex := range active {
+		data := make([]byte, len(ex.rows)*rb)
+		for j, i := range ex.rows {
+			r := in[tokens[ex.e][i]]
+			copy(data[j*rb:(j+1)*rb], all.data[r*rb:(r+1)*rb])
+		}
+		prepared[ex] = &q8Input{layout: l, data: data}
+	}
+	preparedRows.Put(all.buf)
+	return prepared
+}
+
+// swiGLUActivation writes silu(gate) ⊙ up into y.
+func swiGLUActivation(y, gate, up []float32) {
+	for i, u := range up[:len(y)] {
+		y[i] = silu(gate[i]) * u
+	}
 }
 
 // softmax writes the softmax of x into y, accumulating in float64.

@@ -328,7 +328,9 @@ func (b *Backend) projectRows(x *tensor, g rowGroup, outs []projection) {
 			ys[i] = make([]float32, n*o.w.Out)
 		}
 	}
-	if g.vec {
+	// The fast path computes each row alone whatever the call, and one
+	// call over all the projections quantizes x once for them.
+	if g.vec || b.quantizedActivations() {
 		jobs := make([]vecJob, len(outs))
 		for i, o := range outs {
 			jobs[i] = vecJob{y: ys[i], x: xs, rows: n, w: o.w}

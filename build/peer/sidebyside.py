@@ -1,0 +1,124 @@
+#!/usr/bin/python3
+"""Side by side: Suzuran's cpu backend and llama.cpp (node-llama-cpp 3.21.1)
+on the 4-layer full-width synthetic (3 DeltaNet layers, then attention),
+alternating the engines round by round (BENCHMARKS.md shows the result).
+
+Each round: `suzuran bench --synthetic` (the 4 layers: prefill 512, decode
+32; then the first n layers for n = 1..4, prefill 512 and decode 16 each,
+for its per-layer fit) and, in PEER_DIR, bench.mjs on the same weights as
+GGUFs: the 4 layers (decode 32) and two layer mixes of them, a DeltaNet
+and an attention layer, and that pair twice (decode 16 each;
+make_gguf_mix.py, remix_gguf.py); llama.cpp cannot run a model without
+both kinds of layer, so its mixes differ from Suzuran's prefixes. Each engine's
+times are fitted as fixed + DeltaNet layers·d + attention layers·a and
+projected to 30 DeltaNet + 10 attention layers. The engine that goes first
+alternates from round to round.
+
+usage: sidebyside.py SUZURAN_BIN PEER_DIR ROUNDS OUT_DIR
+(ROUNDS 0 summarizes the rounds saved in OUT_DIR/runs.json.)
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+bin_path, PEER, rounds, out_dir = sys.argv[1], os.path.abspath(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+os.makedirs(out_dir, exist_ok=True)
+MIXES = {"synth-DDDA.gguf": (3, 1), "synth-DA.gguf": (1, 1), "synth-DADA.gguf": (2, 2)}
+
+
+def suzuran(r):
+    out = f"{out_dir}/suzuran-{r}.json"
+    cmd = [bin_path, "bench", "--synthetic", "--prompt", "512", "--gen", "32", "--runs", "1",
+           "--warmup", "32", "--copy-mib", "64", "--layer-costs", "prefixes",
+           "--prefix-prompt", "512", "--prefix-gen", "16", "--out", out]
+    t = time.time()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=open(f"{out_dir}/suzuran-{r}.log", "w"))
+    rep = json.load(open(out))
+    pre = {f'{p["DeltaNet"]},{p["Attention"]}': p["Ms"] for p in rep["prefix_times"]["prefill"]}
+    dec = {f'{p["DeltaNet"]},{p["Attention"]}': p["Ms"] for p in rep["prefix_times"]["decode"]}
+    res = {"prefill_tok_s": rep["prefill"][0]["tok_per_s"]["median"],
+           "decode_tok_s": rep["decode"][0]["tok_per_s"]["median"],
+           "prefill_cpu_s": rep["prefill"][0]["cpu_s"]["median"],
+           "decode_cpu_ms": rep["decode"][0]["cpu_s"]["median"] * 1e3 / rep["decode"][0]["tokens"],
+           "prefix_prefill_ms": pre, "prefix_decode_ms": dec, "backend": rep["backend"],
+           "wall_s": time.time() - t}
+    print(f"round {r} suzuran: prefill {res['prefill_tok_s']:.1f} tok/s, decode {res['decode_tok_s']:.2f} tok/s "
+          f"({res['wall_s']:.0f} s)", flush=True)
+    return res
+
+
+def llama(r):
+    res = {"prefix_prefill_ms": {}, "prefix_decode_ms": {}}
+    t = time.time()
+    for gguf, (d, a) in MIXES.items():
+        full = gguf == "synth-DDDA.gguf"
+        p = subprocess.run(["node", f"{PEER}/bench.mjs", f"{PEER}/{gguf}", "512", "32" if full else "16", "1"],
+                           check=True, capture_output=True, text=True, cwd=PEER)
+        open(f"{out_dir}/llama-{r}-{gguf}.log", "w").write(p.stdout + p.stderr)
+        line = [l for l in p.stdout.splitlines() if l.startswith("RESULT ")][-1]
+        x = json.loads(line[len("RESULT "):])["results"][0]
+        res["prefix_prefill_ms"][f"{d},{a}"] = x["ttft_s"]["median"] * 1e3
+        res["prefix_decode_ms"][f"{d},{a}"] = x["decode_ms_token"]["median"]
+        if full:
+            res["prefill_tok_s"] = x["prefill_tok_s"]["median"]
+            res["decode_tok_s"] = x["decode_tok_s"]["median"]
+            res["prefill_cpu_s"] = x["prefill_cpu_s"]["median"]
+            res["decode_cpu_ms"] = x["decode_cpu_ms_token"]["median"]
+    res["wall_s"] = time.time() - t
+    print(f"round {r} llama.cpp: prefill {res['prefill_tok_s']:.1f} tok/s, decode {res['decode_tok_s']:.2f} tok/s "
+          f"({res['wall_s']:.0f} s)", flush=True)
+    return res
+
+
+def fit(ms, tokens):
+    """Least squares ms = fixed + d·DeltaNet + a·attention over the layer
+    mixes ("d,a" → ms), projected to 30 DeltaNet + 10 attention layers."""
+    mixes = sorted(ms)
+    A = np.array([[1, *map(int, m.split(","))] for m in mixes], dtype=float)
+    y = np.array([ms[m] for m in mixes])
+    (fixed, d, a), *_ = np.linalg.lstsq(A, y, rcond=None)
+    full = fixed + 30 * d + 10 * a
+    return {"fixed_ms": fixed, "deltanet_ms": d, "attention_ms": a, "full40_ms": full, "tok_s": tokens / full * 1e3}
+
+
+runs = {"suzuran": [], "llama": []}
+if rounds == 0:
+    runs = json.load(open(f"{out_dir}/runs.json"))
+for r in range(rounds):
+    order = ("suzuran", "llama") if r % 2 == 0 else ("llama", "suzuran")
+    for e in order:
+        runs[e].append(suzuran(r) if e == "suzuran" else llama(r))
+    json.dump(runs, open(f"{out_dir}/runs.json", "w"), indent=1)
+
+
+def stat(xs):
+    return f"{statistics.median(xs):.4g} ({min(xs):.4g}–{max(xs):.4g})"
+
+
+summary = {}
+for e, rs in runs.items():
+    s = {k: [x[k] for x in rs] for k in ("prefill_tok_s", "decode_tok_s", "prefill_cpu_s", "decode_cpu_ms")}
+    s["fit_prefill"] = [fit(x["prefix_prefill_ms"], 512) for x in rs]
+    s["fit_decode"] = [fit(x["prefix_decode_ms"], 1) for x in rs]
+    summary[e] = s
+print()
+print(f"{'':34s} {'Suzuran':28s} {'llama.cpp':28s} ratio of medians")
+for k, label in (("prefill_tok_s", "prefill 512, tok/s"), ("decode_tok_s", "decode after 512, tok/s"),
+                 ("prefill_cpu_s", "prefill 512, process CPU s"), ("decode_cpu_ms", "decode, process CPU ms/token")):
+    a, b = summary["suzuran"][k], summary["llama"][k]
+    print(f"{label:34s} {stat(a):28s} {stat(b):28s} {statistics.median(a) / statistics.median(b):.2f}")
+ratios = {k: [s[k] / l[k] for s, l in zip(runs["suzuran"], runs["llama"])] for k in ("prefill_tok_s", "decode_tok_s")}
+print(f"{'per-round ratio, prefill':34s} {stat(ratios['prefill_tok_s'])}")
+print(f"{'per-round ratio, decode':34s} {stat(ratios['decode_tok_s'])}")
+for what in ("fit_prefill", "fit_decode"):
+    for k, label in (("fixed_ms", "fixed ms"), ("deltanet_ms", "DeltaNet layer ms"), ("attention_ms", "attention layer ms"),
+                     ("tok_s", "projected 40 layers, tok/s")):
+        a = [f[k] for f in summary["suzuran"][what]]
+        b = [f[k] for f in summary["llama"][what]]
+        print(f"{what[4:] + ': ' + label:34s} {stat(a):28s} {stat(b):28s} {statistics.median(a) / statistics.median(b):.2f}")
+json.dump(summary, open(f"{out_dir}/summary.json", "w"), indent=1)

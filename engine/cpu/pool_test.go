@@ -1,0 +1,91 @@
+package cpu
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// TestParallelFor checks that every index is visited exactly once, over
+// sizes that do not divide into the threads or the grain, with several
+// regions running at once from different goroutines on the shared helpers
+// (as two backends in one process do), and with regions nested.
+func TestParallelFor(t *testing.T) {
+	cases := []struct{ n, grain, threads int }{
+		{1, 1, 2}, {7, 1, 3}, {7, 16, 3}, {100, 3, 2}, {1000, 1, 8}, {4097, 64, 5}, {33, 1, 1},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("n%d_grain%d_threads%d", c.n, c.grain, c.threads), func(t *testing.T) {
+			p := &pool{threads: c.threads}
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for round := range 50 {
+						seen := make([]atomic.Int32, c.n)
+						p.parallelFor(c.n, c.grain, func(lo, hi int) {
+							if hi-lo < min(c.grain, c.n-lo) {
+								t.Errorf("piece [%d, %d) is smaller than the grain %d", lo, hi, c.grain)
+							}
+							for i := lo; i < hi; i++ {
+								seen[i].Add(1)
+							}
+						})
+						for i := range seen {
+							if v := seen[i].Load(); v != 1 {
+								t.Errorf("goroutine %d round %d: index %d visited %d times", g, round, i, v)
+								return
+							}
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			// Regions overlapping another goroutine's are not counted.
+			if u := p.usage(); u.Regions < 1 || u.Regions > 200 || u.Wall <= 0 || u.Busy <= 0 {
+				t.Errorf("usage %+v after 200 regions, some at once", u)
+			}
+		})
+	}
+	t.Run("nested", func(t *testing.T) {
+		p := &pool{threads: 3}
+		var total atomic.Int64
+		p.parallelFor(10, 1, func(lo, hi int) {
+			for range hi - lo {
+				p.parallelFor(100, 1, func(lo, hi int) { total.Add(int64(hi - lo)) })
+			}
+		})
+		if total.Load() != 1000 {
+			t.Errorf("nested regions visited %d items, want 1000", total.Load())
+		}
+		if u := p.usage(); u.Regions != 1 {
+			t.Errorf("usage counts %d regions, want the outermost only", u.Regions)
+		}
+	})
+}
+
+// TestParallelForSpawnsNothing checks that regions reuse the helpers: the
+// number of goroutines does not grow with the number of regions.
+func TestParallelForSpawnsNothing(t *testing.T) {
+	p := &pool{threads: 4}
+	p.parallelFor(100, 1, func(lo, hi int) {})
+	before := runtime.NumGoroutine()
+	for range 1000 {
+		p.parallelFor(100, 1, func(lo, hi int) {})
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		t.Errorf("%d goroutines before 1000 regions, %d after", before, after)
+	}
+}
+
+// BenchmarkParallelForEmpty measures the cost of one region with nothing in
+// it but the hand-off to the helpers and the wait.
+func BenchmarkParallelForEmpty(b *testing.B) {
+	p := &pool{threads: runtime.GOMAXPROCS(0)}
+	for range b.N {
+		p.parallelFor(64, 1, func(lo, hi int) {})
+	}
+}
