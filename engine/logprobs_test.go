@@ -14,8 +14,9 @@ import (
 // the log-softmax of the logits transformers computed for that step, and the
 // top alternatives are the reference's most likely tokens in order.
 //
-// On the exact path (the fast path's rounded activations move logits by up
-// to 5e-3 of the largest, its own bar). Tolerance: the logprobs land within 6.5e-6 of the float64 log-softmax of
+// It runs on the exact path: the fast path's rounded activations move the
+// logits by up to 5e-3 of the largest, which is that path's own bar.
+// Tolerance: the logprobs land within 6.5e-6 of the float64 log-softmax of
 // the reference's logits (measured over both layouts, the chosen tokens and
 // their alternatives), so 5e-5 absolute leaves 7× room; a wrong
 // normalisation (a missing log-sum-exp, a temperature applied) misses by
