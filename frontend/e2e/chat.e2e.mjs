@@ -10,11 +10,11 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
+import { killServers, openPage, startServe, stopServer } from './serve.mjs';
 
 const root = resolve(import.meta.dirname, '../..');
 const binary = resolve(root, process.env.SUZURAN ?? 'bin/suzuran');
@@ -25,54 +25,20 @@ const tinyModel = join(root, 'engine/internal/fixtures/testdata/qwen35moe-tiny/h
 const dir = mkdtempSync(join(tmpdir(), 'suzuran-e2e-'));
 const files = ['--db', join(dir, 'suzuran.db'), '--settings', join(dir, 'settings.json')];
 let browser;
-// Every server started, so that one left running by a failed test is ended.
-const children = [];
-
-/** Starts `suzuran serve` and resolves with its chat UI's address and process. */
+/** Starts `suzuran serve` on the test's database and settings. */
 function startServer(extra = []) {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(binary, ['serve', '--addr', '127.0.0.1:0', '--pace', '80ms', ...files, ...extra], {
-      // The demo model installs into the cache folder: a private one.
-      // Offline, the welcome view says so at once instead of asking Hugging Face.
-      env: {
-        ...process.env,
-        XDG_CACHE_HOME: join(dir, 'cache'),
-        XDG_CONFIG_HOME: join(dir, 'config'),
-        HF_HOME: join(dir, 'hf'),
-        HF_HUB_OFFLINE: '1',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.push(child);
-    let err = '';
-    child.stdout.resume();
-    child.stderr.on('data', (d) => {
-      err += d;
-      const m = err.match(/chat UI at (http:\/\/\S+)/);
-      if (m) resolvePromise({ url: m[1], child });
-    });
-    child.on('exit', (code) => reject(new Error(`suzuran serve exited with ${code}: ${err}`)));
-    setTimeout(() => reject(new Error(`suzuran serve did not start within 30 s: ${err}`)), 30_000);
+  return startServe(binary, ['--addr', '127.0.0.1:0', '--pace', '80ms', ...files, ...extra], {
+    // The demo model installs into the cache folder: a private one.
+    // Offline, the welcome view says so at once instead of asking Hugging Face.
+    ...process.env,
+    XDG_CACHE_HOME: join(dir, 'cache'),
+    XDG_CONFIG_HOME: join(dir, 'config'),
+    HF_HOME: join(dir, 'hf'),
+    HF_HUB_OFFLINE: '1',
   });
 }
 
-function stopServer(server) {
-  return new Promise((resolvePromise) => {
-    server.child.removeAllListeners('exit');
-    server.child.on('exit', (code) => resolvePromise(code));
-    server.child.kill('SIGTERM');
-  });
-}
-
-async function newPage(url) {
-  const page = await browser.newPage({ viewport: { width: 1100, height: 720 } });
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e));
-  await page.goto(url);
-  await page.getByTestId('version').waitFor();
-  page.errors = errors;
-  return page;
-}
+const newPage = (url) => openPage(browser, url);
 
 async function shot(page, name) {
   await page.screenshot({ path: join(shots, `${name}.png`) });
@@ -96,7 +62,7 @@ before(async () => {
 
 after(async () => {
   await browser?.close();
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  killServers();
   rmSync(dir, { recursive: true, force: true });
 });
 

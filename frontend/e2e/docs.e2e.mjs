@@ -13,11 +13,12 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
+import { killServers, openPage, startServe, stopServer } from './serve.mjs';
 import { docxDocument, docxParagraph, docxTable, pdfDocument } from './testdocs.mjs';
 
 const root = resolve(import.meta.dirname, '../..');
@@ -30,46 +31,15 @@ const dir = mkdtempSync(join(tmpdir(), 'suzuran-docs-e2e-'));
 // config folder: private ones, so that the model is the demo.
 const env = { ...process.env, XDG_CACHE_HOME: join(dir, 'cache'), XDG_CONFIG_HOME: join(dir, 'config') };
 let browser;
-const servers = new Set();
 
-/** Starts `suzuran serve` (the API and the chat UI) with its own database and settings; resolves with its address and process. */
+/** Starts `suzuran serve` (the API and the chat UI) with its own database and settings. */
 function startServer(name, settings) {
   const settingsPath = join(dir, `${name}-settings.json`);
   writeFileSync(settingsPath, JSON.stringify({ welcome_seen: true, ...settings }));
-  const args = ['serve', '--addr', '127.0.0.1:0', '--db', join(dir, `${name}.db`), '--settings', settingsPath];
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn(binary, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    servers.add(child);
-    let err = '';
-    child.stdout.resume();
-    child.stderr.on('data', (d) => {
-      err += d;
-      const m = err.match(/chat UI at (http:\/\/\S+)/);
-      if (m) resolvePromise({ url: m[1], child });
-    });
-    child.on('exit', (code) => reject(new Error(`suzuran serve exited with ${code}: ${err}`)));
-    setTimeout(() => reject(new Error(`suzuran serve did not start within 30 s: ${err}`)), 30_000);
-  });
+  return startServe(binary, ['--addr', '127.0.0.1:0', '--db', join(dir, `${name}.db`), '--settings', settingsPath], env);
 }
 
-function stopServer(server) {
-  return new Promise((resolvePromise) => {
-    servers.delete(server.child);
-    server.child.removeAllListeners('exit');
-    server.child.on('exit', (code) => resolvePromise(code));
-    server.child.kill('SIGTERM');
-  });
-}
-
-async function newPage(url) {
-  const page = await browser.newPage({ viewport: { width: 1100, height: 720 } });
-  const errors = [];
-  page.on('pageerror', (e) => errors.push(e));
-  await page.goto(url);
-  await page.getByTestId('version').waitFor();
-  page.errors = errors;
-  return page;
-}
+const newPage = (url) => openPage(browser, url);
 
 async function shot(page, name) {
   await page.screenshot({ path: join(shots, `docs-${name}.png`) });
@@ -122,7 +92,7 @@ before(async () => {
 
 after(async () => {
   // A failed test leaves its server running: stop it, or node waits on it.
-  for (const child of servers) child.kill('SIGKILL');
+  killServers();
   await browser?.close();
   rmSync(dir, { recursive: true, force: true });
 });
