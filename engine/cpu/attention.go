@@ -212,24 +212,15 @@ func (b *attentionBlock) attend() {
 	}
 }
 
-// attentionKernels are assembly versions of the attention loops
-// (attention_amd64.s); nil fields fall back to the Go loops below. They run
-// only where the backend's kernel set has the f32 assembly (dot4 and axpy
-// set), so that choosing a lower ISA turns these off too.
-type attentionKernels struct {
-	scores4 func(q0, q1, q2, q3, keys *float32, stride, n, dim int, scale float32, out *float32, outStride int)
-	values4 func(outs *[4]*float32, e *float32, eStride int, values *float32, stride, n, dim int)
-}
-
-var attentionSIMD attentionKernels
-
 // attentionScores4 writes out[l·outStride+j] = scale·(q_l · key j) for four
-// query rows and n key rows of keys (one every stride floats, dim wide).
+// query rows and n key rows of keys (one every stride floats, dim wide),
+// with the kernels k: its scores4 where it has one, else its dot4 per key
+// row, which gives the same bits.
 func attentionScores4(k *simdKernels, q0, q1, q2, q3, keys []float32, stride, n, dim int, scale float32, out []float32, outStride int) {
 	_ = keys[(n-1)*stride+dim-1]
 	_ = out[3*outStride+n-1]
-	if attentionSIMD.scores4 != nil && k.dot4 != nil && dim%16 == 0 {
-		attentionSIMD.scores4(&q0[0], &q1[0], &q2[0], &q3[0], &keys[0], stride, n, dim, scale, &out[0], outStride)
+	if k.scores4 != nil && dim%16 == 0 {
+		k.scores4(&q0[0], &q1[0], &q2[0], &q3[0], &keys[0], stride, n, dim, scale, &out[0], outStride)
 		return
 	}
 	for j := range n {
@@ -240,29 +231,23 @@ func attentionScores4(k *simdKernels, q0, q1, q2, q3, keys []float32, stride, n,
 
 // attentionValues4 adds Σ_j e[l·eStride+j]·(value row j) to outs[l] for
 // four rows, j in order over n value rows of values (one every stride
-// floats, dim wide).
+// floats, dim wide), with the kernels k: its values4 where it has one,
+// else its axpy per value row, which gives the same bits.
 func attentionValues4(k *simdKernels, outs *[4][]float32, e []float32, eStride int, values []float32, stride, n, dim int) {
 	_ = values[(n-1)*stride+dim-1]
 	_ = e[3*eStride+n-1]
 	for _, o := range outs {
 		_ = o[dim-1]
 	}
-	if attentionSIMD.values4 != nil && k.axpy != nil && dim%16 == 0 {
+	if k.values4 != nil && dim%16 == 0 {
 		ptrs := [4]*float32{&outs[0][0], &outs[1][0], &outs[2][0], &outs[3][0]}
-		attentionSIMD.values4(&ptrs, &e[0], eStride, &values[0], stride, n, dim)
+		k.values4(&ptrs, &e[0], eStride, &values[0], stride, n, dim)
 		return
 	}
 	for j := range n {
 		v := values[j*stride : j*stride+dim]
 		for l, o := range outs {
-			a, d := e[l*eStride+j], 0
-			if m := dim &^ 7; m > 0 && k.axpy != nil {
-				k.axpy(&o[0], &v[0], m, a)
-				d = m
-			}
-			for ; d < dim; d++ {
-				o[d] += a * v[d]
-			}
+			axpyWith(k, o[:dim], v, e[l*eStride+j])
 		}
 	}
 }

@@ -26,7 +26,7 @@ func f32Matrix(rng *rand.Rand, name string, out, in int, scale float64) model.Ma
 // implementation written straight from MODEL.md (engine/internal/reference). Tolerance 1e-4 of the
 // output scale: the f32 path rounds a few hundred products per output.
 func TestAttentionBlock(t *testing.T) {
-	withKernels(t, func(t *testing.T) {
+	withKernels(t, func(t *testing.T, k kernelSet) {
 		const hidden, H, KV, D, rot = 20, 6, 2, 24, 8
 		cfg := model.Config{HiddenSize: hidden, NumLayers: 1, NumHeads: H, NumKVHeads: KV, HeadDim: D,
 			RotaryDim: rot, RopeTheta: 1e4, RMSNormEps: 1e-6}
@@ -41,7 +41,7 @@ func TestAttentionBlock(t *testing.T) {
 			att.KNorm[i] = float32(1 + 0.5*rng.NormFloat64())
 		}
 		w := &model.Weights{Config: cfg, Layers: []model.Layer{{Attention: att}}, Embed: model.Matrix{Out: 100}}
-		b := &Backend{cfg: cfg, w: w, pool: pool{threads: 3}, kern: kernelSet{f32: simd}}
+		b := &Backend{cfg: cfg, w: w, pool: pool{threads: 3}, kern: k}
 		seq, err := b.NewSequence(16)
 		if err != nil {
 			t.Fatal(err)
@@ -115,7 +115,7 @@ func TestAttentionKernels(t *testing.T) {
 	withKernels(t, testAttentionKernels)
 }
 
-func testAttentionKernels(t *testing.T) {
+func testAttentionKernels(t *testing.T, k kernelSet) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	for _, c := range []struct{ n, dim, stride int }{{1, 16, 16}, {7, 48, 100}, {33, 256, 512}, {5, 24, 24}, {64, 256, 256}} {
 		t.Run(fmt.Sprintf("n%d_dim%d_stride%d", c.n, c.dim, c.stride), func(t *testing.T) {
@@ -132,16 +132,16 @@ func testAttentionKernels(t *testing.T) {
 			for l := range base {
 				base[l] = randomVector(rng, c.dim)
 			}
-			run := func() (scores []float32, outs [4][]float32) {
+			run := func(k *simdKernels) (scores []float32, outs [4][]float32) {
 				scores = make([]float32, 4*eStride)
-				attentionScores4(&simd, q[0], q[1], q[2], q[3], keys, c.stride, c.n, c.dim, scale, scores, eStride)
+				attentionScores4(k, q[0], q[1], q[2], q[3], keys, c.stride, c.n, c.dim, scale, scores, eStride)
 				for l := range outs {
 					outs[l] = append([]float32(nil), base[l]...)
 				}
-				attentionValues4(&simd, &outs, e, eStride, values, c.stride, c.n, c.dim)
+				attentionValues4(k, &outs, e, eStride, values, c.stride, c.n, c.dim)
 				return scores, outs
 			}
-			scores, outs := run()
+			scores, outs := run(&k.f32)
 			for l := range 4 {
 				for j := range c.n {
 					var want float64
@@ -163,13 +163,12 @@ func testAttentionKernels(t *testing.T) {
 					}
 				}
 			}
-			if attentionSIMD.scores4 == nil || simd.dot4 == nil {
+			if k.f32.scores4 == nil {
 				return
 			}
-			saved := attentionSIMD
-			attentionSIMD = attentionKernels{}
-			goScores, goOuts := run()
-			attentionSIMD = saved
+			loops := k.f32
+			loops.scores4, loops.values4 = nil, nil
+			goScores, goOuts := run(&loops)
 			for i := range scores {
 				if i%eStride < c.n && math.Float32bits(scores[i]) != math.Float32bits(goScores[i]) {
 					t.Fatalf("score %d: assembly %v, dot4 %v", i, scores[i], goScores[i])

@@ -56,8 +56,8 @@ func TestBatchExact(t *testing.T) {
 	}
 	for _, ref := range fixtures.Models(t)[:2] {
 		t.Run(ref.Name, func(t *testing.T) {
-			withKernels(t, func(t *testing.T) {
-				b, w := openModel(t, ref.Dir, Options{})
+			withKernels(t, func(t *testing.T, k kernelSet) {
+				b, w := openModel(t, ref.Dir, Options{ISA: k.isa})
 				// Alone: each sequence's passes by themselves.
 				alone := make([][]model.Result, len(plans))
 				for i, plan := range plans {

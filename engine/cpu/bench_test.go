@@ -172,9 +172,6 @@ func benchDecode(b *testing.B, opt Options) {
 // BenchmarkDecodeGoLoops is BenchmarkDecode with the assembly kernels off:
 // what a machine without them (arm64, old x86) gets from the Go loops.
 func BenchmarkDecodeGoLoops(b *testing.B) {
-	saved := simd
-	simd = simdKernels{}
-	defer func() { simd = saved }()
 	benchDecode(b, Options{ISA: ISAGeneric})
 }
 

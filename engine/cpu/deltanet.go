@@ -191,15 +191,10 @@ func (s *deltaScan) run() {
 	}
 }
 
-// deltaStep advances one value head's state by one token and writes its
-// output: S = decay·S; S += k ⊗ beta·(v − Sᵀk); o = Sᵀq. The state is kept
-// transposed, [Dv, Dk] (row d is column d of S), so that both Sᵀk and Sᵀq
-// are dot products along contiguous rows.
-func deltaStep(S, k, q, v, o []float32, decay, beta float32) {
-	deltaStepWith(&simd, S, k, q, v, o, decay, beta)
-}
-
-// deltaStepWith is deltaStep with the kernels of kern.
+// deltaStepWith advances one value head's state by one token and writes
+// its output, with the kernels of kern: S = decay·S; S += k ⊗ beta·(v − Sᵀk);
+// o = Sᵀq. The state is kept transposed, [Dv, Dk] (row d is column d of S),
+// so that both Sᵀk and Sᵀq are dot products along contiguous rows.
 func deltaStepWith(kern *simdKernels, S, k, q, v, o []float32, decay, beta float32) {
 	dk, dv := len(k), len(v)
 	if kern.deltaStep != nil && dk%8 == 0 {

@@ -18,8 +18,12 @@ func BenchmarkDeltaScan(b *testing.B) {
 	}
 	state := make([]float32, dk*dv)
 	out := make([]float32, tokens*dv)
+	k, err := kernelsFor(ISAAuto)
+	if err != nil {
+		b.Fatal(err)
+	}
 	scan := deltaScan{state: state, rows: rows, channels: channels, query: 0, key: dk, value: 2 * dk,
-		keyDim: dk, valueDim: dv, out: out, outStride: dv, decay: decay, beta: beta, gateStride: 1, kern: &simd}
+		keyDim: dk, valueDim: dv, out: out, outStride: dv, decay: decay, beta: beta, gateStride: 1, kern: &k.f32}
 	cpu0 := processCPU()
 	for range b.N {
 		scan.run()

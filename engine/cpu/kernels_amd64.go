@@ -3,9 +3,7 @@ package cpu
 // On amd64 with AVX2 and FMA (every x86 Mac and PC of the last decade) the
 // hot loops run in assembly (see the package documentation); elsewhere the
 // Go loops in matmul.go and deltanet.go run. A backend takes its table from
-// its ISA option (kernels.go); simd is the best one, for the helpers that
-// have no backend at hand.
-func init() { simd = machineKernels()[0].f32 }
+// its ISA option (kernels.go) and hands it to every helper.
 
 //go:noescape
 func q4RowAVX2(words *uint32, xd *float32, scales, biases *uint16, xsum *float32, groups int) float32

@@ -9,17 +9,11 @@ import (
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
-// withKernels runs f once with the assembly kernels (where the machine has
-// them) and once with the Go loops.
-func withKernels(t *testing.T, f func(t *testing.T)) {
-	saved := simd
-	defer func() { simd = saved }()
-	for _, k := range []struct {
-		name string
-		k    simdKernels
-	}{{"simd", saved}, {"go", simdKernels{}}} {
-		simd = k.k
-		t.Run(k.name, f)
+// withKernels runs f once per instruction set this machine runs, the best
+// first and the Go loops last, with that level's kernels.
+func withKernels(t *testing.T, f func(t *testing.T, k kernelSet)) {
+	for _, k := range machineKernels() {
+		t.Run(string(k.isa), func(t *testing.T) { f(t, k) })
 	}
 }
 
@@ -30,7 +24,7 @@ func withKernels(t *testing.T, f func(t *testing.T)) {
 // scan rounds each of ~dk products per output; 1e-5 of the output scale
 // is well above that and far below any indexing mistake.
 func TestDeltaStep(t *testing.T) {
-	withKernels(t, func(t *testing.T) {
+	withKernels(t, func(t *testing.T, ks kernelSet) {
 		rng := rand.New(rand.NewPCG(7, 8))
 		for _, size := range []struct{ dk, dv int }{{128, 128}, {24, 40}, {20, 12}} {
 			dk, dv := size.dk, size.dv
@@ -45,7 +39,7 @@ func TestDeltaStep(t *testing.T) {
 				decay := float32(0.5 + 0.5*rng.Float64())
 				beta := float32(rng.Float64())
 				o := make([]float32, dv)
-				deltaStep(S, k, q, v, o, decay, beta)
+				deltaStepWith(&ks.f32, S, k, q, v, o, decay, beta)
 
 				// float64 reference, S[i][d] at ref[i*dv+d].
 				want := reference.DeltaRule(ref, reference.Float64(k), reference.Float64(q), reference.Float64(v), float64(decay), float64(beta))
@@ -71,7 +65,7 @@ func TestDeltaStep(t *testing.T) {
 // TestAxpyDot checks the vector helpers on lengths around the SIMD widths
 // against float64 sums (tolerance: n·2⁻²⁴ of Σ|a·b|, rounded up to 1e-5).
 func TestAxpyDot(t *testing.T) {
-	withKernels(t, func(t *testing.T) {
+	withKernels(t, func(t *testing.T, k kernelSet) {
 		rng := rand.New(rand.NewPCG(9, 10))
 		for _, n := range []int{1, 7, 8, 15, 16, 17, 33, 256, 259} {
 			a, b := randomVector(rng, n), randomVector(rng, n)
@@ -80,13 +74,13 @@ func TestAxpyDot(t *testing.T) {
 				want += float64(a[i]) * float64(b[i])
 				mag += math.Abs(float64(a[i]) * float64(b[i]))
 			}
-			if e := math.Abs(float64(dot(a, b))-want) / mag; e > 1e-5 {
+			if e := math.Abs(float64(dotWith(&k.f32, a, b))-want) / mag; e > 1e-5 {
 				t.Errorf("dot n=%d: error %.3g of Σ|a·b|", n, e)
 			}
 			// axpy rounds one product and one sum per element (two f32
 			// roundings, 1.2e-7 relative); 1e-6 of 1+|w| bounds that.
 			y := append([]float32(nil), b...)
-			axpy(y, a, 0.75)
+			axpyWith(&k.f32, y, a, 0.75)
 			for i := range y {
 				if w := float64(b[i]) + 0.75*float64(a[i]); math.Abs(float64(y[i])-w) > 1e-6*(1+math.Abs(w)) {
 					t.Fatalf("axpy n=%d: y[%d] = %v, want %v", n, i, y[i], w)

@@ -147,11 +147,12 @@ func dequantRow(w *model.Matrix, o int, dst []float32) {
 }
 
 // simdKernels are assembly versions of the f32 hot loops
-// (kernels_amd64.s); nil fields fall back to the Go loops below. A
-// backend's kernel set holds the table its ISA option chose, which the
-// matrix products use; the attention and DeltaNet helpers (dot, axpy,
-// deltaStep) still read the package's table simd, the best this machine
-// has.
+// (kernels_amd64.s, attention_amd64.s); nil fields fall back to the Go
+// loops. A backend's kernel set holds the table its ISA option chose, and
+// every helper takes it as an argument (the matrix products through their
+// jobs, attention through its blocks, the DeltaNet scan through its
+// heads): there is no package-wide table, so a backend forced to a lower
+// level runs that level's code everywhere.
 type simdKernels struct {
 	// q4Row is one row of a 4-bit affine matrix with 64-wide groups against
 	// x reordered by deinterleave64, with Σx per group in xsum.
@@ -171,9 +172,11 @@ type simdKernels struct {
 	gemm6x16 func(w *float32, ldw int, xp *float32, k int, out *[96]float32)
 	// dotBF16 is a BF16 row times x (n a multiple of 16).
 	dotBF16 func(w *uint16, x *float32, n int) float32
+	// scores4 and values4 are attention's four-row loops (attention.go;
+	// dim a multiple of 16).
+	scores4 func(q0, q1, q2, q3, keys *float32, stride, n, dim int, scale float32, out *float32, outStride int)
+	values4 func(outs *[4]*float32, e *float32, eStride int, values *float32, stride, n, dim int)
 }
-
-var simd simdKernels
 
 // deinterleave64 reorders each 64-wide group of x as its even elements then
 // its odd ones, the order in which q4Row meets the low and high nibbles.
@@ -554,10 +557,7 @@ func affine8Rows(y, x, xsum []float32, w *model.Matrix, lo, hi int) {
 	}
 }
 
-// dot is Σ a[i]·b[i] over len(a), with the package's kernels.
-func dot(a, b []float32) float32 { return dotWith(&simd, a, b) }
-
-// dotWith is dot with the kernels k.
+// dotWith is Σ a[i]·b[i] over len(a), with the kernels k.
 func dotWith(k *simdKernels, a, b []float32) float32 {
 	b = b[:len(a)]
 	var s0, s1, s2, s3 float32
@@ -652,12 +652,12 @@ func dot4x2With(k *simdKernels, w0, w1, w2, w3, x0, x1, y0, y1 []float32) {
 	y1[0], y1[1], y1[2], y1[3] = dot4With(k, w0, w1, w2, w3, x1)
 }
 
-// axpy adds a·x to y.
-func axpy(y, x []float32, a float32) {
+// axpyWith adds a·x to y, with the kernels k.
+func axpyWith(k *simdKernels, y, x []float32, a float32) {
 	x = x[:len(y)]
 	i := 0
-	if n := len(y) &^ 7; n > 0 && simd.axpy != nil {
-		simd.axpy(&y[0], &x[0], n, a)
+	if n := len(y) &^ 7; n > 0 && k.axpy != nil {
+		k.axpy(&y[0], &x[0], n, a)
 		i = n
 	}
 	for ; i < len(y); i++ {

@@ -122,12 +122,14 @@ func TestMoEBatchComposition(t *testing.T) {
 		tolerance float64
 	}{{PrecisionExact, model.F32, 1e-4}, {PrecisionExact, model.Affine, 1e-4}, {PrecisionFast, model.Affine, 5e-3}} {
 		t.Run(fmt.Sprintf("%s_%v", c.precision, c.dtype), func(t *testing.T) {
-			withKernels(t, func(t *testing.T) { testMoEBatchComposition(t, c.precision, c.dtype, c.tolerance) })
+			withKernels(t, func(t *testing.T, k kernelSet) {
+				testMoEBatchComposition(t, k, c.precision, c.dtype, c.tolerance)
+			})
 		})
 	}
 }
 
-func testMoEBatchComposition(t *testing.T, precision Precision, dtype model.DType, tolerance float64) {
+func testMoEBatchComposition(t *testing.T, kern kernelSet, precision Precision, dtype model.DType, tolerance float64) {
 	{
 		cfg := model.Config{HiddenSize: 128, NumLayers: 1, NumExperts: 7, ExpertsPerToken: 3,
 			MoEIntermediate: 64, SharedIntermediate: 128, RMSNormEps: 1e-6}
@@ -135,13 +137,6 @@ func testMoEBatchComposition(t *testing.T, precision Precision, dtype model.DTyp
 		m := newTestMoE(rng, &cfg, dtype)
 		normWeight := randomVector(rng, cfg.HiddenSize)
 		w := &model.Weights{Config: cfg, Layers: []model.Layer{{MoE: *m.w}}, Embed: model.Matrix{Out: 100}}
-		kern := kernelSet{isa: ISAGeneric}
-		if simd.dot4 != nil {
-			var err error
-			if kern, err = kernelsFor(ISAAuto); err != nil {
-				t.Fatal(err)
-			}
-		}
 		b := &Backend{cfg: cfg, w: w, pool: pool{threads: 3}, kern: kern, precision: precision}
 
 		// Each sequence's rows, fixed per sequence.
@@ -234,18 +229,11 @@ func TestCombineExpertsOrder(t *testing.T) {
 // rows quantized once for the whole group (prepareExpertInputs) computes
 // bit for bit what it computes quantizing its rows itself.
 func TestPreparedExpertInputs(t *testing.T) {
-	withKernels(t, func(t *testing.T) {
+	withKernels(t, func(t *testing.T, kern kernelSet) {
 		cfg := model.Config{HiddenSize: 128, NumLayers: 1, NumExperts: 3, ExpertsPerToken: 2,
 			MoEIntermediate: 64, SharedIntermediate: 64, RMSNormEps: 1e-6}
 		rng := rand.New(rand.NewPCG(61, 62))
 		m := newTestMoE(rng, &cfg, model.Affine)
-		kern := kernelSet{isa: ISAGeneric}
-		if simd.dot4 != nil {
-			var err error
-			if kern, err = kernelsFor(ISAAuto); err != nil {
-				t.Fatal(err)
-			}
-		}
 		b := &Backend{cfg: cfg, pool: pool{threads: 2}, kern: kern, precision: PrecisionFast}
 		p := &pass{b: b}
 		const rows = 9

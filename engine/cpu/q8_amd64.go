@@ -9,7 +9,8 @@ func machineKernels() []kernelSet {
 	var levels []kernelSet
 	avx2 := cpu.X86.HasAVX2 && cpu.X86.HasFMA
 	f32 := simdKernels{q4Row: q4RowAVX2, q4Dequant: q4DequantAVX2, dot4: dot4AVX2, dot4x2: dot4x2AVX2, dot: dotAVX2,
-		deltaStep: deltaStepAVX2, axpy: axpyAVX2, gemm6x16: gemm6x16AVX2, dotBF16: dotBF16AVX2}
+		deltaStep: deltaStepAVX2, axpy: axpyAVX2, gemm6x16: gemm6x16AVX2, dotBF16: dotBF16AVX2,
+		scores4: attentionScores4AVX2, values4: attentionValues4AVX2}
 	if avx2 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512VL {
 		levels = append(levels, kernelSet{isa: ISAVNNI, f32: f32,
 			q8: q8Kernels{q4: q4TileVNNI, q4Split: q4SplitTileVNNI, q8: q8TileVNNI,
