@@ -92,11 +92,14 @@ go-test:
 	$(GO) test -count=1 -race -timeout 20m ./...
 
 ## arm64-test: the CPU backend's kernel and fast-path fixture tests built
-## for arm64 and run under qemu-user: the sdot kernels and the Go loops
-## that arm64 runs.
+## for arm64 and run under qemu-user: the NEON integer kernels (int16 and
+## sdot) and the Go loops that arm64 runs, then the integer kernels again
+## on a CPU without the dot-product extension (Cortex-A72).
 arm64-test:
 	GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64 \
-		-run 'TestQ8|TestKernelsFor|TestMatMul|TestDequantRow|TestFixturesFast' ./engine/cpu
+		-run 'TestQ8|TestFMA32|TestKernelsFor|TestMatMul|TestDequantRow|TestFixturesFast|TestForcedLevel|TestAttention|TestDeltaStep|TestAxpyDot' ./engine/cpu
+	QEMU_CPU=cortex-a72 GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64 \
+		-run 'TestQ8NEON|TestQ8LevelsAgree|TestKernelsFor' ./engine/cpu
 
 frontend-test: frontend/node_modules/.package-lock.json
 	cd frontend && $(NPM) test

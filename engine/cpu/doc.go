@@ -17,8 +17,8 @@
 //
 //   - fast (the default, q8.go): each token row is quantized to int16 per
 //     weight group and multiplied with the weights' codes in integer dot
-//     products (vpdpwssd with AVX-512 VNNI, vpmaddwd with AVX2, the Go
-//     loops elsewhere), scaled once per group; the affine bias goes through
+//     products (vpdpwssd with AVX-512 VNNI, vpmaddwd with AVX2, smlal on
+//     arm64, the Go loops elsewhere), scaled once per group; the affine bias goes through
 //     the group's sum of rounded activations. Within 5e-3 of the reference
 //     logits on the fixtures, like the GPU's half path. Every token row is
 //     computed with the same arithmetic whatever the number of rows in the
@@ -51,8 +51,9 @@
 // q8_amd64.s, attention_amd64.s): the 4-bit row product, row
 // dequantization, the 6×16 prefill kernel, dot products, axpy, the DeltaNet
 // scan step, attention's four-row score and value loops and the integer
-// kernels; on arm64 with the dot-product extension the int8 kernels
-// (q8_arm64.s). Everywhere else the Go loops run; tests check each level
-// against float64 references, and the fixture tests run the whole model on
+// kernels; on arm64 the integer kernels (q8_arm64.s: int16 activations on
+// any arm64 CPU, int8 ones with the dot-product extension). Everywhere else
+// the Go loops run; tests check each level against float64 references, and
+// the fixture tests run the whole model on
 // each.
 package cpu

@@ -19,7 +19,9 @@ const (
 	ISAVNNI ISA = "vnni"
 	// ISAAVX2 is amd64 with AVX2 and FMA.
 	ISAAVX2 ISA = "avx2"
-	// ISANEON is arm64 with the dot-product extension (sdot).
+	// ISANEON is arm64's Advanced SIMD: the int16 kernels of the fast
+	// precision on any arm64 CPU, the int8 ones (sdot) where it has the
+	// dot-product extension.
 	ISANEON ISA = "neon"
 	// ISAGeneric is the Go loops, on any machine.
 	ISAGeneric ISA = "generic"

@@ -2,17 +2,18 @@ package cpu
 
 import "golang.org/x/sys/cpu"
 
-// machineKernels lists the levels this CPU runs, best first: NEON with the
-// dot-product extension (sdot, every Apple Silicon Mac and most arm64
-// servers), then the Go loops. The sdot kernels serve int8 activations on
-// 4-bit weights; the other layouts and the int16 activations of the fast
-// precision run the Go loops.
+// machineKernels lists the levels this CPU runs, best first: NEON, then
+// the Go loops. NEON (Advanced SIMD, on every arm64 CPU) runs the int16
+// kernels of the fast precision on every layout, and, where the CPU has
+// the dot-product extension (sdot: every Apple Silicon Mac, most arm64
+// servers), the int8 kernels on 4-bit weights; the other int8 layouts and
+// the f32 loops of the exact path run the Go loops.
 func machineKernels() []kernelSet {
-	var levels []kernelSet
+	neon := q8Kernels{w4: w4TileNEON, w4Split: w4SplitTileNEON, w8: w8TileNEON}
 	if cpu.ARM64.HasASIMDDP {
-		levels = append(levels, kernelSet{isa: ISANEON, q8: q8Kernels{q4: q4TileNEON, q4Split: q4SplitTileNEON}})
+		neon.q4, neon.q4Split = q4TileNEON, q4SplitTileNEON
 	}
-	return append(levels, kernelSet{isa: ISAGeneric})
+	return []kernelSet{{isa: ISANEON, q8: neon}, {isa: ISAGeneric}}
 }
 
 //go:noescape
@@ -20,3 +21,12 @@ func q4TileNEON(t *q8Tile)
 
 //go:noescape
 func q4SplitTileNEON(t *q8Tile)
+
+//go:noescape
+func w4TileNEON(t *q8Tile)
+
+//go:noescape
+func w4SplitTileNEON(t *q8Tile)
+
+//go:noescape
+func w8TileNEON(t *q8Tile)

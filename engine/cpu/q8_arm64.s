@@ -1,13 +1,24 @@
 #include "textflag.h"
 
-// The int8 kernels of the fast path's int8 precision (q8.go) for arm64
-// with the dot-product extension: sdot multiplies four signed bytes by four
-// signed bytes into each int32 lane, so a lane sums the same four weight
-// bytes as vpdpbusd's on amd64 (4-bit codes 0..15 are as good signed as
-// unsigned), and the float steps are the amd64 kernels' in the same
-// order. Go's assembler has no mnemonic for sdot or for the vector float
-// and conversion instructions used here, so they are encoded by hand
-// (checked against GNU as with -march=armv8.2-a+dotprod).
+// The integer kernels of the fast path (q8.go) for arm64.
+//
+// int8 activations (the int8 precision), with the dot-product extension:
+// sdot multiplies four signed bytes by four signed bytes into each int32
+// lane, so a lane sums the same four weight bytes as vpdpbusd's on amd64
+// (4-bit codes 0..15 are as good signed as unsigned).
+//
+// int16 activations (the fast precision, the default), on any arm64 CPU:
+// the weight codes are widened to int16 (uxtl) and smlal/smlal2 multiply
+// four of them by four activations into four int32 sums, one per weight
+// byte of a 16-byte half; addp then folds those sums into the eight lanes
+// of q8Layout.laneOf, which the amd64 kernels fill with vpmaddwd. Integer
+// sums are exact, so every lane holds exactly the Go loops' sum.
+//
+// The float steps are the amd64 kernels' in the same order (per lane
+// acc += fma(float(isum), s·d, b·d·Σxq), then one fixed horizontal sum).
+// Go's assembler has no mnemonic for sdot, smlal or the vector float and
+// conversion instructions used here, so they are encoded by hand (checked
+// against GNU as with -march=armv8.2-a+dotprod).
 
 #define SDOT(d, n, m) WORD $(0x4E809400 | (m<<16) | (n<<5) | d)   // Vd.4S += Vn.16B · Vm.16B
 #define SCVTF(d, n) WORD $(0x4E21D800 | (n<<5) | d)               // Vd.4S = float(Vn.4S)
@@ -15,6 +26,11 @@
 #define FADD(d, n, m) WORD $(0x4E20D400 | (m<<16) | (n<<5) | d)   // Vd.4S = Vn.4S + Vm.4S
 #define FADDP(d, n, m) WORD $(0x6E20D400 | (m<<16) | (n<<5) | d)  // pairwise add
 #define FMLA(d, n, m) WORD $(0x4E20CC00 | (m<<16) | (n<<5) | d)   // Vd.4S += Vn.4S · Vm.4S
+#define SMLAL(d, n, m) WORD $(0x0E608000 | (m<<16) | (n<<5) | d)  // Vd.4S += Vn.4H · Vm.4H (lower halves)
+#define SMLAL2(d, n, m) WORD $(0x4E608000 | (m<<16) | (n<<5) | d) // Vd.4S += Vn.8H · Vm.8H (upper halves)
+#define UXTL(d, n) WORD $(0x2F08A400 | (n<<5) | d)                // Vd.8H = Vn.8B widened
+#define UXTL2(d, n) WORD $(0x6F08A400 | (n<<5) | d)               // Vd.8H = Vn.16B's upper 8 widened
+#define ADDP(d, n, m) WORD $(0x4EA0BC00 | (m<<16) | (n<<5) | d)   // Vd.4S = pairwise sums of Vn.4S, then Vm.4S
 
 // Field offsets of q8Tile.
 #define T_W 0
@@ -149,4 +165,155 @@ q4snUnit:
 	BNE q4snUnit
 	TOKEN_END
 	BNE q4snToken
+	RET
+
+// int16 activations. Per 16-byte half of a weight chunk the products go
+// into four int32 vectors, one sum per weight byte (bytes 0–3, 4–7, 8–11,
+// 12–15 of the half); lane L of q8Layout.laneOf is then bytes 2L and 2L+1
+// of either half (one group per unit), or bytes 4i … 4i+3 of one half
+// (two groups of 32 per unit).
+
+// W16_MAC adds the products of the sixteen int16 weights in wlo (bytes
+// 0–7 of a half) and whi (8–15) with the activations alo and ahi (eight
+// each, in the same order) into the byte sums a0–a3.
+#define W16_MAC(wlo, whi, alo, ahi, a0, a1, a2, a3) \
+	SMLAL(a0, wlo, alo) \
+	SMLAL2(a1, wlo, alo) \
+	SMLAL(a2, whi, ahi) \
+	SMLAL2(a3, whi, ahi)
+
+// W4_HALF adds one 16-byte half of 4-bit weights, in vw (register number
+// w), against its 32 activations (the low nibbles' sixteen, then the high
+// nibbles'), read at R8, into the byte sums a0–a3. Clobbers vw, V6, V8,
+// V9, V14–V19.
+#define W4_HALF(vw, w, a0, a1, a2, a3) \
+	VLD1.P 64(R8), [V16.H8, V17.H8, V18.H8, V19.H8] \
+	VUSHR $4, vw.B16, V6.B16 \
+	VAND V31.B16, vw.B16, vw.B16 \
+	UXTL(8, w) \
+	UXTL2(9, w) \
+	UXTL(14, 6) \
+	UXTL2(15, 6) \
+	W16_MAC(8, 9, 16, 17, a0, a1, a2, a3) \
+	W16_MAC(14, 15, 18, 19, a0, a1, a2, a3)
+
+#define ZERO4(a, b, c, d) \
+	VEOR a.B16, a.B16, a.B16 \
+	VEOR b.B16, b.B16, b.B16 \
+	VEOR c.B16, c.B16, c.B16 \
+	VEOR d.B16, d.B16, d.B16
+
+// ONE_GROUP_FOLD folds the byte sums V10–V13 into the int lanes (lane L:
+// bytes 2L and 2L+1) and those into the float lanes with the unit's one
+// scale and bias.
+#define ONE_GROUP_FOLD \
+	ADDP(2, 10, 11) \
+	ADDP(3, 12, 13) \
+	BF16_DUP(R5, 0, R10, V20) \
+	VMOV V20.B16, V21.B16 \
+	BF16_DUP(R6, 0, R11, V26) \
+	VMOV V26.B16, V27.B16 \
+	ADD $2, R5 \
+	ADD $2, R6 \
+	UNIT_FOLD
+
+// func w4TileNEON(t *q8Tile)
+//
+// 4-bit weights in groups of 64 or a multiple, int16 activations: per
+// 32-byte chunk, the activations of the low then the high nibbles of
+// bytes 0–15, then of bytes 16–31 (q8Layout.position).
+TEXT ·w4TileNEON(SB), NOSPLIT, $0-8
+	TILE_START
+w4nToken:
+	TOKEN_START
+w4nUnit:
+	ZERO4(V10, V11, V12, V13)
+	MOVD T_CHUNKS(R0), R9
+w4nChunk:
+	VLD1.P 32(R4), [V4.B16, V5.B16]
+	W4_HALF(V4, 4, 10, 11, 12, 13)
+	W4_HALF(V5, 5, 10, 11, 12, 13)
+	SUBS $1, R9
+	BNE w4nChunk
+	ONE_GROUP_FOLD
+	SUBS $1, R7
+	BNE w4nUnit
+	TOKEN_END
+	BNE w4nToken
+	RET
+
+// func w8TileNEON(t *q8Tile)
+//
+// 8-bit weights in groups of 32 or a multiple, int16 activations in x's
+// order: byte k of a chunk meets activation k.
+TEXT ·w8TileNEON(SB), NOSPLIT, $0-8
+	TILE_START
+w8nToken:
+	TOKEN_START
+w8nUnit:
+	ZERO4(V10, V11, V12, V13)
+	MOVD T_CHUNKS(R0), R9
+w8nChunk:
+	VLD1.P 32(R4), [V4.B16, V5.B16]
+	VLD1.P 64(R8), [V16.H8, V17.H8, V18.H8, V19.H8]
+	UXTL(6, 4)
+	UXTL2(7, 4)
+	UXTL(8, 5)
+	UXTL2(9, 5)
+	W16_MAC(6, 7, 16, 17, 10, 11, 12, 13)
+	W16_MAC(8, 9, 18, 19, 10, 11, 12, 13)
+	SUBS $1, R9
+	BNE w8nChunk
+	ONE_GROUP_FOLD
+	SUBS $1, R7
+	BNE w8nUnit
+	TOKEN_END
+	BNE w8nToken
+	RET
+
+// BF16_PAIR puts the BF16 values at (src) and (src)+2 into lanes 0, 1 and
+// 2, 3 of vd.
+#define BF16_PAIR(src, reg, vd) \
+	MOVHU (src), reg \
+	LSL $16, reg \
+	VMOV reg, vd.S[0] \
+	VMOV reg, vd.S[1] \
+	MOVHU 2(src), reg \
+	LSL $16, reg \
+	VMOV reg, vd.S[2] \
+	VMOV reg, vd.S[3]
+
+// func w4SplitTileNEON(t *q8Tile)
+//
+// 4-bit weights in groups of 32, int16 activations: one chunk per unit,
+// bytes 0–15 the first group and 16–31 the second. Lanes 0, 1, 4 and 5
+// sum bytes 0–3, 4–7, 8–11 and 12–15 of the first half; lanes 2, 3, 6 and
+// 7 the same bytes of the second.
+TEXT ·w4SplitTileNEON(SB), NOSPLIT, $0-8
+	TILE_START
+w4snToken:
+	TOKEN_START
+w4snUnit:
+	ZERO4(V10, V11, V12, V13)
+	ZERO4(V24, V25, V26, V27)
+	VLD1.P 32(R4), [V4.B16, V5.B16]
+	W4_HALF(V4, 4, 10, 11, 12, 13)
+	W4_HALF(V5, 5, 24, 25, 26, 27)
+	ADDP(10, 10, 11)
+	ADDP(24, 24, 25)
+	ADDP(2, 10, 24)
+	ADDP(12, 12, 13)
+	ADDP(26, 26, 27)
+	ADDP(3, 12, 26)
+	BF16_PAIR(R5, R10, V20)
+	VMOV V20.B16, V21.B16
+	BF16_PAIR(R6, R11, V26)
+	VMOV V26.B16, V27.B16
+	ADD $4, R5
+	ADD $4, R6
+	UNIT_FOLD
+	SUBS $1, R7
+	BNE w4snUnit
+	TOKEN_END
+	BNE w4snToken
 	RET
