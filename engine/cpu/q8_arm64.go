@@ -6,14 +6,16 @@ import "golang.org/x/sys/cpu"
 // the Go loops. NEON (Advanced SIMD, on every arm64 CPU) runs the int16
 // kernels of the fast precision on every layout, and, where the CPU has
 // the dot-product extension (sdot: every Apple Silicon Mac, most arm64
-// servers), the int8 kernels on 4-bit weights; the other int8 layouts and
-// the f32 loops of the exact path run the Go loops.
+// servers), the int8 kernels on 4-bit weights, and the f32 dot products,
+// axpy and DeltaNet step of kernels_arm64.s; the other int8 layouts and the
+// exact path's row and prefill loops run the Go loops.
 func machineKernels() []kernelSet {
 	neon := q8Kernels{w4: w4TileNEON, w4Split: w4SplitTileNEON, w8: w8TileNEON}
 	if cpu.ARM64.HasASIMDDP {
 		neon.q4, neon.q4Split = q4TileNEON, q4SplitTileNEON
 	}
-	return []kernelSet{{isa: ISANEON, q8: neon}, {isa: ISAGeneric}}
+	f32 := simdKernels{dot: dotNEON, dot4: dot4NEON, deltaStep: deltaStepNEON, axpy: axpyNEON}
+	return []kernelSet{{isa: ISANEON, f32: f32, q8: neon}, {isa: ISAGeneric}}
 }
 
 //go:noescape

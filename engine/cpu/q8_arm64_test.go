@@ -10,21 +10,6 @@ import (
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
-// fma32 is a·b + c rounded once to float32, as the kernels' fmla: the
-// product of two float32 is exact in float64; the sum is rounded to odd
-// in float64 (its rounding error found exactly by TwoSum), and a
-// round-to-odd result of 53 bits rounds to 24 bits as the exact value does.
-func fma32(a, b, c float32) float32 {
-	p, q := float64(a)*float64(b), float64(c)
-	s := p + q
-	v := s - p
-	e := (p - (s - v)) + (q - v)
-	if e != 0 && math.Float64bits(s)&1 == 0 {
-		s = math.Nextafter(s, math.Copysign(math.Inf(1), e))
-	}
-	return float32(s)
-}
-
 // q8RowFused is q8RowGo with the kernels' fused multiply-add: the same
 // integer lanes, then per unit and lane acc += fma(float(isum), s·d,
 // b·d·Σxq) and the same horizontal sum. The arm64 kernels must give its
@@ -133,35 +118,6 @@ func TestQ8NEONKernels(t *testing.T) {
 	for _, k := range []string{"4-bit split=false wide=true", "4-bit split=true wide=true", "8-bit split=false wide=true"} {
 		if !ran[k] {
 			t.Errorf("no case ran the %s kernel", k)
-		}
-	}
-}
-
-// TestFMA32 checks fma32 where rounding the sum twice goes wrong, and
-// against math.FMA (rounded to float32 after) on random values within one
-// float32 rounding.
-func TestFMA32(t *testing.T) {
-	// (1+2⁻²³)·2⁻²⁴(1−2⁻²³) + (1+2⁻²³) = 1 + 2⁻²³ + 2⁻²⁴ − 2⁻⁷⁰: just
-	// below the halfway point between 1+2⁻²³ and 1+2⁻²², so it rounds
-	// down; rounded first to float64 it would sit on the halfway point
-	// and go to the even 1+2⁻²².
-	a := float32(1 + math.Ldexp(1, -23))
-	b := float32(math.Ldexp(1, -24) * (1 - math.Ldexp(1, -23)))
-	if got := fma32(a, b, a); got != a {
-		t.Errorf("fma32 just below a halfway point: %v, want %v", got, a)
-	}
-	if got := fma32(-a, b, -a); got != -a {
-		t.Errorf("negated: %v, want %v", got, -a)
-	}
-	// Exactly halfway between 1 and 1+2⁻²³: ties to even, 1.
-	if got := fma32(1, float32(math.Ldexp(1, -24)), 1); got != 1 {
-		t.Errorf("fma32 at a halfway point: %v, want 1", got)
-	}
-	rng := rand.New(rand.NewPCG(73, 74))
-	for range 100000 {
-		a, b, c := float32(rng.NormFloat64()), float32(rng.NormFloat64()), float32(rng.NormFloat64())
-		if got, want := fma32(a, b, c), float32(math.FMA(float64(a), float64(b), float64(c))); math.Abs(float64(got-want)) > math.Abs(float64(want))*1.2e-7 {
-			t.Fatalf("fma32(%v, %v, %v) = %v, want about %v", a, b, c, got, want)
 		}
 	}
 }
