@@ -1,0 +1,10 @@
+package cpu
+
+// The attention kernels in assembly, in the neon level's f32 table
+// (q8_arm64.go).
+
+//go:noescape
+func attentionScores4NEON(q0, q1, q2, q3, keys *float32, stride, n, dim int, scale float32, out *float32, outStride int)
+
+//go:noescape
+func attentionValues4NEON(outs *[4]*float32, e *float32, eStride int, values *float32, stride, n, dim int)
