@@ -31,7 +31,9 @@
 //     reference the fixture tests verify.
 //
 // Options.ISA forces a lower instruction set (avx2, generic) than the best
-// the machine runs, so that each fallback is tested on one machine.
+// the machine runs, so that each fallback is tested on one machine. The
+// chosen level's kernels reach every helper (matrix products, attention,
+// the DeltaNet scan) through the backend: there is no package-wide table.
 //
 // On the exact path quantized weights are never dequantized as a whole:
 // the matrix-vector product folds each group's scale and bias in registers
@@ -52,8 +54,9 @@
 // dequantization, the 6×16 prefill kernel, dot products, axpy, the DeltaNet
 // scan step, attention's four-row score and value loops and the integer
 // kernels; on arm64 the integer kernels (q8_arm64.s: int16 activations on
-// any arm64 CPU, int8 ones with the dot-product extension). Everywhere else
-// the Go loops run; tests check each level against float64 references, and
-// the fixture tests run the whole model on
-// each.
+// any arm64 CPU, int8 ones with the dot-product extension) and the f32
+// kernels of attention and the DeltaNet scan (kernels_arm64.s,
+// attention_arm64.s), which give amd64's bits. Everywhere else the Go loops
+// run; tests check each level against float64 references, and the fixture
+// tests run the whole model on each.
 package cpu
