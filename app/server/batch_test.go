@@ -132,7 +132,7 @@ func batchModel(t *testing.T) string {
 // one sequence streams the 48 MB from memory while a step of four reads
 // each weight once for its four rows. A step of four measured 2.2 single
 // steps, so together takes about 0.55× the time of one after another. On
-// the tiny fixture, whose weights sit in the L1 cache, a step is mostly
+// the tiny fixture, whose 1.4 MB of weights stay in cache, a step is mostly
 // per-pass overhead, and the wall-time ratio swung from 0.45× to 1.5× on a
 // shared two-core machine.
 //
@@ -141,17 +141,19 @@ func batchModel(t *testing.T) string {
 //
 //   - Wall time, the fastest round of each way (load from other processes
 //     only adds time, so the fastest round is the least disturbed): together
-//     must be sooner, under 1×. Measured 0.48–0.56× without the race
-//     detector and 0.52–0.66× with it at load averages 4 to 7 on two cores,
-//     0.82× once at load 7; with one sequence per step (Parallel 1, the
-//     requests queue) 0.96× without the race detector but down to 0.84×
-//     with it under load, where streaming overlaps the compute: wall time
-//     alone cannot tell batching from queueing on a loaded machine.
+//     must be sooner, under 1×. Measured in 50 runs at load averages 4 to 7
+//     on two cores: 0.39–0.65× without the race detector, 0.46–0.66× with
+//     it (0.82× once at load 7). With one sequence per step (Parallel 1,
+//     the requests queue) it is 0.96× without the race detector but as low
+//     as 0.84× with it under load, where streaming overlaps the compute:
+//     wall time alone cannot tell batching from queueing on a loaded
+//     machine.
 //   - CPU time of the process over all rounds, which other processes do
 //     not add to: together must spend under 0.8× of one after another.
-//     Measured 0.56–0.58× with the race detector under load; with Parallel
-//     1, 0.96–0.98×. The bound sits between, with room on both sides: it is
-//     the work the shared steps save.
+//     Measured 0.51–0.54× without the race detector and 0.56–0.64× with
+//     it (15 runs each); with Parallel 1, 0.96–0.98×. The bound sits
+//     between, with room on both sides: it is the work the shared steps
+//     save.
 func TestConcurrentStreamsBatch(t *testing.T) {
 	l := endlessLoaderWith(t, batchModel(t), engine.LoadOptions{Parallel: 4})
 	ts := startServer(t, l, nil)
