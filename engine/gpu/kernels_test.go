@@ -275,6 +275,20 @@ func TestEmbed(t *testing.T) {
 	}
 }
 
+// sameTogetherAlone demands that the first half of got (the outputs of
+// several sequences' steps recorded in one dispatch) be the bits of the
+// second half (the same steps recorded one sequence at a time); what says
+// which output is which.
+func sameTogetherAlone(t *testing.T, got [][]byte, what string) {
+	t.Helper()
+	half := len(got) / 2
+	for i := range half {
+		if !bytes.Equal(got[i], got[half+i]) {
+			t.Fatalf("output %d%s differs between the steps in one dispatch and each alone", i, what)
+		}
+	}
+}
+
 // TestEmbedSteps gathers the decode steps of 11 sequences (two dispatches
 // of at most 8), each id read from its own buffer and appended to its own
 // history at its own position, and demands the bits of embed run for each
@@ -325,12 +339,7 @@ func TestEmbedSteps(t *testing.T) {
 				}
 				return out
 			})
-			half := len(got) / 2
-			for i := range half {
-				if !bytes.Equal(got[i], got[half+i]) {
-					t.Fatalf("output %d differs between the steps gathered in one dispatch and each alone", i)
-				}
-			}
+			sameTogetherAlone(t, got, "")
 			for z := range n {
 				if h := got[1+z]; !bytes.Equal(h[4*pos[z]:], id(z)) || !bytes.Equal(h[:4*pos[z]], make([]byte, 4*pos[z])) {
 					t.Fatalf("sequence %d: history % x, want id %d at position %d only", z, h, ids[z], pos[z])
@@ -1599,12 +1608,7 @@ func TestStepsOfSeveralSequences(t *testing.T) {
 				}
 				return out
 			})
-			half := len(got) / 2
-			for i := range half {
-				if !bytes.Equal(got[i], got[half+i]) {
-					t.Fatalf("output %d differs between the sequences' steps in one dispatch and each alone", i)
-				}
-			}
+			sameTogetherAlone(t, got, "")
 			mixed := floats(got[0])
 			for z := range n {
 				// The conv of one token: tolerance as in TestConv.
@@ -1720,12 +1724,7 @@ func TestAttentionSteps(t *testing.T) {
 					}
 					return out
 				})
-				half := len(got) / 2
-				for i := range half {
-					if !bytes.Equal(got[i], got[half+i]) {
-						t.Fatalf("output %d (0: attention output, then each sequence's keys and values) differs between the steps in one dispatch and each alone", i)
-					}
-				}
+				sameTogetherAlone(t, got, " (0: attention output, then each sequence's keys and values)")
 				// The caches changed only at each sequence's new position.
 				for z := range n {
 					row := elem * headDim
