@@ -17,10 +17,13 @@ import (
 	"github.com/suzuran-app/suzuran/assets/models"
 )
 
-// The Local API switch runs the real API server with the service's engine
-// and the browser UI at /: the UI, its calls and the OpenAI API answer on
-// one port while it is on, and nothing after it is off.
-func TestLocalAPISwitch(t *testing.T) {
+// startLocalAPI opens a service on the demo model, installed in a
+// temporary folder, with the given backend ("" for the default), the Local
+// API on a free port and a stand-in UI at /, and waits up to 60 s for the
+// model to be ready. The API is switched off and the service closed when
+// the test ends.
+func startLocalAPI(t *testing.T, backend string) (*service.Service, service.APIState) {
+	t.Helper()
 	dir := t.TempDir()
 	demo, err := models.Install(filepath.Join(dir, "models"))
 	if err != nil {
@@ -29,17 +32,18 @@ func TestLocalAPISwitch(t *testing.T) {
 	api := &localAPI{log: zerolog.Nop()}
 	svc, err := service.Open(service.Options{
 		DatabasePath: filepath.Join(dir, "suzuran.db"), SettingsPath: filepath.Join(dir, "settings.json"),
-		Model: demo, API: api, Log: zerolog.Nop(),
+		Model: demo, Backend: backend, API: api, Log: zerolog.Nop(),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer svc.Close()
-	ui := fstest.MapFS{"index.html": {Data: []byte("<title>Suzuran</title>")}}
-	api.models, api.ui = svc.Models(), service.Handler(svc, ui)
-
+	t.Cleanup(func() { svc.Close() })
+	api.models, api.ui = svc.Models(), service.Handler(svc, fstest.MapFS{"index.html": {Data: []byte("<title>Suzuran</title>")}})
 	settings := svc.Settings()
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	settings.APIPort = ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	if _, err := svc.SaveSettings(settings); err != nil {
@@ -49,11 +53,23 @@ func TestLocalAPISwitch(t *testing.T) {
 	if err != nil || !state.Enabled {
 		t.Fatalf("switching the API on: %+v, %v", state, err)
 	}
-	url := state.URL
-	deadline := time.Now().Add(30 * time.Second)
-	for svc.ModelState().State != "ready" && time.Now().Before(deadline) {
+	t.Cleanup(func() { svc.SetAPIEnabled(false) })
+	deadline := time.Now().Add(60 * time.Second)
+	for svc.ModelState().State != "ready" {
+		if time.Now().After(deadline) {
+			t.Fatalf("model state %+v", svc.ModelState())
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	return svc, state
+}
+
+// The Local API switch runs the real API server with the service's engine
+// and the browser UI at /: the UI, its calls and the OpenAI API answer on
+// one port while it is on, and nothing after it is off.
+func TestLocalAPISwitch(t *testing.T) {
+	svc, state := startLocalAPI(t, "")
+	url := state.URL
 	cases := []struct {
 		method, path, body, want string
 	}{
@@ -83,7 +99,7 @@ func TestLocalAPISwitch(t *testing.T) {
 
 	// Exposed to the network, the server requires the key the settings
 	// made.
-	settings = svc.Settings()
+	settings := svc.Settings()
 	settings.APILAN = true
 	saved, err := svc.SaveSettings(settings)
 	if err != nil {
@@ -93,7 +109,6 @@ func TestLocalAPISwitch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer svc.SetAPIEnabled(false)
 	if strings.Contains(state.URL, "0.0.0.0") {
 		t.Errorf("exposed API's URL %s names no address another computer can use", state.URL)
 	}

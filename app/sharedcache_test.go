@@ -3,19 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
-	"testing/fstest"
 	"time"
-
-	"github.com/rs/zerolog"
 
 	"github.com/suzuran-app/suzuran/app/service"
 	"github.com/suzuran-app/suzuran/app/store"
-	"github.com/suzuran-app/suzuran/assets/models"
 )
 
 // TestWindowAndAPIShareThePrefixCache: the chat window and the local API
@@ -25,43 +19,7 @@ import (
 // usage reports every prompt token but the last as cached (the engine
 // snapshots one token before the end of every prompt).
 func TestWindowAndAPIShareThePrefixCache(t *testing.T) {
-	dir := t.TempDir()
-	demo, err := models.Install(filepath.Join(dir, "models"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := &localAPI{log: zerolog.Nop()}
-	svc, err := service.Open(service.Options{
-		DatabasePath: filepath.Join(dir, "suzuran.db"), SettingsPath: filepath.Join(dir, "settings.json"),
-		Model: demo, Backend: "cpu", API: api, Log: zerolog.Nop(),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
-	api.models, api.ui = svc.Models(), service.Handler(svc, fstest.MapFS{"index.html": {Data: []byte("<title>Suzuran</title>")}})
-	settings := svc.Settings()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	settings.APIPort = ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	if _, err := svc.SaveSettings(settings); err != nil {
-		t.Fatal(err)
-	}
-	state, err := svc.SetAPIEnabled(true)
-	if err != nil || !state.Enabled {
-		t.Fatalf("switching the API on: %+v, %v", state, err)
-	}
-	defer svc.SetAPIEnabled(false)
-	deadline := time.Now().Add(60 * time.Second)
-	for svc.ModelState().State != "ready" {
-		if time.Now().After(deadline) {
-			t.Fatalf("model state %+v", svc.ModelState())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	svc, state := startLocalAPI(t, "cpu")
 
 	const question = "What does json.dumps do?"
 	sent, err := svc.UI().Send(service.SendRequest{Text: question, Think: false})
@@ -69,6 +27,7 @@ func TestWindowAndAPIShareThePrefixCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reply store.Message
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		reply, err = svc.Store().Message(context.Background(), sent.Reply.ID)
 		if err != nil {

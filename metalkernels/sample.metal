@@ -1,26 +1,49 @@
 // sample.metal: choosing the next token on the GPU, so that it can feed the
 // next step's embedding gather without a trip through the host.
 //
-//   argmax_partial_f32  one SIMD group per chunk of the vocabulary: its
-//                       largest logit and the lowest id holding it
-//   argmax_final_i32    one SIMD group merges the chunks and writes the id
+//   argmax_partial_seqs_f32  one SIMD group per chunk of a row of the
+//                            vocabulary: its largest logit and the lowest
+//                            id holding it
+//   argmax_final_seqs_i32    one SIMD group per row merges its chunks and
+//                            writes the id
 //
-// Ties resolve to the lowest id, as a sequential scan would.
+// Both serve up to ARGMAX_MAX_SEQS rows in one dispatch — the greedy
+// choices of every sequence of a decode step — each row bound as its own
+// argument (logits_z, out_z), so the rows may lie anywhere; a row's choice
+// is the same whatever other rows share the dispatch. Ties resolve to the
+// lowest id, as a sequential scan would.
 #include "common.h"
+
+#define ARGMAX_MAX_SEQS 8 // rows of one argmax dispatch
 
 struct ArgmaxParams {
     uint vocab;  // logits in the row
     uint chunk;  // logits per partial
-    uint chunks; // partials
+    uint chunks; // partials per row
+    uint rows;   // rows, at most ARGMAX_MAX_SEQS
 };
 
-// Grid: x = chunks; 32 threads.
-kernel void argmax_partial_f32(constant ArgmaxParams& p [[buffer(0)]],
-                               const device float* logits [[buffer(1)]],
-                               device float* part_val [[buffer(2)]],
-                               device int* part_id [[buffer(3)]],
-                               uint c [[threadgroup_position_in_grid]],
-                               uint lane [[thread_index_in_simdgroup]]) {
+// Grid: chunks × rows threadgroups of 32 threads. Row z's partials are
+// part_val/part_id[z·chunks, (z+1)·chunks).
+kernel void argmax_partial_seqs_f32(constant ArgmaxParams& p [[buffer(0)]],
+                                    device float* part_val [[buffer(1)]],
+                                    device int* part_id [[buffer(2)]],
+                                    const device float* logits0 [[buffer(3)]],
+                                    const device float* logits1 [[buffer(4)]],
+                                    const device float* logits2 [[buffer(5)]],
+                                    const device float* logits3 [[buffer(6)]],
+                                    const device float* logits4 [[buffer(7)]],
+                                    const device float* logits5 [[buffer(8)]],
+                                    const device float* logits6 [[buffer(9)]],
+                                    const device float* logits7 [[buffer(10)]],
+                                    uint2 tg [[threadgroup_position_in_grid]],
+                                    uint lane [[thread_index_in_simdgroup]]) {
+    uint c = tg.x;
+    uint z = tg.y;
+    if (z >= p.rows) {
+        return; // the whole threadgroup: no collective is skipped by part of it
+    }
+    const device float* logits = pick_seq(z, logits0, logits1, logits2, logits3, logits4, logits5, logits6, logits7);
     uint begin = c * p.chunk;
     uint end = min(begin + p.chunk, p.vocab);
     float best = NO_VALUE;
@@ -35,22 +58,35 @@ kernel void argmax_partial_f32(constant ArgmaxParams& p [[buffer(0)]],
     float top = simd_max(best);
     uint id = simd_min(best == top ? best_id : 0xffffffffu);
     if (lane == 0) {
-        part_val[c] = top;
-        part_id[c] = int(id);
+        part_val[z * p.chunks + c] = top;
+        part_id[z * p.chunks + c] = int(id);
     }
 }
 
-// Grid: 1 threadgroup of 32 threads. out[0] receives the token id.
-kernel void argmax_final_i32(constant ArgmaxParams& p [[buffer(0)]],
-                             const device float* part_val [[buffer(1)]],
-                             const device int* part_id [[buffer(2)]],
-                             device int* out [[buffer(3)]],
-                             uint lane [[thread_index_in_simdgroup]]) {
+// Grid: rows threadgroups of 32 threads. out_z[0] receives row z's id.
+kernel void argmax_final_seqs_i32(constant ArgmaxParams& p [[buffer(0)]],
+                                  const device float* part_val [[buffer(1)]],
+                                  const device int* part_id [[buffer(2)]],
+                                  device int* out0 [[buffer(3)]],
+                                  device int* out1 [[buffer(4)]],
+                                  device int* out2 [[buffer(5)]],
+                                  device int* out3 [[buffer(6)]],
+                                  device int* out4 [[buffer(7)]],
+                                  device int* out5 [[buffer(8)]],
+                                  device int* out6 [[buffer(9)]],
+                                  device int* out7 [[buffer(10)]],
+                                  uint z [[threadgroup_position_in_grid]],
+                                  uint lane [[thread_index_in_simdgroup]]) {
+    if (z >= p.rows) {
+        return;
+    }
+    const device float* vals = part_val + z * p.chunks;
+    const device int* ids = part_id + z * p.chunks;
     float best = NO_VALUE;
     uint best_id = 0xffffffffu;
     for (uint c = lane; c < p.chunks; c += 32) {
-        float v = part_val[c];
-        uint id = uint(part_id[c]);
+        float v = vals[c];
+        uint id = uint(ids[c]);
         if (v > best || (v == best && id < best_id)) {
             best = v;
             best_id = id;
@@ -59,7 +95,7 @@ kernel void argmax_final_i32(constant ArgmaxParams& p [[buffer(0)]],
     float top = simd_max(best);
     uint id = simd_min(best == top ? best_id : 0xffffffffu);
     if (lane == 0) {
-        out[0] = int(id);
+        pick_seq(z, out0, out1, out2, out3, out4, out5, out6, out7)[0] = int(id);
     }
 }
 

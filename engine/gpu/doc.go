@@ -19,7 +19,10 @@
 //     group the rows by expert (an expert chosen by two sequences is read
 //     once; Counters.SharedExpertBytes counts it), and the attention and
 //     DeltaNet step kernels serve up to 8 sequences per dispatch, each on
-//     its own cache and state. Each row's sums are formed as for that row
+//     its own cache and state; so do the embedding gather and the greedy
+//     argmax, each sequence's token, history, logits and ring slot bound as
+//     its own argument, so a step of four sequences records the dispatches
+//     of a step of one. Each row's sums are formed as for that row
 //     alone, so a sequence's logits are the same bits whatever else is in
 //     its batch.
 //   - The sampled token id stays in device memory (a ring of slots in the

@@ -23,7 +23,7 @@ const (
 	dnMaxKeyDim    = 256
 	attnMaxDim     = 512 // ATTN_MAX_DIM
 	convMaxKernel  = 8   // CONV_MAX_KERNEL
-	stepMaxSeqs    = 8   // CONV_MAX_SEQS, DN_MAX_SEQS: sequences per multi-sequence step dispatch
+	stepMaxSeqs    = 8   // CONV_MAX_SEQS, DN_MAX_SEQS, EMBED_MAX_SEQS, ARGMAX_MAX_SEQS: sequences per multi-sequence step dispatch
 	moeMaxExperts  = 512 // 32·MOE_MAX_PER_LANE
 	moeMaxTopK     = 16
 	attnSplitLen   = 256 // keys per attention chunk
@@ -171,6 +171,32 @@ func (e *encoder) embed(table *devMatrix, ids loc, out *act, history loc, pos0 i
 		int64(out.rows)*(table.bytes/int64(m.Out)+4), out.bytes()+int64(4*out.rows),
 		bytesArg(0, pack(&embedParams{Hidden: u32(m.In), Vocab: u32(m.Out), GroupSize: u32(m.GroupSize), Pos0: u32(pos0)})),
 		table.data.arg(1), table.scales.arg(2), table.biases.arg(3), ids.arg(4), out.arg(5), history.arg(6))
+}
+
+// embedSteps gathers one row of table for each of len(ids) sequences' decode
+// steps: row z of out for the id at ids[z] (one int32: the host's id or the
+// sequence's ring slot), appended at histories[z] (the sequence's history
+// at its position), stepMaxSeqs sequences per dispatch. Each row holds the
+// bits embed gives it alone.
+func (e *encoder) embedSteps(table *devMatrix, ids []loc, out *act, histories []loc) {
+	if out.rows != len(ids) || len(histories) != len(ids) {
+		e.fail(fmt.Errorf("embed steps: %d rows for %d ids and %d histories", out.rows, len(ids), len(histories)))
+		return
+	}
+	m := table.m
+	const threads = 256
+	for z0 := 0; z0 < len(ids); z0 += stepMaxSeqs {
+		n := min(stepMaxSeqs, len(ids)-z0)
+		rows := out.rowsOf(z0, n)
+		args := append([]device.Arg{
+			bytesArg(0, pack(&embedSeqsParams{Hidden: u32(m.In), Vocab: u32(m.Out), GroupSize: u32(m.GroupSize), Rows: u32(n)})),
+			table.data.arg(1), table.scales.arg(2), table.biases.arg(3), rows.arg(4)},
+			seqArgs(5, ids[z0:z0+n])...)
+		args = append(args, seqArgs(5+stepMaxSeqs, histories[z0:z0+n])...)
+		e.dispatch("embed_seqs_"+table.format+"_f32",
+			device.Size3{X: ceilDiv(m.In, threads), Y: n}, device.Size3{X: threads},
+			int64(n)*(table.bytes/int64(m.Out)+4), rows.bytes()+int64(4*n), args...)
+	}
 }
 
 func packNorm(width, xStride, yStride int, eps float32) []byte {
@@ -595,14 +621,33 @@ func (e *encoder) moeGroupedDecode(s moeShape, rows int, b moeBufs, w *devMoE) {
 }
 
 // argmax records the greedy choice over one row of vocab logits into out
-// (one int32), through per-chunk partials in scratch.
+// (one int32), through per-chunk partials in scratch (4·chunks bytes each).
 func (e *encoder) argmax(logits loc, vocab int, partVal, partID, out loc) {
+	e.argmaxSteps([]loc{logits}, vocab, partVal, partID, []loc{out})
+}
+
+// argmaxSteps records the greedy choice of each of len(rows) rows of vocab
+// logits — rows[z] wherever it lies — into outs[z] (one int32 each, a
+// sequence's ring slot), stepMaxSeqs rows per pair of dispatches, through
+// per-chunk partials in scratch (4·chunks bytes per row each, for
+// min(len(rows), stepMaxSeqs) rows). A row's choice is the one argmax gives
+// it alone.
+func (e *encoder) argmaxSteps(rows []loc, vocab int, partVal, partID loc, outs []loc) {
+	if len(rows) != len(outs) || len(rows) == 0 {
+		e.fail(fmt.Errorf("argmax: %d rows for %d outputs", len(rows), len(outs)))
+		return
+	}
 	chunks := ceilDiv(vocab, argmaxChunk)
-	p := pack(&argmaxParams{Vocab: u32(vocab), Chunk: argmaxChunk, Chunks: u32(chunks)})
-	e.dispatch("argmax_partial_f32", device.Size3{X: chunks}, device.Size3{X: simdWidth},
-		int64(4*vocab), int64(8*chunks), bytesArg(0, p), logits.arg(1), partVal.arg(2), partID.arg(3))
-	e.dispatch("argmax_final_i32", device.Size3{X: 1}, device.Size3{X: simdWidth},
-		int64(8*chunks), 4, bytesArg(0, p), partVal.arg(1), partID.arg(2), out.arg(3))
+	for z0 := 0; z0 < len(rows); z0 += stepMaxSeqs {
+		n := min(stepMaxSeqs, len(rows)-z0)
+		p := pack(&argmaxParams{Vocab: u32(vocab), Chunk: argmaxChunk, Chunks: u32(chunks), Rows: u32(n)})
+		e.dispatch("argmax_partial_seqs_f32", device.Size3{X: chunks, Y: n}, device.Size3{X: simdWidth},
+			int64(4*n*vocab), int64(8*n*chunks),
+			append([]device.Arg{bytesArg(0, p), partVal.arg(1), partID.arg(2)}, seqArgs(3, rows[z0:z0+n])...)...)
+		e.dispatch("argmax_final_seqs_i32", device.Size3{X: n}, device.Size3{X: simdWidth},
+			int64(8*n*chunks), int64(4*n),
+			append([]device.Arg{bytesArg(0, p), partVal.arg(1), partID.arg(2)}, seqArgs(3, outs[z0:z0+n])...)...)
+	}
 }
 
 // copyF32 records dst = src for n floats (the Hidden debug hook).

@@ -275,6 +275,86 @@ func TestEmbed(t *testing.T) {
 	}
 }
 
+// sameTogetherAlone demands that the first half of got (the outputs of
+// several sequences' steps recorded in one dispatch) be the bits of the
+// second half (the same steps recorded one sequence at a time); what says
+// which output is which.
+func sameTogetherAlone(t *testing.T, got [][]byte, what string) {
+	t.Helper()
+	half := len(got) / 2
+	for i := range half {
+		if !bytes.Equal(got[i], got[half+i]) {
+			t.Fatalf("output %d%s differs between the steps in one dispatch and each alone", i, what)
+		}
+	}
+}
+
+// TestEmbedSteps gathers the decode steps of 11 sequences (two dispatches
+// of at most 8), each id read from its own buffer and appended to its own
+// history at its own position, and demands the bits of embed run for each
+// id alone (which TestEmbed checks against the table): exact, since both
+// are the same single dequantization.
+func TestEmbedSteps(t *testing.T) {
+	rng := testRand(t)
+	const n, vocab, hidden = 11, 50, 320
+	for _, format := range []string{"bf16", "q4"} {
+		t.Run(format, func(t *testing.T) {
+			m := randMatrix(rng, format, vocab, hidden, 64)
+			ids := make([]int32, n)
+			pos := make([]int, n)
+			for z := range ids {
+				ids[z], pos[z] = int32(rng.IntN(vocab)), rng.IntN(20)
+			}
+			id := func(z int) []byte { return binary.LittleEndian.AppendUint32(nil, uint32(ids[z])) }
+			got := twice(t, func(r *kernelRig) [][]byte {
+				var out [][]byte
+				for _, together := range []bool{true, false} {
+					dm := r.devMatrixOf(m)
+					x := actAt(r.zeros(4*n*hidden), n, hidden)
+					idLocs, histories := make([]loc, n), make([]loc, n)
+					for z := range n {
+						// Each id at the end of a ring of 4, as a sampler slot.
+						ring := r.zeros(16)
+						copy(ring.buf.Bytes()[12:], id(z))
+						idLocs[z] = loc{ring.buf, 12}
+						histories[z] = r.zeros(4 * (pos[z] + 1))
+					}
+					r.run(func(e *encoder) {
+						if together {
+							at := make([]loc, n)
+							for z := range n {
+								at[z] = loc{histories[z].buf, 4 * pos[z]}
+							}
+							e.embedSteps(dm, idLocs, x, at)
+							return
+						}
+						for z := range n {
+							e.embed(dm, idLocs[z], x.row(z), histories[z], pos[z])
+						}
+					})
+					out = append(out, f32Bytes(r.floatsAt(x.loc, n*hidden)))
+					for z := range n {
+						out = append(out, histories[z].buf.Bytes()[:4*(pos[z]+1)])
+					}
+				}
+				return out
+			})
+			sameTogetherAlone(t, got, "")
+			for z := range n {
+				if h := got[1+z]; !bytes.Equal(h[4*pos[z]:], id(z)) || !bytes.Equal(h[:4*pos[z]], make([]byte, 4*pos[z])) {
+					t.Fatalf("sequence %d: history % x, want id %d at position %d only", z, h, ids[z], pos[z])
+				}
+				x := floats(got[0])[z*hidden : (z+1)*hidden]
+				for j := range hidden {
+					if want := m.At(int(ids[z]), j); x[j] != want {
+						t.Fatalf("sequence %d (id %d) element %d: got %v, want %v", z, ids[z], j, x[j], want)
+					}
+				}
+			}
+		})
+	}
+}
+
 func refRMS(x []float32, eps float32) float64 {
 	return reference.RMSScale(reference.Float64(x), float64(eps))
 }
@@ -1105,6 +1185,55 @@ func TestArgmax(t *testing.T) {
 	}
 }
 
+// TestArgmaxSteps chooses the greedy ids of 11 rows in one call (two pairs
+// of dispatches of at most 8 rows), each row in its own buffer and its id
+// written to its own slot, ties placed across chunks; every id must be the
+// lowest index of its row's largest logit, as a sequential scan finds it.
+func TestArgmaxSteps(t *testing.T) {
+	rng := testRand(t)
+	const n, vocab = 11, 10007
+	rows := make([][]float32, n)
+	want := make([]int, n)
+	for z := range rows {
+		rows[z] = randFloats(rng, vocab, 10)
+		if z%2 == 0 {
+			a, b := rng.IntN(vocab), rng.IntN(vocab)
+			rows[z][a], rows[z][b] = 20, 20
+		}
+		for i, v := range rows[z] {
+			if v > rows[z][want[z]] {
+				want[z] = i
+			}
+		}
+	}
+	chunks := ceilDiv(vocab, argmaxChunk)
+	got := twice(t, func(r *kernelRig) [][]byte {
+		logits, outs := make([]loc, n), make([]loc, n)
+		for z := range n {
+			logits[z] = r.buf(f32Bytes(rows[z]))
+			// The id goes to slot 2 of a ring of 4.
+			outs[z] = loc{r.zeros(16).buf, 8}
+		}
+		r.run(func(e *encoder) {
+			e.argmaxSteps(logits, vocab, r.zeros(4*stepMaxSeqs*chunks), r.zeros(4*stepMaxSeqs*chunks), outs)
+		})
+		out := make([][]byte, n)
+		for z := range n {
+			out[z] = append([]byte(nil), outs[z].buf.Bytes()...)
+		}
+		return out
+	})
+	for z := range n {
+		ring := got[z]
+		if g := int(int32(binary.LittleEndian.Uint32(ring[8:]))); g != want[z] {
+			t.Fatalf("row %d: argmax %d, want %d", z, g, want[z])
+		}
+		if !bytes.Equal(ring[:8], make([]byte, 8)) || !bytes.Equal(ring[12:], make([]byte, 4)) {
+			t.Fatalf("row %d: the ring's other slots were written: % x", z, ring)
+		}
+	}
+}
+
 // TestSample draws tokens on the device and with engine/sample's host
 // sampler from the same logits and parameters. The penalised logits must be
 // equal bit for bit (both sides do the same f32 operations) and so must the
@@ -1479,12 +1608,7 @@ func TestStepsOfSeveralSequences(t *testing.T) {
 				}
 				return out
 			})
-			half := len(got) / 2
-			for i := range half {
-				if !bytes.Equal(got[i], got[half+i]) {
-					t.Fatalf("output %d differs between the sequences' steps in one dispatch and each alone", i)
-				}
-			}
+			sameTogetherAlone(t, got, "")
 			mixed := floats(got[0])
 			for z := range n {
 				// The conv of one token: tolerance as in TestConv.
@@ -1600,12 +1724,7 @@ func TestAttentionSteps(t *testing.T) {
 					}
 					return out
 				})
-				half := len(got) / 2
-				for i := range half {
-					if !bytes.Equal(got[i], got[half+i]) {
-						t.Fatalf("output %d (0: attention output, then each sequence's keys and values) differs between the steps in one dispatch and each alone", i)
-					}
-				}
+				sameTogetherAlone(t, got, " (0: attention output, then each sequence's keys and values)")
 				// The caches changed only at each sequence's new position.
 				for z := range n {
 					row := elem * headDim

@@ -29,6 +29,11 @@ type embedParams struct {
 	Hidden, Vocab, GroupSize, Pos0 uint32
 }
 
+// embedSeqsParams is EmbedSeqsParams (embed.metal).
+type embedSeqsParams struct {
+	Hidden, Vocab, GroupSize, Rows uint32
+}
+
 // copyParams is CopyParams (embed.metal).
 type copyParams struct {
 	Count uint32
@@ -90,7 +95,7 @@ type combineParams struct {
 
 // argmaxParams is ArgmaxParams (sample.metal).
 type argmaxParams struct {
-	Vocab, Chunk, Chunks uint32
+	Vocab, Chunk, Chunks, Rows uint32
 }
 
 // penaltyParams is PenaltyParams (sample.metal).

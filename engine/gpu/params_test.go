@@ -19,7 +19,7 @@ import (
 // goParamStructs are the Go twins of the MSL parameter structs; the test
 // also checks that no other *Params struct of this package is missing here.
 var goParamStructs = []any{
-	gemvParams{}, gemmParams{}, embedParams{}, copyParams{}, normParams{}, convParams{},
+	gemvParams{}, gemmParams{}, embedParams{}, embedSeqsParams{}, copyParams{}, normParams{}, convParams{},
 	deltaNetParams{}, attnParams{}, routerParams{}, expertParams{}, planParams{},
 	scatterParams{}, groupedParams{}, combineParams{}, argmaxParams{}, penaltyParams{},
 	topKParams{},

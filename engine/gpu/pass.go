@@ -356,7 +356,9 @@ func (a *act) rowsOf(from, n int) *act {
 
 // Embed implements model.Blocks: each segment's rows gather their ids, from
 // the host or, for a decode step without ids, from the sequence's ring slot
-// that the previous pass's sampler wrote.
+// that the previous pass's sampler wrote. The decode steps (rows [0,
+// steps)) gather together, one dispatch for up to stepMaxSeqs sequences;
+// each longer segment gathers its own rows.
 func (p *pass) Embed(table *model.Matrix) model.Activation {
 	p.startBlock()
 	t := p.b.mats[table]
@@ -366,6 +368,7 @@ func (p *pass) Embed(table *model.Matrix) model.Activation {
 		return x
 	}
 	var hostIDs loc
+	var stepIDs, stepHistories []loc
 	for i := range p.segs {
 		s := &p.segs[i]
 		var ids loc
@@ -387,7 +390,16 @@ func (p *pass) Embed(table *model.Matrix) model.Activation {
 			ids = s.seq.tokenLoc(s.seq.lastSlot)
 			s.seq.ids = append(s.seq.ids, s.seq.lastSampled)
 		}
+		if s.rows == 1 {
+			// Rows [0, steps) hold the decode steps in segment order.
+			stepIDs = append(stepIDs, ids)
+			stepHistories = append(stepHistories, loc{buf: s.seq.history, off: 4 * s.pos0})
+			continue
+		}
 		p.enc.embed(t, ids, x.rowsOf(s.row0, s.rows), loc{buf: s.seq.history}, s.pos0)
+	}
+	if len(stepIDs) > 0 {
+		p.enc.embedSteps(t, stepIDs, x.rowsOf(0, p.steps), stepHistories)
 	}
 	return x
 }
@@ -818,25 +830,44 @@ func (p *pass) outputRow(l *act, i int) *act {
 	return nil
 }
 
-// SampleEach implements model.BatchPass.
+// SampleEach implements model.BatchPass. The greedy choices without
+// penalties — every sequence of a plain greedy decode step — run as one
+// argmax over their rows (two dispatches for up to stepMaxSeqs sequences);
+// the other choices as sample records them.
 func (p batchPass) SampleEach(logits model.Activation) {
+	var g greedyRows
 	for i := range p.segs {
 		if s := p.segs[i].in.Sample; s != nil {
-			p.sample(logits, i, s)
+			p.sample(logits, i, s, &g)
 		}
 	}
+	if len(g.rows) == 0 {
+		return
+	}
+	vocab := logits.Width()
+	chunks := ceilDiv(vocab, argmaxChunk)
+	n := min(len(g.rows), stepMaxSeqs)
+	p.enc.argmaxSteps(g.rows, vocab, p.scratch(4*n*chunks), p.scratch(4*n*chunks), g.outs)
 }
 
 // Sample implements model.Pass.
-func (p onePass) Sample(logits model.Activation, s *model.Sampling) { p.sample(logits, 0, s) }
+func (p onePass) Sample(logits model.Activation, s *model.Sampling) { p.sample(logits, 0, s, nil) }
+
+// greedyRows collects the plain greedy choices of a batch: each row of
+// logits and the ring slot its id goes to.
+type greedyRows struct {
+	rows, outs []loc
+}
 
 // sample records segment i's choice: the chosen id goes to the sequence's
 // next ring slot, where the next pass's embedding gather finds it. Greedy
 // and top-k draws (1 ≤ TopK ≤ 256, below the vocabulary) run on the device
 // with the penalties; other parameters (top-k off, which walks the whole
 // vocabulary in id order) are sampled on the host after the pass, and the
-// sequence's next pass may begin only once this one has been waited on.
-func (p *pass) sample(logits model.Activation, i int, s *model.Sampling) {
+// sequence's next pass may begin only once this one has been waited on. A
+// greedy choice without penalties is left to the caller's one argmax over
+// every such row when g is set.
+func (p *pass) sample(logits model.Activation, i int, s *model.Sampling, g *greedyRows) {
 	in := p.input(logits, "sample")
 	if in == nil {
 		return
@@ -866,6 +897,11 @@ func (p *pass) sample(logits model.Activation, i int, s *model.Sampling) {
 		p.enc.copyF32(row, work, vocab)
 		p.enc.penalties(s, loc{buf: sg.seq.history}, position, p.scratch(4*vocab), p.scratch(4*vocab), work)
 		row = work
+	}
+	if greedy && g != nil && !penaltiesOn(s) {
+		g.rows = append(g.rows, row)
+		g.outs = append(g.outs, sg.seq.tokenLoc(slot))
+		return
 	}
 	if greedy {
 		chunks := ceilDiv(vocab, argmaxChunk)

@@ -2,11 +2,15 @@ package gpu
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/suzuran-app/suzuran/engine/checkpoint"
+	"github.com/suzuran-app/suzuran/engine/gpu/device"
 	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/synth"
 )
@@ -27,7 +31,17 @@ func TestBatchedStepTraffic(t *testing.T) {
 		t.Skip("writes a 460 MB checkpoint and runs full-width steps on the emulator")
 	}
 	dir := syntheticCheckpoint(t)
-	b, w := openModel(t, dir, Options{})
+	m, err := checkpoint.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	dev := &kernelCounter{Device: openTestDevice(t, 0)}
+	b, err := New(dev, m.Weights, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := m.Weights
 	greedy := &model.Sampling{}
 	segs := make([]model.Segment, 4)
 	for i := range segs {
@@ -42,6 +56,7 @@ func TestBatchedStepTraffic(t *testing.T) {
 	}
 	step := func(segs []model.Segment) Counters {
 		before := b.Stats().Decode
+		dev.reset()
 		if _, err := model.RunBatch(b, w, segs); err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +68,9 @@ func TestBatchedStepTraffic(t *testing.T) {
 	}
 	start := time.Now()
 	one := step(segs[:1])
+	oneKernels := dev.counts()
 	four := step(segs)
+	fourKernels := dev.counts()
 	t.Logf("two steps on the emulator in %v", time.Since(start).Round(time.Millisecond))
 	for _, c := range []struct {
 		name string
@@ -66,6 +83,28 @@ func TestBatchedStepTraffic(t *testing.T) {
 			t.Errorf("%s: %d passes in %d command buffers, want one step in one buffer", c.name, c.c.Passes, c.c.CommandBuffers)
 		}
 	}
+	// The step's embedding gather and greedy argmax serve every sequence:
+	// one gather dispatch and one argmax pair (chunk partials, then the
+	// merge) for four sequences as for one, so a step of four records no
+	// more dispatches than a step of one.
+	for _, c := range []struct {
+		name   string
+		counts map[string]int
+	}{{"1 sequence", oneKernels}, {"4 sequences", fourKernels}} {
+		t.Logf("%s: kernels dispatched: %v", c.name, c.counts)
+		for _, k := range []string{"embed_seqs_" + b.mats[&w.Embed].format + "_f32", "argmax_partial_seqs_f32", "argmax_final_seqs_i32"} {
+			if c.counts[k] != 1 {
+				t.Errorf("%s: %s dispatched %d times in the step, want once", c.name, k, c.counts[k])
+			}
+		}
+		if n := c.counts["embed_"+b.mats[&w.Embed].format+"_f32"]; n != 0 {
+			t.Errorf("%s: %d one-sequence gathers beside the step's gather", c.name, n)
+		}
+	}
+	if four.Dispatches != one.Dispatches {
+		t.Errorf("a step of 4 sequences records %d dispatches, a step of 1 %d: some kernel still runs per sequence",
+			four.Dispatches, one.Dispatches)
+	}
 	ratio := float64(four.StepBytes()) / float64(one.StepBytes())
 	t.Logf("bytes per step, 4 sequences against 1: %.3f×", ratio)
 	if four.Sequences != 4 || ratio >= 1.6 {
@@ -77,6 +116,49 @@ func TestBatchedStepTraffic(t *testing.T) {
 		t.Errorf("4 sequences plan %.1f MiB over their minimum, 1 sequence %.1f MiB: a weight is read more than once per step",
 			mib(excess4), mib(excess1))
 	}
+}
+
+// kernelCounter is the emu device counting the dispatches of each kernel
+// by pipeline name since the last reset.
+type kernelCounter struct {
+	device.Device
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (d *kernelCounter) reset() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.n = map[string]int{}
+}
+
+func (d *kernelCounter) counts() map[string]int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return maps.Clone(d.n)
+}
+
+func (d *kernelCounter) NewCommandBuffer() (device.CommandBuffer, error) {
+	cb, err := d.Device.NewCommandBuffer()
+	if err != nil {
+		return nil, err
+	}
+	return &countingBuffer{CommandBuffer: cb, d: d}, nil
+}
+
+type countingBuffer struct {
+	device.CommandBuffer
+	d *kernelCounter
+}
+
+func (c *countingBuffer) Dispatch(ds device.Dispatch) {
+	c.d.mu.Lock()
+	if c.d.n == nil {
+		c.d.n = map[string]int{}
+	}
+	c.d.n[ds.Pipeline.Name()]++
+	c.d.mu.Unlock()
+	c.CommandBuffer.Dispatch(ds)
 }
 
 func mib(n int64) float64 { return float64(n) / (1 << 20) }
