@@ -27,8 +27,10 @@
 // to stream it and to apply the stop rules: the model's EOS ids, stop
 // strings (matched across token boundaries, never emitted), the token
 // budget, and the request's context, which is checked before every step (and
-// between the layers of a prefill pass) so a cancelled request ends within
-// one token. Events go to a queue per stream, so a slow reader holds up
+// inside a prefill pass: between its layers, and on the CPU backend between
+// runs of work whose size does not depend on the prompt's length) so a
+// cancelled request ends within one token, or within a few milliseconds of
+// CPU time of its prefill on the demo model. Events go to a queue per stream, so a slow reader holds up
 // nobody; Close cancels every request through the engine's context.
 //
 // A request with a Constraint (constrained decoding: JSON output, forced
