@@ -4,7 +4,6 @@ package cpu
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -264,36 +263,52 @@ func TestStopBoundsWork(t *testing.T) {
 // BenchmarkPrefillRuns measures what splitting a pass's matrix products
 // into runs of stopRows rows costs: a 512-token pass of the full-size
 // two-layer benchmark checkpoint (see BenchmarkPrefill512) in runs of
-// stopRows, then in one product per matrix, alternating within each
-// -count round so that both see the same load.
+// stopRows and in one product per matrix, alternating pass by pass so
+// that both see the same load (after one pass of each to page the weights
+// in). It reports each one's median time per pass and the ratio of the
+// medians.
 func BenchmarkPrefillRuns(b *testing.B) {
 	for _, precision := range []Precision{PrecisionFast, PrecisionExact} {
-		be, w := benchSetupWith(b, Options{Precision: precision})
-		prompt := benchPrompt(512)
-		for _, rows := range []int{stopRows, 1 << 30} {
-			name := fmt.Sprintf("%s/runs=%d", precision, rows)
-			if rows == 1<<30 {
-				name = fmt.Sprintf("%s/runs=whole", precision)
-			}
-			b.Run(name, func(b *testing.B) {
-				for range b.N {
-					seq, err := be.NewSequence(len(prompt))
-					if err != nil {
-						b.Fatal(err)
-					}
-					segs := []model.Segment{{Seq: seq, In: model.Input{IDs: prompt, Logits: model.LogitsLast}}}
-					p, err := be.BeginBatch(segs)
-					if err != nil {
-						b.Fatal(err)
-					}
-					p.(batchPass).blockRows = rows
-					model.ForwardBatch(p, w, segs)
-					p.Submit()
-					if _, err := p.Wait(); err != nil {
-						b.Fatal(err)
-					}
+		b.Run(string(precision), func(b *testing.B) {
+			be, w := benchSetupWith(b, Options{Precision: precision})
+			prompt := benchPrompt(512)
+			pass := func(rows int) time.Duration {
+				start := time.Now()
+				seq, err := be.NewSequence(len(prompt))
+				if err != nil {
+					b.Fatal(err)
 				}
-			})
-		}
+				segs := []model.Segment{{Seq: seq, In: model.Input{IDs: prompt, Logits: model.LogitsLast}}}
+				p, err := be.BeginBatch(segs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				p.(batchPass).blockRows = rows
+				model.ForwardBatch(p, w, segs)
+				p.Submit()
+				if _, err := p.Wait(); err != nil {
+					b.Fatal(err)
+				}
+				return time.Since(start)
+			}
+			pass(stopRows)
+			pass(1 << 30)
+			var runs, whole []time.Duration
+			b.ResetTimer()
+			for range b.N {
+				runs = append(runs, pass(stopRows))
+				whole = append(whole, pass(1<<30))
+			}
+			median := func(d []time.Duration) time.Duration {
+				slices.Sort(d)
+				return d[len(d)/2]
+			}
+			mr, mw := median(runs), median(whole)
+			b.ReportMetric(float64(mr.Milliseconds()), "runs-ms/pass")
+			b.ReportMetric(float64(mw.Milliseconds()), "whole-ms/pass")
+			b.ReportMetric(float64(mr)/float64(mw), "runs/whole")
+			b.Logf("runs of %d rows: %v (%v–%v); one product: %v (%v–%v)", stopRows,
+				mr, slices.Min(runs), slices.Max(runs), mw, slices.Min(whole), slices.Max(whole))
+		})
 	}
 }
