@@ -510,7 +510,8 @@ func (e *Engine) validate(req *Request) error {
 
 // Close stops accepting requests and cancels every request, queued or
 // running, through the engine's context; it returns once the engine
-// goroutine has stopped (within a layer of the pass it was running) and
+// goroutine has stopped (soon after, inside the pass it was running: see
+// the scheduler) and
 // the backend is released. Queued requests end with ErrClosed, running
 // ones as cancelled.
 func (e *Engine) Close() error {
