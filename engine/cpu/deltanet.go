@@ -83,13 +83,13 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 		}
 	})
 
-	// The scan: per segment and value head, each on its own sequence's
-	// state; value head j reads key head j/(Hv/Hk) (repeat_interleave).
 	if p.stopped() {
 		return out
 	}
-	// A head's scan goes stopTokens tokens at a time, its state carried
-	// from run to run, with a stop check before each run.
+	// The scan: per segment and value head, each on its own sequence's
+	// state; value head j reads key head j/(Hv/Hk) (repeat_interleave). A
+	// head's scan goes stopTokens tokens at a time, its state carried from
+	// run to run, with a stop check before each run.
 	o := make([]float32, T*Hv*Dv)
 	p.b.pool.parallelFor(len(p.segs)*Hv, 1, func(lo, hi int) {
 		for task := lo; task < hi; task++ {
