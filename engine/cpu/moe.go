@@ -166,6 +166,9 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 	// 8 experts' copies of every row.
 	p.b.pool.parallelFor(len(active), 4, func(lo, hi int) {
 		for _, ex := range active[lo:hi] {
+			if p.stopping() {
+				return
+			}
 			if len(ex.rows) != groupX.rows {
 				ex.x = newTensor(len(ex.rows), H)
 				for j, i := range ex.rows {
@@ -215,6 +218,9 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 		// at 512 tokens), so splitting each expert's products over the
 		// threads costs four regions per expert for little work in each.
 		// An expert's arithmetic is the same whichever thread runs it.
+		if p.stopping() {
+			return
+		}
 		prepared := p.prepareExpertInputs(w, groupX, active, tokens, in)
 		p.b.pool.parallelFor(len(active), 1, func(lo, hi int) {
 			for _, ex := range active[lo:hi] {
@@ -223,11 +229,17 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 		})
 	}
 
+	if p.stopping() {
+		return
+	}
 	for i, t := range g.rows {
 		gate[t] = groupGate[i]
 		copy(sharedY.row(t), shared.y.row(i))
 	}
 	for _, ex := range active {
+		if p.stopping() {
+			return
+		}
 		for j, i := range ex.rows {
 			copy(routedY[ex.e][i*H:(i+1)*H], ex.y.row(j))
 		}
