@@ -141,9 +141,9 @@ func StartBatch(b Backend, w *Weights, segs []Segment) (Batch, error) {
 var ErrStopped = errors.New("pass stopped before its end")
 
 // Stopper is a pass that asks a stop function inside its blocks as well,
-// between bounded runs of work, so that a long pass ends soon after its
-// cancellation whatever its number of tokens (the CPU backend: see its
-// package documentation). Once stop says yes, the pass's remaining blocks
+// between runs of work of bounded size, so that a long pass ends soon after
+// its cancellation (the CPU backend: see engine/cpu's pass.go for the runs
+// and what lies between them). Once stop says yes, the pass's remaining blocks
 // do nothing and Wait returns ErrStopped. stop may be called from several
 // threads at once.
 type Stopper interface {
