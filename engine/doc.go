@@ -4,7 +4,8 @@
 // a single goroutine: no other goroutine touches the backend, so backends
 // need no locks and a GPU sees one stream of work. Callers Submit a Request
 // (a context, the prompt's token ids, sampling parameters, stop rules) and
-// receive a channel of Events: one per generated token with its text delta,
+// receive a channel of Events: one per generated token with its text delta
+// (several tokens merged into one event while the reader is behind),
 // then a final event with the statistics and why generation ended. Requests
 // wait in a bounded queue, the chat window's first (Request.Priority); past
 // its bound Submit fails at once with ErrBusy, which the HTTP API turns into
@@ -27,9 +28,13 @@
 // to stream it and to apply the stop rules: the model's EOS ids, stop
 // strings (matched across token boundaries, never emitted), the token
 // budget, and the request's context, which is checked before every step (and
-// between the layers of a prefill pass) so a cancelled request ends within
-// one token. Events go to a queue per stream, so a slow reader holds up
-// nobody; Close cancels every request through the engine's context.
+// inside a prefill pass: between its layers, and on the CPU backend between
+// runs of work whose size does not depend on the prompt's length) so a
+// cancelled request ends within one token, or within a few milliseconds of
+// CPU time of its prefill on the demo model. Each stream has its own
+// goroutine between the engine and the reader, so a slow reader holds up
+// nobody: the tokens waiting for it merge into one event; Close cancels
+// every request through the engine's context.
 //
 // A request with a Constraint (constrained decoding: JSON output, forced
 // tool calls) samples on the host instead: each pass returns its logits

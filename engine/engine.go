@@ -107,8 +107,9 @@ type Request struct {
 	// Progress, when set, is told how far the prompt has been read: once
 	// after the prefix cache lookup and after every prefill chunk, so that
 	// a long prompt shows progress instead of minutes of nothing. It runs
-	// on the engine goroutine between passes and must return at once
-	// (hand the value to another goroutine, or drop it).
+	// on the stream's goroutine (Stream), before the events that follow;
+	// while it runs, newer progress replaces older, so it is told the
+	// latest.
 	Progress func(PrefillProgress)
 	// Constraint, when set, restricts the generated tokens to a grammar
 	// (see Constraint); the request then samples on the host. A constraint
@@ -127,7 +128,8 @@ type Request struct {
 	Priority Priority
 	// QueuePosition, when set, is told the request's place while it waits
 	// (1: next to start) each time it changes, and 0 when it starts. It
-	// runs on the engine goroutine and must return at once.
+	// runs on the stream's goroutine, as Progress does, and is told the
+	// latest place.
 	QueuePosition func(position int)
 }
 
@@ -166,17 +168,24 @@ type PrefillProgress struct {
 	Total  int // prompt tokens
 }
 
-// Event is one step of a request's stream. Every token produces one event;
-// the last event has Token −1 and a non-nil Stats.
+// Event is one step of a request's stream: one or more generated tokens,
+// or the final event (Token −1, Stats set). A reader that keeps up gets an
+// event per token; while a reader is behind, the tokens waiting for it
+// merge into one event (Stream), so it gets fewer events with the same
+// tokens, text and log-probabilities, in order.
 type Event struct {
-	// Token is the generated id, or −1 on the final event.
+	// Token is the event's last generated id, or −1 on the final event.
 	Token int
+	// IDs are the event's generated ids in order (Token is the last);
+	// empty on the final event.
+	IDs []int
 	// Text is the text that became final with this event: it may be empty
 	// (a character still incomplete, or text held back because it might be
 	// the start of a stop string) and is empty for EOS tokens.
 	Text string
-	// Logprob is set on token events of a request that asked for them.
-	Logprob *TokenLogprob
+	// Logprobs are set on token events of a request that asked for them,
+	// one per id of IDs.
+	Logprobs []*TokenLogprob
 	// Stats is set on the final event.
 	Stats *Stats
 	// Err is set on the final event when generation failed.
@@ -440,7 +449,7 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
 	}
 	jctx, cancel := context.WithCancelCause(e.ctx)
 	j := &job{ctx: jctx, req: req, submitted: time.Now(), bytes: bytes}
-	j.stream = newStream(jctx, ctx, cancel, e.opts.ReaderTimeout)
+	j.stream = newStream(jctx, ctx, cancel, e.opts.ReaderTimeout, req.QueuePosition, req.Progress)
 	// The watch is set before the job is visible to the engine goroutine;
 	// it takes e.mu, so it cannot give the place back before it is taken.
 	j.stopWatch = context.AfterFunc(ctx, func() {
@@ -501,7 +510,8 @@ func (e *Engine) validate(req *Request) error {
 
 // Close stops accepting requests and cancels every request, queued or
 // running, through the engine's context; it returns once the engine
-// goroutine has stopped (within a layer of the pass it was running) and
+// goroutine has stopped (soon after, inside the pass it was running: see
+// the scheduler) and
 // the backend is released. Queued requests end with ErrClosed, running
 // ones as cancelled.
 func (e *Engine) Close() error {

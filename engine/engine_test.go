@@ -96,9 +96,7 @@ func collect(t testing.TB, e *Engine, req Request) ([]int, string, *Stats) {
 	var text strings.Builder
 	var stats *Stats
 	for ev := range stream.Events {
-		if ev.Token >= 0 {
-			ids = append(ids, ev.Token)
-		}
+		ids = append(ids, ev.IDs...)
 		text.WriteString(ev.Text)
 		if ev.Stats != nil {
 			stats = ev.Stats

@@ -103,9 +103,7 @@ func (g *generation) begin() error {
 }
 
 func (g *generation) progress() {
-	if p := g.job.req.Progress; p != nil {
-		p(PrefillProgress{Cached: g.stats.CachedTokens, Done: g.pos, Total: len(g.job.req.Prompt)})
-	}
+	g.job.stream.tellProgressLater(PrefillProgress{Cached: g.stats.CachedTokens, Done: g.pos, Total: len(g.job.req.Prompt)})
 }
 
 // prefilling reports whether prompt tokens before the last remain.
@@ -115,8 +113,8 @@ func (g *generation) prefilling() bool { return g.pos < len(g.job.req.Prompt)-1 
 func (g *generation) cancelled() bool { return g.job.ctx.Err() != nil }
 
 // prefillChunk runs the next chunk of the prompt, up to the next mark and
-// at most chunk tokens, in a pass of its own that stops before its next
-// layer once the request is cancelled; at a mark it snapshots the sequence
+// at most chunk tokens, in a pass of its own that stops soon after the
+// request is cancelled (see the scheduler); at a mark it snapshots the sequence
 // for the prefix cache.
 func (g *generation) prefillChunk(chunk int) error {
 	e, prompt := g.e, g.job.req.Prompt
@@ -204,9 +202,9 @@ func (g *generation) handle(res model.Result) {
 	if !isEOS {
 		text, stopped = g.stops.add(g.dec.Add(tok))
 	}
-	ev := Event{Token: tok, Text: text}
+	ev := Event{Token: tok, IDs: []int{tok}, Text: text}
 	if g.host != nil && g.host.logprobs {
-		ev.Logprob = g.host.lastLogprob()
+		ev.Logprobs = []*TokenLogprob{g.host.lastLogprob()}
 	}
 	g.job.stream.push(ev)
 	switch {

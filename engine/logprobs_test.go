@@ -37,45 +37,48 @@ func TestLogprobsMatchTransformers(t *testing.T) {
 			}
 			step := 0
 			for ev := range s.Events {
-				if ev.Token < 0 {
-					continue
+				if len(ev.Logprobs) != len(ev.IDs) {
+					t.Fatalf("step %d: %d logprobs for %d tokens", step, len(ev.Logprobs), len(ev.IDs))
 				}
-				if step >= len(ref.GenIDs) || ev.Token != ref.GenIDs[step] {
-					t.Fatalf("step %d: token %d, reference %v", step, ev.Token, ref.GenIDs)
-				}
-				if ev.Logprob == nil {
-					t.Fatalf("step %d: no logprob", step)
-				}
-				row := ref.GenLogits[step*ref.Vocab : (step+1)*ref.Vocab]
-				want := logSoftmax64(row)
-				if d := math.Abs(ev.Logprob.Logprob - want[ev.Token]); !(d <= tol) {
-					t.Errorf("step %d: logprob %.6f, reference %.6f", step, ev.Logprob.Logprob, want[ev.Token])
-				}
-				order := make([]int, len(want))
-				for i := range order {
-					order[i] = i
-				}
-				slices.SortStableFunc(order, func(a, b int) int {
-					switch {
-					case want[a] > want[b]:
-						return -1
-					case want[a] < want[b]:
-						return 1
+				for i, tok := range ev.IDs {
+					lp := ev.Logprobs[i]
+					if step >= len(ref.GenIDs) || tok != ref.GenIDs[step] {
+						t.Fatalf("step %d: token %d, reference %v", step, tok, ref.GenIDs)
 					}
-					return 0
-				})
-				if len(ev.Logprob.Top) != top {
-					t.Fatalf("step %d: %d alternatives, want %d", step, len(ev.Logprob.Top), top)
-				}
-				for i, alt := range ev.Logprob.Top {
-					if alt.Token != order[i] || math.Abs(alt.Logprob-want[order[i]]) > tol {
-						t.Errorf("step %d alternative %d: %+v, reference token %d at %.6f", step, i, alt, order[i], want[order[i]])
+					if lp == nil {
+						t.Fatalf("step %d: no logprob", step)
 					}
+					row := ref.GenLogits[step*ref.Vocab : (step+1)*ref.Vocab]
+					want := logSoftmax64(row)
+					if d := math.Abs(lp.Logprob - want[tok]); !(d <= tol) {
+						t.Errorf("step %d: logprob %.6f, reference %.6f", step, lp.Logprob, want[tok])
+					}
+					order := make([]int, len(want))
+					for i := range order {
+						order[i] = i
+					}
+					slices.SortStableFunc(order, func(a, b int) int {
+						switch {
+						case want[a] > want[b]:
+							return -1
+						case want[a] < want[b]:
+							return 1
+						}
+						return 0
+					})
+					if len(lp.Top) != top {
+						t.Fatalf("step %d: %d alternatives, want %d", step, len(lp.Top), top)
+					}
+					for i, alt := range lp.Top {
+						if alt.Token != order[i] || math.Abs(alt.Logprob-want[order[i]]) > tol {
+							t.Errorf("step %d alternative %d: %+v, reference token %d at %.6f", step, i, alt, order[i], want[order[i]])
+						}
+					}
+					if lp.Top[0].Token != tok {
+						t.Errorf("step %d: greedy token %d is not the most likely %d", step, tok, lp.Top[0].Token)
+					}
+					step++
 				}
-				if ev.Logprob.Top[0].Token != ev.Token {
-					t.Errorf("step %d: greedy token %d is not the most likely %d", step, ev.Token, ev.Logprob.Top[0].Token)
-				}
-				step++
 			}
 			if step == 0 {
 				t.Fatal("no tokens generated")

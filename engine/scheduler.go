@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/suzuran-app/suzuran/engine/model"
@@ -21,9 +22,13 @@ import (
 //  3. streams the tokens, ends requests that stop, are cut, or were
 //     cancelled;
 //  4. runs one prefill chunk of one request still reading its prompt (the
-//     highest priority, then the oldest), in a pass of its own that stops
-//     within a layer once that request is cancelled, so that the running
-//     requests' streams keep flowing between chunks.
+//     highest priority, then the oldest), in a pass of its own, so that the
+//     running requests' streams keep flowing between chunks. The pass asks
+//     the request's context before each layer's blocks and, on the CPU
+//     backend, between bounded runs of work inside them (engine/cpu's
+//     pass.go): a cancelled request stops within a few milliseconds of CPU
+//     time on the demo model whatever the prompt's length. A GPU pass is
+//     recorded whole and then runs on the device (see engine/gpu).
 //
 // A request's tokens do not depend on what else runs: every backend
 // computes a sequence's rows as in a pass of its own.
@@ -111,8 +116,8 @@ func (e *Engine) admit() {
 		j.stream.finish(Stats{PromptTokens: len(j.req.Prompt), FinishReason: FinishCancelled}, nil, "")
 	}
 	for _, j := range start {
-		if j.req.QueuePosition != nil && j.position != 0 {
-			j.req.QueuePosition(0)
+		if j.position != 0 {
+			j.stream.tellPositionLater(0)
 		}
 		g := &generation{e: e, job: j, seq: e.sequence()}
 		if g.seq == nil {
@@ -124,9 +129,9 @@ func (e *Engine) admit() {
 		e.active = append(e.active, g)
 	}
 	for i, j := range kept {
-		if j.req.QueuePosition != nil && j.position != i+1 {
+		if j.position != i+1 {
 			j.position = i + 1
-			j.req.QueuePosition(i + 1)
+			j.stream.tellPositionLater(i + 1)
 		}
 	}
 }
@@ -238,6 +243,10 @@ func (d *decodeStep) finish() {
 	for i, g := range d.gens {
 		if g.finished {
 			continue // a step started ahead of a token that ended it
+		}
+		if errors.Is(err, model.ErrStopped) {
+			g.cancel() // the engine closed while the step ran
+			continue
 		}
 		if err != nil {
 			g.fail(fmt.Errorf("decode step %d: %w", g.stats.GeneratedTokens+1, err))

@@ -4,24 +4,32 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
 
 // Stream is a submitted request's output.
 //
-// The engine never waits for a reader: it puts each event in the stream's
-// own queue and a goroutine per stream hands them to Events as the reader
-// takes them. A slow reader therefore slows nobody else; a reader that takes
-// nothing for Options.ReaderTimeout while events wait has its request
-// cancelled (it vanished without cancelling its context), and the queue
-// holds at most one request's events, a few bytes each per token.
+// The engine never waits for a reader: it hands each token to the stream,
+// and a goroutine per stream passes them on to Events as the reader takes
+// them. While the reader is behind, the tokens waiting for it merge into
+// one event (their ids, text and log-probabilities appended in order), so a
+// slow reader gets fewer, larger events with the same content, and a
+// stream holds the text not yet read rather than an event per token. The
+// request's Progress and QueuePosition callbacks run on the same
+// goroutine, before the events that follow them, and are told only the
+// latest value: a slow callback delays its own stream and nothing else. A
+// slow reader therefore slows nobody else; a reader that takes nothing for
+// Options.ReaderTimeout while events wait has its request cancelled (it
+// vanished without cancelling its context).
 type Stream struct {
-	// Events delivers one event per generated token, then a final event
-	// (Token −1, Stats set), and is closed after it. The reader must keep
-	// reading until Events is closed or cancel the request's context; once
-	// the context has ended, events not yet taken are dropped, so a reader
-	// that cancels sees at most one more token.
+	// Events delivers the generated tokens, one event per token while the
+	// reader keeps up and merged while it is behind (Event), then a final
+	// event (Token −1, Stats set), and is closed after it. The reader must
+	// keep reading until Events is closed or cancel the request's context;
+	// once the context has ended, tokens not yet taken are dropped, so a
+	// reader that cancels sees at most one more event of tokens.
 	Events <-chan Event
 
 	events chan Event
@@ -33,27 +41,47 @@ type Stream struct {
 	// request's context follows it a moment later (context.AfterFunc), and
 	// a reader that cancels must not be handed tokens meanwhile.
 	caller context.Context
+	// onPosition and onProgress are the request's callbacks (nil: none).
+	onPosition func(int)
+	onProgress func(PrefillProgress)
 
-	mu      sync.Mutex
-	queue   []Event
-	final   bool          // the final event is queued: nothing follows
-	wake    chan struct{} // a new event is queued (capacity 1)
-	stats   Stats
-	err     error
-	timeout time.Duration
+	mu sync.Mutex
+	// tokens are the tokens the reader has not been handed yet, merged.
+	tokens pendingTokens
+	// final is the final event once queued: nothing follows; finalTaken
+	// once the forwarder took it.
+	final      *Event
+	finalTaken bool
+	// position and progress are the latest values not yet told.
+	position     int
+	tellPosition bool
+	progress     *PrefillProgress
+	wake         chan struct{} // something was queued (capacity 1)
+	stats        Stats
+	err          error
+	timeout      time.Duration
 	// dropped is set when tokens the engine produced were dropped because
 	// the request ended before the reader took them: the request then
 	// ended as cancelled for its reader, whatever the engine saw after.
 	dropped bool
 }
 
+// pendingTokens are tokens waiting for the reader, as one event.
+type pendingTokens struct {
+	ids      []int
+	text     strings.Builder
+	logprobs []*TokenLogprob
+}
+
 // errReaderGone is the cause of a request cancelled because its reader
 // stopped reading.
 var errReaderGone = errors.New("the reader stopped taking events")
 
-func newStream(ctx, caller context.Context, cancel context.CancelCauseFunc, timeout time.Duration) *Stream {
+func newStream(ctx, caller context.Context, cancel context.CancelCauseFunc, timeout time.Duration,
+	position func(int), progress func(PrefillProgress)) *Stream {
 	events := make(chan Event)
-	s := &Stream{Events: events, events: events, ctx: ctx, caller: caller, cancel: cancel, wake: make(chan struct{}, 1), timeout: timeout}
+	s := &Stream{Events: events, events: events, ctx: ctx, caller: caller, cancel: cancel,
+		onPosition: position, onProgress: progress, wake: make(chan struct{}, 1), timeout: timeout}
 	go s.forward()
 	return s
 }
@@ -76,15 +104,43 @@ func (s *Stream) statsLocked() Stats {
 	return st
 }
 
-// push queues an event for the reader; it never blocks. The engine
-// goroutine calls it.
+// push queues a token event for the reader, merging it into the tokens
+// the reader has not taken yet; it never blocks. The engine goroutine
+// calls it.
 func (s *Stream) push(ev Event) {
 	s.mu.Lock()
-	if s.final {
+	if s.final != nil {
 		s.mu.Unlock()
 		return
 	}
-	s.queue = append(s.queue, ev)
+	t := &s.tokens
+	t.ids = append(t.ids, ev.IDs...)
+	t.text.WriteString(ev.Text)
+	t.logprobs = append(t.logprobs, ev.Logprobs...)
+	s.mu.Unlock()
+	s.signal()
+}
+
+// tellPositionLater queues the request's queue position for its
+// QueuePosition callback, replacing one not told yet.
+func (s *Stream) tellPositionLater(n int) {
+	if s.onPosition == nil {
+		return
+	}
+	s.mu.Lock()
+	s.position, s.tellPosition = n, true
+	s.mu.Unlock()
+	s.signal()
+}
+
+// tellProgressLater queues prefill progress for the request's Progress
+// callback, replacing what was not told yet.
+func (s *Stream) tellProgressLater(p PrefillProgress) {
+	if s.onProgress == nil {
+		return
+	}
+	s.mu.Lock()
+	s.progress = &p
 	s.mu.Unlock()
 	s.signal()
 }
@@ -92,14 +148,13 @@ func (s *Stream) push(ev Event) {
 // finish queues the final event with the request's statistics and error.
 func (s *Stream) finish(stats Stats, err error, tail string) {
 	s.mu.Lock()
-	if s.final {
+	if s.final != nil {
 		s.mu.Unlock()
 		return
 	}
 	s.stats, s.err = stats, err
 	final := stats
-	s.queue = append(s.queue, Event{Token: -1, Text: tail, Stats: &final, Err: err})
-	s.final = true
+	s.final = &Event{Token: -1, Text: tail, Stats: &final, Err: err}
 	s.mu.Unlock()
 	s.signal()
 }
@@ -111,60 +166,78 @@ func (s *Stream) signal() {
 	}
 }
 
-// forward hands queued events to the reader until the final one, then
-// closes Events.
+// nextLocked takes the next event to hand on: the waiting tokens as one
+// event, else the final event; false when there is none yet.
+func (s *Stream) nextLocked() (Event, bool) {
+	if t := &s.tokens; len(t.ids) > 0 {
+		ev := Event{Token: t.ids[len(t.ids)-1], IDs: t.ids, Text: t.text.String(), Logprobs: t.logprobs}
+		s.tokens = pendingTokens{} // the event owns what it holds
+		return ev, true
+	}
+	if s.final != nil && !s.finalTaken {
+		s.finalTaken = true
+		ev := *s.final
+		st := s.statsLocked()
+		ev.Stats = &st
+		return ev, true
+	}
+	return Event{}, false
+}
+
+// forward tells the callbacks and hands queued events to the reader until
+// the final one, then closes Events.
 func (s *Stream) forward() {
 	defer close(s.events)
 	timer := time.NewTimer(s.timeout)
 	defer timer.Stop()
 	for {
 		s.mu.Lock()
-		if len(s.queue) == 0 {
-			final := s.final
-			s.mu.Unlock()
-			if final {
-				return
-			}
-			<-s.wake
-			continue
-		}
-		ev := s.queue[0]
-		if s.ended() && ev.Token >= 0 {
+		position, tellPosition := s.position, s.tellPosition
+		progress := s.progress
+		s.tellPosition, s.progress = false, nil
+		ev, ok := s.nextLocked()
+		if ok && ev.Token >= 0 && s.ended() {
 			// The request ended: tokens nobody may be waiting for are
 			// dropped, only the final event is offered.
-			s.queue = s.queue[1:]
 			s.dropped = true
-			s.mu.Unlock()
+			ok = false
+		}
+		// Nothing to do until the engine queues more (a final event not
+		// taken yet, after dropped tokens, is taken next time round).
+		idle := !ok && !tellPosition && progress == nil && len(s.tokens.ids) == 0 && s.final == nil
+		s.mu.Unlock()
+		if tellPosition {
+			s.onPosition(position)
+		}
+		if progress != nil {
+			s.onProgress(*progress)
+		}
+		if !ok {
+			if idle {
+				<-s.wake
+			}
 			continue
 		}
-		if ev.Stats != nil {
-			st := s.statsLocked()
-			ev.Stats = &st
-		}
-		s.mu.Unlock()
 		if !s.deliver(ev, timer) {
-			s.mu.Lock()
-			s.queue = nil
-			final := s.final
-			s.mu.Unlock()
-			if final {
+			if ev.Token < 0 {
 				return
 			}
 			// Wait for the engine's final event (it sees the request
 			// cancelled at its next step), dropping everything.
 			for {
-				<-s.wake
 				s.mu.Lock()
-				s.queue, final = nil, s.final
+				s.tokens = pendingTokens{}
+				final := s.final != nil
 				s.mu.Unlock()
 				if final {
 					return
 				}
+				<-s.wake
 			}
 		}
-		s.mu.Lock()
-		s.queue = s.queue[1:]
-		s.mu.Unlock()
+		if ev.Token < 0 {
+			return
+		}
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"maps"
 	"net/http"
 	"os"
@@ -122,10 +121,13 @@ func batchModel(t *testing.T) string {
 
 // TestConcurrentStreamsBatch sends four streaming requests through the
 // server one after another, then all at once, with four sequences per
-// step. Together, each stream must carry the same text, chunk for chunk,
-// as when it ran alone, every stream must be flowing before any ends (they
-// decode in shared steps rather than wait for each other), and the four
-// must finish sooner than one after another, having spent less work.
+// step. Together, each stream must carry the same text as when it ran
+// alone, every stream must be flowing before any ends (they decode in
+// shared steps rather than wait for each other), and the four must finish
+// sooner than one after another, having spent less work. The chunks need
+// not match: tokens that wait for a reader merge into one event
+// (engine.Stream), so a stream's chunks follow how fast its reader took
+// them; each must still come in more than one piece.
 //
 // The timing runs on batchModel, where weights dominate a step: on the CPU
 // backend three quarters of the time is the weight products, and a step of
@@ -169,13 +171,13 @@ func TestConcurrentStreamsBatch(t *testing.T) {
 		}
 		d := time.Since(start)
 		for i := range prompts {
-			if len(got[i]) < maxTokens/2 {
-				t.Fatalf("%q streamed %d chunks alone, want about %d", prompts[i], len(got[i]), maxTokens)
+			if len(got[i]) < 2 {
+				t.Fatalf("%q streamed %d chunks alone, want more than one", prompts[i], len(got[i]))
 			}
 		}
 		if alone == nil {
 			alone = got
-		} else if fmt.Sprint(got) != fmt.Sprint(alone) {
+		} else if !slices.Equal(joined(got), joined(alone)) {
 			t.Fatalf("one after another, a later round streamed %q, the first %q", got, alone)
 		}
 		return d
@@ -192,8 +194,11 @@ func TestConcurrentStreamsBatch(t *testing.T) {
 		wg.Wait()
 		d := time.Since(start)
 		for i := range prompts {
-			if !slices.Equal(alone[i], got[i]) {
-				t.Errorf("%q: together %q, alone %q", prompts[i], fmt.Sprint(got[i]), fmt.Sprint(alone[i]))
+			if len(got[i]) < 2 {
+				t.Errorf("%q streamed %d chunks together, want more than one", prompts[i], len(got[i]))
+			}
+			if a, b := strings.Join(alone[i], ""), strings.Join(got[i], ""); a != b {
+				t.Errorf("%q: together %q, alone %q", prompts[i], b, a)
 			}
 		}
 		lastFirst, firstLast := slices.MaxFunc(firsts, time.Time.Compare), slices.MinFunc(lasts, time.Time.Compare)
@@ -241,6 +246,15 @@ func TestConcurrentStreamsBatch(t *testing.T) {
 		t.Errorf("4 concurrent streams spent %.2f× the CPU time of the same 4 one after another; want under %.2f×: they do not share steps",
 			cpuRatio, cpuBound)
 	}
+}
+
+// joined is each stream's text, its chunks put together.
+func joined(streams [][]string) []string {
+	out := make([]string, len(streams))
+	for i, pieces := range streams {
+		out[i] = strings.Join(pieces, "")
+	}
+	return out
 }
 
 // processCPU is the user and system CPU time the test process has used.

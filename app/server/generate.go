@@ -248,7 +248,7 @@ func (g *generation) run(emit func(events []chat.Event, since time.Time) error) 
 	var ids []int
 	emitting, finished := true, false
 	inReasoning := parser != nil && g.p.parserOpts.InReasoning
-	handle := func(text string, final bool, received time.Time) {
+	handle := func(text string, tokens int, final bool, received time.Time) {
 		finished = finished || final
 		raw.WriteString(text)
 		var events []chat.Event
@@ -273,10 +273,12 @@ func (g *generation) run(emit func(events []chat.Event, since time.Time) error) 
 		}
 		// A token counts as reasoning until the first one that carries
 		// answer text (the parser may hold a token's text back a little,
-		// so the count can be a token or two high).
+		// so the count can be a token or two high). An event that merged
+		// several tokens (the reader was behind) and ends the reasoning
+		// counts none of them.
 		inReasoning = inReasoning && !answering
 		if inReasoning && !final {
-			res.reasoningTokens++
+			res.reasoningTokens += tokens
 		}
 		if emitting && (len(events) > 0 || final) {
 			if err := emit(events, received); err != nil {
@@ -303,14 +305,17 @@ func (g *generation) run(emit func(events []chat.Event, since time.Time) error) 
 			}
 			received := time.Now()
 			if ev.Token >= 0 {
-				ids = append(ids, ev.Token)
-				if ev.Logprob != nil && !slices.Contains(g.e.Config().EOSTokenIDs, ev.Token) {
-					g.logprobs = append(g.logprobs, g.logprobEntry(ev.Token, ev.Logprob))
+				// One or more tokens: several when this reader fell behind.
+				for i, id := range ev.IDs {
+					ids = append(ids, id)
+					if i < len(ev.Logprobs) && ev.Logprobs[i] != nil && !slices.Contains(g.e.Config().EOSTokenIDs, id) {
+						g.logprobs = append(g.logprobs, g.logprobEntry(id, ev.Logprobs[i]))
+					}
 				}
-				handle(ev.Text, false, received)
+				handle(ev.Text, len(ev.IDs), false, received)
 				continue
 			}
-			handle(ev.Text, true, received)
+			handle(ev.Text, 0, true, received)
 		case <-tick:
 			if emitting && len(ids) == 0 {
 				if err := g.keepAlive(); err != nil {
@@ -325,7 +330,7 @@ done:
 	if !finished {
 		// The reader missed the final event (the context ended first):
 		// still close the parser's sections.
-		handle("", true, time.Now())
+		handle("", 0, true, time.Now())
 	}
 	res.text = raw.String()
 	if res.stats.FinishReason == engine.FinishStop && len(g.p.stop) > 0 && len(ids) > 0 &&

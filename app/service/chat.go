@@ -173,6 +173,19 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 	flushTick := time.NewTicker(flushEvery)
 	defer flushTick.Stop()
 	lastSave := time.Now()
+	tick := func() {
+		flush()
+		if time.Since(lastSave) >= saveEvery {
+			if err := s.store.UpdateMessage(context.Background(), reply); err != nil {
+				s.log.Error().Err(err).Msg("saving a growing reply")
+			}
+			lastSave = time.Now()
+		}
+	}
+	// pacedOut is set when a Stop came while paced text was still held
+	// back: that text is dropped, as the engine drops the tokens a
+	// stopped request's reader has not taken.
+	pacedOut := false
 	for events := stream.Events; events != nil; {
 		select {
 		case ev, ok := <-events:
@@ -180,18 +193,31 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 				events = nil
 				continue
 			}
-			take(parser.Feed(ev.Text))
-			if s.pace > 0 {
-				time.Sleep(s.pace)
+			if s.pace <= 0 {
+				take(parser.Feed(ev.Text))
+				continue
+			}
+			// The paced reader is behind the engine, so its events hold
+			// several tokens each (engine.Stream): their text goes out a
+			// token's share at a time, one pace apart.
+			for _, piece := range pacedPieces(ev.Text, len(ev.IDs)) {
+				if pacedOut {
+					break
+				}
+				take(parser.Feed(piece))
+				select {
+				case <-time.After(s.pace):
+				case <-ctx.Done():
+					pacedOut = true
+				}
+				select {
+				case <-flushTick.C:
+					tick()
+				default:
+				}
 			}
 		case <-flushTick.C:
-			flush()
-			if time.Since(lastSave) >= saveEvery {
-				if err := s.store.UpdateMessage(context.Background(), reply); err != nil {
-					s.log.Error().Err(err).Msg("saving a growing reply")
-				}
-				lastSave = time.Now()
-			}
+			tick()
 		}
 	}
 	take(parser.Finish())
@@ -205,6 +231,9 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		TimeToFirstMS:   float64((st.QueueWait + st.PrefillDuration).Microseconds()) / 1000,
 		TokensPerSecond: st.DecodeTokensPerSecond(),
 		FinishReason:    st.FinishReason,
+	}
+	if pacedOut {
+		stats.FinishReason = engine.FinishCancelled
 	}
 	switch {
 	case err != nil && st.FinishReason != engine.FinishCancelled:
@@ -276,4 +305,27 @@ func (s *Service) withLive(msgs []store.Message) []store.Message {
 		}
 	}
 	return msgs
+}
+
+// pacedPieces splits text into n pieces (at least one) of about the same
+// number of characters, cut between characters, for Options.Pace: an
+// event's tokens, shown one at a time.
+func pacedPieces(text string, n int) []string {
+	var starts []int // byte offset of each character
+	for i := range text {
+		starts = append(starts, i)
+	}
+	n = max(1, min(n, len(starts)))
+	pieces := make([]string, 0, n)
+	for i := range n {
+		lo, hi := len(text), len(text)
+		if c := i * len(starts) / n; c < len(starts) {
+			lo = starts[c]
+		}
+		if c := (i + 1) * len(starts) / n; c < len(starts) {
+			hi = starts[c]
+		}
+		pieces = append(pieces, text[lo:hi])
+	}
+	return pieces
 }

@@ -30,6 +30,9 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 	rope := newRotary(c, p.rowPos)
 	p.b.pool.parallelFor(T, 4, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
+			if (t-lo)%stopTokens == 0 && p.stopping() {
+				return
+			}
 			for h := range H {
 				q := qg[(t*H+h)*2*D : (t*H+h)*2*D+D]
 				rmsNorm(q, q, w.QNorm, c.RMSNormEps)
@@ -42,6 +45,9 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 			}
 		}
 	})
+	if p.stopped() {
+		return out
+	}
 	kvWidth := KV * D
 	for _, s := range p.segs {
 		st := &s.seq.layers[layer]
@@ -51,11 +57,19 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 
 	o := make([]float32, T*H*D)
 	blocks := p.attentionBlocks(layer, qg, o)
+	// A stop check before each block: a block's work is bounded whatever
+	// the context (attentionBlocks).
 	p.b.pool.parallelFor(len(blocks), 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
+			if p.stopping() {
+				return
+			}
 			blocks[i].attend()
 		}
 	})
+	if p.stopped() {
+		return out
+	}
 	p.matMul(out.data, &tensor{rows: T, width: H * D, data: o}, &w.O)
 	return out
 }

@@ -46,11 +46,27 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 			in: pre[rows : rows+len(seg.ids)*C], out: mixed[rows : rows+len(seg.ids)*C]}
 		convs[i].window()
 	}
-	p.b.pool.parallelFor(C, 64, func(lo, hi int) {
-		for i := range convs {
-			convs[i].channelsSilu(lo, hi)
+	// Each run of stopTokens tokens of a segment is a conv of its own over
+	// its rows and the K-1 before them (an output row depends on its inputs
+	// only), and each part of it a piece of one region, with a stop check
+	// before it.
+	var parts []causalConv
+	for i := range convs {
+		parts = append(parts, convs[i].runs(stopTokens)...)
+	}
+	channelParts := (C + convChannels - 1) / convChannels
+	p.b.pool.parallelFor(len(parts)*channelParts, 1, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			if p.stopping() {
+				return
+			}
+			ch := i % channelParts * convChannels
+			parts[i/channelParts].channelsSilu(ch, min(ch+convChannels, C))
 		}
 	})
+	if p.stopped() {
+		return out
+	}
 	for i := range convs {
 		convs[i].keepState()
 	}
@@ -59,35 +75,58 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 	decay := make([]float32, T*Hv)
 	p.b.pool.parallelFor(T, 4, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
+			if (t-lo)%stopTokens == 0 && p.stopping() {
+				return
+			}
 			normalizeQueryKey(mixed[t*C:(t+1)*C], Hk, Dk, c.DeltaNetL2Eps)
 			deltaNetGates(beta[t*Hv:(t+1)*Hv], decay[t*Hv:(t+1)*Hv], b[t*Hv:(t+1)*Hv], a[t*Hv:(t+1)*Hv], w)
 		}
 	})
 
+	if p.stopped() {
+		return out
+	}
 	// The scan: per segment and value head, each on its own sequence's
-	// state; value head j reads key head j/(Hv/Hk) (repeat_interleave).
+	// state; value head j reads key head j/(Hv/Hk) (repeat_interleave). A
+	// head's scan goes stopTokens tokens at a time, its state carried from
+	// run to run, with a stop check before each run.
 	o := make([]float32, T*Hv*Dv)
 	p.b.pool.parallelFor(len(p.segs)*Hv, 1, func(lo, hi int) {
 		for task := lo; task < hi; task++ {
 			seg, j := &p.segs[task/Hv], task%Hv
-			scan := deltaScan{
-				state: seg.seq.layers[layer].recurrent[j*Dk*Dv : (j+1)*Dk*Dv],
-				rows:  mixed[seg.row0*C : (seg.row0+len(seg.ids))*C], channels: C,
-				query: (j / (Hv / Hk)) * Dk, key: Hk*Dk + (j/(Hv/Hk))*Dk, value: 2*Hk*Dk + j*Dv,
-				keyDim: Dk, valueDim: Dv,
-				out: o[seg.row0*Hv*Dv:], outStride: Hv * Dv, outOffset: j * Dv,
-				decay: decay[seg.row0*Hv:], beta: beta[seg.row0*Hv:], gateStride: Hv, head: j,
-				kern: &p.b.kern.f32,
+			for t0 := 0; t0 < len(seg.ids); t0 += stopTokens {
+				if p.stopping() {
+					return
+				}
+				r0, r1 := seg.row0+t0, seg.row0+min(t0+stopTokens, len(seg.ids))
+				scan := deltaScan{
+					state: seg.seq.layers[layer].recurrent[j*Dk*Dv : (j+1)*Dk*Dv],
+					rows:  mixed[r0*C : r1*C], channels: C,
+					query: (j / (Hv / Hk)) * Dk, key: Hk*Dk + (j/(Hv/Hk))*Dk, value: 2*Hk*Dk + j*Dv,
+					keyDim: Dk, valueDim: Dv,
+					out: o[r0*Hv*Dv:], outStride: Hv * Dv, outOffset: j * Dv,
+					decay: decay[r0*Hv:], beta: beta[r0*Hv:], gateStride: Hv, head: j,
+					kern: &p.b.kern.f32,
+				}
+				scan.run()
 			}
-			scan.run()
 		}
 	})
+	if p.stopped() {
+		return out
+	}
 
 	p.b.pool.parallelFor(T*Hv, 16, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
+			if (i-lo)%stopTokens == 0 && p.stopping() {
+				return
+			}
 			gatedRMSNorm(o[i*Dv:(i+1)*Dv], z[i*Dv:(i+1)*Dv], w.Norm, c.DeltaNetNormEps)
 		}
 	})
+	if p.stopped() {
+		return out
+	}
 	p.matMul(out.data, &tensor{rows: T, width: Hv * Dv, data: o}, &w.Out)
 	return out
 }
@@ -121,6 +160,24 @@ func (c *causalConv) channelsSilu(lo, hi int) {
 			c.out[t*C+ch] = silu(s)
 		}
 	}
+}
+
+// convChannels is how many channels of a conv one piece computes.
+const convChannels = 256
+
+// runs splits the conv into convs of at most n output rows each, over
+// the same rows: each reads the K-1 rows before its own.
+func (c *causalConv) runs(n int) []causalConv {
+	C := c.channels
+	rows := len(c.in) / C
+	back := len(c.state) / C
+	var parts []causalConv
+	for t0 := 0; t0 < rows; t0 += n {
+		t1 := min(t0+n, rows)
+		parts = append(parts, causalConv{taps: c.taps, channels: C,
+			in: c.in[t0*C : t1*C], out: c.out[t0*C : t1*C], rows: c.rows[t0*C : (t1+back)*C]})
+	}
+	return parts
 }
 
 // keepState keeps the last K-1 rows as the state for the next pass.

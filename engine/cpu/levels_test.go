@@ -1,8 +1,8 @@
 package cpu
 
 import (
-	"math"
 	"reflect"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -142,12 +142,12 @@ func TestForcedLevelReachesHelpers(t *testing.T) {
 			generic := runs[len(runs)-1]
 			for _, r := range runs[:len(runs)-1] {
 				if emptyF32(&r.f32) {
-					if !sameBits(r.outputs, generic.outputs) {
+					if !sameRows(r.outputs, generic.outputs) {
 						t.Errorf("%s has no f32 assembly but does not give the Go loops' outputs", r.isa)
 					}
 					continue
 				}
-				if sameBits(r.outputs, generic.outputs) {
+				if sameRows(r.outputs, generic.outputs) {
 					t.Errorf("%s gives the generic level's outputs bit for bit: one of them does not run its own kernels", r.isa)
 				}
 				for i, out := range r.outputs {
@@ -161,7 +161,7 @@ func TestForcedLevelReachesHelpers(t *testing.T) {
 			for i := range runs {
 				for j := range i {
 					if reflect.ValueOf(runs[i].f32.dot4).Pointer() == reflect.ValueOf(runs[j].f32.dot4).Pointer() &&
-						runs[i].f32.dot4 != nil && !sameBits(runs[i].outputs, runs[j].outputs) {
+						runs[i].f32.dot4 != nil && !sameRows(runs[i].outputs, runs[j].outputs) {
 						t.Errorf("%s and %s share their f32 kernels but not their outputs", runs[i].isa, runs[j].isa)
 					}
 				}
@@ -195,13 +195,5 @@ func runForLevels(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Refe
 	return outputs
 }
 
-func sameBits(a, b [][]float32) bool {
-	for i := range a {
-		for j := range a[i] {
-			if math.Float32bits(a[i][j]) != math.Float32bits(b[i][j]) {
-				return false
-			}
-		}
-	}
-	return true
-}
+// sameRows compares two lists of rows bit for bit.
+func sameRows(a, b [][]float32) bool { return slices.EqualFunc(a, b, sameBits) }

@@ -34,6 +34,9 @@ func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activatio
 	p.b.pool.parallelFor(T, 8, func(lo, hi int) {
 		probs := make([]float32, E)
 		for t := lo; t < hi; t++ {
+			if (t-lo)%stopTokens == 0 && p.stopping() {
+				return
+			}
 			routes[t] = route(routerLogits[t*E:(t+1)*E], probs, topK)
 		}
 	})
@@ -55,15 +58,21 @@ func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activatio
 	for e := range E {
 		routedY[e] = make([]float32, len(tokens[e])*H)
 	}
+	if p.stopped() {
+		return out
+	}
 	for _, g := range p.groupsOf(x) {
 		p.expertsRows(w, x, g, tokens, gate, sharedY, routedY)
 	}
-	if p.err != nil {
+	if p.stopped() {
 		return out
 	}
 
 	p.b.pool.parallelFor(T, 4, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
+			if (t-lo)%stopTokens == 0 && p.stopping() {
+				return
+			}
 			r := &routes[t]
 			routed := make([][]float32, len(r.experts))
 			for i, e := range r.experts {
@@ -157,6 +166,9 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 	// 8 experts' copies of every row.
 	p.b.pool.parallelFor(len(active), 4, func(lo, hi int) {
 		for _, ex := range active[lo:hi] {
+			if p.stopping() {
+				return
+			}
 			if len(ex.rows) != groupX.rows {
 				ex.x = newTensor(len(ex.rows), H)
 				for j, i := range ex.rows {
@@ -198,25 +210,36 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 		}
 		p.b.matVecs(jobs)
 	} else {
-		p.b.matMul(groupGate, groupX.data, groupX.rows, &w.SharedExpert)
-		shared.y = p.swiGLU(groupX, &w.SharedGate, &w.SharedUp, &w.SharedDown, nil)
+		p.blocks(groupX.rows, func(lo, hi int) {
+			p.b.matMul(groupGate[lo:hi], groupX.data[lo*H:hi*H], hi-lo, &w.SharedExpert)
+		})
+		shared.y = p.swiGLURuns(groupX, &w.SharedGate, &w.SharedUp, &w.SharedDown, nil)
 		// One expert per thread at a time: a few rows each (16 on average
 		// at 512 tokens), so splitting each expert's products over the
 		// threads costs four regions per expert for little work in each.
 		// An expert's arithmetic is the same whichever thread runs it.
+		if p.stopping() {
+			return
+		}
 		prepared := p.prepareExpertInputs(w, groupX, active, tokens, in)
 		p.b.pool.parallelFor(len(active), 1, func(lo, hi int) {
 			for _, ex := range active[lo:hi] {
-				ex.y = p.swiGLU(ex.x, &w.Gate[ex.e], &w.Up[ex.e], &w.Down[ex.e], prepared[ex])
+				ex.y = p.swiGLURuns(ex.x, &w.Gate[ex.e], &w.Up[ex.e], &w.Down[ex.e], prepared[ex])
 			}
 		})
 	}
 
+	if p.stopping() {
+		return
+	}
 	for i, t := range g.rows {
 		gate[t] = groupGate[i]
 		copy(sharedY.row(t), shared.y.row(i))
 	}
 	for _, ex := range active {
+		if p.stopping() {
+			return
+		}
 		for j, i := range ex.rows {
 			copy(routedY[ex.e][i*H:(i+1)*H], ex.y.row(j))
 		}
@@ -247,6 +270,23 @@ func (p *pass) swiGLU(x *tensor, gate, up, down *model.Matrix, prepared *q8Input
 	})
 	y := newTensor(x.rows, down.Out)
 	p.b.matMul(y.data, g.data, g.rows, down)
+	return y
+}
+
+// swiGLURuns is swiGLU over the rows of x in runs (see pass.blocks), with
+// a stop check before each: a row's arithmetic is the same as in one call
+// over all of them. Once stop said yes the rest is left undone.
+func (p *pass) swiGLURuns(x *tensor, gate, up, down *model.Matrix, prepared *q8Input) *tensor {
+	y := newTensor(x.rows, down.Out)
+	p.blocks(x.rows, func(lo, hi int) {
+		run := &tensor{rows: hi - lo, width: x.width, data: x.data[lo*x.width : hi*x.width]}
+		var in *q8Input
+		if prepared != nil {
+			rb := len(prepared.data) / x.rows
+			in = &q8Input{layout: prepared.layout, data: prepared.data[lo*rb : hi*rb]}
+		}
+		copy(y.data[lo*y.width:hi*y.width], p.swiGLU(run, gate, up, down, in).data)
+	})
 	return y
 }
 

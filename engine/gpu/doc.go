@@ -14,6 +14,16 @@
 //     head → sample into one buffer, a prefill chunk likewise, and so does a
 //     batched pass over several sequences (model.Batcher): their decode
 //     steps and prefill chunks in one step.
+//   - A cancelled pass: the engine's stop function (model.StartBatchUntil)
+//     is asked before each layer's blocks while the pass is recorded, which
+//     takes host time only; once it says yes the command buffer is
+//     discarded and nothing of the pass runs. A committed pass runs to its
+//     end, so a request cancelled while its prefill chunk runs on the
+//     device ends when that chunk ends: at most one chunk
+//     (engine.Options.PrefillChunk, 512 tokens by default) of device time
+//     after the cancel. Committing a chunk in several command buffers as it
+//     is recorded would shorten that, at the cost of Abandon's promise that
+//     an abandoned pass leaves its sequences untouched; it is not done.
 //   - A batched step reads each weight once for all its decode rows: the
 //     GEMV takes up to 8 token rows per weight load, the expert kernels
 //     group the rows by expert (an expert chosen by two sequences is read

@@ -140,11 +140,23 @@ func StartBatch(b Backend, w *Weights, segs []Segment) (Batch, error) {
 // the pass.
 var ErrStopped = errors.New("pass stopped before its end")
 
-// StartBatchUntil is StartBatch that asks stop before each layer; once it
-// says yes the pass is abandoned unsubmitted (see Abandoner) and
-// ErrStopped returned. A host backend has then run part of the pass on the
+// Stopper is a pass that asks a stop function inside its blocks as well,
+// between runs of work of bounded size, so that a long pass ends soon after
+// its cancellation (the CPU backend: see engine/cpu's pass.go for the runs
+// and what lies between them). Once stop says yes, the pass's remaining blocks
+// do nothing and Wait returns ErrStopped. stop may be called from several
+// threads at once.
+type Stopper interface {
+	StopWhen(stop func() bool)
+}
+
+// StartBatchUntil is StartBatch that asks stop before each layer's mixer
+// and MoE, and inside the blocks of a pass that is a Stopper; once it says
+// yes the pass is abandoned unsubmitted (see Abandoner) and ErrStopped
+// returned, or, when it said yes in the pass's last blocks, Wait returns
+// ErrStopped. A host backend has then run part of the pass on the
 // sequences, so they must be restored from a snapshot before further use.
-// It lets a long prefill pass end within a layer of its cancellation.
+// It lets a long prefill pass end soon after its cancellation.
 func StartBatchUntil(b Backend, w *Weights, segs []Segment, stop func() bool) (Batch, error) {
 	if err := CheckBatch(segs); err != nil {
 		return nil, err
@@ -157,6 +169,7 @@ func StartBatchUntil(b Backend, w *Weights, segs []Segment, stop func() bool) (B
 	if err != nil {
 		return nil, err
 	}
+	stopWhen(p, stop)
 	recorded := false
 	defer func() {
 		if !recorded {
@@ -228,6 +241,7 @@ func start(b Backend, w *Weights, seq Sequence, in Input, stop func() bool) (Pas
 	if err != nil {
 		return nil, err
 	}
+	stopWhen(p, stop)
 	recorded := false
 	defer func() {
 		if !recorded {
@@ -242,6 +256,13 @@ func start(b Backend, w *Weights, seq Sequence, in Input, stop func() bool) (Pas
 	recorded = true
 	p.Submit()
 	return p, nil
+}
+
+// stopWhen hands stop to p when p asks it inside its blocks.
+func stopWhen(p Blocks, stop func() bool) {
+	if s, ok := p.(Stopper); ok && stop != nil {
+		s.StopWhen(stop)
+	}
 }
 
 // Abandoner is a Pass that holds resources while it records: a GPU pass
