@@ -283,7 +283,7 @@ func (s *chatSession) ask(message string, interrupt <-chan os.Signal) (quit bool
 			cancel()
 			if !stoppedAt.IsZero() && time.Since(stoppedAt) < time.Second {
 				// Quit now, without waiting for the engine to notice: a
-				// long prefill only checks between chunks.
+				// GPU pass already sent to the device runs to its end.
 				w.end()
 				s.abandoned = true
 				return true, nil
