@@ -225,6 +225,7 @@ type q8Tile struct {
 	tokens    int      // token rows, at least 1
 	out       *float32 // the first token's output
 	outStride int      // bytes from one token's output to the next
+	rows      int      // weight rows, for the multi-row kernels (q8Kernels.rows)
 }
 
 // q8Kernels are one instruction set's int8 kernels; nil fields run the Go
@@ -238,6 +239,29 @@ type q8Kernels struct {
 	// Four tokens at a time, t.tokens a multiple of 4 (int16 activations,
 	// one group per unit); nil where the one-token kernel serves.
 	w4Quad, w8Quad func(t *q8Tile)
+	// t.rows consecutive weight rows against one, two and four tokens
+	// (indices 0, 1, 2; int16 activations, one group per unit), the
+	// outputs of a row 4 bytes after the previous row's; nil where the
+	// kernels above serve. The weights of each unit are unpacked once for
+	// all the tokens, and one call covers a block of rows.
+	w4Rows, w8Rows [3]func(t *q8Tile)
+}
+
+// rowKernels returns the multi-row kernels for l, or nil.
+func (k *q8Kernels) rowKernels(l *q8Layout) *[3]func(*q8Tile) {
+	var r *[3]func(*q8Tile)
+	switch {
+	case !l.wide || l.split:
+		return nil
+	case l.bits == 8:
+		r = &k.w8Rows
+	default:
+		r = &k.w4Rows
+	}
+	if r[0] == nil {
+		return nil
+	}
+	return r
 }
 
 // quad returns the four-token kernel for l, or nil.
@@ -421,8 +445,28 @@ func (k *q8Kernels) q8Rows(y []float32, rows int, w *model.Matrix, p *q8Input, l
 	run := func(f func(*q8Tile), o, t, n int) {
 		*tile = q8Tile{w: &w.Data[o*l.rowBytes], scales: &scales[o*groups], biases: &biases[o*groups],
 			units: l.units, chunks: l.chunks, x: &p.data[t*l.recordBytes], xStride: l.recordBytes,
-			tokens: n, out: &y[t*w.Out+o], outStride: 4 * w.Out}
+			tokens: n, out: &y[t*w.Out+o], outStride: 4 * w.Out, rows: 1}
 		f(tile)
+	}
+	if rk := k.rowKernels(l); rk != nil {
+		for r0 := lo; r0 < hi; r0 += fastRowBlock {
+			r1 := min(r0+fastRowBlock, hi)
+			for t := 0; t < rows; {
+				f, n := rk[0], 1
+				switch {
+				case rows-t >= 4:
+					f, n = rk[2], 4
+				case rows-t >= 2:
+					f, n = rk[1], 2
+				}
+				*tile = q8Tile{w: &w.Data[r0*l.rowBytes], scales: &scales[r0*groups], biases: &biases[r0*groups],
+					units: l.units, chunks: l.chunks, x: &p.data[t*l.recordBytes], xStride: l.recordBytes,
+					tokens: n, out: &y[t*w.Out+r0], outStride: 4 * w.Out, rows: r1 - r0}
+				f(tile)
+				t += n
+			}
+		}
+		return
 	}
 	for r0 := lo; r0 < hi; r0 += fastRowBlock {
 		r1 := min(r0+fastRowBlock, hi)

@@ -3,17 +3,20 @@ package cpu
 import "golang.org/x/sys/cpu"
 
 // machineKernels lists the levels this CPU runs, best first: AVX-512 VNNI
-// (needs VL for the 256-bit forms the kernels use), AVX2 with FMA, then
+// (needs VL for the 256-bit forms the kernels use, BW for the 512-bit
+// multi-row kernels), AVX2 with FMA, then
 // the Go loops.
 func machineKernels() []kernelSet {
 	var levels []kernelSet
 	avx2 := cpu.X86.HasAVX2 && cpu.X86.HasFMA
 	f32 := simdKernels{q4Row: q4RowAVX2, q4Dequant: q4DequantAVX2, dot4: dot4AVX2, dot4x2: dot4x2AVX2, dot: dotAVX2,
 		deltaStep: deltaStepAVX2, axpy: axpyAVX2, gemm6x16: gemm6x16AVX2, dotBF16: dotBF16AVX2}
-	if avx2 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512VL {
+	if avx2 && cpu.X86.HasAVX512VNNI && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW {
 		levels = append(levels, kernelSet{isa: ISAVNNI, f32: f32,
 			q8: q8Kernels{q4: q4TileVNNI, q4Split: q4SplitTileVNNI, q8: q8TileVNNI,
-				w4: w4TileVNNI, w4Split: w4SplitTileVNNI, w8: w8TileVNNI, w4Quad: w4QuadVNNI, w8Quad: w8QuadVNNI}})
+				w4: w4TileVNNI, w4Split: w4SplitTileVNNI, w8: w8TileVNNI, w4Quad: w4QuadVNNI, w8Quad: w8QuadVNNI,
+				w4Rows: [3]func(*q8Tile){w4Rows1VNNI, w4Rows2VNNI, w4Rows4VNNI},
+				w8Rows: [3]func(*q8Tile){w8Rows1VNNI, w8Rows2VNNI, w8Rows4VNNI}}})
 	}
 	if avx2 {
 		levels = append(levels, kernelSet{isa: ISAAVX2, f32: f32,
@@ -70,3 +73,21 @@ func w4QuadAVX2(t *q8Tile)
 
 //go:noescape
 func w8QuadAVX2(t *q8Tile)
+
+//go:noescape
+func w4Rows1VNNI(t *q8Tile)
+
+//go:noescape
+func w4Rows2VNNI(t *q8Tile)
+
+//go:noescape
+func w4Rows4VNNI(t *q8Tile)
+
+//go:noescape
+func w8Rows1VNNI(t *q8Tile)
+
+//go:noescape
+func w8Rows2VNNI(t *q8Tile)
+
+//go:noescape
+func w8Rows4VNNI(t *q8Tile)

@@ -702,3 +702,345 @@ w8qaChunk:
 	JNZ w8qaToken
 	VZEROUPPER
 	RET
+
+// Multi-row kernels with 512-bit registers (AVX-512 BW and VNNI, int16
+// activations, one group per unit): t.rows consecutive weight rows against
+// one, two or four token rows (t.tokens is not read), each row's outputs
+// 4 bytes after the previous row's. A row's scales and biases follow the
+// previous row's (one per unit), and its weights too, so SI, DX and R8 run
+// on from row to row. One call covers a block of rows, not one row.
+//
+// A 32-byte chunk of 4-bit weights is widened once into two registers of
+// 32 words each: Z10 the low nibbles of bytes 0–15 then their high
+// nibbles, Z11 the same for bytes 16–31. These line up with the prepared
+// activations as stored (the even, then the odd elements of bytes 0–15 at
+// offset 0, those of bytes 16–31 at offset 64), so each token's chunk is
+// two vpdpwssd of 64 bytes. Lane j and lane j+8 of the 16 int32 lanes sum
+// the bytes that lane j of the 256-bit kernels sums, so folding the upper
+// half onto the lower gives their eight lanes exactly, and the float
+// chain after the fold is theirs: the outputs are the same bit for bit.
+// The first chunk of a unit starts its sums with vpmaddwd instead of
+// clearing them.
+//
+// Registers: AX the tile, SI the weights, DX scales, R8 biases, R9 the
+// current row's first output, R11 rows left, R12 the prepared rows'
+// cursor, CX units left, BX chunks left; DI zero, R13, R10, R15 one, two
+// and three token strides; Z16–Z19 the tokens' int32 sums, Y0–Y3 their
+// float accumulators, Y4–Y7 the folded sums, Z12 0x000F in every word.
+#define T_ROWS 80
+
+#define Z_START \
+	MOVQ t+0(FP), AX \
+	MOVQ T_XSTRIDE(AX), R13 \
+	XORQ DI, DI \
+	LEAQ (R13)(R13*1), R10 \
+	LEAQ (R13)(R13*2), R15 \
+	VPTERNLOGD $0xFF, Z12, Z12, Z12 \
+	VPSRLW $12, Z12, Z12 \
+	MOVQ T_W(AX), SI \
+	MOVQ T_SCALES(AX), DX \
+	MOVQ T_BIASES(AX), R8 \
+	MOVQ T_OUT(AX), R9 \
+	MOVQ T_ROWS(AX), R11
+
+#define Z_ROW_START \
+	MOVQ T_X(AX), R12 \
+	MOVQ T_UNITS(AX), CX \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3
+
+#define Z_W4_WIDEN \
+	VPMOVZXBW (SI), Z8 \
+	VPSRLW $4, Z8, Z9 \
+	VPANDD Z12, Z8, Z8 \
+	VSHUFI64X2 $0x44, Z9, Z8, Z10 \
+	VSHUFI64X2 $0xEE, Z9, Z8, Z11
+
+#define Z_W4_FIRST(acc, idx) \
+	VPMADDWD 0(R12)(idx*1), Z10, acc \
+	VPDPWSSD 64(R12)(idx*1), Z11, acc
+
+#define Z_W4_NEXT(acc, idx) \
+	VPDPWSSD 0(R12)(idx*1), Z10, acc \
+	VPDPWSSD 64(R12)(idx*1), Z11, acc
+
+// 8-bit weights: a chunk is 32 bytes widened into Z10, against the
+// token's 32 activations in order (64 bytes).
+#define Z_W8_WIDEN \
+	VPMOVZXBW (SI), Z10
+
+#define Z_W8_FIRST(acc, idx) \
+	VPMADDWD 0(R12)(idx*1), Z10, acc
+
+#define Z_W8_NEXT(acc, idx) \
+	VPDPWSSD 0(R12)(idx*1), Z10, acc
+
+#define Z_FOLD(z, zy, y) \
+	VEXTRACTI64X4 $1, z, Y20 \
+	VPADDD Y20, zy, y
+
+#define Z_SCALE_BIAS \
+	VPBROADCASTW (DX), Y8 \
+	VPSLLD $16, Y8, Y8 \
+	VPBROADCASTW (R8), Y9 \
+	VPSLLD $16, Y9, Y9
+
+#define Z_UNIT_NEXT \
+	ADDQ $64, R12 \
+	ADDQ $2, DX \
+	ADDQ $2, R8
+
+// Z_ROW_END4 stores four tokens' outputs of the row (outStride apart) and
+// moves to the next row.
+#define Z_ROW_END4 \
+	MOVQ T_OUTSTRIDE(AX), BX \
+	MOVQ R9, R14 \
+	QUAD_STORE(Y0, X0, (R14)) \
+	ADDQ BX, R14 \
+	QUAD_STORE(Y1, X1, (R14)) \
+	ADDQ BX, R14 \
+	QUAD_STORE(Y2, X2, (R14)) \
+	ADDQ BX, R14 \
+	QUAD_STORE(Y3, X3, (R14)) \
+	ADDQ $4, R9 \
+	DECQ R11
+
+#define Z_ROW_END2 \
+	MOVQ T_OUTSTRIDE(AX), BX \
+	MOVQ R9, R14 \
+	QUAD_STORE(Y0, X0, (R14)) \
+	ADDQ BX, R14 \
+	QUAD_STORE(Y1, X1, (R14)) \
+	ADDQ $4, R9 \
+	DECQ R11
+
+#define Z_ROW_END1 \
+	QUAD_STORE(Y0, X0, (R9)) \
+	ADDQ $4, R9 \
+	DECQ R11
+
+// func w4Rows4VNNI(t *q8Tile)
+TEXT ·w4Rows4VNNI(SB), NOSPLIT, $0-8
+	Z_START
+w4r4Row:
+	Z_ROW_START
+w4r4Unit:
+	MOVQ T_CHUNKS(AX), BX
+	Z_W4_WIDEN
+	Z_W4_FIRST(Z16, DI)
+	Z_W4_FIRST(Z17, R13)
+	Z_W4_FIRST(Z18, R10)
+	Z_W4_FIRST(Z19, R15)
+	ADDQ $32, SI
+	ADDQ $128, R12
+	DECQ BX
+	JZ w4r4Fold
+w4r4Chunk:
+	Z_W4_WIDEN
+	Z_W4_NEXT(Z16, DI)
+	Z_W4_NEXT(Z17, R13)
+	Z_W4_NEXT(Z18, R10)
+	Z_W4_NEXT(Z19, R15)
+	ADDQ $32, SI
+	ADDQ $128, R12
+	DECQ BX
+	JNZ w4r4Chunk
+w4r4Fold:
+	Z_FOLD(Z16, Y16, Y4)
+	Z_FOLD(Z17, Y17, Y5)
+	Z_FOLD(Z18, Y18, Y6)
+	Z_FOLD(Z19, Y19, Y7)
+	Z_SCALE_BIAS
+	QUAD_UNIT_TOKEN(Y4, Y0, DI)
+	QUAD_UNIT_TOKEN(Y5, Y1, R13)
+	QUAD_UNIT_TOKEN(Y6, Y2, R10)
+	QUAD_UNIT_TOKEN(Y7, Y3, R15)
+	Z_UNIT_NEXT
+	DECQ CX
+	JNZ w4r4Unit
+	Z_ROW_END4
+	JNZ w4r4Row
+	VZEROUPPER
+	RET
+
+// func w4Rows2VNNI(t *q8Tile)
+TEXT ·w4Rows2VNNI(SB), NOSPLIT, $0-8
+	Z_START
+w4r2Row:
+	Z_ROW_START
+w4r2Unit:
+	MOVQ T_CHUNKS(AX), BX
+	Z_W4_WIDEN
+	Z_W4_FIRST(Z16, DI)
+	Z_W4_FIRST(Z17, R13)
+	ADDQ $32, SI
+	ADDQ $128, R12
+	DECQ BX
+	JZ w4r2Fold
+w4r2Chunk:
+	Z_W4_WIDEN
+	Z_W4_NEXT(Z16, DI)
+	Z_W4_NEXT(Z17, R13)
+	ADDQ $32, SI
+	ADDQ $128, R12
+	DECQ BX
+	JNZ w4r2Chunk
+w4r2Fold:
+	Z_FOLD(Z16, Y16, Y4)
+	Z_FOLD(Z17, Y17, Y5)
+	Z_SCALE_BIAS
+	QUAD_UNIT_TOKEN(Y4, Y0, DI)
+	QUAD_UNIT_TOKEN(Y5, Y1, R13)
+	Z_UNIT_NEXT
+	DECQ CX
+	JNZ w4r2Unit
+	Z_ROW_END2
+	JNZ w4r2Row
+	VZEROUPPER
+	RET
+
+// func w4Rows1VNNI(t *q8Tile)
+TEXT ·w4Rows1VNNI(SB), NOSPLIT, $0-8
+	Z_START
+w4r1Row:
+	Z_ROW_START
+w4r1Unit:
+	MOVQ T_CHUNKS(AX), BX
+	Z_W4_WIDEN
+	Z_W4_FIRST(Z16, DI)
+	ADDQ $32, SI
+	ADDQ $128, R12
+	DECQ BX
+	JZ w4r1Fold
+w4r1Chunk:
+	Z_W4_WIDEN
+	Z_W4_NEXT(Z16, DI)
+	ADDQ $32, SI
+	ADDQ $128, R12
+	DECQ BX
+	JNZ w4r1Chunk
+w4r1Fold:
+	Z_FOLD(Z16, Y16, Y4)
+	Z_SCALE_BIAS
+	QUAD_UNIT_TOKEN(Y4, Y0, DI)
+	Z_UNIT_NEXT
+	DECQ CX
+	JNZ w4r1Unit
+	Z_ROW_END1
+	JNZ w4r1Row
+	VZEROUPPER
+	RET
+
+// func w8Rows4VNNI(t *q8Tile)
+TEXT ·w8Rows4VNNI(SB), NOSPLIT, $0-8
+	Z_START
+w8r4Row:
+	Z_ROW_START
+w8r4Unit:
+	MOVQ T_CHUNKS(AX), BX
+	Z_W8_WIDEN
+	Z_W8_FIRST(Z16, DI)
+	Z_W8_FIRST(Z17, R13)
+	Z_W8_FIRST(Z18, R10)
+	Z_W8_FIRST(Z19, R15)
+	ADDQ $32, SI
+	ADDQ $64, R12
+	DECQ BX
+	JZ w8r4Fold
+w8r4Chunk:
+	Z_W8_WIDEN
+	Z_W8_NEXT(Z16, DI)
+	Z_W8_NEXT(Z17, R13)
+	Z_W8_NEXT(Z18, R10)
+	Z_W8_NEXT(Z19, R15)
+	ADDQ $32, SI
+	ADDQ $64, R12
+	DECQ BX
+	JNZ w8r4Chunk
+w8r4Fold:
+	Z_FOLD(Z16, Y16, Y4)
+	Z_FOLD(Z17, Y17, Y5)
+	Z_FOLD(Z18, Y18, Y6)
+	Z_FOLD(Z19, Y19, Y7)
+	Z_SCALE_BIAS
+	QUAD_UNIT_TOKEN(Y4, Y0, DI)
+	QUAD_UNIT_TOKEN(Y5, Y1, R13)
+	QUAD_UNIT_TOKEN(Y6, Y2, R10)
+	QUAD_UNIT_TOKEN(Y7, Y3, R15)
+	Z_UNIT_NEXT
+	DECQ CX
+	JNZ w8r4Unit
+	Z_ROW_END4
+	JNZ w8r4Row
+	VZEROUPPER
+	RET
+
+// func w8Rows2VNNI(t *q8Tile)
+TEXT ·w8Rows2VNNI(SB), NOSPLIT, $0-8
+	Z_START
+w8r2Row:
+	Z_ROW_START
+w8r2Unit:
+	MOVQ T_CHUNKS(AX), BX
+	Z_W8_WIDEN
+	Z_W8_FIRST(Z16, DI)
+	Z_W8_FIRST(Z17, R13)
+	ADDQ $32, SI
+	ADDQ $64, R12
+	DECQ BX
+	JZ w8r2Fold
+w8r2Chunk:
+	Z_W8_WIDEN
+	Z_W8_NEXT(Z16, DI)
+	Z_W8_NEXT(Z17, R13)
+	ADDQ $32, SI
+	ADDQ $64, R12
+	DECQ BX
+	JNZ w8r2Chunk
+w8r2Fold:
+	Z_FOLD(Z16, Y16, Y4)
+	Z_FOLD(Z17, Y17, Y5)
+	Z_SCALE_BIAS
+	QUAD_UNIT_TOKEN(Y4, Y0, DI)
+	QUAD_UNIT_TOKEN(Y5, Y1, R13)
+	Z_UNIT_NEXT
+	DECQ CX
+	JNZ w8r2Unit
+	Z_ROW_END2
+	JNZ w8r2Row
+	VZEROUPPER
+	RET
+
+// func w8Rows1VNNI(t *q8Tile)
+TEXT ·w8Rows1VNNI(SB), NOSPLIT, $0-8
+	Z_START
+w8r1Row:
+	Z_ROW_START
+w8r1Unit:
+	MOVQ T_CHUNKS(AX), BX
+	Z_W8_WIDEN
+	Z_W8_FIRST(Z16, DI)
+	ADDQ $32, SI
+	ADDQ $64, R12
+	DECQ BX
+	JZ w8r1Fold
+w8r1Chunk:
+	Z_W8_WIDEN
+	Z_W8_NEXT(Z16, DI)
+	ADDQ $32, SI
+	ADDQ $64, R12
+	DECQ BX
+	JNZ w8r1Chunk
+w8r1Fold:
+	Z_FOLD(Z16, Y16, Y4)
+	Z_SCALE_BIAS
+	QUAD_UNIT_TOKEN(Y4, Y0, DI)
+	Z_UNIT_NEXT
+	DECQ CX
+	JNZ w8r1Unit
+	Z_ROW_END1
+	JNZ w8r1Row
+	VZEROUPPER
+	RET

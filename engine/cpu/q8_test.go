@@ -264,14 +264,13 @@ func BenchmarkProducts(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	tm := newTestMatrix(rng, model.Affine, 8192, 2048, 4, 64)
 	for _, p := range []Precision{PrecisionExact, PrecisionFast, PrecisionInt8} {
-		for _, isa := range ISAs() {
-			k, _ := kernelsFor(isa)
-			be := &Backend{pool: pool{threads: 1}, kern: k, precision: p}
+		for _, level := range benchLevels() {
+			be := &Backend{pool: pool{threads: 1}, kern: level.k, precision: p}
 			if p == PrecisionExact {
 				be.precision = ""
 			}
-			for _, rows := range []int{1, 8, 512} {
-				b.Run(fmt.Sprintf("%s/%s/rows%d", p, isa, rows), func(b *testing.B) {
+			for _, rows := range []int{1, 2, 4, 8, 512} {
+				b.Run(fmt.Sprintf("%s/%s/rows%d", p, level.name, rows), func(b *testing.B) {
 					runtime.LockOSThread()
 					defer runtime.UnlockOSThread()
 					x := randomVector(rng, rows*2048)
@@ -290,4 +289,32 @@ func BenchmarkProducts(b *testing.B) {
 			}
 		}
 	}
+}
+
+// benchLevels is each instruction set this machine runs, plus, where a
+// level has multi-row kernels, the same level without them ("-1row": one
+// weight row per call, 256-bit registers), to measure what they give.
+func benchLevels() []struct {
+	name string
+	k    kernelSet
+} {
+	var out []struct {
+		name string
+		k    kernelSet
+	}
+	for _, isa := range ISAs() {
+		k, _ := kernelsFor(isa)
+		out = append(out, struct {
+			name string
+			k    kernelSet
+		}{string(isa), k})
+		if k.q8.w4Rows[0] != nil {
+			k.q8.w4Rows, k.q8.w8Rows = [3]func(*q8Tile){}, [3]func(*q8Tile){}
+			out = append(out, struct {
+				name string
+				k    kernelSet
+			}{string(isa) + "-1row", k})
+		}
+	}
+	return out
 }
