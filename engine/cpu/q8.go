@@ -138,8 +138,18 @@ func (l *q8Layout) laneOf(k int) int {
 // the int8 activations in kernel order, then eight lanes of d (the
 // activation scale of the lane's group) and eight lanes of d·Σxq (the
 // group's sum of rounded activations in its first lane, zero elsewhere).
-func (l *q8Layout) quantize(rec []byte, x []float32) {
+//
+// With k's assembly (int16 activations only) each group's rounding runs
+// there, with the same operations; k nil or without it runs the Go loop.
+func (l *q8Layout) quantize(rec []byte, x []float32, k *q8Kernels) {
 	per := l.unitElems / l.group // groups per unit: 2 when split, else 1
+	var perm16 *uint16
+	if l.wide && k != nil && k.quantW16 != nil && l.group%32 == 0 {
+		perm16 = &blockPerm[0][0]
+		if l.bits == 4 {
+			perm16 = &blockPerm[1][0]
+		}
+	}
 	levels := float32(127)
 	if l.wide {
 		levels = 32767
@@ -166,31 +176,43 @@ func (l *q8Layout) quantize(rec []byte, x []float32) {
 		for g := range per {
 			seg := xu[g*l.group : (g+1)*l.group]
 			var amax float32
-			for _, v := range seg {
-				amax = max(amax, abs32(v))
+			if perm16 != nil {
+				amax = k.absMax(&seg[0], len(seg))
+			} else {
+				for _, v := range seg {
+					amax = max(amax, abs32(v))
+				}
 			}
 			var scale, inv float32
 			if amax > 0 {
 				scale, inv = amax/levels, levels/amax
 			}
-			var sum int32
-			for i, v := range seg {
-				// Adding and subtracting 1.5·2²³ rounds |v·inv| ≤ 2¹⁵
-				// to the nearest integer (ties to even) in float32.
-				f := v*inv + 12582912
-				qi := int32(f - 12582912)
-				qi = min(max(qi, -int32(levels)), int32(levels))
-				q[i] = qi
-				sum += qi
-			}
 			base := g * l.group
-			for i, qi := range q {
-				e := base + i
-				pos := e&^63 + perm[e&63]
-				if l.wide {
-					xq[2*pos], xq[2*pos+1] = byte(qi), byte(qi>>8)
-				} else {
-					xq[pos] = byte(int8(qi))
+			var sum int32
+			if perm16 != nil {
+				// A group starts a block of 32 (position keeps each
+				// block's elements inside it).
+				sum = k.quantW16(&seg[0], len(seg), inv, int32(levels), &xq[2*base], perm16)
+			} else {
+				for i, v := range seg {
+					// Adding and subtracting 1.5·2²³ rounds |v·inv| ≤ 2¹⁵
+					// to the nearest integer (ties to even) in float32;
+					// the conversion keeps the product rounded on its own
+					// (no fused multiply-add), as the assembly does.
+					f := float32(v*inv) + 12582912
+					qi := int32(f - 12582912)
+					qi = min(max(qi, -int32(levels)), int32(levels))
+					q[i] = qi
+					sum += qi
+				}
+				for i, qi := range q {
+					e := base + i
+					pos := e&^63 + perm[e&63]
+					if l.wide {
+						xq[2*pos], xq[2*pos+1] = byte(qi), byte(qi>>8)
+					} else {
+						xq[pos] = byte(int8(qi))
+					}
 				}
 			}
 			first := true
@@ -245,7 +267,28 @@ type q8Kernels struct {
 	// kernels above serve. The weights of each unit are unpacked once for
 	// all the tokens, and one call covers a block of rows.
 	w4Rows, w8Rows [3]func(t *q8Tile)
+	// The int16 rounding of a group in assembly (nil: the Go loop):
+	// absMax is max|x_i| over n elements (a multiple of 16); quantW16
+	// rounds n elements (a multiple of 32) as quantize does, stores each
+	// block of 32 in the order perm gives and returns the sum.
+	absMax   func(x *float32, n int) float32
+	quantW16 func(x *float32, n int, inv float32, levels int32, xq *byte, perm *uint16) int32
 }
+
+// blockPerm is, for each layout order of 32 int16 activations, the element
+// of the block stored at each position: 4-bit rows store the even elements,
+// then the odd ones (position), 8-bit rows keep x's order.
+var blockPerm = func() (p [2][32]uint16) {
+	for i := range 32 {
+		p[0][i] = uint16(i)
+		if i < 16 {
+			p[1][i] = uint16(2 * i)
+		} else {
+			p[1][i] = uint16(2*(i-16) + 1)
+		}
+	}
+	return p
+}()
 
 // rowKernels returns the multi-row kernels for l, or nil.
 func (k *q8Kernels) rowKernels(l *q8Layout) *[3]func(*q8Tile) {
@@ -362,7 +405,7 @@ func (b *Backend) prepareQ8(l q8Layout, x []float32, rows, in int) *q8Input {
 	p := &q8Input{layout: l, data: *buf, buf: buf}
 	b.pool.parallelFor(rows, 16, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
-			l.quantize(p.data[t*l.recordBytes:(t+1)*l.recordBytes], x[t*in:(t+1)*in])
+			l.quantize(p.data[t*l.recordBytes:(t+1)*l.recordBytes], x[t*in:(t+1)*in], &b.kern.q8)
 		}
 	})
 	return p

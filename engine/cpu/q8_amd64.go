@@ -16,7 +16,8 @@ func machineKernels() []kernelSet {
 			q8: q8Kernels{q4: q4TileVNNI, q4Split: q4SplitTileVNNI, q8: q8TileVNNI,
 				w4: w4TileVNNI, w4Split: w4SplitTileVNNI, w8: w8TileVNNI, w4Quad: w4QuadVNNI, w8Quad: w8QuadVNNI,
 				w4Rows: [3]func(*q8Tile){w4Rows1VNNI, w4Rows2VNNI, w4Rows4VNNI},
-				w8Rows: [3]func(*q8Tile){w8Rows1VNNI, w8Rows2VNNI, w8Rows4VNNI}}})
+				w8Rows: [3]func(*q8Tile){w8Rows1VNNI, w8Rows2VNNI, w8Rows4VNNI},
+				absMax: absMaxAVX512, quantW16: quantW16AVX512}})
 	}
 	if avx2 {
 		levels = append(levels, kernelSet{isa: ISAAVX2, f32: f32,
@@ -91,3 +92,9 @@ func w8Rows2VNNI(t *q8Tile)
 
 //go:noescape
 func w8Rows4VNNI(t *q8Tile)
+
+//go:noescape
+func absMaxAVX512(x *float32, n int) float32
+
+//go:noescape
+func quantW16AVX512(x *float32, n int, inv float32, levels int32, xq *byte, perm *uint16) int32

@@ -1044,3 +1044,93 @@ w8r1Fold:
 	JNZ w8r1Row
 	VZEROUPPER
 	RET
+
+// The activation rounding of the int16 fast path (q8Layout.quantize) with
+// AVX-512: the same float operations in the same order, element by
+// element, so the records are the Go loop's byte for byte.
+
+// func absMaxAVX512(x *float32, n int) float32
+//
+// max |x_i| over n elements, n a multiple of 16 (max is exact, so the
+// order does not matter).
+TEXT ·absMaxAVX512(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VPXORD Z0, Z0, Z0
+	MOVL $0x7FFFFFFF, AX
+	VPBROADCASTD AX, Z1
+amLoop:
+	VPANDD (SI), Z1, Z2
+	VMAXPS Z2, Z0, Z0
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JNZ amLoop
+	VEXTRACTF64X4 $1, Z0, Y2
+	VMAXPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X2
+	VMAXPS X2, X0, X0
+	VPERMILPS $0x4E, X0, X2
+	VMAXPS X2, X0, X0
+	VPERMILPS $0xB1, X0, X2
+	VMAXPS X2, X0, X0
+	VMOVSS X0, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func quantW16AVX512(x *float32, n int, inv float32, levels int32, xq *byte, perm *uint16) int32
+//
+// Rounds n elements (a multiple of 32) to int16: q = clamp(round(x·inv))
+// by adding and subtracting 1.5·2²³ after the product, each step rounded
+// to float32 as the Go loop does, and stores each block of 32 in the
+// order perm gives (perm[p] is the block's element stored at word p).
+// It returns Σq.
+TEXT ·quantW16AVX512(SB), NOSPLIT, $0-44
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS inv+16(FP), Z1
+	MOVL levels+20(FP), AX
+	VPBROADCASTD AX, Z2
+	VPXORD Z3, Z3, Z3
+	VPSUBD Z2, Z3, Z3
+	MOVL $0x4B400000, AX
+	VPBROADCASTD AX, Z4
+	MOVQ xq+24(FP), DI
+	MOVQ perm+32(FP), DX
+	VMOVDQU64 (DX), Z6
+	VPXORD Z5, Z5, Z5
+qwLoop:
+	VMULPS (SI), Z1, Z7
+	VADDPS Z4, Z7, Z7
+	VSUBPS Z4, Z7, Z7
+	VCVTTPS2DQ Z7, Z7
+	VPMAXSD Z3, Z7, Z7
+	VPMINSD Z2, Z7, Z7
+	VPADDD Z7, Z5, Z5
+	VMULPS 64(SI), Z1, Z8
+	VADDPS Z4, Z8, Z8
+	VSUBPS Z4, Z8, Z8
+	VCVTTPS2DQ Z8, Z8
+	VPMAXSD Z3, Z8, Z8
+	VPMINSD Z2, Z8, Z8
+	VPADDD Z8, Z5, Z5
+	VPMOVDW Z7, Y7
+	VPMOVDW Z8, Y8
+	VINSERTI64X4 $1, Y8, Z7, Z7
+	VPERMW Z7, Z6, Z7
+	VMOVDQU64 Z7, (DI)
+	ADDQ $128, SI
+	ADDQ $64, DI
+	SUBQ $32, CX
+	JNZ qwLoop
+	VEXTRACTI64X4 $1, Z5, Y0
+	VPADDD Y0, Y5, Y5
+	VEXTRACTI128 $1, Y5, X0
+	VPADDD X0, X5, X5
+	VPSHUFD $0x4E, X5, X0
+	VPADDD X0, X5, X5
+	VPSHUFD $0xB1, X5, X0
+	VPADDD X0, X5, X5
+	VMOVD X5, AX
+	MOVL AX, ret+40(FP)
+	VZEROUPPER
+	RET

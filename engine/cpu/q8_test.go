@@ -318,3 +318,53 @@ func benchLevels() []struct {
 	}
 	return out
 }
+
+// TestQ8QuantizeLevels checks that each level's rounding of the
+// activations (assembly where it has it) writes the Go loop's records
+// byte for byte, on every layout of q8Cases with int16 and int8
+// activations, for random rows, a row with an all-zero group, and rows
+// whose scaled values fall on ties (x·inv = k + ½, which must round to
+// even).
+func TestQ8QuantizeLevels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	for _, c := range q8Cases {
+		if c.dtype != model.Affine {
+			continue
+		}
+		tm := newTestMatrix(rng, c.dtype, c.out, c.in, c.bits, c.group)
+		for _, wide := range []bool{true, false} {
+			l, ok := newQ8Layout(&tm.m, wide)
+			if !ok {
+				continue
+			}
+			rows := [][]float32{randomVector(rng, c.in), randomVector(rng, c.in), make([]float32, c.in)}
+			zeroGroup := randomVector(rng, c.in)
+			clear(zeroGroup[c.group : 2*c.group])
+			ties := make([]float32, c.in)
+			for i := range ties {
+				// max 2 in every group: inv = levels/2, and (2j+1)/levels
+				// times inv is j + ½ before rounding.
+				ties[i] = float32(2*(i%7)+1) / 32767
+				if i%c.group == 0 {
+					ties[i] = -2
+				}
+			}
+			rows = append(rows, zeroGroup, ties)
+			for _, isa := range ISAs() {
+				k, _ := kernelsFor(isa)
+				for r, x := range rows {
+					want := make([]byte, l.recordBytes)
+					got := make([]byte, l.recordBytes)
+					l.quantize(want, x, nil)
+					l.quantize(got, x, &k.q8)
+					for i := range want {
+						if got[i] != want[i] {
+							t.Fatalf("%s %d-bit g%d wide %v row %d: byte %d is %#x, the Go loop's %#x",
+								isa, c.bits, c.group, wide, r, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
