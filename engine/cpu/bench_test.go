@@ -346,4 +346,3 @@ func BenchmarkDecodeBatch(b *testing.B) {
 		})
 	}
 }
-
