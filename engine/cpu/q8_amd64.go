@@ -4,7 +4,7 @@ import "golang.org/x/sys/cpu"
 
 // machineKernels lists the levels this CPU runs, best first: AVX-512 VNNI
 // (needs VL for the 256-bit forms the kernels use, BW for the 512-bit
-// multi-row kernels), AVX2 with FMA, then
+// activation rounding), AVX2 with FMA, then
 // the Go loops.
 func machineKernels() []kernelSet {
 	var levels []kernelSet
@@ -22,7 +22,9 @@ func machineKernels() []kernelSet {
 	if avx2 {
 		levels = append(levels, kernelSet{isa: ISAAVX2, f32: f32,
 			q8: q8Kernels{q4: q4TileAVX2, q4Split: q4SplitTileAVX2, q8: q8TileAVX2,
-				w4: w4TileAVX2, w4Split: w4SplitTileAVX2, w8: w8TileAVX2, w4Quad: w4QuadAVX2, w8Quad: w8QuadAVX2}})
+				w4: w4TileAVX2, w4Split: w4SplitTileAVX2, w8: w8TileAVX2, w4Quad: w4QuadAVX2, w8Quad: w8QuadAVX2,
+				w4Rows: [3]func(*q8Tile){w4Rows1AVX2, w4Rows2AVX2, w4Rows4AVX2},
+				w8Rows: [3]func(*q8Tile){w8Rows1AVX2, w8Rows2AVX2, w8Rows4AVX2}}})
 	}
 	return append(levels, kernelSet{isa: ISAGeneric})
 }
@@ -76,6 +78,12 @@ func w4QuadAVX2(t *q8Tile)
 func w8QuadAVX2(t *q8Tile)
 
 //go:noescape
+func absMaxAVX512(x *float32, n int) float32
+
+//go:noescape
+func quantW16AVX512(x *float32, n int, inv float32, levels int32, xq *byte, perm *uint16) int32
+
+//go:noescape
 func w4Rows1VNNI(t *q8Tile)
 
 //go:noescape
@@ -94,7 +102,19 @@ func w8Rows2VNNI(t *q8Tile)
 func w8Rows4VNNI(t *q8Tile)
 
 //go:noescape
-func absMaxAVX512(x *float32, n int) float32
+func w4Rows1AVX2(t *q8Tile)
 
 //go:noescape
-func quantW16AVX512(x *float32, n int, inv float32, levels int32, xq *byte, perm *uint16) int32
+func w4Rows2AVX2(t *q8Tile)
+
+//go:noescape
+func w4Rows4AVX2(t *q8Tile)
+
+//go:noescape
+func w8Rows1AVX2(t *q8Tile)
+
+//go:noescape
+func w8Rows2AVX2(t *q8Tile)
+
+//go:noescape
+func w8Rows4AVX2(t *q8Tile)

@@ -703,98 +703,61 @@ w8qaChunk:
 	VZEROUPPER
 	RET
 
-// Multi-row kernels with 512-bit registers (AVX-512 BW and VNNI, int16
-// activations, one group per unit): t.rows consecutive weight rows against
-// one, two or four token rows (t.tokens is not read), each row's outputs
-// 4 bytes after the previous row's. A row's scales and biases follow the
-// previous row's (one per unit), and its weights too, so SI, DX and R8 run
-// on from row to row. One call covers a block of rows, not one row.
+// Multi-row kernels: t.rows consecutive weight rows against one, two or
+// four token rows (t.tokens is not read), each row's outputs 4 bytes after
+// the previous row's. A row's weights, scales and biases follow the
+// previous row's, so SI, DX and R8 run on from row to row; one call
+// covers a block of rows, so the per-row call of the kernels above (a Go
+// loop and an indirect call per row) goes. The bodies are those kernels',
+// so a row's outputs are theirs bit for bit. Registers as in the quad
+// kernels, plus R9 the current row's first output, R11 rows left.
 //
-// A 32-byte chunk of 4-bit weights is widened once into two registers of
-// 32 words each: Z10 the low nibbles of bytes 0–15 then their high
-// nibbles, Z11 the same for bytes 16–31. These line up with the prepared
-// activations as stored (the even, then the odd elements of bytes 0–15 at
-// offset 0, those of bytes 16–31 at offset 64), so each token's chunk is
-// two vpdpwssd of 64 bytes. Lane j and lane j+8 of the 16 int32 lanes sum
-// the bytes that lane j of the 256-bit kernels sums, so folding the upper
-// half onto the lower gives their eight lanes exactly, and the float
-// chain after the fold is theirs: the outputs are the same bit for bit.
-// The first chunk of a unit starts its sums with vpmaddwd instead of
-// clearing them.
-//
-// Registers: AX the tile, SI the weights, DX scales, R8 biases, R9 the
-// current row's first output, R11 rows left, R12 the prepared rows'
-// cursor, CX units left, BX chunks left; DI zero, R13, R10, R15 one, two
-// and three token strides; Z16–Z19 the tokens' int32 sums, Y0–Y3 their
-// float accumulators, Y4–Y7 the folded sums, Z12 0x000F in every word.
+// 512-bit forms of these (a 32-byte chunk widened into two registers of
+// 32 words lined up with the stored activations, two vpdpwssd of 64 bytes
+// per token and chunk, a fold of the upper lanes onto the lower) measured
+// slower on AMD Zen 4 (BenchmarkProducts, GMAC per CPU second, one
+// thread: 27 against 32 for one token, 40 against 50 for four): the core
+// runs them as two 256-bit halves, so the halved instruction count saves
+// nothing, and the lane-crossing shuffles and the fold cost extra.
 #define T_ROWS 80
 
-#define Z_START \
+#define ROWS_START \
 	MOVQ t+0(FP), AX \
 	MOVQ T_XSTRIDE(AX), R13 \
 	XORQ DI, DI \
 	LEAQ (R13)(R13*1), R10 \
 	LEAQ (R13)(R13*2), R15 \
-	VPTERNLOGD $0xFF, Z12, Z12, Z12 \
-	VPSRLW $12, Z12, Z12 \
+	VPCMPEQW Y12, Y12, Y12 \
+	VPSRLW $12, Y12, Y12 \
 	MOVQ T_W(AX), SI \
 	MOVQ T_SCALES(AX), DX \
 	MOVQ T_BIASES(AX), R8 \
 	MOVQ T_OUT(AX), R9 \
 	MOVQ T_ROWS(AX), R11
 
-#define Z_ROW_START \
-	MOVQ T_X(AX), R12 \
+#define ROWS_ROW_START \
 	MOVQ T_UNITS(AX), CX \
+	MOVQ T_X(AX), R12 \
 	VXORPS Y0, Y0, Y0 \
 	VXORPS Y1, Y1, Y1 \
 	VXORPS Y2, Y2, Y2 \
 	VXORPS Y3, Y3, Y3
 
-#define Z_W4_WIDEN \
-	VPMOVZXBW (SI), Z8 \
-	VPSRLW $4, Z8, Z9 \
-	VPANDD Z12, Z8, Z8 \
-	VSHUFI64X2 $0x44, Z9, Z8, Z10 \
-	VSHUFI64X2 $0xEE, Z9, Z8, Z11
-
-#define Z_W4_FIRST(acc, idx) \
-	VPMADDWD 0(R12)(idx*1), Z10, acc \
-	VPDPWSSD 64(R12)(idx*1), Z11, acc
-
-#define Z_W4_NEXT(acc, idx) \
-	VPDPWSSD 0(R12)(idx*1), Z10, acc \
-	VPDPWSSD 64(R12)(idx*1), Z11, acc
-
-// 8-bit weights: a chunk is 32 bytes widened into Z10, against the
-// token's 32 activations in order (64 bytes).
-#define Z_W8_WIDEN \
-	VPMOVZXBW (SI), Z10
-
-#define Z_W8_FIRST(acc, idx) \
-	VPMADDWD 0(R12)(idx*1), Z10, acc
-
-#define Z_W8_NEXT(acc, idx) \
-	VPDPWSSD 0(R12)(idx*1), Z10, acc
-
-#define Z_FOLD(z, zy, y) \
-	VEXTRACTI64X4 $1, z, Y20 \
-	VPADDD Y20, zy, y
-
-#define Z_SCALE_BIAS \
+// PAIR_UNIT_END is QUAD_UNIT_END for two tokens.
+#define PAIR_UNIT_END \
 	VPBROADCASTW (DX), Y8 \
 	VPSLLD $16, Y8, Y8 \
 	VPBROADCASTW (R8), Y9 \
-	VPSLLD $16, Y9, Y9
-
-#define Z_UNIT_NEXT \
+	VPSLLD $16, Y9, Y9 \
+	QUAD_UNIT_TOKEN(Y4, Y0, DI) \
+	QUAD_UNIT_TOKEN(Y5, Y1, R13) \
 	ADDQ $64, R12 \
 	ADDQ $2, DX \
 	ADDQ $2, R8
 
-// Z_ROW_END4 stores four tokens' outputs of the row (outStride apart) and
-// moves to the next row.
-#define Z_ROW_END4 \
+// ROWS_END4 stores four tokens' outputs of the row (outStride apart) and
+// moves to the next row; ROWS_END2 two.
+#define ROWS_END4 \
 	MOVQ T_OUTSTRIDE(AX), BX \
 	MOVQ R9, R14 \
 	QUAD_STORE(Y0, X0, (R14)) \
@@ -807,7 +770,7 @@ w8qaChunk:
 	ADDQ $4, R9 \
 	DECQ R11
 
-#define Z_ROW_END2 \
+#define ROWS_END2 \
 	MOVQ T_OUTSTRIDE(AX), BX \
 	MOVQ R9, R14 \
 	QUAD_STORE(Y0, X0, (R14)) \
@@ -816,42 +779,113 @@ w8qaChunk:
 	ADDQ $4, R9 \
 	DECQ R11
 
-#define Z_ROW_END1 \
-	QUAD_STORE(Y0, X0, (R9)) \
-	ADDQ $4, R9 \
+// One token over a block of rows with 256-bit registers: the one-token
+// kernels' bodies (w4TileVNNI, w4TileAVX2, ...) looping over t.rows rows.
+#define ROWS1_START \
+	MOVQ t+0(FP), AX \
+	MOVL $0x0F0F0F0F, BX \
+	VMOVD BX, X15 \
+	VPBROADCASTD X15, Y15 \
+	VPCMPEQD Y14, Y14, Y14 \
+	VPSLLD $16, Y14, Y14 \
+	VPCMPEQW Y13, Y13, Y13 \
+	VPSRLW $15, Y13, Y13 \
+	VPCMPEQW Y12, Y12, Y12 \
+	VPSRLW $12, Y12, Y12 \
+	MOVQ T_W(AX), SI \
+	MOVQ T_SCALES(AX), DX \
+	MOVQ T_BIASES(AX), R8 \
+	MOVQ T_OUT(AX), R10 \
+	MOVQ T_ROWS(AX), R11
+
+#define ROWS1_ROW_START \
+	MOVQ T_UNITS(AX), CX \
+	MOVQ T_X(AX), R12 \
+	VXORPS Y0, Y0, Y0
+
+#define ROWS1_ROW_END \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS X1, X0, X0 \
+	VHADDPS X0, X0, X0 \
+	VHADDPS X0, X0, X0 \
+	VMOVSS X0, (R10) \
+	ADDQ $4, R10 \
 	DECQ R11
 
+// func w4Rows1VNNI(t *q8Tile)
+TEXT ·w4Rows1VNNI(SB), NOSPLIT, $0-8
+	ROWS1_START
+w4r1vRow:
+	ROWS1_ROW_START
+w4r1vUnit:
+	VPXOR Y1, Y1, Y1
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	MOVQ T_CHUNKS(AX), BX
+w4r1vChunk:
+	W4_HALF_VNNI(0, 0, 32, Y1, Y7)
+	W4_HALF_VNNI(16, 64, 96, Y8, Y9)
+	ADDQ $32, SI
+	ADDQ $128, R12
+	DECQ BX
+	JNZ w4r1vChunk
+	VPADDD Y7, Y1, Y1
+	VPADDD Y9, Y8, Y8
+	VPADDD Y8, Y1, Y1
+	UNIT_UNIFORM
+	DECQ CX
+	JNZ w4r1vUnit
+	ROWS1_ROW_END
+	JNZ w4r1vRow
+	VZEROUPPER
+	RET
+
+// func w4Rows2VNNI(t *q8Tile)
+TEXT ·w4Rows2VNNI(SB), NOSPLIT, $0-8
+	ROWS_START
+w4r2vRow:
+	ROWS_ROW_START
+w4r2vUnit:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	MOVQ T_CHUNKS(AX), BX
+w4r2vChunk:
+	QUAD_W4_WIDEN
+	QUAD_W4_TOKEN_VNNI(Y4, Y16, DI)
+	QUAD_W4_TOKEN_VNNI(Y5, Y17, R13)
+	ADDQ $32, SI
+	ADDQ $128, R12
+	DECQ BX
+	JNZ w4r2vChunk
+	VPADDD Y16, Y4, Y4
+	VPADDD Y17, Y5, Y5
+	PAIR_UNIT_END
+	DECQ CX
+	JNZ w4r2vUnit
+	ROWS_END2
+	JNZ w4r2vRow
+	VZEROUPPER
+	RET
+
 // func w4Rows4VNNI(t *q8Tile)
-//
-// Four tokens: the 256-bit quad kernel's body (w4QuadVNNI) over a block of
-// rows. With four tokens the 512-bit form above measured slower on AMD Zen 4
-// (42 against 45 GMAC per CPU second, BenchmarkProducts rows512): there
-// the widening shuffles and the fold cost more than the halved count of
-// vpdpwssd saves, which the core runs as two 256-bit halves anyway.
 TEXT ·w4Rows4VNNI(SB), NOSPLIT, $0-8
-	MOVQ t+0(FP), AX
-	MOVQ T_XSTRIDE(AX), R13
-	XORQ DI, DI
-	LEAQ (R13)(R13*1), R10
-	LEAQ (R13)(R13*2), R15
-	VPCMPEQW Y12, Y12, Y12
-	VPSRLW $12, Y12, Y12
-	MOVQ T_W(AX), SI
-	MOVQ T_SCALES(AX), DX
-	MOVQ T_BIASES(AX), R8
-	MOVQ T_OUT(AX), R9
-	MOVQ T_ROWS(AX), R11
-w4r4Row:
-	MOVQ T_UNITS(AX), CX
-	MOVQ T_X(AX), R12
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-w4r4Unit:
-	QUAD_UNIT_START
-	QUAD_VNNI_ZERO
-w4r4Chunk:
+	ROWS_START
+w4r4vRow:
+	ROWS_ROW_START
+w4r4vUnit:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+	MOVQ T_CHUNKS(AX), BX
+w4r4vChunk:
 	QUAD_W4_WIDEN
 	QUAD_W4_TOKEN_VNNI(Y4, Y16, DI)
 	QUAD_W4_TOKEN_VNNI(Y5, Y17, R13)
@@ -860,193 +894,261 @@ w4r4Chunk:
 	ADDQ $32, SI
 	ADDQ $128, R12
 	DECQ BX
-	JNZ w4r4Chunk
-	QUAD_VNNI_FOLD
+	JNZ w4r4vChunk
+	VPADDD Y16, Y4, Y4
+	VPADDD Y17, Y5, Y5
+	VPADDD Y18, Y6, Y6
+	VPADDD Y19, Y7, Y7
 	QUAD_UNIT_END
 	DECQ CX
-	JNZ w4r4Unit
-	Z_ROW_END4
-	JNZ w4r4Row
-	VZEROUPPER
-	RET
-
-// func w4Rows2VNNI(t *q8Tile)
-TEXT ·w4Rows2VNNI(SB), NOSPLIT, $0-8
-	Z_START
-w4r2Row:
-	Z_ROW_START
-w4r2Unit:
-	MOVQ T_CHUNKS(AX), BX
-	Z_W4_WIDEN
-	Z_W4_FIRST(Z16, DI)
-	Z_W4_FIRST(Z17, R13)
-	ADDQ $32, SI
-	ADDQ $128, R12
-	DECQ BX
-	JZ w4r2Fold
-w4r2Chunk:
-	Z_W4_WIDEN
-	Z_W4_NEXT(Z16, DI)
-	Z_W4_NEXT(Z17, R13)
-	ADDQ $32, SI
-	ADDQ $128, R12
-	DECQ BX
-	JNZ w4r2Chunk
-w4r2Fold:
-	Z_FOLD(Z16, Y16, Y4)
-	Z_FOLD(Z17, Y17, Y5)
-	Z_SCALE_BIAS
-	QUAD_UNIT_TOKEN(Y4, Y0, DI)
-	QUAD_UNIT_TOKEN(Y5, Y1, R13)
-	Z_UNIT_NEXT
-	DECQ CX
-	JNZ w4r2Unit
-	Z_ROW_END2
-	JNZ w4r2Row
-	VZEROUPPER
-	RET
-
-// func w4Rows1VNNI(t *q8Tile)
-TEXT ·w4Rows1VNNI(SB), NOSPLIT, $0-8
-	Z_START
-w4r1Row:
-	Z_ROW_START
-w4r1Unit:
-	MOVQ T_CHUNKS(AX), BX
-	Z_W4_WIDEN
-	Z_W4_FIRST(Z16, DI)
-	ADDQ $32, SI
-	ADDQ $128, R12
-	DECQ BX
-	JZ w4r1Fold
-w4r1Chunk:
-	Z_W4_WIDEN
-	Z_W4_NEXT(Z16, DI)
-	ADDQ $32, SI
-	ADDQ $128, R12
-	DECQ BX
-	JNZ w4r1Chunk
-w4r1Fold:
-	Z_FOLD(Z16, Y16, Y4)
-	Z_SCALE_BIAS
-	QUAD_UNIT_TOKEN(Y4, Y0, DI)
-	Z_UNIT_NEXT
-	DECQ CX
-	JNZ w4r1Unit
-	Z_ROW_END1
-	JNZ w4r1Row
-	VZEROUPPER
-	RET
-
-// func w8Rows4VNNI(t *q8Tile)
-TEXT ·w8Rows4VNNI(SB), NOSPLIT, $0-8
-	Z_START
-w8r4Row:
-	Z_ROW_START
-w8r4Unit:
-	MOVQ T_CHUNKS(AX), BX
-	Z_W8_WIDEN
-	Z_W8_FIRST(Z16, DI)
-	Z_W8_FIRST(Z17, R13)
-	Z_W8_FIRST(Z18, R10)
-	Z_W8_FIRST(Z19, R15)
-	ADDQ $32, SI
-	ADDQ $64, R12
-	DECQ BX
-	JZ w8r4Fold
-w8r4Chunk:
-	Z_W8_WIDEN
-	Z_W8_NEXT(Z16, DI)
-	Z_W8_NEXT(Z17, R13)
-	Z_W8_NEXT(Z18, R10)
-	Z_W8_NEXT(Z19, R15)
-	ADDQ $32, SI
-	ADDQ $64, R12
-	DECQ BX
-	JNZ w8r4Chunk
-w8r4Fold:
-	Z_FOLD(Z16, Y16, Y4)
-	Z_FOLD(Z17, Y17, Y5)
-	Z_FOLD(Z18, Y18, Y6)
-	Z_FOLD(Z19, Y19, Y7)
-	Z_SCALE_BIAS
-	QUAD_UNIT_TOKEN(Y4, Y0, DI)
-	QUAD_UNIT_TOKEN(Y5, Y1, R13)
-	QUAD_UNIT_TOKEN(Y6, Y2, R10)
-	QUAD_UNIT_TOKEN(Y7, Y3, R15)
-	Z_UNIT_NEXT
-	DECQ CX
-	JNZ w8r4Unit
-	Z_ROW_END4
-	JNZ w8r4Row
-	VZEROUPPER
-	RET
-
-// func w8Rows2VNNI(t *q8Tile)
-TEXT ·w8Rows2VNNI(SB), NOSPLIT, $0-8
-	Z_START
-w8r2Row:
-	Z_ROW_START
-w8r2Unit:
-	MOVQ T_CHUNKS(AX), BX
-	Z_W8_WIDEN
-	Z_W8_FIRST(Z16, DI)
-	Z_W8_FIRST(Z17, R13)
-	ADDQ $32, SI
-	ADDQ $64, R12
-	DECQ BX
-	JZ w8r2Fold
-w8r2Chunk:
-	Z_W8_WIDEN
-	Z_W8_NEXT(Z16, DI)
-	Z_W8_NEXT(Z17, R13)
-	ADDQ $32, SI
-	ADDQ $64, R12
-	DECQ BX
-	JNZ w8r2Chunk
-w8r2Fold:
-	Z_FOLD(Z16, Y16, Y4)
-	Z_FOLD(Z17, Y17, Y5)
-	Z_SCALE_BIAS
-	QUAD_UNIT_TOKEN(Y4, Y0, DI)
-	QUAD_UNIT_TOKEN(Y5, Y1, R13)
-	Z_UNIT_NEXT
-	DECQ CX
-	JNZ w8r2Unit
-	Z_ROW_END2
-	JNZ w8r2Row
+	JNZ w4r4vUnit
+	ROWS_END4
+	JNZ w4r4vRow
 	VZEROUPPER
 	RET
 
 // func w8Rows1VNNI(t *q8Tile)
 TEXT ·w8Rows1VNNI(SB), NOSPLIT, $0-8
-	Z_START
-w8r1Row:
-	Z_ROW_START
-w8r1Unit:
+	ROWS1_START
+w8r1vRow:
+	ROWS1_ROW_START
+w8r1vUnit:
+	VPXOR Y1, Y1, Y1
+	VPXOR Y7, Y7, Y7
 	MOVQ T_CHUNKS(AX), BX
-	Z_W8_WIDEN
-	Z_W8_FIRST(Z16, DI)
+w8r1vChunk:
+	W8_HALF_VNNI(0, 0, Y1)
+	W8_HALF_VNNI(16, 32, Y7)
 	ADDQ $32, SI
 	ADDQ $64, R12
 	DECQ BX
-	JZ w8r1Fold
-w8r1Chunk:
-	Z_W8_WIDEN
-	Z_W8_NEXT(Z16, DI)
-	ADDQ $32, SI
-	ADDQ $64, R12
-	DECQ BX
-	JNZ w8r1Chunk
-w8r1Fold:
-	Z_FOLD(Z16, Y16, Y4)
-	Z_SCALE_BIAS
-	QUAD_UNIT_TOKEN(Y4, Y0, DI)
-	Z_UNIT_NEXT
+	JNZ w8r1vChunk
+	VPADDD Y7, Y1, Y1
+	UNIT_UNIFORM
 	DECQ CX
-	JNZ w8r1Unit
-	Z_ROW_END1
-	JNZ w8r1Row
+	JNZ w8r1vUnit
+	ROWS1_ROW_END
+	JNZ w8r1vRow
+	VZEROUPPER
+	RET
+
+// func w8Rows2VNNI(t *q8Tile)
+TEXT ·w8Rows2VNNI(SB), NOSPLIT, $0-8
+	ROWS_START
+w8r2vRow:
+	ROWS_ROW_START
+w8r2vUnit:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	MOVQ T_CHUNKS(AX), BX
+w8r2vChunk:
+	QUAD_W8_WIDEN
+	QUAD_W8_TOKEN_VNNI(Y4, Y16, DI)
+	QUAD_W8_TOKEN_VNNI(Y5, Y17, R13)
+	ADDQ $32, SI
+	ADDQ $64, R12
+	DECQ BX
+	JNZ w8r2vChunk
+	VPADDD Y16, Y4, Y4
+	VPADDD Y17, Y5, Y5
+	PAIR_UNIT_END
+	DECQ CX
+	JNZ w8r2vUnit
+	ROWS_END2
+	JNZ w8r2vRow
+	VZEROUPPER
+	RET
+
+// func w8Rows4VNNI(t *q8Tile)
+TEXT ·w8Rows4VNNI(SB), NOSPLIT, $0-8
+	ROWS_START
+w8r4vRow:
+	ROWS_ROW_START
+w8r4vUnit:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+	MOVQ T_CHUNKS(AX), BX
+w8r4vChunk:
+	QUAD_W8_WIDEN
+	QUAD_W8_TOKEN_VNNI(Y4, Y16, DI)
+	QUAD_W8_TOKEN_VNNI(Y5, Y17, R13)
+	QUAD_W8_TOKEN_VNNI(Y6, Y18, R10)
+	QUAD_W8_TOKEN_VNNI(Y7, Y19, R15)
+	ADDQ $32, SI
+	ADDQ $64, R12
+	DECQ BX
+	JNZ w8r4vChunk
+	VPADDD Y16, Y4, Y4
+	VPADDD Y17, Y5, Y5
+	VPADDD Y18, Y6, Y6
+	VPADDD Y19, Y7, Y7
+	QUAD_UNIT_END
+	DECQ CX
+	JNZ w8r4vUnit
+	ROWS_END4
+	JNZ w8r4vRow
+	VZEROUPPER
+	RET
+
+// func w4Rows1AVX2(t *q8Tile)
+TEXT ·w4Rows1AVX2(SB), NOSPLIT, $0-8
+	ROWS1_START
+w4r1aRow:
+	ROWS1_ROW_START
+w4r1aUnit:
+	VPXOR Y1, Y1, Y1
+	MOVQ T_CHUNKS(AX), BX
+w4r1aChunk:
+	W4_HALF_AVX2(0, 0, 32, Y1)
+	W4_HALF_AVX2(16, 64, 96, Y1)
+	ADDQ $32, SI
+	ADDQ $128, R12
+	DECQ BX
+	JNZ w4r1aChunk
+	UNIT_UNIFORM
+	DECQ CX
+	JNZ w4r1aUnit
+	ROWS1_ROW_END
+	JNZ w4r1aRow
+	VZEROUPPER
+	RET
+
+// func w4Rows2AVX2(t *q8Tile)
+TEXT ·w4Rows2AVX2(SB), NOSPLIT, $0-8
+	ROWS_START
+w4r2aRow:
+	ROWS_ROW_START
+w4r2aUnit:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	MOVQ T_CHUNKS(AX), BX
+w4r2aChunk:
+	QUAD_W4_WIDEN
+	QUAD_W4_TOKEN_AVX2(Y4, DI)
+	QUAD_W4_TOKEN_AVX2(Y5, R13)
+	ADDQ $32, SI
+	ADDQ $128, R12
+	DECQ BX
+	JNZ w4r2aChunk
+	PAIR_UNIT_END
+	DECQ CX
+	JNZ w4r2aUnit
+	ROWS_END2
+	JNZ w4r2aRow
+	VZEROUPPER
+	RET
+
+// func w4Rows4AVX2(t *q8Tile)
+TEXT ·w4Rows4AVX2(SB), NOSPLIT, $0-8
+	ROWS_START
+w4r4aRow:
+	ROWS_ROW_START
+w4r4aUnit:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	MOVQ T_CHUNKS(AX), BX
+w4r4aChunk:
+	QUAD_W4_WIDEN
+	QUAD_W4_TOKEN_AVX2(Y4, DI)
+	QUAD_W4_TOKEN_AVX2(Y5, R13)
+	QUAD_W4_TOKEN_AVX2(Y6, R10)
+	QUAD_W4_TOKEN_AVX2(Y7, R15)
+	ADDQ $32, SI
+	ADDQ $128, R12
+	DECQ BX
+	JNZ w4r4aChunk
+	QUAD_UNIT_END
+	DECQ CX
+	JNZ w4r4aUnit
+	ROWS_END4
+	JNZ w4r4aRow
+	VZEROUPPER
+	RET
+
+// func w8Rows1AVX2(t *q8Tile)
+TEXT ·w8Rows1AVX2(SB), NOSPLIT, $0-8
+	ROWS1_START
+w8r1aRow:
+	ROWS1_ROW_START
+w8r1aUnit:
+	VPXOR Y1, Y1, Y1
+	MOVQ T_CHUNKS(AX), BX
+w8r1aChunk:
+	W8_HALF_AVX2(0, 0)
+	W8_HALF_AVX2(16, 32)
+	ADDQ $32, SI
+	ADDQ $64, R12
+	DECQ BX
+	JNZ w8r1aChunk
+	UNIT_UNIFORM
+	DECQ CX
+	JNZ w8r1aUnit
+	ROWS1_ROW_END
+	JNZ w8r1aRow
+	VZEROUPPER
+	RET
+
+// func w8Rows2AVX2(t *q8Tile)
+TEXT ·w8Rows2AVX2(SB), NOSPLIT, $0-8
+	ROWS_START
+w8r2aRow:
+	ROWS_ROW_START
+w8r2aUnit:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	MOVQ T_CHUNKS(AX), BX
+w8r2aChunk:
+	QUAD_W8_WIDEN
+	QUAD_W8_TOKEN_AVX2(Y4, DI)
+	QUAD_W8_TOKEN_AVX2(Y5, R13)
+	ADDQ $32, SI
+	ADDQ $64, R12
+	DECQ BX
+	JNZ w8r2aChunk
+	PAIR_UNIT_END
+	DECQ CX
+	JNZ w8r2aUnit
+	ROWS_END2
+	JNZ w8r2aRow
+	VZEROUPPER
+	RET
+
+// func w8Rows4AVX2(t *q8Tile)
+TEXT ·w8Rows4AVX2(SB), NOSPLIT, $0-8
+	ROWS_START
+w8r4aRow:
+	ROWS_ROW_START
+w8r4aUnit:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	MOVQ T_CHUNKS(AX), BX
+w8r4aChunk:
+	QUAD_W8_WIDEN
+	QUAD_W8_TOKEN_AVX2(Y4, DI)
+	QUAD_W8_TOKEN_AVX2(Y5, R13)
+	QUAD_W8_TOKEN_AVX2(Y6, R10)
+	QUAD_W8_TOKEN_AVX2(Y7, R15)
+	ADDQ $32, SI
+	ADDQ $64, R12
+	DECQ BX
+	JNZ w8r4aChunk
+	QUAD_UNIT_END
+	DECQ CX
+	JNZ w8r4aUnit
+	ROWS_END4
+	JNZ w8r4aRow
 	VZEROUPPER
 	RET
 
@@ -1139,3 +1241,4 @@ qwLoop:
 	MOVL AX, ret+40(FP)
 	VZEROUPPER
 	RET
+
