@@ -327,7 +327,13 @@ func BenchmarkDecodeBatch(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				prompt := benchPrompt(64 + i)[i:]
+				// Prompts that differ in every token, so that the
+				// sequences' tokens, and with them their routed experts,
+				// differ as in real traffic.
+				prompt := benchPrompt(64)
+				for j := range prompt {
+					prompt[j] = (prompt[j] + 104729*(i+1)) % 248000
+				}
 				if _, err := model.Prefill(be, w, seq, prompt, 0, model.Input{Sample: greedy}); err != nil {
 					b.Fatal(err)
 				}
