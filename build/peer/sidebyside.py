@@ -15,7 +15,10 @@ projected to 30 DeltaNet + 10 attention layers. The engine that goes first
 alternates from round to round.
 
 usage: sidebyside.py SUZURAN_BIN PEER_DIR ROUNDS OUT_DIR
-(ROUNDS 0 summarizes the rounds saved in OUT_DIR/runs.json.)
+(ROUNDS 0 summarizes the rounds saved in OUT_DIR/runs.json.) With
+BASE_BIN set in the environment, each round also runs that build of
+Suzuran ("base"), in turn with the others, and the summary adds it: a
+before and after measured in the same rounds.
 """
 import json
 import os
@@ -31,13 +34,13 @@ os.makedirs(out_dir, exist_ok=True)
 MIXES = {"synth-DDDA.gguf": (3, 1), "synth-DA.gguf": (1, 1), "synth-DADA.gguf": (2, 2)}
 
 
-def suzuran(r):
-    out = f"{out_dir}/suzuran-{r}.json"
-    cmd = [bin_path, "bench", "--synthetic", "--prompt", "512", "--gen", "32", "--runs", "1",
+def suzuran(r, name="suzuran", path=bin_path):
+    out = f"{out_dir}/{name}-{r}.json"
+    cmd = [path, "bench", "--synthetic", "--prompt", "512", "--gen", "32", "--runs", "1",
            "--warmup", "32", "--copy-mib", "64", "--layer-costs", "prefixes",
            "--prefix-prompt", "512", "--prefix-gen", "16", "--out", out]
     t = time.time()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=open(f"{out_dir}/suzuran-{r}.log", "w"))
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=open(f"{out_dir}/{name}-{r}.log", "w"))
     rep = json.load(open(out))
     pre = {f'{p["DeltaNet"]},{p["Attention"]}': p["Ms"] for p in rep["prefix_times"]["prefill"]}
     dec = {f'{p["DeltaNet"]},{p["Attention"]}': p["Ms"] for p in rep["prefix_times"]["decode"]}
@@ -47,7 +50,7 @@ def suzuran(r):
            "decode_cpu_ms": rep["decode"][0]["cpu_s"]["median"] * 1e3 / rep["decode"][0]["tokens"],
            "prefix_prefill_ms": pre, "prefix_decode_ms": dec, "backend": rep["backend"],
            "wall_s": time.time() - t}
-    print(f"round {r} suzuran: prefill {res['prefill_tok_s']:.1f} tok/s, decode {res['decode_tok_s']:.2f} tok/s "
+    print(f"round {r} {name}: prefill {res['prefill_tok_s']:.1f} tok/s, decode {res['decode_tok_s']:.2f} tok/s "
           f"({res['wall_s']:.0f} s)", flush=True)
     return res
 
@@ -86,13 +89,20 @@ def fit(ms, tokens):
     return {"fixed_ms": fixed, "deltanet_ms": d, "attention_ms": a, "full40_ms": full, "tok_s": tokens / full * 1e3}
 
 
+base_bin = os.environ.get("BASE_BIN")
 runs = {"suzuran": [], "llama": []}
+if base_bin:
+    runs["base"] = []
 if rounds == 0:
     runs = json.load(open(f"{out_dir}/runs.json"))
+engines = list(runs)
 for r in range(rounds):
-    order = ("suzuran", "llama") if r % 2 == 0 else ("llama", "suzuran")
-    for e in order:
-        runs[e].append(suzuran(r) if e == "suzuran" else llama(r))
+    k = r % len(engines)
+    for e in engines[k:] + engines[:k]:  # who goes first rotates
+        if e == "llama":
+            runs[e].append(llama(r))
+        else:
+            runs[e].append(suzuran(r, e, base_bin if e == "base" else bin_path))
     json.dump(runs, open(f"{out_dir}/runs.json", "w"), indent=1)
 
 
@@ -102,6 +112,8 @@ def stat(xs):
 
 summary = {}
 for e, rs in runs.items():
+    if e == "base":
+        continue
     s = {k: [x[k] for x in rs] for k in ("prefill_tok_s", "decode_tok_s", "prefill_cpu_s", "decode_cpu_ms")}
     s["fit_prefill"] = [fit(x["prefix_prefill_ms"], 512) for x in rs]
     s["fit_decode"] = [fit(x["prefix_decode_ms"], 1) for x in rs]
@@ -115,6 +127,15 @@ for k, label in (("prefill_tok_s", "prefill 512, tok/s"), ("decode_tok_s", "deco
 ratios = {k: [s[k] / l[k] for s, l in zip(runs["suzuran"], runs["llama"])] for k in ("prefill_tok_s", "decode_tok_s")}
 print(f"{'per-round ratio, prefill':34s} {stat(ratios['prefill_tok_s'])}")
 print(f"{'per-round ratio, decode':34s} {stat(ratios['decode_tok_s'])}")
+if "base" in runs:
+    print()
+    print(f"{'':34s} {'Suzuran base':28s} base / llama.cpp, medians; per-round Suzuran / base")
+    for k, label in (("prefill_tok_s", "prefill 512, tok/s"), ("decode_tok_s", "decode after 512, tok/s"),
+                     ("prefill_cpu_s", "prefill 512, process CPU s"), ("decode_cpu_ms", "decode, process CPU ms/token")):
+        a = [x[k] for x in runs["base"]]
+        b = summary["llama"][k]
+        per = [s[k] / x[k] for s, x in zip(runs["suzuran"], runs["base"])]
+        print(f"{label:34s} {stat(a):28s} {statistics.median(a) / statistics.median(b):.2f}; {stat(per)}")
 for what in ("fit_prefill", "fit_decode"):
     for k, label in (("fixed_ms", "fixed ms"), ("deltanet_ms", "DeltaNet layer ms"), ("attention_ms", "attention layer ms"),
                      ("tok_s", "projected 40 layers, tok/s")):

@@ -40,7 +40,10 @@ func OpenWith(kind string, m *checkpoint.Model, o OpenOptions) (Target, func() e
 	if err != nil {
 		return Target{}, nil, fmt.Errorf("bench: %w", err)
 	}
-	t := Target{Kind: kind, Backend: b, Weights: m.Weights, KVElemBytes: 4}
+	// The backend itself, not the wrapper: model.StartBatch finds its batched
+	// pass (model.Batcher) only on the backend, and would run a batch one
+	// pass per sequence through the wrapper.
+	t := Target{Kind: kind, Backend: b.Backend, Weights: m.Weights, KVElemBytes: 4}
 	if c, ok := b.Backend.(*cpu.Backend); ok {
 		k := c.Kernels()
 		t.Kernels = &k

@@ -306,3 +306,46 @@ func BenchmarkAttentionPrefill(b *testing.B) {
 	}
 	b.ReportMetric((processCPU()-cpu0).Seconds()*1e3/float64(b.N), "cpu-ms/op")
 }
+
+// BenchmarkDecodeBatch measures one batched decode step (model.RunBatch)
+// of 1, 2 and 4 sequences, each after its own 64-token prompt, on the same
+// two layers: CPU time per step from the process, and per sequence, which
+// a batch lowers only where the sequences share work (the products whose
+// weights every row uses, the head; each routed expert serves the rows
+// chosen for it).
+func BenchmarkDecodeBatch(b *testing.B) {
+	for _, n := range []int{1, 2, 4} {
+		b.Run(fmt.Sprintf("seqs%d", n), func(b *testing.B) {
+			be, w := benchSetupWith(b, Options{})
+			greedy := &model.Sampling{}
+			segs := make([]model.Segment, n)
+			for i := range segs {
+				seq, err := be.NewSequence(1024)
+				if err != nil {
+					b.Fatal(err)
+				}
+				// Prompts that differ in every token, so that the
+				// sequences' tokens, and with them their routed experts,
+				// differ as in real traffic.
+				prompt := benchPrompt(64)
+				for j := range prompt {
+					prompt[j] = (prompt[j] + 104729*(i+1)) % 248000
+				}
+				if _, err := model.Prefill(be, w, seq, prompt, 0, model.Input{Sample: greedy}); err != nil {
+					b.Fatal(err)
+				}
+				segs[i] = model.Segment{Seq: seq, In: model.Input{Sample: greedy}}
+			}
+			cpu0 := processCPU()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := model.RunBatch(be, w, segs); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu := processCPU() - cpu0
+			b.ReportMetric(cpu.Seconds()*1e3/float64(b.N), "cpu-ms/step")
+			b.ReportMetric(cpu.Seconds()*1e3/float64(b.N*n), "cpu-ms/token")
+		})
+	}
+}

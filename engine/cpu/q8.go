@@ -138,8 +138,18 @@ func (l *q8Layout) laneOf(k int) int {
 // the int8 activations in kernel order, then eight lanes of d (the
 // activation scale of the lane's group) and eight lanes of d·Σxq (the
 // group's sum of rounded activations in its first lane, zero elsewhere).
-func (l *q8Layout) quantize(rec []byte, x []float32) {
+//
+// With k's assembly (int16 activations only) each group's rounding runs
+// there, with the same operations; k nil or without it runs the Go loop.
+func (l *q8Layout) quantize(rec []byte, x []float32, k *q8Kernels) {
 	per := l.unitElems / l.group // groups per unit: 2 when split, else 1
+	var perm16 *uint16
+	if l.wide && k != nil && k.quantW16 != nil && l.group%32 == 0 {
+		perm16 = &blockPerm[0][0]
+		if l.bits == 4 {
+			perm16 = &blockPerm[1][0]
+		}
+	}
 	levels := float32(127)
 	if l.wide {
 		levels = 32767
@@ -166,31 +176,43 @@ func (l *q8Layout) quantize(rec []byte, x []float32) {
 		for g := range per {
 			seg := xu[g*l.group : (g+1)*l.group]
 			var amax float32
-			for _, v := range seg {
-				amax = max(amax, abs32(v))
+			if perm16 != nil {
+				amax = k.absMax(&seg[0], len(seg))
+			} else {
+				for _, v := range seg {
+					amax = max(amax, abs32(v))
+				}
 			}
 			var scale, inv float32
 			if amax > 0 {
 				scale, inv = amax/levels, levels/amax
 			}
-			var sum int32
-			for i, v := range seg {
-				// Adding and subtracting 1.5·2²³ rounds |v·inv| ≤ 2¹⁵
-				// to the nearest integer (ties to even) in float32.
-				f := v*inv + 12582912
-				qi := int32(f - 12582912)
-				qi = min(max(qi, -int32(levels)), int32(levels))
-				q[i] = qi
-				sum += qi
-			}
 			base := g * l.group
-			for i, qi := range q {
-				e := base + i
-				pos := e&^63 + perm[e&63]
-				if l.wide {
-					xq[2*pos], xq[2*pos+1] = byte(qi), byte(qi>>8)
-				} else {
-					xq[pos] = byte(int8(qi))
+			var sum int32
+			if perm16 != nil {
+				// A group starts a block of 32 (position keeps each
+				// block's elements inside it).
+				sum = k.quantW16(&seg[0], len(seg), inv, int32(levels), &xq[2*base], perm16)
+			} else {
+				for i, v := range seg {
+					// Adding and subtracting 1.5·2²³ rounds |v·inv| ≤ 2¹⁵
+					// to the nearest integer (ties to even) in float32;
+					// the conversion keeps the product rounded on its own
+					// (no fused multiply-add), as the assembly does.
+					f := float32(v*inv) + 12582912
+					qi := int32(f - 12582912)
+					qi = min(max(qi, -int32(levels)), int32(levels))
+					q[i] = qi
+					sum += qi
+				}
+				for i, qi := range q {
+					e := base + i
+					pos := e&^63 + perm[e&63]
+					if l.wide {
+						xq[2*pos], xq[2*pos+1] = byte(qi), byte(qi>>8)
+					} else {
+						xq[pos] = byte(int8(qi))
+					}
 				}
 			}
 			first := true
@@ -225,6 +247,7 @@ type q8Tile struct {
 	tokens    int      // token rows, at least 1
 	out       *float32 // the first token's output
 	outStride int      // bytes from one token's output to the next
+	rows      int      // weight rows, for the multi-row kernels (q8Kernels.rows)
 }
 
 // q8Kernels are one instruction set's int8 kernels; nil fields run the Go
@@ -238,6 +261,50 @@ type q8Kernels struct {
 	// Four tokens at a time, t.tokens a multiple of 4 (int16 activations,
 	// one group per unit); nil where the one-token kernel serves.
 	w4Quad, w8Quad func(t *q8Tile)
+	// t.rows consecutive weight rows against one, two and four tokens
+	// (indices 0, 1, 2; int16 activations, one group per unit), the
+	// outputs of a row 4 bytes after the previous row's; nil where the
+	// kernels above serve. The weights of each unit are unpacked once for
+	// all the tokens, and one call covers a block of rows.
+	w4Rows, w8Rows [3]func(t *q8Tile)
+	// The int16 rounding of a group in assembly (nil: the Go loop):
+	// absMax is max|x_i| over n elements (a multiple of 16); quantW16
+	// rounds n elements (a multiple of 32) as quantize does, stores each
+	// block of 32 in the order perm gives and returns the sum.
+	absMax   func(x *float32, n int) float32
+	quantW16 func(x *float32, n int, inv float32, levels int32, xq *byte, perm *uint16) int32
+}
+
+// blockPerm is, for each layout order of 32 int16 activations, the element
+// of the block stored at each position: 4-bit rows store the even elements,
+// then the odd ones (position), 8-bit rows keep x's order.
+var blockPerm = func() (p [2][32]uint16) {
+	for i := range 32 {
+		p[0][i] = uint16(i)
+		if i < 16 {
+			p[1][i] = uint16(2 * i)
+		} else {
+			p[1][i] = uint16(2*(i-16) + 1)
+		}
+	}
+	return p
+}()
+
+// rowKernels returns the multi-row kernels for l, or nil.
+func (k *q8Kernels) rowKernels(l *q8Layout) *[3]func(*q8Tile) {
+	var r *[3]func(*q8Tile)
+	switch {
+	case !l.wide || l.split:
+		return nil
+	case l.bits == 8:
+		r = &k.w8Rows
+	default:
+		r = &k.w4Rows
+	}
+	if r[0] == nil {
+		return nil
+	}
+	return r
 }
 
 // quad returns the four-token kernel for l, or nil.
@@ -338,7 +405,7 @@ func (b *Backend) prepareQ8(l q8Layout, x []float32, rows, in int) *q8Input {
 	p := &q8Input{layout: l, data: *buf, buf: buf}
 	b.pool.parallelFor(rows, 16, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
-			l.quantize(p.data[t*l.recordBytes:(t+1)*l.recordBytes], x[t*in:(t+1)*in])
+			l.quantize(p.data[t*l.recordBytes:(t+1)*l.recordBytes], x[t*in:(t+1)*in], &b.kern.q8)
 		}
 	})
 	return p
@@ -421,8 +488,28 @@ func (k *q8Kernels) q8Rows(y []float32, rows int, w *model.Matrix, p *q8Input, l
 	run := func(f func(*q8Tile), o, t, n int) {
 		*tile = q8Tile{w: &w.Data[o*l.rowBytes], scales: &scales[o*groups], biases: &biases[o*groups],
 			units: l.units, chunks: l.chunks, x: &p.data[t*l.recordBytes], xStride: l.recordBytes,
-			tokens: n, out: &y[t*w.Out+o], outStride: 4 * w.Out}
+			tokens: n, out: &y[t*w.Out+o], outStride: 4 * w.Out, rows: 1}
 		f(tile)
+	}
+	if rk := k.rowKernels(l); rk != nil {
+		for r0 := lo; r0 < hi; r0 += fastRowBlock {
+			r1 := min(r0+fastRowBlock, hi)
+			for t := 0; t < rows; {
+				f, n := rk[0], 1
+				switch {
+				case rows-t >= 4:
+					f, n = rk[2], 4
+				case rows-t >= 2:
+					f, n = rk[1], 2
+				}
+				*tile = q8Tile{w: &w.Data[r0*l.rowBytes], scales: &scales[r0*groups], biases: &biases[r0*groups],
+					units: l.units, chunks: l.chunks, x: &p.data[t*l.recordBytes], xStride: l.recordBytes,
+					tokens: n, out: &y[t*w.Out+r0], outStride: 4 * w.Out, rows: r1 - r0}
+				f(tile)
+				t += n
+			}
+		}
+		return
 	}
 	for r0 := lo; r0 < hi; r0 += fastRowBlock {
 		r1 := min(r0+fastRowBlock, hi)

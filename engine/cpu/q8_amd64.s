@@ -702,3 +702,543 @@ w8qaChunk:
 	JNZ w8qaToken
 	VZEROUPPER
 	RET
+
+// Multi-row kernels: t.rows consecutive weight rows against one, two or
+// four token rows (t.tokens is not read), each row's outputs 4 bytes after
+// the previous row's. A row's weights, scales and biases follow the
+// previous row's, so SI, DX and R8 run on from row to row; one call
+// covers a block of rows, so the per-row call of the kernels above (a Go
+// loop and an indirect call per row) goes. The bodies are those kernels',
+// so a row's outputs are theirs bit for bit. Registers as in the quad
+// kernels, plus R9 the current row's first output, R11 rows left.
+//
+// 512-bit forms of these (a 32-byte chunk widened into two registers of
+// 32 words lined up with the stored activations, two vpdpwssd of 64 bytes
+// per token and chunk, a fold of the upper lanes onto the lower) measured
+// slower on AMD Zen 4 (BenchmarkProducts, GMAC per CPU second, one
+// thread: 27 against 32 for one token, 40 against 50 for four): the core
+// runs them as two 256-bit halves, so the halved instruction count saves
+// nothing, and the lane-crossing shuffles and the fold cost extra.
+#define T_ROWS 80
+
+#define ROWS_START \
+	MOVQ t+0(FP), AX \
+	MOVQ T_XSTRIDE(AX), R13 \
+	XORQ DI, DI \
+	LEAQ (R13)(R13*1), R10 \
+	LEAQ (R13)(R13*2), R15 \
+	VPCMPEQW Y12, Y12, Y12 \
+	VPSRLW $12, Y12, Y12 \
+	MOVQ T_W(AX), SI \
+	MOVQ T_SCALES(AX), DX \
+	MOVQ T_BIASES(AX), R8 \
+	MOVQ T_OUT(AX), R9 \
+	MOVQ T_ROWS(AX), R11
+
+#define ROWS_ROW_START \
+	MOVQ T_UNITS(AX), CX \
+	MOVQ T_X(AX), R12 \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3
+
+// PAIR_UNIT_END is QUAD_UNIT_END for two tokens.
+#define PAIR_UNIT_END \
+	VPBROADCASTW (DX), Y8 \
+	VPSLLD $16, Y8, Y8 \
+	VPBROADCASTW (R8), Y9 \
+	VPSLLD $16, Y9, Y9 \
+	QUAD_UNIT_TOKEN(Y4, Y0, DI) \
+	QUAD_UNIT_TOKEN(Y5, Y1, R13) \
+	ADDQ $64, R12 \
+	ADDQ $2, DX \
+	ADDQ $2, R8
+
+// ROWS_END4 stores four tokens' outputs of the row (outStride apart) and
+// moves to the next row; ROWS_END2 two.
+#define ROWS_END4 \
+	MOVQ T_OUTSTRIDE(AX), BX \
+	MOVQ R9, R14 \
+	QUAD_STORE(Y0, X0, (R14)) \
+	ADDQ BX, R14 \
+	QUAD_STORE(Y1, X1, (R14)) \
+	ADDQ BX, R14 \
+	QUAD_STORE(Y2, X2, (R14)) \
+	ADDQ BX, R14 \
+	QUAD_STORE(Y3, X3, (R14)) \
+	ADDQ $4, R9 \
+	DECQ R11
+
+#define ROWS_END2 \
+	MOVQ T_OUTSTRIDE(AX), BX \
+	MOVQ R9, R14 \
+	QUAD_STORE(Y0, X0, (R14)) \
+	ADDQ BX, R14 \
+	QUAD_STORE(Y1, X1, (R14)) \
+	ADDQ $4, R9 \
+	DECQ R11
+
+// One token over a block of rows with 256-bit registers: the one-token
+// kernels' bodies (w4TileVNNI, w4TileAVX2, ...) looping over t.rows rows.
+#define ROWS1_START \
+	MOVQ t+0(FP), AX \
+	MOVL $0x0F0F0F0F, BX \
+	VMOVD BX, X15 \
+	VPBROADCASTD X15, Y15 \
+	VPCMPEQD Y14, Y14, Y14 \
+	VPSLLD $16, Y14, Y14 \
+	VPCMPEQW Y13, Y13, Y13 \
+	VPSRLW $15, Y13, Y13 \
+	VPCMPEQW Y12, Y12, Y12 \
+	VPSRLW $12, Y12, Y12 \
+	MOVQ T_W(AX), SI \
+	MOVQ T_SCALES(AX), DX \
+	MOVQ T_BIASES(AX), R8 \
+	MOVQ T_OUT(AX), R10 \
+	MOVQ T_ROWS(AX), R11
+
+#define ROWS1_ROW_START \
+	MOVQ T_UNITS(AX), CX \
+	MOVQ T_X(AX), R12 \
+	VXORPS Y0, Y0, Y0
+
+#define ROWS1_ROW_END \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS X1, X0, X0 \
+	VHADDPS X0, X0, X0 \
+	VHADDPS X0, X0, X0 \
+	VMOVSS X0, (R10) \
+	ADDQ $4, R10 \
+	DECQ R11
+
+// func w4Rows1VNNI(t *q8Tile)
+TEXT ·w4Rows1VNNI(SB), NOSPLIT, $0-8
+	ROWS1_START
+w4r1vRow:
+	ROWS1_ROW_START
+w4r1vUnit:
+	VPXOR Y1, Y1, Y1
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	MOVQ T_CHUNKS(AX), BX
+w4r1vChunk:
+	W4_HALF_VNNI(0, 0, 32, Y1, Y7)
+	W4_HALF_VNNI(16, 64, 96, Y8, Y9)
+	ADDQ $32, SI
+	ADDQ $128, R12
+	DECQ BX
+	JNZ w4r1vChunk
+	VPADDD Y7, Y1, Y1
+	VPADDD Y9, Y8, Y8
+	VPADDD Y8, Y1, Y1
+	UNIT_UNIFORM
+	DECQ CX
+	JNZ w4r1vUnit
+	ROWS1_ROW_END
+	JNZ w4r1vRow
+	VZEROUPPER
+	RET
+
+// func w4Rows2VNNI(t *q8Tile)
+TEXT ·w4Rows2VNNI(SB), NOSPLIT, $0-8
+	ROWS_START
+w4r2vRow:
+	ROWS_ROW_START
+w4r2vUnit:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	MOVQ T_CHUNKS(AX), BX
+w4r2vChunk:
+	QUAD_W4_WIDEN
+	QUAD_W4_TOKEN_VNNI(Y4, Y16, DI)
+	QUAD_W4_TOKEN_VNNI(Y5, Y17, R13)
+	ADDQ $32, SI
+	ADDQ $128, R12
+	DECQ BX
+	JNZ w4r2vChunk
+	VPADDD Y16, Y4, Y4
+	VPADDD Y17, Y5, Y5
+	PAIR_UNIT_END
+	DECQ CX
+	JNZ w4r2vUnit
+	ROWS_END2
+	JNZ w4r2vRow
+	VZEROUPPER
+	RET
+
+// func w4Rows4VNNI(t *q8Tile)
+TEXT ·w4Rows4VNNI(SB), NOSPLIT, $0-8
+	ROWS_START
+w4r4vRow:
+	ROWS_ROW_START
+w4r4vUnit:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+	MOVQ T_CHUNKS(AX), BX
+w4r4vChunk:
+	QUAD_W4_WIDEN
+	QUAD_W4_TOKEN_VNNI(Y4, Y16, DI)
+	QUAD_W4_TOKEN_VNNI(Y5, Y17, R13)
+	QUAD_W4_TOKEN_VNNI(Y6, Y18, R10)
+	QUAD_W4_TOKEN_VNNI(Y7, Y19, R15)
+	ADDQ $32, SI
+	ADDQ $128, R12
+	DECQ BX
+	JNZ w4r4vChunk
+	VPADDD Y16, Y4, Y4
+	VPADDD Y17, Y5, Y5
+	VPADDD Y18, Y6, Y6
+	VPADDD Y19, Y7, Y7
+	QUAD_UNIT_END
+	DECQ CX
+	JNZ w4r4vUnit
+	ROWS_END4
+	JNZ w4r4vRow
+	VZEROUPPER
+	RET
+
+// func w8Rows1VNNI(t *q8Tile)
+TEXT ·w8Rows1VNNI(SB), NOSPLIT, $0-8
+	ROWS1_START
+w8r1vRow:
+	ROWS1_ROW_START
+w8r1vUnit:
+	VPXOR Y1, Y1, Y1
+	VPXOR Y7, Y7, Y7
+	MOVQ T_CHUNKS(AX), BX
+w8r1vChunk:
+	W8_HALF_VNNI(0, 0, Y1)
+	W8_HALF_VNNI(16, 32, Y7)
+	ADDQ $32, SI
+	ADDQ $64, R12
+	DECQ BX
+	JNZ w8r1vChunk
+	VPADDD Y7, Y1, Y1
+	UNIT_UNIFORM
+	DECQ CX
+	JNZ w8r1vUnit
+	ROWS1_ROW_END
+	JNZ w8r1vRow
+	VZEROUPPER
+	RET
+
+// func w8Rows2VNNI(t *q8Tile)
+TEXT ·w8Rows2VNNI(SB), NOSPLIT, $0-8
+	ROWS_START
+w8r2vRow:
+	ROWS_ROW_START
+w8r2vUnit:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	MOVQ T_CHUNKS(AX), BX
+w8r2vChunk:
+	QUAD_W8_WIDEN
+	QUAD_W8_TOKEN_VNNI(Y4, Y16, DI)
+	QUAD_W8_TOKEN_VNNI(Y5, Y17, R13)
+	ADDQ $32, SI
+	ADDQ $64, R12
+	DECQ BX
+	JNZ w8r2vChunk
+	VPADDD Y16, Y4, Y4
+	VPADDD Y17, Y5, Y5
+	PAIR_UNIT_END
+	DECQ CX
+	JNZ w8r2vUnit
+	ROWS_END2
+	JNZ w8r2vRow
+	VZEROUPPER
+	RET
+
+// func w8Rows4VNNI(t *q8Tile)
+TEXT ·w8Rows4VNNI(SB), NOSPLIT, $0-8
+	ROWS_START
+w8r4vRow:
+	ROWS_ROW_START
+w8r4vUnit:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	VPXORD Y16, Y16, Y16
+	VPXORD Y17, Y17, Y17
+	VPXORD Y18, Y18, Y18
+	VPXORD Y19, Y19, Y19
+	MOVQ T_CHUNKS(AX), BX
+w8r4vChunk:
+	QUAD_W8_WIDEN
+	QUAD_W8_TOKEN_VNNI(Y4, Y16, DI)
+	QUAD_W8_TOKEN_VNNI(Y5, Y17, R13)
+	QUAD_W8_TOKEN_VNNI(Y6, Y18, R10)
+	QUAD_W8_TOKEN_VNNI(Y7, Y19, R15)
+	ADDQ $32, SI
+	ADDQ $64, R12
+	DECQ BX
+	JNZ w8r4vChunk
+	VPADDD Y16, Y4, Y4
+	VPADDD Y17, Y5, Y5
+	VPADDD Y18, Y6, Y6
+	VPADDD Y19, Y7, Y7
+	QUAD_UNIT_END
+	DECQ CX
+	JNZ w8r4vUnit
+	ROWS_END4
+	JNZ w8r4vRow
+	VZEROUPPER
+	RET
+
+// func w4Rows1AVX2(t *q8Tile)
+TEXT ·w4Rows1AVX2(SB), NOSPLIT, $0-8
+	ROWS1_START
+w4r1aRow:
+	ROWS1_ROW_START
+w4r1aUnit:
+	VPXOR Y1, Y1, Y1
+	MOVQ T_CHUNKS(AX), BX
+w4r1aChunk:
+	W4_HALF_AVX2(0, 0, 32, Y1)
+	W4_HALF_AVX2(16, 64, 96, Y1)
+	ADDQ $32, SI
+	ADDQ $128, R12
+	DECQ BX
+	JNZ w4r1aChunk
+	UNIT_UNIFORM
+	DECQ CX
+	JNZ w4r1aUnit
+	ROWS1_ROW_END
+	JNZ w4r1aRow
+	VZEROUPPER
+	RET
+
+// func w4Rows2AVX2(t *q8Tile)
+TEXT ·w4Rows2AVX2(SB), NOSPLIT, $0-8
+	ROWS_START
+w4r2aRow:
+	ROWS_ROW_START
+w4r2aUnit:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	MOVQ T_CHUNKS(AX), BX
+w4r2aChunk:
+	QUAD_W4_WIDEN
+	QUAD_W4_TOKEN_AVX2(Y4, DI)
+	QUAD_W4_TOKEN_AVX2(Y5, R13)
+	ADDQ $32, SI
+	ADDQ $128, R12
+	DECQ BX
+	JNZ w4r2aChunk
+	PAIR_UNIT_END
+	DECQ CX
+	JNZ w4r2aUnit
+	ROWS_END2
+	JNZ w4r2aRow
+	VZEROUPPER
+	RET
+
+// func w4Rows4AVX2(t *q8Tile)
+TEXT ·w4Rows4AVX2(SB), NOSPLIT, $0-8
+	ROWS_START
+w4r4aRow:
+	ROWS_ROW_START
+w4r4aUnit:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	MOVQ T_CHUNKS(AX), BX
+w4r4aChunk:
+	QUAD_W4_WIDEN
+	QUAD_W4_TOKEN_AVX2(Y4, DI)
+	QUAD_W4_TOKEN_AVX2(Y5, R13)
+	QUAD_W4_TOKEN_AVX2(Y6, R10)
+	QUAD_W4_TOKEN_AVX2(Y7, R15)
+	ADDQ $32, SI
+	ADDQ $128, R12
+	DECQ BX
+	JNZ w4r4aChunk
+	QUAD_UNIT_END
+	DECQ CX
+	JNZ w4r4aUnit
+	ROWS_END4
+	JNZ w4r4aRow
+	VZEROUPPER
+	RET
+
+// func w8Rows1AVX2(t *q8Tile)
+TEXT ·w8Rows1AVX2(SB), NOSPLIT, $0-8
+	ROWS1_START
+w8r1aRow:
+	ROWS1_ROW_START
+w8r1aUnit:
+	VPXOR Y1, Y1, Y1
+	MOVQ T_CHUNKS(AX), BX
+w8r1aChunk:
+	W8_HALF_AVX2(0, 0)
+	W8_HALF_AVX2(16, 32)
+	ADDQ $32, SI
+	ADDQ $64, R12
+	DECQ BX
+	JNZ w8r1aChunk
+	UNIT_UNIFORM
+	DECQ CX
+	JNZ w8r1aUnit
+	ROWS1_ROW_END
+	JNZ w8r1aRow
+	VZEROUPPER
+	RET
+
+// func w8Rows2AVX2(t *q8Tile)
+TEXT ·w8Rows2AVX2(SB), NOSPLIT, $0-8
+	ROWS_START
+w8r2aRow:
+	ROWS_ROW_START
+w8r2aUnit:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	MOVQ T_CHUNKS(AX), BX
+w8r2aChunk:
+	QUAD_W8_WIDEN
+	QUAD_W8_TOKEN_AVX2(Y4, DI)
+	QUAD_W8_TOKEN_AVX2(Y5, R13)
+	ADDQ $32, SI
+	ADDQ $64, R12
+	DECQ BX
+	JNZ w8r2aChunk
+	PAIR_UNIT_END
+	DECQ CX
+	JNZ w8r2aUnit
+	ROWS_END2
+	JNZ w8r2aRow
+	VZEROUPPER
+	RET
+
+// func w8Rows4AVX2(t *q8Tile)
+TEXT ·w8Rows4AVX2(SB), NOSPLIT, $0-8
+	ROWS_START
+w8r4aRow:
+	ROWS_ROW_START
+w8r4aUnit:
+	VPXOR Y4, Y4, Y4
+	VPXOR Y5, Y5, Y5
+	VPXOR Y6, Y6, Y6
+	VPXOR Y7, Y7, Y7
+	MOVQ T_CHUNKS(AX), BX
+w8r4aChunk:
+	QUAD_W8_WIDEN
+	QUAD_W8_TOKEN_AVX2(Y4, DI)
+	QUAD_W8_TOKEN_AVX2(Y5, R13)
+	QUAD_W8_TOKEN_AVX2(Y6, R10)
+	QUAD_W8_TOKEN_AVX2(Y7, R15)
+	ADDQ $32, SI
+	ADDQ $64, R12
+	DECQ BX
+	JNZ w8r4aChunk
+	QUAD_UNIT_END
+	DECQ CX
+	JNZ w8r4aUnit
+	ROWS_END4
+	JNZ w8r4aRow
+	VZEROUPPER
+	RET
+
+// The activation rounding of the int16 fast path (q8Layout.quantize) with
+// AVX-512: the same float operations in the same order, element by
+// element, so the records are the Go loop's byte for byte.
+
+// func absMaxAVX512(x *float32, n int) float32
+//
+// max |x_i| over n elements, n a multiple of 16 (max is exact, so the
+// order does not matter).
+TEXT ·absMaxAVX512(SB), NOSPLIT, $0-20
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VPXORD Z0, Z0, Z0
+	MOVL $0x7FFFFFFF, AX
+	VPBROADCASTD AX, Z1
+amLoop:
+	VPANDD (SI), Z1, Z2
+	VMAXPS Z2, Z0, Z0
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JNZ amLoop
+	VEXTRACTF64X4 $1, Z0, Y2
+	VMAXPS Y2, Y0, Y0
+	VEXTRACTF128 $1, Y0, X2
+	VMAXPS X2, X0, X0
+	VPERMILPS $0x4E, X0, X2
+	VMAXPS X2, X0, X0
+	VPERMILPS $0xB1, X0, X2
+	VMAXPS X2, X0, X0
+	VMOVSS X0, ret+16(FP)
+	VZEROUPPER
+	RET
+
+// func quantW16AVX512(x *float32, n int, inv float32, levels int32, xq *byte, perm *uint16) int32
+//
+// Rounds n elements (a multiple of 32) to int16: q = clamp(round(x·inv))
+// by adding and subtracting 1.5·2²³ after the product, each step rounded
+// to float32 as the Go loop does, and stores each block of 32 in the
+// order perm gives (perm[p] is the block's element stored at word p).
+// It returns Σq.
+TEXT ·quantW16AVX512(SB), NOSPLIT, $0-44
+	MOVQ x+0(FP), SI
+	MOVQ n+8(FP), CX
+	VBROADCASTSS inv+16(FP), Z1
+	MOVL levels+20(FP), AX
+	VPBROADCASTD AX, Z2
+	VPXORD Z3, Z3, Z3
+	VPSUBD Z2, Z3, Z3
+	MOVL $0x4B400000, AX
+	VPBROADCASTD AX, Z4
+	MOVQ xq+24(FP), DI
+	MOVQ perm+32(FP), DX
+	VMOVDQU64 (DX), Z6
+	VPXORD Z5, Z5, Z5
+qwLoop:
+	VMULPS (SI), Z1, Z7
+	VADDPS Z4, Z7, Z7
+	VSUBPS Z4, Z7, Z7
+	VCVTTPS2DQ Z7, Z7
+	VPMAXSD Z3, Z7, Z7
+	VPMINSD Z2, Z7, Z7
+	VPADDD Z7, Z5, Z5
+	VMULPS 64(SI), Z1, Z8
+	VADDPS Z4, Z8, Z8
+	VSUBPS Z4, Z8, Z8
+	VCVTTPS2DQ Z8, Z8
+	VPMAXSD Z3, Z8, Z8
+	VPMINSD Z2, Z8, Z8
+	VPADDD Z8, Z5, Z5
+	VPMOVDW Z7, Y7
+	VPMOVDW Z8, Y8
+	VINSERTI64X4 $1, Y8, Z7, Z7
+	VPERMW Z7, Z6, Z7
+	VMOVDQU64 Z7, (DI)
+	ADDQ $128, SI
+	ADDQ $64, DI
+	SUBQ $32, CX
+	JNZ qwLoop
+	VEXTRACTI64X4 $1, Z5, Y0
+	VPADDD Y0, Y5, Y5
+	VEXTRACTI128 $1, Y5, X0
+	VPADDD X0, X5, X5
+	VPSHUFD $0x4E, X5, X0
+	VPADDD X0, X5, X5
+	VPSHUFD $0xB1, X5, X0
+	VPADDD X0, X5, X5
+	VMOVD X5, AX
+	MOVL AX, ret+40(FP)
+	VZEROUPPER
+	RET
+

@@ -99,7 +99,7 @@ func TestQ8NEONKernels(t *testing.T) {
 				clear(x[:min(c.group, c.in)]) // token 0's first group: all zero
 				p := &q8Input{layout: l, data: make([]byte, rows*l.recordBytes)}
 				for r := range rows {
-					l.quantize(p.data[r*l.recordBytes:(r+1)*l.recordBytes], x[r*c.in:(r+1)*c.in])
+					l.quantize(p.data[r*l.recordBytes:(r+1)*l.recordBytes], x[r*c.in:(r+1)*c.in], &neon.q8)
 				}
 				y := make([]float32, rows*c.out)
 				neon.q8.q8Rows(y, rows, &tm.m, p, 0, c.out)

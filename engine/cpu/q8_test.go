@@ -264,14 +264,13 @@ func BenchmarkProducts(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	tm := newTestMatrix(rng, model.Affine, 8192, 2048, 4, 64)
 	for _, p := range []Precision{PrecisionExact, PrecisionFast, PrecisionInt8} {
-		for _, isa := range ISAs() {
-			k, _ := kernelsFor(isa)
-			be := &Backend{pool: pool{threads: 1}, kern: k, precision: p}
+		for _, level := range benchLevels() {
+			be := &Backend{pool: pool{threads: 1}, kern: level.k, precision: p}
 			if p == PrecisionExact {
 				be.precision = ""
 			}
-			for _, rows := range []int{1, 8, 512} {
-				b.Run(fmt.Sprintf("%s/%s/rows%d", p, isa, rows), func(b *testing.B) {
+			for _, rows := range []int{1, 2, 4, 8, 512} {
+				b.Run(fmt.Sprintf("%s/%s/rows%d", p, level.name, rows), func(b *testing.B) {
 					runtime.LockOSThread()
 					defer runtime.UnlockOSThread()
 					x := randomVector(rng, rows*2048)
@@ -287,6 +286,84 @@ func BenchmarkProducts(b *testing.B) {
 						b.ReportMetric(macs/(cpu1-cpu0).Seconds()/1e9, "GMAC/cpu-s")
 					}
 				})
+			}
+		}
+	}
+}
+
+// benchLevels is each instruction set this machine runs, plus, where a
+// level has multi-row kernels, the same level without them ("-1row": one
+// weight row per call, 256-bit registers), to measure what they give.
+func benchLevels() []struct {
+	name string
+	k    kernelSet
+} {
+	var out []struct {
+		name string
+		k    kernelSet
+	}
+	for _, isa := range ISAs() {
+		k, _ := kernelsFor(isa)
+		out = append(out, struct {
+			name string
+			k    kernelSet
+		}{string(isa), k})
+		if k.q8.w4Rows[0] != nil {
+			k.q8.w4Rows, k.q8.w8Rows = [3]func(*q8Tile){}, [3]func(*q8Tile){}
+			out = append(out, struct {
+				name string
+				k    kernelSet
+			}{string(isa) + "-1row", k})
+		}
+	}
+	return out
+}
+
+// TestQ8QuantizeLevels checks that each level's rounding of the
+// activations (assembly where it has it) writes the Go loop's records
+// byte for byte, on every layout of q8Cases with int16 and int8
+// activations, for random rows, a row with an all-zero group, and rows
+// whose scaled values fall on ties (x·inv = k + ½, which must round to
+// even).
+func TestQ8QuantizeLevels(t *testing.T) {
+	rng := rand.New(rand.NewPCG(27, 28))
+	for _, c := range q8Cases {
+		if c.dtype != model.Affine {
+			continue
+		}
+		tm := newTestMatrix(rng, c.dtype, c.out, c.in, c.bits, c.group)
+		for _, wide := range []bool{true, false} {
+			l, ok := newQ8Layout(&tm.m, wide)
+			if !ok {
+				continue
+			}
+			rows := [][]float32{randomVector(rng, c.in), randomVector(rng, c.in), make([]float32, c.in)}
+			zeroGroup := randomVector(rng, c.in)
+			clear(zeroGroup[c.group : 2*c.group])
+			ties := make([]float32, c.in)
+			for i := range ties {
+				// max 2 in every group: inv = levels/2, and (2j+1)/levels
+				// times inv is j + ½ before rounding.
+				ties[i] = float32(2*(i%7)+1) / 32767
+				if i%c.group == 0 {
+					ties[i] = -2
+				}
+			}
+			rows = append(rows, zeroGroup, ties)
+			for _, isa := range ISAs() {
+				k, _ := kernelsFor(isa)
+				for r, x := range rows {
+					want := make([]byte, l.recordBytes)
+					got := make([]byte, l.recordBytes)
+					l.quantize(want, x, nil)
+					l.quantize(got, x, &k.q8)
+					for i := range want {
+						if got[i] != want[i] {
+							t.Fatalf("%s %d-bit g%d wide %v row %d: byte %d is %#x, the Go loop's %#x",
+								isa, c.bits, c.group, wide, r, i, got[i], want[i])
+						}
+					}
+				}
 			}
 		}
 	}
