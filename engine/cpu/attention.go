@@ -75,23 +75,30 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 }
 
 // attentionBlocks splits the pass's attention into blocks that run in
-// parallel: per segment, kv head, four of the heads that read it, and a
-// run of tokens short enough that the block's scores stay in L1/L2 (a
-// decode step of the full model: 2 kv heads × 2 sets of 4 heads = 4 blocks).
-// Every block reads its kv head's cache once for all its rows.
+// parallel: per segment, kv head, a set of the heads that read it, and a
+// run of tokens short enough that the block's scores stay in L1/L2.
+// Every block reads its kv head's cache once for all its rows, so the
+// fewer sets of heads, the less of the cache is read again: a set is every
+// head of the kv head unless that leaves fewer blocks than threads, then
+// the group splits in fewer sets of four (a decode step of the full model
+// on 2 threads: 2 kv heads × 8 heads = 2 blocks; on 4 or more: 2 × 2 sets
+// of 4 = 4 blocks). At 512 positions a kv head's K and V are 1 MiB, most
+// of it from memory in a decode step, and reading it once a step instead
+// of twice is most of that block's cost.
 func (p *pass) attentionBlocks(layer int, qg, o []float32) []attentionBlock {
 	c := &p.b.cfg
 	H, KV, D := c.NumHeads, c.NumKVHeads, c.HeadDim
 	group := H / KV
 	scale := float32(1 / math.Sqrt(float64(D)))
+	perSet := p.attentionHeadSet(group)
 	var blocks []attentionBlock
 	for _, s := range p.segs {
 		st := &s.seq.layers[layer]
 		n := len(s.ids)
-		tokens := min(max(attentionScores/(4*(s.pos+n)), 1), 16)
+		tokens := min(max(attentionScores/(((perSet+3)/4)*4*(s.pos+n)), 1), 16)
 		for kvh := range KV {
-			for h0 := kvh * group; h0 < (kvh+1)*group; h0 += 4 {
-				h1 := min(h0+4, (kvh+1)*group)
+			for h0 := kvh * group; h0 < (kvh+1)*group; h0 += perSet {
+				h1 := min(h0+perSet, (kvh+1)*group)
 				for t0 := 0; t0 < n; t0 += tokens {
 					b := attentionBlock{keys: st.k, values: st.v, stride: KV * D, offset: kvh * D, dim: D, scale: scale,
 						kern: &p.b.kern.f32}
@@ -111,6 +118,26 @@ func (p *pass) attentionBlocks(layer int, qg, o []float32) []attentionBlock {
 		}
 	}
 	return blocks
+}
+
+// attentionHeadSet is how many of a kv head's group of heads one block
+// takes: the whole group when the pass has at least as many blocks as
+// threads that way, else a multiple of four small enough to give every
+// thread a block (four at the least). A row's arithmetic is the same
+// whatever its block (attend), so this choice changes no bits.
+func (p *pass) attentionHeadSet(group int) int {
+	c := &p.b.cfg
+	blocks := 0 // blocks with whole groups
+	for _, s := range p.segs {
+		tokens := min(max(attentionScores/(((group+3)/4)*4*(s.pos+len(s.ids))), 1), 16)
+		blocks += c.NumKVHeads * ((len(s.ids) + tokens - 1) / tokens)
+	}
+	threads := max(p.b.pool.threads, 1)
+	if blocks >= threads || group <= 4 {
+		return group
+	}
+	sets := min((threads+blocks-1)/blocks, (group+3)/4)
+	return ((group+sets-1)/sets + 3) / 4 * 4
 }
 
 // attentionScores bounds the scores one block holds at once (floats): 16K

@@ -20,15 +20,22 @@ import (
 type blockTimes struct {
 	model.Pass
 	deltaNet, attention, moe, head, total time.Duration
+	// deltaNetCPU and attentionCPU are the process's CPU time inside the
+	// DeltaNet and attention blocks (every thread's, the pool's included):
+	// on a shared machine it moves less than wall time with the load of
+	// others.
+	deltaNetCPU, attentionCPU time.Duration
 }
 
 func (b *blockTimes) DeltaNet(layer int, w *model.DeltaNet, x model.Activation) model.Activation {
 	defer b.since(&b.deltaNet, time.Now())
+	defer b.cpuSince(&b.deltaNetCPU, processCPU())
 	return b.Pass.DeltaNet(layer, w, x)
 }
 
 func (b *blockTimes) Attention(layer int, w *model.Attention, x model.Activation) model.Activation {
 	defer b.since(&b.attention, time.Now())
+	defer b.cpuSince(&b.attentionCPU, processCPU())
 	return b.Pass.Attention(layer, w, x)
 }
 
@@ -43,6 +50,8 @@ func (b *blockTimes) Head(x model.Activation, w *model.Matrix) model.Activation 
 }
 
 func (b *blockTimes) since(d *time.Duration, t time.Time) { *d += time.Since(t) }
+
+func (b *blockTimes) cpuSince(d *time.Duration, t time.Duration) { *d += processCPU() - t }
 
 // runTimed runs one pass through the timing wrapper.
 func runTimed(tb testing.TB, be *Backend, w *model.Weights, seq model.Sequence, in model.Input, bt *blockTimes) model.Result {
@@ -86,6 +95,8 @@ func report(b *testing.B, bt *blockTimes, w *model.Weights, n, tokens int, pools
 	b.ReportMetric(att*1e3, "ms/attention-layer")
 	b.ReportMetric(moe*1e3, "ms/moe")
 	b.ReportMetric(head*1e3, "ms/head")
+	b.ReportMetric(per(bt.deltaNetCPU, dnLayers)*1e3, "cpu-ms/deltanet-block")
+	b.ReportMetric(per(bt.attentionCPU, attLayers)*1e3, "cpu-ms/attention-block")
 	b.ReportMetric(full*1e3, "ms/pass-40-layers")
 	b.ReportMetric(float64(tokens)/full, "tok/s-40-layers")
 	// Where the threads' time went: the share of the wall time inside
