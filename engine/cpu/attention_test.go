@@ -184,3 +184,69 @@ func testAttentionKernels(t *testing.T, k kernelSet) {
 		})
 	}
 }
+
+// TestAttentionHeadSets checks that how a kv head's group of heads is cut
+// into blocks (attentionHeadSet: the whole group of 10 on 1 or 2 threads,
+// sets of 8 on 4, of 4 on 16) changes no bit of the block's output, over a
+// prompt and then decode steps through the cache: a row's arithmetic must
+// not depend on the rows beside it in its block. Head dim 32, so the
+// four-row assembly loops run where there are any.
+func TestAttentionHeadSets(t *testing.T) {
+	withKernels(t, func(t *testing.T, k kernelSet) {
+		const hidden, H, KV, D, rot = 24, 20, 2, 32, 8
+		cfg := model.Config{HiddenSize: hidden, NumLayers: 1, NumHeads: H, NumKVHeads: KV, HeadDim: D,
+			RotaryDim: rot, RopeTheta: 1e4, RMSNormEps: 1e-6}
+		rng := rand.New(rand.NewPCG(31, 32))
+		att := &model.Attention{QNorm: make([]float32, D), KNorm: make([]float32, D)}
+		att.Q = f32Matrix(rng, "q", 2*H*D, hidden, 0.3)
+		att.K = f32Matrix(rng, "k", KV*D, hidden, 0.3)
+		att.V = f32Matrix(rng, "v", KV*D, hidden, 0.3)
+		att.O = f32Matrix(rng, "o", hidden, H*D, 0.3)
+		for i := range D {
+			att.QNorm[i], att.KNorm[i] = 1, 1
+		}
+		w := &model.Weights{Config: cfg, Layers: []model.Layer{{Attention: att}}, Embed: model.Matrix{Out: 100}}
+		var inputs []*tensor
+		for _, n := range []int{7, 1, 1, 1} {
+			x := newTensor(n, hidden)
+			for i := range x.data {
+				x.data[i] = float32(rng.NormFloat64())
+			}
+			inputs = append(inputs, x)
+		}
+		var want [][]float32
+		for _, threads := range []int{1, 2, 4, 16} {
+			b := &Backend{cfg: cfg, w: w, pool: pool{threads: threads}, kern: k}
+			seq, err := b.NewSequence(16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for step, x := range inputs {
+				p, err := b.begin([]model.Segment{{Seq: seq, In: model.Input{IDs: make([]int, x.rows)}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if step == len(inputs)-1 {
+					wantSet := map[int]int{1: 10, 2: 10, 4: 8, 16: 4}[threads]
+					if got := p.attentionHeadSet(H / KV); got != wantSet {
+						t.Fatalf("%d threads: a decode step's blocks take %d heads, want %d", threads, got, wantSet)
+					}
+				}
+				got := p.Attention(0, att, x).(*tensor).data
+				p.Submit()
+				if p.err != nil {
+					t.Fatal(p.err)
+				}
+				if threads == 1 {
+					want = append(want, got)
+					continue
+				}
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[step][i]) {
+						t.Fatalf("%d threads, pass %d: output %d is %v, on 1 thread %v", threads, step, i, got[i], want[step][i])
+					}
+				}
+			}
+		}
+	})
+}
