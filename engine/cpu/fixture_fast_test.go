@@ -42,15 +42,8 @@ func TestFixturesFast(t *testing.T) {
 func checkFast(t *testing.T, ref *fixtures.Reference, isa ISA) {
 	b, w := openModel(t, ref.Dir, Options{Precision: PrecisionFast, ISA: isa})
 	T := len(ref.Prompt)
-	seq, err := b.NewSequence(T + len(ref.GenIDs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	seq, res := readPrompt(t, b, w, ref, len(ref.GenIDs))
 	greedy := &model.Sampling{}
-	res, err := model.Run(b, w, seq, model.Input{IDs: ref.Prompt, Logits: model.LogitsAll, Sample: greedy, Hidden: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	H := ref.Size
 	for l := range res.Hidden {
 		want := ref.Hidden[l*T*H : (l+1)*T*H]

@@ -99,15 +99,8 @@ func TestFixturesCatchMutations(t *testing.T) {
 func compareReference(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Reference) ([]fixtures.Output, []int) {
 	t.Helper()
 	T := len(ref.Prompt)
-	seq, err := b.NewSequence(T + len(ref.GenIDs))
-	if err != nil {
-		t.Fatal(err)
-	}
+	seq, res := readPrompt(t, b, w, ref, len(ref.GenIDs))
 	greedy := &model.Sampling{}
-	res, err := model.Run(b, w, seq, model.Input{IDs: ref.Prompt, Logits: model.LogitsAll, Sample: greedy, Hidden: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ids := []int{res.Token}
 	genLogits := append([]float32(nil), res.Logits[(T-1)*ref.Vocab:]...)
 	for len(ids) < len(ref.GenIDs) {
@@ -119,4 +112,20 @@ func compareReference(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.
 		genLogits = append(genLogits, r.Logits...)
 	}
 	return ref.Compare(res.Hidden, res.Logits, genLogits), ids
+}
+
+// readPrompt reads ref's prompt greedily into a new sequence with room for
+// extra more tokens, keeping every layer's hidden states and every row's
+// logits.
+func readPrompt(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Reference, extra int) (model.Sequence, model.Result) {
+	t.Helper()
+	seq, err := b.NewSequence(len(ref.Prompt) + extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := model.Run(b, w, seq, model.Input{IDs: ref.Prompt, Logits: model.LogitsAll, Sample: &model.Sampling{}, Hidden: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seq, res
 }

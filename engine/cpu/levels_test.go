@@ -175,15 +175,8 @@ func TestForcedLevelReachesHelpers(t *testing.T) {
 // logits of every step.
 func runForLevels(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Reference) [][]float32 {
 	t.Helper()
-	seq, err := b.NewSequence(len(ref.Prompt) + 3)
-	if err != nil {
-		t.Fatal(err)
-	}
+	seq, res := readPrompt(t, b, w, ref, 3)
 	greedy := &model.Sampling{}
-	res, err := model.Run(b, w, seq, model.Input{IDs: ref.Prompt, Logits: model.LogitsAll, Sample: greedy, Hidden: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	outputs := append(res.Hidden, res.Logits)
 	for range 3 {
 		r, err := model.Run(b, w, seq, model.Input{Logits: model.LogitsLast, Sample: greedy})
