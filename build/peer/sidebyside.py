@@ -32,6 +32,13 @@ import numpy as np
 bin_path, PEER, rounds, out_dir = sys.argv[1], os.path.abspath(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 os.makedirs(out_dir, exist_ok=True)
 MIXES = {"synth-DDDA.gguf": (3, 1), "synth-DA.gguf": (1, 1), "synth-DADA.gguf": (2, 2)}
+# More mixes, where PEER_DIR has them, give llama.cpp's fit more equations
+# than unknowns (remix_gguf.py, from synth-DDDA.gguf):
+#   synth-DDA.gguf 3 0 1 3, synth-DDADDA.gguf 3 0 1 3 2 0 3,
+#   synth-DADADA.gguf 2 0 3 1 3 2 3
+for name, mix in (("synth-DDA.gguf", (2, 1)), ("synth-DDADDA.gguf", (4, 2)), ("synth-DADADA.gguf", (3, 3))):
+    if os.path.exists(os.path.join(PEER, name)):
+        MIXES[name] = mix
 
 
 def suzuran(r, name="suzuran", path=bin_path):
@@ -142,4 +149,18 @@ for what in ("fit_prefill", "fit_decode"):
         a = [f[k] for f in summary["suzuran"][what]]
         b = [f[k] for f in summary["llama"][what]]
         print(f"{what[4:] + ': ' + label:34s} {stat(a):28s} {stat(b):28s} {statistics.median(a) / statistics.median(b):.2f}")
+# One fit per engine over every mix's median time across the rounds: the
+# rounds' noise averages out before the fit instead of inside each one.
+print()
+print(f"{'pooled fit (medians of each mix)':34s} {'Suzuran':28s} {'llama.cpp':28s} ratio")
+for what, key, tokens in (("prefill", "prefix_prefill_ms", 512), ("decode", "prefix_decode_ms", 1)):
+    pooled = {}
+    for e in ("suzuran", "llama"):
+        mixes = set.intersection(*(set(x[key]) for x in runs[e]))
+        pooled[e] = fit({m: statistics.median(x[key][m] for x in runs[e]) for m in mixes}, tokens)
+        summary[e]["pooled_" + what] = pooled[e]
+    for k, label in (("fixed_ms", "fixed ms"), ("deltanet_ms", "DeltaNet layer ms"), ("attention_ms", "attention layer ms"),
+                     ("tok_s", "projected 40 layers, tok/s")):
+        a, b = pooled["suzuran"][k], pooled["llama"][k]
+        print(f"{what + ': ' + label:34s} {a:<28.4g} {b:<28.4g} {a / b:.2f}")
 json.dump(summary, open(f"{out_dir}/summary.json", "w"), indent=1)
