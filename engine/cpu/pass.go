@@ -312,9 +312,11 @@ func (p *pass) RMSNorm(xa model.Activation, weight []float32) model.Activation {
 		p.fail(fmt.Errorf("norm weight has %d elements, activation width is %d", len(weight), x.width))
 		return y
 	}
-	for t := range x.rows {
-		rmsNorm(y.row(t), x.row(t), weight, p.b.cfg.RMSNormEps)
-	}
+	p.b.pool.parallelFor(x.rows, 8, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			rmsNorm(y.row(t), x.row(t), weight, p.b.cfg.RMSNormEps)
+		}
+	})
 	return y
 }
 
@@ -324,12 +326,21 @@ func (p *pass) AddRMSNorm(ra, da model.Activation, weight []float32) model.Activ
 	if p.err == nil && (r.rows != d.rows || r.width != d.width) {
 		p.fail(fmt.Errorf("residual [%d, %d] and update [%d, %d] differ in shape", r.rows, r.width, d.rows, d.width))
 	}
-	if p.err == nil {
-		for i, v := range d.data {
-			r.data[i] += v
-		}
+	if p.err != nil || len(weight) != r.width {
+		return p.RMSNorm(r, weight) // fails, or has failed
 	}
-	return p.RMSNorm(r, weight)
+	// The residual sum and the norm row by row in one parallel region.
+	y := newTensor(r.rows, r.width)
+	p.b.pool.parallelFor(r.rows, 8, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			rr, dr := r.row(t), d.row(t)
+			for i, v := range dr[:len(rr)] {
+				rr[i] += v
+			}
+			rmsNorm(y.row(t), rr, weight, p.b.cfg.RMSNormEps)
+		}
+	})
+	return y
 }
 
 // LastRow implements model.Blocks: the last row of each segment that wants
