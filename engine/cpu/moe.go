@@ -215,40 +215,58 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 		p.blocks(groupX.rows, func(lo, hi int) {
 			p.b.matMul(groupGate[lo:hi], groupX.data[lo*H:hi*H], hi-lo, &w.SharedExpert)
 		})
-		shared.y = p.swiGLURuns(groupX, &w.SharedGate, &w.SharedUp, &w.SharedDown, nil)
 		for i, t := range g.rows {
 			gate[t] = groupGate[i]
 		}
-		storeRows(&sharedY.data, sharedY.rows, H, g.rows, shared.y)
 		// One expert per thread at a time: a few rows each (16 on average
 		// at 512 tokens), so splitting each expert's products over the
 		// threads costs four regions per expert for little work in each.
-		// The experts are handed out one by one, those with the most rows
-		// first, so that the threads finish together; each gathers its
-		// rows, picks their prepared records and stores its output itself,
-		// inside the region. An expert's arithmetic is the same whichever
-		// thread runs it.
+		// The shared expert joins them as runs of rows (those of
+		// pass.blocks), each on one thread too. The pieces are handed out
+		// one by one, those with the most rows first, so that the threads
+		// finish together; each expert gathers its rows, picks their
+		// prepared records and stores its output itself, inside the
+		// region. A row's arithmetic is the same whichever thread runs it
+		// (the shared expert's products, called inside the region, run on
+		// the calling thread and the helpers that are free).
 		if p.stopping() {
 			return
 		}
 		all := p.prepareExpertInputs(w, groupX, active)
-		order := slices.Clone(active)
-		slices.SortStableFunc(order, func(a, b *expertWork) int { return len(b.rows) - len(a.rows) })
-		p.b.pool.parallelEach(len(order), func(lo, hi int) {
-			for _, ex := range order[lo:hi] {
+		shared.y = newTensor(groupX.rows, H)
+		var pieces []moePiece
+		for _, r := range p.runs(groupX.rows) {
+			pieces = append(pieces, moePiece{rows: r[1] - r[0], shared: r})
+		}
+		for _, ex := range active {
+			pieces = append(pieces, moePiece{rows: len(ex.rows), ex: ex})
+		}
+		slices.SortStableFunc(pieces, func(a, b moePiece) int { return b.rows - a.rows })
+		p.b.pool.parallelEach(len(pieces), func(lo, hi int) {
+			for _, pc := range pieces[lo:hi] {
 				if p.stopping() {
 					return
 				}
-				gather(ex)
-				var prepared *q8Input
-				if all != nil {
-					prepared = expertInput(all, ex, tokens, in)
+				if ex := pc.ex; ex == nil {
+					r0, r1 := pc.shared[0], pc.shared[1]
+					run := &tensor{rows: r1 - r0, width: H, data: groupX.data[r0*H : r1*H]}
+					y := p.swiGLU(run, &w.SharedGate, &w.SharedUp, &w.SharedDown, nil)
+					copy(shared.y.data[r0*H:r1*H], y.data)
+				} else {
+					gather(ex)
+					var prepared *q8Input
+					if all != nil {
+						prepared = expertInput(all, ex, tokens, in)
+					}
+					ex.y = p.swiGLURuns(ex.x, &w.Gate[ex.e], &w.Up[ex.e], &w.Down[ex.e], prepared)
+					storeRows(&routedY[ex.e], len(tokens[ex.e]), H, ex.rows, ex.y)
+					ex.x, ex.y = nil, nil
 				}
-				ex.y = p.swiGLURuns(ex.x, &w.Gate[ex.e], &w.Up[ex.e], &w.Down[ex.e], prepared)
-				storeRows(&routedY[ex.e], len(tokens[ex.e]), H, ex.rows, ex.y)
-				ex.x, ex.y = nil, nil
 			}
 		})
+		if !p.stopping() {
+			storeRows(&sharedY.data, sharedY.rows, H, g.rows, shared.y)
+		}
 		if all != nil {
 			preparedRows.Put(all.buf)
 		}
@@ -328,6 +346,14 @@ func (p *pass) swiGLURuns(x *tensor, gate, up, down *model.Matrix, prepared *q8I
 		copy(y.data[lo*y.width:hi*y.width], p.swiGLU(run, gate, up, down, in).data)
 	})
 	return y
+}
+
+// moePiece is one piece of the prefill's expert region: a routed expert's
+// rows, or a run [shared[0], shared[1]) of the shared expert's.
+type moePiece struct {
+	rows   int
+	ex     *expertWork
+	shared [2]int
 }
 
 // expertWork is one expert's share of a group of rows in the MoE.

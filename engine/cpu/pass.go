@@ -133,22 +133,32 @@ func (p *pass) stopped() bool {
 // blockRows and twice that, calling fn on each with a stop check before;
 // false once stop said yes. Any thread of the pass may call it.
 func (p *pass) blocks(count int, fn func(lo, hi int)) bool {
+	for _, r := range p.runs(count) {
+		if p.stopping() {
+			return false
+		}
+		fn(r[0], r[1])
+	}
+	return true
+}
+
+// runs is blocks' split of count rows: [lo, hi) runs of blockRows, the
+// last between blockRows and twice that.
+func (p *pass) runs(count int) [][2]int {
 	n := p.blockRows
 	if n <= 0 {
 		n = stopRows
 	}
+	var rs [][2]int
 	for lo := 0; lo < count; {
 		hi := lo + n
 		if count-hi < n {
 			hi = count
 		}
-		if p.stopping() {
-			return false
-		}
-		fn(lo, hi)
+		rs = append(rs, [2]int{lo, hi})
 		lo = hi
 	}
-	return true
+	return rs
 }
 
 // onePass is a pass over one sequence (model.Pass).
