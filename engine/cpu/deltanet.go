@@ -49,13 +49,13 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 	// Each run of stopTokens tokens of a segment is a conv of its own over
 	// its rows and the K-1 before them (an output row depends on its inputs
 	// only), and each part of it a piece of one region, with a stop check
-	// before it.
+	// before it; the pieces (a few dozen at a prefill) go out one at a time.
 	var parts []causalConv
 	for i := range convs {
 		parts = append(parts, convs[i].runs(stopTokens)...)
 	}
 	channelParts := (C + convChannels - 1) / convChannels
-	p.b.pool.parallelFor(len(parts)*channelParts, 1, func(lo, hi int) {
+	p.b.pool.parallelEach(len(parts)*channelParts, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if p.stopping() {
 				return
