@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"math"
+	"slices"
 
 	"github.com/suzuran-app/suzuran/engine/model"
 )
@@ -58,9 +59,21 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 	o := make([]float32, T*H*D)
 	blocks := p.attentionBlocks(layer, qg, o)
 	// A stop check before each block: a block's work is bounded whatever
-	// the context (attentionBlocks).
-	p.b.pool.parallelFor(len(blocks), 1, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
+	// the context (attentionBlocks). The blocks are handed out one at a
+	// time, those with the most scores first (a prefill's later tokens
+	// see more keys), so that the threads finish together.
+	order := make([]int, len(blocks))
+	cost := make([]int, len(blocks))
+	for i := range blocks {
+		order[i] = i
+		for _, l := range blocks[i].limits {
+			cost[i] += l
+		}
+		cost[i] *= blocks[i].perToken
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cost[b] - cost[a] })
+	p.b.pool.parallelEach(len(blocks), func(lo, hi int) {
+		for _, i := range order[lo:hi] {
 			if p.stopping() {
 				return
 			}

@@ -49,13 +49,13 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 	// Each run of stopTokens tokens of a segment is a conv of its own over
 	// its rows and the K-1 before them (an output row depends on its inputs
 	// only), and each part of it a piece of one region, with a stop check
-	// before it.
+	// before it; the pieces (a few dozen at a prefill) go out one at a time.
 	var parts []causalConv
 	for i := range convs {
 		parts = append(parts, convs[i].runs(stopTokens)...)
 	}
 	channelParts := (C + convChannels - 1) / convChannels
-	p.b.pool.parallelFor(len(parts)*channelParts, 1, func(lo, hi int) {
+	p.b.pool.parallelEach(len(parts)*channelParts, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			if p.stopping() {
 				return
@@ -89,9 +89,11 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 	// The scan: per segment and value head, each on its own sequence's
 	// state; value head j reads key head j/(Hv/Hk) (repeat_interleave). A
 	// head's scan goes stopTokens tokens at a time, its state carried from
-	// run to run, with a stop check before each run.
+	// run to run, with a stop check before each run. The scans are handed
+	// out one at a time: a few dozen of them, so pieces of several would
+	// leave a thread idle for the last.
 	o := make([]float32, T*Hv*Dv)
-	p.b.pool.parallelFor(len(p.segs)*Hv, 1, func(lo, hi int) {
+	p.b.pool.parallelEach(len(p.segs)*Hv, func(lo, hi int) {
 		for task := lo; task < hi; task++ {
 			seg, j := &p.segs[task/Hv], task%Hv
 			for t0 := 0; t0 < len(seg.ids); t0 += stopTokens {

@@ -52,12 +52,12 @@ func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activatio
 
 	// The experts run group by group of the pass's rows (see rowGroup), so
 	// that each row is computed as in a pass of its own sequence.
+	// sharedY's data and routedY's slices are made by expertsRows (see
+	// storeRows), after the routing, so that the pass does not zero them
+	// on its own thread first.
 	gate := make([]float32, T)
-	sharedY := newTensor(T, H)
+	sharedY := &tensor{rows: T, width: H}
 	routedY := make([][]float32, E) // [len(tokens[e]), H] per expert
-	for e := range E {
-		routedY[e] = make([]float32, len(tokens[e])*H)
-	}
 	if p.stopped() {
 		return out
 	}
@@ -162,25 +162,27 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 		ex.x = groupX
 		active = append(active, ex)
 	}
-	// Gather each expert's rows, in parallel: at a 512-token chunk that is
-	// 8 experts' copies of every row.
-	p.b.pool.parallelFor(len(active), 4, func(lo, hi int) {
-		for _, ex := range active[lo:hi] {
-			if p.stopping() {
-				return
-			}
-			if len(ex.rows) != groupX.rows {
-				ex.x = newTensor(len(ex.rows), H)
-				for j, i := range ex.rows {
-					copy(ex.x.row(j), x.row(tokens[ex.e][i]))
-				}
+	// gather copies an expert's rows out of x, unless it has all of them.
+	gather := func(ex *expertWork) {
+		if len(ex.rows) != groupX.rows {
+			ex.x = newTensor(len(ex.rows), H)
+			for j, i := range ex.rows {
+				copy(ex.x.row(j), x.row(tokens[ex.e][i]))
 			}
 		}
-	})
+	}
 
 	groupGate := make([]float32, groupX.rows)
 	shared := &expertWork{x: groupX}
 	if g.vec {
+		p.b.pool.parallelFor(len(active), 4, func(lo, hi int) {
+			for _, ex := range active[lo:hi] {
+				if p.stopping() {
+					return
+				}
+				gather(ex)
+			}
+		})
 		jobs := []vecJob{{y: groupGate, x: groupX.data, rows: groupX.rows, w: &w.SharedExpert}}
 		addGateUp := func(ex *expertWork, g, u *model.Matrix) {
 			ex.hidden = newTensor(ex.x.rows, g.Out)
@@ -213,20 +215,62 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 		p.blocks(groupX.rows, func(lo, hi int) {
 			p.b.matMul(groupGate[lo:hi], groupX.data[lo*H:hi*H], hi-lo, &w.SharedExpert)
 		})
-		shared.y = p.swiGLURuns(groupX, &w.SharedGate, &w.SharedUp, &w.SharedDown, nil)
+		for i, t := range g.rows {
+			gate[t] = groupGate[i]
+		}
 		// One expert per thread at a time: a few rows each (16 on average
 		// at 512 tokens), so splitting each expert's products over the
 		// threads costs four regions per expert for little work in each.
-		// An expert's arithmetic is the same whichever thread runs it.
+		// The shared expert joins them as runs of rows (those of
+		// pass.blocks), each on one thread too. The pieces are handed out
+		// one by one, those with the most rows first, so that the threads
+		// finish together; each expert gathers its rows, picks their
+		// prepared records and stores its output itself, inside the
+		// region. A row's arithmetic is the same whichever thread runs it
+		// (the shared expert's products, called inside the region, run on
+		// the calling thread and the helpers that are free).
 		if p.stopping() {
 			return
 		}
-		prepared := p.prepareExpertInputs(w, groupX, active, tokens, in)
-		p.b.pool.parallelFor(len(active), 1, func(lo, hi int) {
-			for _, ex := range active[lo:hi] {
-				ex.y = p.swiGLURuns(ex.x, &w.Gate[ex.e], &w.Up[ex.e], &w.Down[ex.e], prepared[ex])
+		all := p.prepareExpertInputs(w, groupX, active)
+		shared.y = newTensor(groupX.rows, H)
+		var pieces []moePiece
+		for _, r := range p.runs(groupX.rows) {
+			pieces = append(pieces, moePiece{rows: r[1] - r[0], shared: r})
+		}
+		for _, ex := range active {
+			pieces = append(pieces, moePiece{rows: len(ex.rows), ex: ex})
+		}
+		slices.SortStableFunc(pieces, func(a, b moePiece) int { return b.rows - a.rows })
+		p.b.pool.parallelEach(len(pieces), func(lo, hi int) {
+			for _, pc := range pieces[lo:hi] {
+				if p.stopping() {
+					return
+				}
+				if ex := pc.ex; ex == nil {
+					r0, r1 := pc.shared[0], pc.shared[1]
+					run := &tensor{rows: r1 - r0, width: H, data: groupX.data[r0*H : r1*H]}
+					y := p.swiGLU(run, &w.SharedGate, &w.SharedUp, &w.SharedDown, nil)
+					copy(shared.y.data[r0*H:r1*H], y.data)
+				} else {
+					gather(ex)
+					var prepared *q8Input
+					if all != nil {
+						prepared = expertInput(all, ex, tokens, in)
+					}
+					ex.y = p.swiGLURuns(ex.x, &w.Gate[ex.e], &w.Up[ex.e], &w.Down[ex.e], prepared)
+					storeRows(&routedY[ex.e], len(tokens[ex.e]), H, ex.rows, ex.y)
+					ex.x, ex.y = nil, nil
+				}
 			}
 		})
+		if !p.stopping() {
+			storeRows(&sharedY.data, sharedY.rows, H, g.rows, shared.y)
+		}
+		if all != nil {
+			preparedRows.Put(all.buf)
+		}
+		return
 	}
 
 	if p.stopping() {
@@ -234,15 +278,29 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 	}
 	for i, t := range g.rows {
 		gate[t] = groupGate[i]
-		copy(sharedY.row(t), shared.y.row(i))
 	}
+	storeRows(&sharedY.data, sharedY.rows, H, g.rows, shared.y)
 	for _, ex := range active {
 		if p.stopping() {
 			return
 		}
-		for j, i := range ex.rows {
-			copy(routedY[ex.e][i*H:(i+1)*H], ex.y.row(j))
+		storeRows(&routedY[ex.e], len(tokens[ex.e]), H, ex.rows, ex.y)
+	}
+}
+
+// storeRows writes row j of y into row rows[j] of *dst, a matrix of n rows
+// of width w that it makes when *dst is nil: then y itself when its rows
+// are all of dst's in order (a prefill's only group), with no copy.
+func storeRows(dst *[]float32, n, w int, rows []int, y *tensor) {
+	if *dst == nil {
+		if r0, ok := contiguous(rows); ok && r0 == 0 && len(rows) == n {
+			*dst = y.data[:n*w]
+			return
 		}
+		*dst = make([]float32, n*w)
+	}
+	for j, i := range rows {
+		copy((*dst)[i*w:(i+1)*w], y.row(j))
 	}
 }
 
@@ -290,6 +348,14 @@ func (p *pass) swiGLURuns(x *tensor, gate, up, down *model.Matrix, prepared *q8I
 	return y
 }
 
+// moePiece is one piece of the prefill's expert region: a routed expert's
+// rows, or a run [shared[0], shared[1]) of the shared expert's.
+type moePiece struct {
+	rows   int
+	ex     *expertWork
+	shared [2]int
+}
+
 // expertWork is one expert's share of a group of rows in the MoE.
 type expertWork struct {
 	e      int
@@ -301,13 +367,13 @@ type expertWork struct {
 }
 
 // prepareExpertInputs quantizes the group's rows once for the experts'
-// gate and up products on the fast path and hands each active expert its
-// rows' records, instead of quantizing a row again for each of the 8
-// experts it is routed to. The records are those the expert's own call
-// would make, so its products are unchanged. It returns nothing when the
-// products run otherwise (exact path, a layout the int8 kernels do not
-// take).
-func (p *pass) prepareExpertInputs(w *model.MoE, groupX *tensor, active []*expertWork, tokens [][]int, in map[int]int) map[*expertWork]*q8Input {
+// gate and up products on the fast path (expertInput then hands each
+// active expert its rows' records), instead of quantizing a row again for
+// each of the 8 experts it is routed to. The records are those the
+// expert's own call would make, so its products are unchanged. It returns
+// nil when the products run otherwise (exact path, a layout the int8
+// kernels do not take).
+func (p *pass) prepareExpertInputs(w *model.MoE, groupX *tensor, active []*expertWork) *q8Input {
 	if !p.b.quantizedActivations() || len(active) == 0 {
 		return nil
 	}
@@ -323,19 +389,19 @@ func (p *pass) prepareExpertInputs(w *model.MoE, groupX *tensor, active []*exper
 			return nil
 		}
 	}
-	all := p.b.prepareQ8(l, groupX.data, groupX.rows, groupX.width)
-	rb := l.recordBytes
-	prepared := make(map[*expertWork]*q8Input, len(active))
-	for _, ex := range active {
-		data := make([]byte, len(ex.rows)*rb)
-		for j, i := range ex.rows {
-			r := in[tokens[ex.e][i]]
-			copy(data[j*rb:(j+1)*rb], all.data[r*rb:(r+1)*rb])
-		}
-		prepared[ex] = &q8Input{layout: l, data: data}
+	return p.b.prepareQ8(l, groupX.data, groupX.rows, groupX.width)
+}
+
+// expertInput copies the records of ex's rows out of all, the group's rows
+// prepared by prepareExpertInputs (in maps a pass row to its group row).
+func expertInput(all *q8Input, ex *expertWork, tokens [][]int, in map[int]int) *q8Input {
+	rb := all.layout.recordBytes
+	data := make([]byte, len(ex.rows)*rb)
+	for j, i := range ex.rows {
+		r := in[tokens[ex.e][i]]
+		copy(data[j*rb:(j+1)*rb], all.data[r*rb:(r+1)*rb])
 	}
-	preparedRows.Put(all.buf)
-	return prepared
+	return &q8Input{layout: all.layout, data: data}
 }
 
 // swiGLUActivation writes silu(gate) ⊙ up into y.

@@ -248,12 +248,12 @@ func TestPreparedExpertInputs(t *testing.T) {
 		for j, r := range mine {
 			copy(ex.x.row(j), groupX.row(r))
 		}
-		prepared := p.prepareExpertInputs(m.w, groupX, []*expertWork{ex}, tokens, in)
-		if prepared[ex] == nil {
+		all := p.prepareExpertInputs(m.w, groupX, []*expertWork{ex})
+		if all == nil {
 			t.Fatal("no prepared input for a 4-bit expert on the fast path")
 		}
 		want := p.swiGLU(ex.x, &m.w.Gate[2], &m.w.Up[2], &m.w.Down[2], nil)
-		got := p.swiGLU(ex.x, &m.w.Gate[2], &m.w.Up[2], &m.w.Down[2], prepared[ex])
+		got := p.swiGLU(ex.x, &m.w.Gate[2], &m.w.Up[2], &m.w.Down[2], expertInput(all, ex, tokens, in))
 		for i := range want.data {
 			if math.Float32bits(got.data[i]) != math.Float32bits(want.data[i]) {
 				t.Fatalf("element %d: %v from the group's records, %v from the expert's own", i, got.data[i], want.data[i])

@@ -133,22 +133,32 @@ func (p *pass) stopped() bool {
 // blockRows and twice that, calling fn on each with a stop check before;
 // false once stop said yes. Any thread of the pass may call it.
 func (p *pass) blocks(count int, fn func(lo, hi int)) bool {
+	for _, r := range p.runs(count) {
+		if p.stopping() {
+			return false
+		}
+		fn(r[0], r[1])
+	}
+	return true
+}
+
+// runs is blocks' split of count rows: [lo, hi) runs of blockRows, the
+// last between blockRows and twice that.
+func (p *pass) runs(count int) [][2]int {
 	n := p.blockRows
 	if n <= 0 {
 		n = stopRows
 	}
+	var rs [][2]int
 	for lo := 0; lo < count; {
 		hi := lo + n
 		if count-hi < n {
 			hi = count
 		}
-		if p.stopping() {
-			return false
-		}
-		fn(lo, hi)
+		rs = append(rs, [2]int{lo, hi})
 		lo = hi
 	}
-	return true
+	return rs
 }
 
 // onePass is a pass over one sequence (model.Pass).
@@ -312,9 +322,11 @@ func (p *pass) RMSNorm(xa model.Activation, weight []float32) model.Activation {
 		p.fail(fmt.Errorf("norm weight has %d elements, activation width is %d", len(weight), x.width))
 		return y
 	}
-	for t := range x.rows {
-		rmsNorm(y.row(t), x.row(t), weight, p.b.cfg.RMSNormEps)
-	}
+	p.b.pool.parallelFor(x.rows, 8, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			rmsNorm(y.row(t), x.row(t), weight, p.b.cfg.RMSNormEps)
+		}
+	})
 	return y
 }
 
@@ -324,12 +336,21 @@ func (p *pass) AddRMSNorm(ra, da model.Activation, weight []float32) model.Activ
 	if p.err == nil && (r.rows != d.rows || r.width != d.width) {
 		p.fail(fmt.Errorf("residual [%d, %d] and update [%d, %d] differ in shape", r.rows, r.width, d.rows, d.width))
 	}
-	if p.err == nil {
-		for i, v := range d.data {
-			r.data[i] += v
-		}
+	if p.err != nil || len(weight) != r.width {
+		return p.RMSNorm(r, weight) // fails, or has failed
 	}
-	return p.RMSNorm(r, weight)
+	// The residual sum and the norm row by row in one parallel region.
+	y := newTensor(r.rows, r.width)
+	p.b.pool.parallelFor(r.rows, 8, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			rr, dr := r.row(t), d.row(t)
+			for i, v := range dr[:len(rr)] {
+				rr[i] += v
+			}
+			rmsNorm(y.row(t), rr, weight, p.b.cfg.RMSNormEps)
+		}
+	})
+	return y
 }
 
 // LastRow implements model.Blocks: the last row of each segment that wants

@@ -143,6 +143,22 @@ func (p *pool) parallelFor(n, grain int, fn func(lo, hi int)) {
 	if piece < grain {
 		piece = grain
 	}
+	p.run(n, piece, fn)
+}
+
+// parallelEach calls fn(i, i+1) for each i in [0, n), handing the items out
+// one at a time in index order: for a few items of unequal cost (the MoE's
+// experts at a prefill), which the caller orders longest first so that the
+// last to start are the shortest.
+func (p *pool) parallelEach(n int, fn func(lo, hi int)) {
+	if n > 0 {
+		p.run(n, 1, fn)
+	}
+}
+
+// run is a parallel region over [0, n) in pieces of piece items.
+func (p *pool) run(n, piece int, fn func(lo, hi int)) {
+	threads := max(p.threads, 1)
 	pieces := (n + piece - 1) / piece
 	helpers := min(threads, pieces) - 1
 	start := time.Now()

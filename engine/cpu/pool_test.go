@@ -67,6 +67,26 @@ func TestParallelFor(t *testing.T) {
 	})
 }
 
+// TestParallelEach checks that parallelEach hands out every index once,
+// one per piece.
+func TestParallelEach(t *testing.T) {
+	for _, n := range []int{1, 3, 37} {
+		p := &pool{threads: 3}
+		seen := make([]atomic.Int32, n)
+		p.parallelEach(n, func(lo, hi int) {
+			if hi != lo+1 {
+				t.Errorf("n %d: piece [%d, %d) holds more than one item", n, lo, hi)
+			}
+			seen[lo].Add(1)
+		})
+		for i := range seen {
+			if v := seen[i].Load(); v != 1 {
+				t.Errorf("n %d: index %d visited %d times", n, i, v)
+			}
+		}
+	}
+}
+
 // TestParallelForSpawnsNothing checks that regions reuse the helpers: the
 // number of goroutines does not grow with the number of regions.
 func TestParallelForSpawnsNothing(t *testing.T) {

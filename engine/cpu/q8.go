@@ -444,7 +444,7 @@ func (b *Backend) fastProducts(jobs []vecJob) {
 			inputs[i] = b.prepareQ8(l, j.x, j.rows, j.w.In)
 		}
 	}
-	b.pool.parallelFor(total, 16, func(lo, hi int) {
+	b.pool.run(total, productPiece(total, b.pool.threads), func(lo, hi int) {
 		base := 0
 		for i := range jobs {
 			j := &jobs[i]
@@ -467,6 +467,17 @@ func (b *Backend) fastProducts(jobs []vecJob) {
 			preparedRows.Put(p.buf)
 		}
 	}
+}
+
+// productPiece is the weight rows of a piece of a product region over
+// total rows: about 16 pieces per thread, in multiples of 16 rows, so that
+// a thread slowed by the rest of the machine leaves the others a short
+// tail. A piece of a prefill's product passes every token row over its
+// weight rows, so small pieces cost little more than the atomic counter;
+// which thread computes a row does not change its arithmetic.
+func productPiece(total, threads int) int {
+	n := (total + 16*max(threads, 1) - 1) / (16 * max(threads, 1))
+	return max((n+15)/16*16, 16)
 }
 
 // fastRowBlock is how many weight rows q8Rows takes at a time: 128 rows of
