@@ -25,6 +25,8 @@ type blockTimes struct {
 	// on a shared machine it moves less than wall time with the load of
 	// others.
 	deltaNetCPU, attentionCPU time.Duration
+	// moeCPU is the same for the MoE blocks (every layer's).
+	moeCPU time.Duration
 }
 
 func (b *blockTimes) DeltaNet(layer int, w *model.DeltaNet, x model.Activation) model.Activation {
@@ -41,6 +43,7 @@ func (b *blockTimes) Attention(layer int, w *model.Attention, x model.Activation
 
 func (b *blockTimes) MoE(layer int, w *model.MoE, x model.Activation) model.Activation {
 	defer b.since(&b.moe, time.Now())
+	defer b.cpuSince(&b.moeCPU, processCPU())
 	return b.Pass.MoE(layer, w, x)
 }
 
@@ -97,6 +100,7 @@ func report(b *testing.B, bt *blockTimes, w *model.Weights, n, tokens int, pools
 	b.ReportMetric(head*1e3, "ms/head")
 	b.ReportMetric(per(bt.deltaNetCPU, dnLayers)*1e3, "cpu-ms/deltanet-block")
 	b.ReportMetric(per(bt.attentionCPU, attLayers)*1e3, "cpu-ms/attention-block")
+	b.ReportMetric(per(bt.moeCPU, dnLayers+attLayers)*1e3, "cpu-ms/moe")
 	b.ReportMetric(full*1e3, "ms/pass-40-layers")
 	b.ReportMetric(float64(tokens)/full, "tok/s-40-layers")
 	// Where the threads' time went: the share of the wall time inside
@@ -381,4 +385,117 @@ func BenchmarkDecodeBatch(b *testing.B) {
 			b.ReportMetric(cpu.Seconds()*1e3/float64(b.N*n), "cpu-ms/token")
 		})
 	}
+}
+
+// BenchmarkDecodeLayerProducts runs, on one thread, the products of one
+// decode step of a full-size DeltaNet layer as the pass groups them: the
+// mixer's (qkv, z, b, a in one call, then out) and the MoE's (router; the
+// shared expert's gate, gate and up and every routed expert's gate and up
+// in one call; then the downs), for 8 routed experts that change from step
+// to step. "hot" runs them back to back, so a product's weights are in the
+// caches from the step before (the mixer's, 19 MB, in L3; the experts'
+// only as far as they repeat); "cold" reads a buffer larger than the
+// caches before each step, untimed, as a decode step does when the rest of
+// the model's weights (the head's 290 MB) pass between a layer's steps.
+// It reports the multiply-adds per second of the thread's CPU time and
+// the CPU milliseconds per step of each part.
+func BenchmarkDecodeLayerProducts(b *testing.B) {
+	be0, w := benchSetupWith(b, Options{})
+	be := &Backend{pool: pool{threads: 1}, kern: be0.kern, precision: be0.precision, cfg: be0.cfg}
+	var dn *model.DeltaNet
+	var moe *model.MoE
+	for _, l := range w.Layers {
+		if l.DeltaNet != nil {
+			dn, moe = l.DeltaNet, &l.MoE
+			break
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	vec := func(n int) []float32 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64())
+		}
+		return v
+	}
+	H := be.cfg.HiddenSize
+	x := vec(H)
+	macs := func(ms ...*model.Matrix) float64 {
+		var n float64
+		for _, m := range ms {
+			n += float64(m.Out) * float64(m.In)
+		}
+		return n
+	}
+	mixer := func(int) float64 {
+		qkv, z := make([]float32, dn.QKV.Out), make([]float32, dn.Z.Out)
+		bb, a := make([]float32, dn.B.Out), make([]float32, dn.A.Out)
+		be.matVecs([]vecJob{{y: qkv, x: x, rows: 1, w: &dn.QKV}, {y: z, x: x, rows: 1, w: &dn.Z},
+			{y: bb, x: x, rows: 1, w: &dn.B}, {y: a, x: x, rows: 1, w: &dn.A}})
+		o := vec(dn.Out.In)
+		be.matVecs([]vecJob{{y: make([]float32, H), x: o, rows: 1, w: &dn.Out}})
+		return macs(&dn.QKV, &dn.Z, &dn.B, &dn.A, &dn.Out)
+	}
+	experts := func(step int) float64 {
+		be.matVecs([]vecJob{{y: make([]float32, moe.Router.Out), x: x, rows: 1, w: &moe.Router}})
+		n := macs(&moe.Router, &moe.SharedExpert, &moe.SharedGate, &moe.SharedUp, &moe.SharedDown)
+		jobs := []vecJob{{y: make([]float32, 1), x: x, rows: 1, w: &moe.SharedExpert},
+			{y: make([]float32, moe.SharedGate.Out), x: x, rows: 1, w: &moe.SharedGate},
+			{y: make([]float32, moe.SharedUp.Out), x: x, rows: 1, w: &moe.SharedUp}}
+		var chosen []int
+		for i := range be.cfg.ExpertsPerToken {
+			e := (step*61 + i*37) % be.cfg.NumExperts
+			chosen = append(chosen, e)
+			jobs = append(jobs, vecJob{y: make([]float32, moe.Gate[e].Out), x: x, rows: 1, w: &moe.Gate[e]},
+				vecJob{y: make([]float32, moe.Up[e].Out), x: x, rows: 1, w: &moe.Up[e]})
+			n += macs(&moe.Gate[e], &moe.Up[e], &moe.Down[e])
+		}
+		be.matVecs(jobs)
+		hidden := vec(moe.SharedDown.In)
+		jobs = []vecJob{{y: make([]float32, H), x: hidden, rows: 1, w: &moe.SharedDown}}
+		for _, e := range chosen {
+			jobs = append(jobs, vecJob{y: make([]float32, H), x: hidden[:moe.Down[e].In], rows: 1, w: &moe.Down[e]})
+		}
+		be.matVecs(jobs)
+		return n
+	}
+	flush := make([]byte, 256<<20)
+	for i := range flush {
+		flush[i] = byte(i)
+	}
+	var sink byte
+	for _, part := range []struct {
+		name string
+		run  func(step int) float64
+	}{{"mixer", mixer}, {"moe", experts}} {
+		for _, cold := range []bool{false, true} {
+			name := part.name + "/hot"
+			if cold {
+				name = part.name + "/cold"
+			}
+			b.Run(name, func(b *testing.B) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				var cpu time.Duration
+				var n float64
+				for i := range b.N {
+					if cold {
+						for j := 0; j < len(flush); j += 64 {
+							sink += flush[j]
+						}
+					}
+					c0, ok := threadCPUTime()
+					n += part.run(i)
+					c1, ok1 := threadCPUTime()
+					if !ok || !ok1 {
+						b.Skip("no thread CPU time on this system")
+					}
+					cpu += c1 - c0
+				}
+				b.ReportMetric(n/cpu.Seconds()/1e9, "GMAC/cpu-s")
+				b.ReportMetric(cpu.Seconds()*1e3/float64(b.N), "cpu-ms/step")
+			})
+		}
+	}
+	_ = sink
 }
