@@ -20,6 +20,22 @@ func f32Matrix(rng *rand.Rand, name string, out, in int, scale float64) model.Ma
 	return model.Matrix{Name: name, Out: out, In: in, DType: model.F32, Data: data}
 }
 
+// randomAttention is a one-layer model of cfg's gated attention block with
+// random f32 projections (scale 0.3) and q/k norm weights 1 ± spread.
+func randomAttention(rng *rand.Rand, cfg model.Config, spread float64) *model.Weights {
+	H, KV, D, hidden := cfg.NumHeads, cfg.NumKVHeads, cfg.HeadDim, cfg.HiddenSize
+	att := &model.Attention{QNorm: make([]float32, D), KNorm: make([]float32, D)}
+	att.Q = f32Matrix(rng, "q", 2*H*D, hidden, 0.3)
+	att.K = f32Matrix(rng, "k", KV*D, hidden, 0.3)
+	att.V = f32Matrix(rng, "v", KV*D, hidden, 0.3)
+	att.O = f32Matrix(rng, "o", hidden, H*D, 0.3)
+	for i := range D {
+		att.QNorm[i] = float32(1 + spread*rng.NormFloat64())
+		att.KNorm[i] = float32(1 + spread*rng.NormFloat64())
+	}
+	return &model.Weights{Config: cfg, Layers: []model.Layer{{Attention: att}}, Embed: model.Matrix{Out: 100}}
+}
+
 // TestAttentionBlock runs the gated attention block over two passes (five
 // tokens, then two through the cache) on awkward sizes — 6 query heads on
 // 2 kv heads (GQA 3), head_dim 24 with 8 rotary dims — against a float64
@@ -31,16 +47,8 @@ func TestAttentionBlock(t *testing.T) {
 		cfg := model.Config{HiddenSize: hidden, NumLayers: 1, NumHeads: H, NumKVHeads: KV, HeadDim: D,
 			RotaryDim: rot, RopeTheta: 1e4, RMSNormEps: 1e-6}
 		rng := rand.New(rand.NewPCG(21, 22))
-		att := &model.Attention{QNorm: make([]float32, D), KNorm: make([]float32, D)}
-		att.Q = f32Matrix(rng, "q", 2*H*D, hidden, 0.3)
-		att.K = f32Matrix(rng, "k", KV*D, hidden, 0.3)
-		att.V = f32Matrix(rng, "v", KV*D, hidden, 0.3)
-		att.O = f32Matrix(rng, "o", hidden, H*D, 0.3)
-		for i := range D {
-			att.QNorm[i] = float32(1 + 0.5*rng.NormFloat64())
-			att.KNorm[i] = float32(1 + 0.5*rng.NormFloat64())
-		}
-		w := &model.Weights{Config: cfg, Layers: []model.Layer{{Attention: att}}, Embed: model.Matrix{Out: 100}}
+		w := randomAttention(rng, cfg, 0.5)
+		att := w.Layers[0].Attention
 		b := &Backend{cfg: cfg, w: w, pool: pool{threads: 3}, kern: k}
 		seq, err := b.NewSequence(16)
 		if err != nil {
@@ -197,15 +205,8 @@ func TestAttentionHeadSets(t *testing.T) {
 		cfg := model.Config{HiddenSize: hidden, NumLayers: 1, NumHeads: H, NumKVHeads: KV, HeadDim: D,
 			RotaryDim: rot, RopeTheta: 1e4, RMSNormEps: 1e-6}
 		rng := rand.New(rand.NewPCG(31, 32))
-		att := &model.Attention{QNorm: make([]float32, D), KNorm: make([]float32, D)}
-		att.Q = f32Matrix(rng, "q", 2*H*D, hidden, 0.3)
-		att.K = f32Matrix(rng, "k", KV*D, hidden, 0.3)
-		att.V = f32Matrix(rng, "v", KV*D, hidden, 0.3)
-		att.O = f32Matrix(rng, "o", hidden, H*D, 0.3)
-		for i := range D {
-			att.QNorm[i], att.KNorm[i] = 1, 1
-		}
-		w := &model.Weights{Config: cfg, Layers: []model.Layer{{Attention: att}}, Embed: model.Matrix{Out: 100}}
+		w := randomAttention(rng, cfg, 0)
+		att := w.Layers[0].Attention
 		var inputs []*tensor
 		for _, n := range []int{7, 1, 1, 1} {
 			x := newTensor(n, hidden)
