@@ -186,6 +186,7 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 	// back: that text is dropped, as the engine drops the tokens a
 	// stopped request's reader has not taken.
 	pacedOut := false
+	shown := 0 // paced pieces shown, a token's share each
 	for events := stream.Events; events != nil; {
 		select {
 		case ev, ok := <-events:
@@ -205,6 +206,7 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 					break
 				}
 				take(parser.Feed(piece))
+				shown++
 				select {
 				case <-time.After(s.pace):
 				case <-ctx.Done():
@@ -233,7 +235,9 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		FinishReason:    st.FinishReason,
 	}
 	if pacedOut {
+		// The reply keeps only what was shown, and so do its counts.
 		stats.FinishReason = engine.FinishCancelled
+		stats.GeneratedTokens = min(stats.GeneratedTokens, shown)
 	}
 	switch {
 	case err != nil && st.FinishReason != engine.FinishCancelled:

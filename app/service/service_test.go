@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -209,6 +210,12 @@ func TestStopRegenerateEditContinue(t *testing.T) {
 	stopped := waitReply(t, s.Service, res.Reply.ID)
 	if stopped.Status != store.StatusStopped || stopped.Stats == nil || stopped.Stats.FinishReason != "cancelled" {
 		t.Fatalf("after Stop: %+v", stopped)
+	}
+	// The paced window runs behind the engine; the stopped reply counts
+	// only the tokens it shows (each shown as at least one character; the
+	// thinking tags, which the text leaves out, are a few tokens more).
+	if shown := utf8.RuneCountInString(stopped.Reasoning + stopped.Content); stopped.Stats.GeneratedTokens > shown+4 {
+		t.Errorf("the stopped reply shows %d characters but counts %d tokens", shown, stopped.Stats.GeneratedTokens)
 	}
 
 	// Continue goes on from the stopped text.
