@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -75,7 +76,7 @@ func (m *testMoE) reference(cfg *model.Config, x []float32) []float64 {
 	for e := range order {
 		order[e] = e
 	}
-	slices.SortStableFunc(order, func(a, b int) int { return -cmpFloat(probs[a], probs[b]) })
+	slices.SortStableFunc(order, func(a, b int) int { return -cmp.Compare(probs[a], probs[b]) })
 	chosen := order[:cfg.ExpertsPerToken]
 	var chosenSum float64
 	for _, e := range chosen {
@@ -93,16 +94,6 @@ func (m *testMoE) reference(cfg *model.Config, x []float32) []float64 {
 		}
 	}
 	return y
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // TestMoEBatchComposition runs the MoE block and the RMSNorm on one

@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -114,10 +115,10 @@ func wrapWeights(dev device.Device, spans []span, mappings [][]byte) (*weightMap
 			regions = append(regions, sliceSpan(m))
 		}
 	}
-	slices.SortFunc(regions, func(a, b span) int { return cmpAddr(a.start, b.start) })
+	slices.SortFunc(regions, func(a, b span) int { return cmp.Compare(a.start, b.start) })
 	// mappingOf is the index of the mapping holding s, or -1.
 	mappingOf := func(s span) int {
-		i, _ := slices.BinarySearchFunc(regions, s.start, func(r span, p uintptr) int { return cmpAddr(r.start, p+1) })
+		i, _ := slices.BinarySearchFunc(regions, s.start, func(r span, p uintptr) int { return cmp.Compare(r.start, p+1) })
 		if i > 0 && s.start >= regions[i-1].start && s.end <= regions[i-1].end {
 			return i - 1
 		}
@@ -137,7 +138,7 @@ func wrapWeights(dev device.Device, spans []span, mappings [][]byte) (*weightMap
 		if a.mapping != b.mapping {
 			return a.mapping - b.mapping
 		}
-		return cmpAddr(a.start, b.start)
+		return cmp.Compare(a.start, b.start)
 	})
 	down := func(p uintptr) uintptr { return p &^ (pageSize - 1) }
 	up := func(p uintptr) uintptr { return (p + pageSize - 1) &^ (pageSize - 1) }
@@ -188,16 +189,6 @@ func wrapWeights(dev device.Device, spans []span, mappings [][]byte) (*weightMap
 		return nil, err
 	}
 	return wm, nil
-}
-
-func cmpAddr(a, b uintptr) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // find returns where b lies in the wrapped buffers. Regions may overlap by a
