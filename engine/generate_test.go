@@ -352,8 +352,11 @@ func TestPrefillProgress(t *testing.T) {
 			want = append(want, PrefillProgress{Done: pos, Total: n})
 		}
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("progress %v, want %v", got, want)
+	// Progress keeps only the latest value for a callback that is behind
+	// (engine.Stream), so steps may be skipped: the calls must be steps of
+	// want in order, from the first to the last.
+	if len(got) < 2 || got[0] != want[0] || got[len(got)-1] != want[len(want)-1] || !isSubsequence(got, want) {
+		t.Errorf("progress %v, want these steps in order, from the first to the last: %v", got, want)
 	}
 
 	got = nil
@@ -417,4 +420,15 @@ func TestCancelledWhileQueuedFreesItsPlace(t *testing.T) {
 	if st, _ := b.Result(); st.FinishReason != FinishCancelled {
 		t.Errorf("the cancelled request finished with %q, want %q", st.FinishReason, FinishCancelled)
 	}
+}
+
+// isSubsequence reports whether sub's elements appear in seq in order.
+func isSubsequence[T comparable](sub, seq []T) bool {
+	i := 0
+	for _, v := range seq {
+		if i < len(sub) && sub[i] == v {
+			i++
+		}
+	}
+	return i == len(sub)
 }
