@@ -261,9 +261,17 @@ func TestKernelsFor(t *testing.T) {
 // multiply-adds per second of wall time and, on Linux, of the thread's CPU
 // time (steadier on a shared machine).
 func BenchmarkProducts(b *testing.B) {
+	benchProducts(b, 4, []Precision{PrecisionExact, PrecisionFast, PrecisionInt8})
+}
+
+// BenchmarkProducts8 is BenchmarkProducts on 8-bit weights (group 64, as
+// the router and the shared expert's gate) with int16 activations.
+func BenchmarkProducts8(b *testing.B) { benchProducts(b, 8, []Precision{PrecisionFast}) }
+
+func benchProducts(b *testing.B, bits int, precisions []Precision) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	tm := newTestMatrix(rng, model.Affine, 8192, 2048, 4, 64)
-	for _, p := range []Precision{PrecisionExact, PrecisionFast, PrecisionInt8} {
+	tm := newTestMatrix(rng, model.Affine, 8192, 2048, bits, 64)
+	for _, p := range precisions {
 		for _, level := range benchLevels() {
 			be := &Backend{pool: pool{threads: 1}, kern: level.k, precision: p}
 			if p == PrecisionExact {
