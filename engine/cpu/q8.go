@@ -248,6 +248,13 @@ type q8Tile struct {
 	out       *float32 // the first token's output
 	outStride int      // bytes from one token's output to the next
 	rows      int      // weight rows, for the multi-row kernels (q8Kernels.rows)
+	quads     *byte    // the first token's quad table (q8Input.quads), for the two-row kernels
+	// The two-row kernels' working space: per unit of a row pair, s·d and
+	// b·d·Σxq of both rows and four tokens (16 floats a unit); and the
+	// row pairs left.
+	work  *float32
+	pairs int
+	redo  bool // set by a two-row kernel: a bias is not finite, run the rows again
 }
 
 // q8Kernels are one instruction set's int8 kernels; nil fields run the Go
@@ -267,6 +274,10 @@ type q8Kernels struct {
 	// kernels above serve. The weights of each unit are unpacked once for
 	// all the tokens, and one call covers a block of rows.
 	w4Rows, w8Rows [3]func(t *q8Tile)
+	// t.rows consecutive weight rows, an even number, two at a time
+	// against four tokens (int16 activations, one group per unit), outputs
+	// as the multi-row kernels'; nil where those serve alone.
+	w4Pair, w8Pair func(t *q8Tile)
 	// The int16 rounding of a group in assembly (nil: the Go loop):
 	// absMax is max|x_i| over n elements (a multiple of 16); quantW16
 	// rounds n elements (a multiple of 32) as quantize does, stores each
@@ -305,6 +316,17 @@ func (k *q8Kernels) rowKernels(l *q8Layout) *[3]func(*q8Tile) {
 		return nil
 	}
 	return r
+}
+
+// pair returns the two-row kernel for l, or nil.
+func (k *q8Kernels) pair(l *q8Layout) func(*q8Tile) {
+	switch {
+	case !l.wide || l.split:
+		return nil
+	case l.bits == 8:
+		return k.w8Pair
+	}
+	return k.w4Pair
 }
 
 // quad returns the four-token kernel for l, or nil.
@@ -386,7 +408,12 @@ func q8RowGo(l *q8Layout, w *model.Matrix, o int, rec []byte) float32 {
 type q8Input struct {
 	layout q8Layout
 	data   []byte
-	buf    *[]byte // data's buffer, back to preparedRows after the products
+	// quads is, where a two-row kernel takes the layout, per four token
+	// rows and per unit, the unit's d and d·Σxq of the four tokens as the
+	// kernel reads them: [d0 d1 d2 d3 d0 d1 d2 d3 s0 s1 s2 s3 s0 s1 s2 s3]
+	// (s the first lane's d·Σxq), copied from the records; else nil.
+	quads []float32
+	buf   *[]byte // data's buffer (the records, then quads), back to preparedRows after the products
 }
 
 // preparedRows recycles the prepared rows' buffers (6 KiB a token row for
@@ -397,15 +424,33 @@ var preparedRows = sync.Pool{New: func() any { return new([]byte) }}
 // prepareQ8 quantizes the rows of x for the layout l.
 func (b *Backend) prepareQ8(l q8Layout, x []float32, rows, in int) *q8Input {
 	buf := preparedRows.Get().(*[]byte)
-	if n := rows * l.recordBytes; cap(*buf) < n {
-		*buf = make([]byte, n)
-	} else {
-		*buf = (*buf)[:n]
+	n, quads := rows*l.recordBytes, 0
+	if b.kern.q8.pair(&l) != nil {
+		quads = (rows + 3) / 4 * l.units * 16
 	}
-	p := &q8Input{layout: l, data: *buf, buf: buf}
+	if total := n + 4*quads; cap(*buf) < total {
+		*buf = make([]byte, total)
+	} else {
+		*buf = (*buf)[:total]
+	}
+	p := &q8Input{layout: l, data: (*buf)[:n], buf: buf}
+	if quads > 0 {
+		p.quads = unsafe.Slice((*float32)(unsafe.Pointer(&(*buf)[n])), quads)
+	}
 	b.pool.parallelFor(rows, 16, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
-			l.quantize(p.data[t*l.recordBytes:(t+1)*l.recordBytes], x[t*in:(t+1)*in], &b.kern.q8)
+			rec := p.data[t*l.recordBytes : (t+1)*l.recordBytes]
+			l.quantize(rec, x[t*in:(t+1)*in], &b.kern.q8)
+			if p.quads == nil {
+				continue
+			}
+			for u := range l.units {
+				tail := rec[u*(l.xqBytes+64)+l.xqBytes:]
+				d := *(*float32)(unsafe.Pointer(&tail[0]))
+				xs := *(*float32)(unsafe.Pointer(&tail[32]))
+				q := p.quads[((t/4)*l.units+u)*16:][:16]
+				q[t%4], q[4+t%4], q[8+t%4], q[12+t%4] = d, d, xs, xs
+			}
 		}
 	})
 	return p
@@ -503,6 +548,21 @@ func (k *q8Kernels) q8Rows(y []float32, rows int, w *model.Matrix, p *q8Input, l
 		f(tile)
 	}
 	if rk := k.rowKernels(l); rk != nil {
+		pair := k.pair(l)
+		var work []float32
+		if pair != nil && p.quads != nil && rows >= 4 {
+			work = make([]float32, 16*l.units)
+		}
+		// block runs f on rows [o0, o1) against n tokens from t.
+		block := func(f func(*q8Tile), o0, o1, t, n int) {
+			*tile = q8Tile{w: &w.Data[o0*l.rowBytes], scales: &scales[o0*groups], biases: &biases[o0*groups],
+				units: l.units, chunks: l.chunks, x: &p.data[t*l.recordBytes], xStride: l.recordBytes,
+				tokens: n, out: &y[t*w.Out+o0], outStride: 4 * w.Out, rows: o1 - o0}
+			if work != nil && n == 4 {
+				tile.quads, tile.work = (*byte)(unsafe.Pointer(&p.quads[t/4*l.units*16])), &work[0]
+			}
+			f(tile)
+		}
 		for r0 := lo; r0 < hi; r0 += fastRowBlock {
 			r1 := min(r0+fastRowBlock, hi)
 			for t := 0; t < rows; {
@@ -513,10 +573,21 @@ func (k *q8Kernels) q8Rows(y []float32, rows int, w *model.Matrix, p *q8Input, l
 				case rows-t >= 2:
 					f, n = rk[1], 2
 				}
-				*tile = q8Tile{w: &w.Data[r0*l.rowBytes], scales: &scales[r0*groups], biases: &biases[r0*groups],
-					units: l.units, chunks: l.chunks, x: &p.data[t*l.recordBytes], xStride: l.recordBytes,
-					tokens: n, out: &y[t*w.Out+r0], outStride: 4 * w.Out, rows: r1 - r0}
-				f(tile)
+				// Four tokens go through the two-row kernel, an odd
+				// block's last row through the four-token one.
+				mid := r0
+				if n == 4 && work != nil {
+					mid = r0 + (r1-r0)&^1
+					if mid > r0 {
+						block(pair, r0, mid, t, n)
+						if tile.redo {
+							block(f, r0, mid, t, n)
+						}
+					}
+				}
+				if mid < r1 {
+					block(f, mid, r1, t, n)
+				}
 				t += n
 			}
 		}

@@ -18,6 +18,7 @@ func machineKernels() []kernelSet {
 				w4: w4TileVNNI, w4Split: w4SplitTileVNNI, w8: w8TileVNNI, w4Quad: w4QuadVNNI, w8Quad: w8QuadVNNI,
 				w4Rows: [3]func(*q8Tile){w4Rows1VNNI, w4Rows2VNNI, w4Rows4VNNI},
 				w8Rows: [3]func(*q8Tile){w8Rows1VNNI, w8Rows2VNNI, w8Rows4VNNI},
+				w4Pair: w4Pair4VNNI, w8Pair: w8Pair4VNNI,
 				absMax: absMaxAVX512, quantW16: quantW16AVX512}})
 	}
 	if avx2 {
@@ -119,3 +120,9 @@ func w8Rows2AVX2(t *q8Tile)
 
 //go:noescape
 func w8Rows4AVX2(t *q8Tile)
+
+//go:noescape
+func w4Pair4VNNI(t *q8Tile)
+
+//go:noescape
+func w8Pair4VNNI(t *q8Tile)

@@ -720,6 +720,10 @@ w8qaChunk:
 // runs them as two 256-bit halves, so the halved instruction count saves
 // nothing, and the lane-crossing shuffles and the fold cost extra.
 #define T_ROWS 80
+#define T_QUADS 88
+#define T_WORK 96
+#define T_PAIRS 104
+#define T_REDO 112
 
 #define ROWS_START \
 	MOVQ t+0(FP), AX \
@@ -1006,6 +1010,284 @@ w8r4vChunk:
 	VZEROUPPER
 	RET
 
+// Two-row kernels (VNNI): t.rows consecutive weight rows (an even number)
+// against four token rows, two rows at a time. What bounds the four-token
+// kernels above on AMD Zen 4 is the two vector multiply pipes, which run
+// vpdpwssd and the float multiplies alike: per unit (64 weights) and
+// token, four vpdpwssd, then the fold's two multiplies (s·d, b·d·Σxq) and
+// its fused multiply-add, 7 multiply-pipe operations where 4 do the
+// integer work (timed apart on one 128-row block, the integer part and
+// the fold add up to the whole). Here the fold's multiplies leave the
+// unit loop: before a row pair's units, a short loop computes per unit
+// [sA sA sA sA sB sB sB sB]·[d0 d1 d2 d3 d0 d1 d2 d3] and the same for
+// b and d·Σxq (two multiplies for the eight (row, token) pairs, from the
+// quad table q8Input.quads) into t.work; the unit's fold then broadcasts
+// s·d from there into its fused multiply-add and loads b·d·Σxq as
+// [p 0 0 0 0 0 0 0], loads instead of multiplies: 5¼ multiply-pipe
+// operations per unit and token. Each activation load also feeds both
+// rows. Each (row, token) pair keeps its own eight lanes and the float
+// chain of UNIT_UNIFORM in the same order (d is the same in every lane of
+// a unit of one group, so s·d broadcast is the lanes' s·d), so its output
+// is the one-row kernels' bit for bit, with one exception handled: their
+// bias lanes past the first hold b·0, ±0 for a finite b, here +0, which
+// changes no sum (an accumulator that starts at +0 never becomes −0, and
+// adding ±0 to anything else leaves it); an infinite or NaN b makes b·0 a
+// NaN, so every bias's b·0 is ORed into Y15 and the kernel sets t.redo
+// for q8Rows to run the rows again with the four-token kernel. The int32
+// lanes of a unit start with vpmaddwd instead of a zeroed register and
+// vpdpwssd: the weights are codes 0..255 and the activations within
+// ±32767, so a pair of products never wraps and the sums are the same
+// exact integers.
+//
+// Tried and slower on Zen 4: both rows' vpdpwssd loading the activations
+// themselves (twice the loads; 0.88x), and computing a unit's s·d and
+// b·d·Σxq inside the unit loop into memory read back at once (the
+// broadcast loads wait on the just-written stores: the fold took longer
+// than the multiplies it saved).
+//
+// Registers: Y0–Y3 row A's accumulators for tokens 0–3, Y4–Y7 row B's;
+// Y8–Y11 row A's widened chunk, Y16–Y19 row B's (both then the fold's
+// products); Y20–Y23 row A's int32 lanes, Y24–Y27 row B's; Y28–Y31 one
+// token's activations; Y13, Y14 and Y30 (zero) the products loop's. SI
+// walks row A's weights, row B's are R14 (a row's bytes) further; DX and
+// R8 walk row A's scales and biases in the products loop, row B's are
+// units words further. DI is zero, R13, R10 and R15 one, two and three
+// token strides, R12 the prepared rows (the quad table in the products
+// loop), R11 t.work, R9 row A's first output.
+#define RP_START \
+	MOVQ t+0(FP), AX \
+	MOVQ T_XSTRIDE(AX), R13 \
+	XORQ DI, DI \
+	LEAQ (R13)(R13*1), R10 \
+	LEAQ (R13)(R13*2), R15 \
+	VPCMPEQW Y12, Y12, Y12 \
+	VPSRLW $12, Y12, Y12 \
+	MOVQ T_W(AX), SI \
+	MOVQ T_SCALES(AX), DX \
+	MOVQ T_BIASES(AX), R8 \
+	MOVQ T_OUT(AX), R9 \
+	MOVQ T_ROWS(AX), BX \
+	SHRQ $1, BX \
+	MOVQ BX, T_PAIRS(AX) \
+	MOVQ T_UNITS(AX), R14 \
+	IMULQ T_CHUNKS(AX), R14 \
+	SHLQ $5, R14 \
+	VPXORD Y15, Y15, Y15
+
+#define RP_ROW_START \
+	MOVQ T_UNITS(AX), CX \
+	MOVQ T_X(AX), R12 \
+	MOVQ T_WORK(AX), R11 \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+	VXORPS Y4, Y4, Y4 \
+	VXORPS Y5, Y5, Y5 \
+	VXORPS Y6, Y6, Y6 \
+	VXORPS Y7, Y7, Y7
+
+// RP_W4_WIDEN widens one 32-byte chunk of each row: row A's as
+// QUAD_W4_WIDEN, row B's into Y16–Y19.
+#define RP_W4_WIDEN \
+	QUAD_W4_WIDEN \
+	VPMOVZXBW 0(SI)(R14*1), Y16 \
+	VPSRLW $4, Y16, Y17 \
+	VPANDD Y12, Y16, Y16 \
+	VPMOVZXBW 16(SI)(R14*1), Y18 \
+	VPSRLW $4, Y18, Y19 \
+	VPANDD Y12, Y18, Y18
+
+#define RP_W8_WIDEN \
+	VPMOVZXBW 0(SI), Y8 \
+	VPMOVZXBW 16(SI), Y9 \
+	VPMOVZXBW 0(SI)(R14*1), Y16 \
+	VPMOVZXBW 16(SI)(R14*1), Y17
+
+// RP_W4_TOKEN(op, accA, accB, idx) multiplies both rows' widened chunks
+// with one token's 64 activations at (R12)(idx*1), each load feeding two
+// products; op is VPMADDWD for a unit's first chunk, VPDPWSSD after.
+#define RP_W4_TOKEN(op, accA, accB, idx) \
+	VMOVDQU64 0(R12)(idx*1), Y28 \
+	VMOVDQU64 32(R12)(idx*1), Y29 \
+	VMOVDQU64 64(R12)(idx*1), Y30 \
+	VMOVDQU64 96(R12)(idx*1), Y31 \
+	op Y28, Y8, accA \
+	op Y28, Y16, accB \
+	VPDPWSSD Y29, Y9, accA \
+	VPDPWSSD Y29, Y17, accB \
+	VPDPWSSD Y30, Y10, accA \
+	VPDPWSSD Y30, Y18, accB \
+	VPDPWSSD Y31, Y11, accA \
+	VPDPWSSD Y31, Y19, accB
+
+#define RP_W8_TOKEN(op, accA, accB, idx) \
+	VMOVDQU64 0(R12)(idx*1), Y28 \
+	VMOVDQU64 32(R12)(idx*1), Y29 \
+	op Y28, Y8, accA \
+	op Y28, Y16, accB \
+	VPDPWSSD Y29, Y9, accA \
+	VPDPWSSD Y29, Y17, accB
+
+#define RP_W4_CHUNK(op) \
+	RP_W4_WIDEN \
+	RP_W4_TOKEN(op, Y20, Y24, DI) \
+	RP_W4_TOKEN(op, Y21, Y25, R13) \
+	RP_W4_TOKEN(op, Y22, Y26, R10) \
+	RP_W4_TOKEN(op, Y23, Y27, R15) \
+	ADDQ $32, SI \
+	ADDQ $128, R12
+
+#define RP_W8_CHUNK(op) \
+	RP_W8_WIDEN \
+	RP_W8_TOKEN(op, Y20, Y24, DI) \
+	RP_W8_TOKEN(op, Y21, Y25, R13) \
+	RP_W8_TOKEN(op, Y22, Y26, R10) \
+	RP_W8_TOKEN(op, Y23, Y27, R15) \
+	ADDQ $32, SI \
+	ADDQ $64, R12
+
+// RP_FOLD(isum, acc, p, coff, poff) is UNIT_UNIFORM for one row and
+// token: p = [b·d·Σxq 0 0 0 0 0 0 0] from poff(SP), p += float(isum)·(s·d)
+// with s·d broadcast from coff(SP), acc += p.
+#define RP_FOLD(isum, acc, xp, p, coff, poff) \
+	VCVTDQ2PS isum, isum \
+	VMOVSS poff(R11), xp \
+	VFMADD231PS.BCST coff(R11), isum, p \
+	VADDPS p, acc, acc
+
+// RP_PRE computes one unit's s·d and b·d·Σxq of both rows and four tokens
+// into 0(R11) and 32(R11): R12 points at the unit's [d×4 d×4 xs×4 xs×4],
+// BX holds the units of a row (row B's scales and biases are 2·units bytes
+// on).
+#define RP_PRE \
+	VPBROADCASTW (DX), X13 \
+	VPBROADCASTW (DX)(BX*2), X14 \
+	VINSERTI128 $1, X14, Y13, Y13 \
+	VPSLLD $16, Y13, Y13 \
+	VMULPS 0(R12), Y13, Y13 \
+	VMOVUPS Y13, 0(R11) \
+	VPBROADCASTW (R8), X14 \
+	VPBROADCASTW (R8)(BX*2), X13 \
+	VINSERTI128 $1, X13, Y14, Y14 \
+	VPSLLD $16, Y14, Y14 \
+	VMULPS Y30, Y14, Y13 \
+	VORPS Y13, Y15, Y15 \
+	VMULPS 32(R12), Y14, Y14 \
+	VMOVUPS Y14, 32(R11) \
+	ADDQ $2, DX \
+	ADDQ $2, R8 \
+	ADDQ $64, R12 \
+	ADDQ $64, R11
+
+#define RP_PRE_START \
+	VXORPS Y30, Y30, Y30 \
+	MOVQ T_UNITS(AX), CX \
+	MOVQ CX, BX \
+	MOVQ T_QUADS(AX), R12 \
+	MOVQ T_WORK(AX), R11
+
+// RP_UNIT_END folds the unit of both rows and four tokens from the
+// products at R11.
+#define RP_UNIT_END \
+	RP_FOLD(Y20, Y0, X8, Y8, 0, 32) \
+	RP_FOLD(Y24, Y4, X16, Y16, 16, 48) \
+	RP_FOLD(Y21, Y1, X9, Y9, 4, 36) \
+	RP_FOLD(Y25, Y5, X17, Y17, 20, 52) \
+	RP_FOLD(Y22, Y2, X10, Y10, 8, 40) \
+	RP_FOLD(Y26, Y6, X18, Y18, 24, 56) \
+	RP_FOLD(Y23, Y3, X11, Y11, 12, 44) \
+	RP_FOLD(Y27, Y7, X19, Y19, 28, 60) \
+	ADDQ $64, R12 \
+	ADDQ $64, R11
+
+// RP_END sets t.redo where a bias of the call's rows is an infinity or a
+// NaN: Y15 is the OR of every b·0, ±0 unless b is not finite.
+#define RP_END \
+	VPSLLD $1, Y15, Y15 \
+	VPTEST Y15, Y15 \
+	SETNE T_REDO(AX) \
+	VZEROUPPER
+
+// RP_ROW_END stores both rows' four outputs (row B's 4 bytes after row
+// A's, each token outStride on) and moves SI, DX and R8 past row B.
+#define RP_ROW_END \
+	MOVQ T_OUTSTRIDE(AX), BX \
+	MOVQ R9, CX \
+	QUAD_STORE(Y0, X0, (CX)) \
+	QUAD_STORE(Y4, X4, 4(CX)) \
+	ADDQ BX, CX \
+	QUAD_STORE(Y1, X1, (CX)) \
+	QUAD_STORE(Y5, X5, 4(CX)) \
+	ADDQ BX, CX \
+	QUAD_STORE(Y2, X2, (CX)) \
+	QUAD_STORE(Y6, X6, 4(CX)) \
+	ADDQ BX, CX \
+	QUAD_STORE(Y3, X3, (CX)) \
+	QUAD_STORE(Y7, X7, 4(CX)) \
+	ADDQ $8, R9 \
+	ADDQ R14, SI \
+	MOVQ T_UNITS(AX), BX \
+	LEAQ (DX)(BX*2), DX \
+	LEAQ (R8)(BX*2), R8 \
+	DECQ T_PAIRS(AX)
+
+// func w4Pair4VNNI(t *q8Tile)
+TEXT ·w4Pair4VNNI(SB), NOSPLIT, $0-8
+	RP_START
+w4p4vRow:
+	RP_PRE_START
+w4p4vPre:
+	RP_PRE
+	DECQ CX
+	JNZ w4p4vPre
+	RP_ROW_START
+w4p4vUnit:
+	RP_W4_CHUNK(VPMADDWD)
+	MOVQ T_CHUNKS(AX), BX
+	DECQ BX
+	JZ w4p4vFold
+w4p4vChunk:
+	RP_W4_CHUNK(VPDPWSSD)
+	DECQ BX
+	JNZ w4p4vChunk
+w4p4vFold:
+	RP_UNIT_END
+	DECQ CX
+	JNZ w4p4vUnit
+	RP_ROW_END
+	JNZ w4p4vRow
+	RP_END
+	RET
+
+// func w8Pair4VNNI(t *q8Tile)
+TEXT ·w8Pair4VNNI(SB), NOSPLIT, $0-8
+	RP_START
+w8p4vRow:
+	RP_PRE_START
+w8p4vPre:
+	RP_PRE
+	DECQ CX
+	JNZ w8p4vPre
+	RP_ROW_START
+w8p4vUnit:
+	RP_W8_CHUNK(VPMADDWD)
+	MOVQ T_CHUNKS(AX), BX
+	DECQ BX
+	JZ w8p4vFold
+w8p4vChunk:
+	RP_W8_CHUNK(VPDPWSSD)
+	DECQ BX
+	JNZ w8p4vChunk
+w8p4vFold:
+	RP_UNIT_END
+	DECQ CX
+	JNZ w8p4vUnit
+	RP_ROW_END
+	JNZ w8p4vRow
+	RP_END
+	RET
+
 // func w4Rows1AVX2(t *q8Tile)
 TEXT ·w4Rows1AVX2(SB), NOSPLIT, $0-8
 	ROWS1_START
@@ -1249,4 +1531,3 @@ qwLoop:
 	MOVL AX, ret+40(FP)
 	VZEROUPPER
 	RET
-

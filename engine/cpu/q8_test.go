@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -372,6 +373,63 @@ func TestQ8QuantizeLevels(t *testing.T) {
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestQ8PairRows checks the two-row kernels against the four-token
+// multi-row kernels bit for bit (the same lanes and float chain per row and
+// token, so no tolerance): every layout they take (4-bit in groups of 64
+// and 128, 8-bit in groups of 32, 64 and 128: one to four chunks a unit),
+// blocks of odd and even row counts starting at odd rows (the last row of
+// an odd block goes through the four-token kernel), token counts that
+// leave one to three tokens over, and rows with an infinite or NaN bias,
+// where the two-row kernels hand the rows back to the four-token kernel
+// (their bias lanes past the first are +0 where the others hold b·0,
+// which differs only when b is not finite).
+func TestQ8PairRows(t *testing.T) {
+	k, err := kernelsFor(ISAAuto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k.q8.w4Pair == nil {
+		t.Skipf("%s has no two-row kernels", k.isa)
+	}
+	without := k.q8
+	without.w4Pair, without.w8Pair = nil, nil
+	rng := rand.New(rand.NewPCG(29, 30))
+	cases := []struct{ bits, group, out, in int }{
+		{4, 64, 37, 192}, {4, 128, 19, 256}, {8, 32, 21, 160}, {8, 64, 9, 192}, {8, 128, 11, 384}, {4, 64, 130, 2048},
+	}
+	for _, c := range cases {
+		for _, bad := range []uint16{0, 0x7F80, 0xFF80, 0x7FC0} { // none, +Inf, -Inf, NaN
+			tm := newTestMatrix(rng, model.Affine, c.out, c.in, c.bits, c.group)
+			if bad != 0 {
+				o, g := c.out/2, c.in/c.group-1
+				binary.LittleEndian.PutUint16(tm.m.Biases[2*(o*(c.in/c.group)+g):], bad)
+			}
+			l, ok := newQ8Layout(&tm.m, true)
+			if !ok || k.q8.pair(&l) == nil {
+				t.Fatalf("%d-bit g%d: no two-row kernel", c.bits, c.group)
+			}
+			for _, rows := range []int{4, 5, 7, 8, 13} {
+				x := randomVector(rng, rows*c.in)
+				b := &Backend{pool: pool{threads: 1}, kern: k, precision: PrecisionFast}
+				p := b.prepareQ8(l, x, rows, c.in)
+				for _, span := range [][2]int{{0, c.out}, {1, c.out}, {3, c.out - 1}, {c.out - 1, c.out}, {2, 4}} {
+					got, want := make([]float32, rows*c.out), make([]float32, rows*c.out)
+					k.q8.q8Rows(got, rows, &tm.m, p, span[0], span[1])
+					without.q8Rows(want, rows, &tm.m, p, span[0], span[1])
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%d-bit g%d [%d, %d], bias %#x, %d tokens, rows [%d, %d): y[%d, %d] = %v (%#x), the four-token kernel's %v (%#x)",
+								c.bits, c.group, c.out, c.in, bad, rows, span[0], span[1], i/c.out, i%c.out,
+								got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+						}
+					}
+				}
+				preparedRows.Put(p.buf)
 			}
 		}
 	}
