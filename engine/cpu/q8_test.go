@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/suzuran-app/suzuran/engine/model"
 )
@@ -432,5 +433,47 @@ func TestQ8PairRows(t *testing.T) {
 				preparedRows.Put(p.buf)
 			}
 		}
+	}
+}
+
+// BenchmarkPairBlock times the two-row kernels against the four-token
+// multi-row kernels on one block of the fast path's prefill products: 128
+// rows of a 2048-wide matrix (4-bit and 8-bit, groups of 64) against four
+// prepared token rows, L2-resident as in a prefill chunk, one thread. It
+// alternates the two every iteration and reports each one's fastest call
+// (µs) and the ratio of those: the fastest of many calls is what a call
+// costs without the interruptions of a shared machine.
+func BenchmarkPairBlock(b *testing.B) {
+	k, err := kernelsFor(ISAAuto)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if k.q8.w4Pair == nil {
+		b.Skipf("%s has no two-row kernels", k.isa)
+	}
+	without := k.q8
+	without.w4Pair, without.w8Pair = nil, nil
+	for _, bits := range []int{4, 8} {
+		b.Run(fmt.Sprintf("%dbit", bits), func(b *testing.B) {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			rng := rand.New(rand.NewPCG(7, 8))
+			tm := newTestMatrix(rng, model.Affine, 128, 2048, bits, 64)
+			l, _ := newQ8Layout(&tm.m, true)
+			be := &Backend{pool: pool{threads: 1}, kern: k, precision: PrecisionFast}
+			p := be.prepareQ8(l, randomVector(rng, 4*2048), 4, 2048)
+			y := make([]float32, 4*128)
+			best := [2]time.Duration{time.Hour, time.Hour}
+			for range b.N {
+				for i, kk := range []*q8Kernels{&without, &k.q8} {
+					t0 := time.Now()
+					kk.q8Rows(y, 4, &tm.m, p, 0, 128)
+					best[i] = min(best[i], time.Since(t0))
+				}
+			}
+			b.ReportMetric(float64(best[0].Nanoseconds())/1e3, "µs-four-token")
+			b.ReportMetric(float64(best[1].Nanoseconds())/1e3, "µs-two-row")
+			b.ReportMetric(best[0].Seconds()/best[1].Seconds(), "speedup")
+		})
 	}
 }
