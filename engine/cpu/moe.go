@@ -3,6 +3,7 @@ package cpu
 import (
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/suzuran-app/suzuran/engine/model"
 )
@@ -340,8 +341,7 @@ func (p *pass) swiGLURuns(x *tensor, gate, up, down *model.Matrix, prepared *q8I
 		run := &tensor{rows: hi - lo, width: x.width, data: x.data[lo*x.width : hi*x.width]}
 		var in *q8Input
 		if prepared != nil {
-			rb := len(prepared.data) / x.rows
-			in = &q8Input{layout: prepared.layout, data: prepared.data[lo*rb : hi*rb]}
+			in = prepared.rowRange(lo, hi)
 		}
 		copy(y.data[lo*y.width:hi*y.width], p.swiGLU(run, gate, up, down, in).data)
 	})
@@ -395,13 +395,22 @@ func (p *pass) prepareExpertInputs(w *model.MoE, groupX *tensor, active []*exper
 // expertInput copies the records of ex's rows out of all, the group's rows
 // prepared by prepareExpertInputs (in maps a pass row to its group row).
 func expertInput(all *q8Input, ex *expertWork, tokens [][]int, in map[int]int) *q8Input {
-	rb := all.layout.recordBytes
-	data := make([]byte, len(ex.rows)*rb)
+	l := all.layout
+	rb, n, quads := l.recordBytes, len(ex.rows)*l.recordBytes, 0
+	if all.quads != nil {
+		quads = l.quadFloats(len(ex.rows))
+	}
+	buf := make([]byte, n+4*quads)
+	p := &q8Input{layout: l, data: buf[:n]}
+	if quads > 0 {
+		p.quads = unsafe.Slice((*float32)(unsafe.Pointer(&buf[n])), quads)
+	}
 	for j, i := range ex.rows {
 		r := in[tokens[ex.e][i]]
-		copy(data[j*rb:(j+1)*rb], all.data[r*rb:(r+1)*rb])
+		copy(p.data[j*rb:(j+1)*rb], all.data[r*rb:(r+1)*rb])
+		p.setQuad(j)
 	}
-	return &q8Input{layout: all.layout, data: data}
+	return p
 }
 
 // swiGLUActivation writes silu(gate) ⊙ up into y.

@@ -426,7 +426,7 @@ func (b *Backend) prepareQ8(l q8Layout, x []float32, rows, in int) *q8Input {
 	buf := preparedRows.Get().(*[]byte)
 	n, quads := rows*l.recordBytes, 0
 	if b.kern.q8.pair(&l) != nil {
-		quads = (rows + 3) / 4 * l.units * 16
+		quads = l.quadFloats(rows)
 	}
 	if total := n + 4*quads; cap(*buf) < total {
 		*buf = make([]byte, total)
@@ -439,21 +439,44 @@ func (b *Backend) prepareQ8(l q8Layout, x []float32, rows, in int) *q8Input {
 	}
 	b.pool.parallelFor(rows, 16, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
-			rec := p.data[t*l.recordBytes : (t+1)*l.recordBytes]
-			l.quantize(rec, x[t*in:(t+1)*in], &b.kern.q8)
-			if p.quads == nil {
-				continue
-			}
-			for u := range l.units {
-				tail := rec[u*(l.xqBytes+64)+l.xqBytes:]
-				d := *(*float32)(unsafe.Pointer(&tail[0]))
-				xs := *(*float32)(unsafe.Pointer(&tail[32]))
-				q := p.quads[((t/4)*l.units+u)*16:][:16]
-				q[t%4], q[4+t%4], q[8+t%4], q[12+t%4] = d, d, xs, xs
-			}
+			l.quantize(p.data[t*l.recordBytes:(t+1)*l.recordBytes], x[t*in:(t+1)*in], &b.kern.q8)
+			p.setQuad(t)
 		}
 	})
 	return p
+}
+
+// quadFloats is the length of the quad table for rows token rows.
+func (l *q8Layout) quadFloats(rows int) int { return (rows + 3) / 4 * l.units * 16 }
+
+// setQuad copies token row t's d and d·Σxq from its record into the quad
+// table; without one it does nothing.
+func (p *q8Input) setQuad(t int) {
+	if p.quads == nil {
+		return
+	}
+	l := &p.layout
+	rec := p.data[t*l.recordBytes : (t+1)*l.recordBytes]
+	for u := range l.units {
+		tail := rec[u*(l.xqBytes+64)+l.xqBytes:]
+		d := *(*float32)(unsafe.Pointer(&tail[0]))
+		xs := *(*float32)(unsafe.Pointer(&tail[32]))
+		q := p.quads[((t/4)*l.units+u)*16:][:16]
+		q[t%4], q[4+t%4], q[8+t%4], q[12+t%4] = d, d, xs, xs
+	}
+}
+
+// rowRange is token rows [lo, hi) of p as an input of their own. The quad
+// table goes with them where lo starts a quad; else the rows run through
+// the kernels that read only the records.
+func (p *q8Input) rowRange(lo, hi int) *q8Input {
+	rb := p.layout.recordBytes
+	r := &q8Input{layout: p.layout, data: p.data[lo*rb : hi*rb]}
+	if p.quads != nil && lo%4 == 0 {
+		per := p.layout.units * 16
+		r.quads = p.quads[lo/4*per : (hi+3)/4*per]
+	}
+	return r
 }
 
 // exactRowBlock is how many rows of a matrix the int8 kernels do not take
