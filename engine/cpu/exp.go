@@ -75,6 +75,8 @@ type activations struct {
 	silu func(y, x []float32)
 	// gate writes o[i] = o[i]·a·sigmoid(g[i]).
 	gate func(o, g []float32, a float32)
+	// softmax writes the softmax of x into y (the router's).
+	softmax func(y, x []float32)
 }
 
 // acts is the backend's table: the exact one on the exact path, else the
@@ -108,11 +110,31 @@ var exactActivations = activations{
 			o[i] *= a * sigmoid(v)
 		}
 	},
+	softmax: softmax,
 }
 
 // goActivations is the fast table's Go loops; the assembly's tails run
 // them too.
-var goActivations = activations{expShift: expShiftGo, swiGLU: swiGLUGo, silu: siluGo, gate: gateGo}
+var goActivations = activations{expShift: expShiftGo, swiGLU: swiGLUGo, silu: siluGo, gate: gateGo,
+	softmax: func(y, x []float32) { softmaxWith(expShiftGo, y, x) }}
+
+// softmaxWith writes the softmax of x into y with the exponentials of
+// expShift, summed in float64.
+func softmaxWith(expShift func(y, x []float32, shift float32), y, x []float32) {
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		m = max(m, v)
+	}
+	expShift(y, x, m)
+	var sum float64
+	for _, e := range y {
+		sum += float64(e)
+	}
+	inv := 1 / sum
+	for i := range y {
+		y[i] = float32(float64(y[i]) * inv)
+	}
+}
 
 func expShiftGo(y, x []float32, shift float32) {
 	for i, v := range x[:len(y)] {

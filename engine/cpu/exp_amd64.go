@@ -34,15 +34,18 @@ var expTable = func() (t [expConsts][8]float32) {
 	return t
 }()
 
+func expShiftAVX2Slice(y, x []float32, shift float32) {
+	x = x[:len(y)]
+	n := len(y) &^ 7
+	if n > 0 {
+		expShiftAVX2(&y[0], &x[0], n, shift, &expTable)
+	}
+	expShiftGo(y[n:], x[n:], shift)
+}
+
 var avx2Activations = activations{
-	expShift: func(y, x []float32, shift float32) {
-		x = x[:len(y)]
-		n := len(y) &^ 7
-		if n > 0 {
-			expShiftAVX2(&y[0], &x[0], n, shift, &expTable)
-		}
-		expShiftGo(y[n:], x[n:], shift)
-	},
+	expShift: expShiftAVX2Slice,
+	softmax:  func(y, x []float32) { softmaxWith(expShiftAVX2Slice, y, x) },
 	swiGLU: func(y, g, u []float32) {
 		g, u = g[:len(y)], u[:len(y)]
 		n := len(y) &^ 7
