@@ -46,7 +46,8 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 	for i, seg := range p.segs {
 		rows := seg.row0 * C
 		convs[i] = causalConv{taps: w.Conv, state: seg.seq.layers[layer].conv, channels: C,
-			in: pre[rows : rows+len(seg.ids)*C], out: mixed[rows : rows+len(seg.ids)*C], act: act}
+			in: pre[rows : rows+len(seg.ids)*C], out: mixed[rows : rows+len(seg.ids)*C], act: act,
+			row: convRowFor(p.b.kern.isa)}
 		convs[i].window(&buf)
 	}
 	// Each run of stopTokens tokens of a segment is a conv of its own over
@@ -146,6 +147,9 @@ type causalConv struct {
 	in, out  []float32 // [rows, channels]
 	rows     []float32 // state then in
 	act      *activations
+	// row is the conv of one row's run of channels (convRowGo or its
+	// assembly, which gives the same bits).
+	row func(out, rows []float32, stride int, taps []float32, k int)
 }
 
 // window lays out the state then the segment's rows in a buffer of buf.
@@ -154,24 +158,44 @@ func (c *causalConv) window(buf *blockBuffers) {
 	copy(c.rows[copy(c.rows, c.state):], c.in)
 }
 
-// channelsSilu computes the output of channels [lo, hi): the taps' sums,
-// then silu over each row's run of them.
+// channelsSilu computes the output of channels [lo, hi), a row at a
+// time: the taps' sums (from 0, tap by tap in order, for each channel),
+// then silu over the row's run of them.
 func (c *causalConv) channelsSilu(lo, hi int) {
 	C := c.channels
 	n := len(c.in) / C
+	w := hi - lo
+	K := len(c.taps[lo])
+	tp := getScratch(K * w) // the taps of [lo, hi), [K, w]
+	defer scratch.Put(tp)
+	taps := *tp
 	for ch := lo; ch < hi; ch++ {
-		taps := c.taps[ch]
-		for t := range n {
-			var s float32
-			for j, tap := range taps {
-				s += tap * c.rows[(t+j)*C+ch]
-			}
-			c.out[t*C+ch] = s
+		for j, tap := range c.taps[ch] {
+			taps[j*w+ch-lo] = tap
 		}
+	}
+	row := c.row
+	if row == nil {
+		row = convRowGo
 	}
 	for t := range n {
 		out := c.out[t*C+lo : t*C+hi]
+		row(out, c.rows[t*C+lo:], C, taps, K)
 		c.act.silu(out, out)
+	}
+}
+
+// convRowGo writes out[i] = Σ_j taps[j·w+i]·rows[j·stride+i] for i < w =
+// len(out) and j < k, each sum from 0 in the order of j.
+func convRowGo(out, rows []float32, stride int, taps []float32, k int) {
+	w := len(out)
+	clear(out)
+	for j := range k {
+		r := rows[j*stride : j*stride+w]
+		tj := taps[j*w : (j+1)*w]
+		for i := range out {
+			out[i] += tj[i] * r[i]
+		}
 	}
 }
 
@@ -188,7 +212,7 @@ func (c *causalConv) runs(n int) []causalConv {
 	for t0 := 0; t0 < rows; t0 += n {
 		t1 := min(t0+n, rows)
 		parts = append(parts, causalConv{taps: c.taps, channels: C,
-			in: c.in[t0*C : t1*C], out: c.out[t0*C : t1*C], rows: c.rows[t0*C : (t1+back)*C], act: c.act})
+			in: c.in[t0*C : t1*C], out: c.out[t0*C : t1*C], rows: c.rows[t0*C : (t1+back)*C], act: c.act, row: c.row})
 	}
 	return parts
 }

@@ -1,0 +1,6 @@
+//go:build !amd64
+
+package cpu
+
+// convRowFor is the conv's row kernel: the Go loop.
+func convRowFor(ISA) func(out, rows []float32, stride int, taps []float32, k int) { return convRowGo }
