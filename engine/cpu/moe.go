@@ -78,6 +78,7 @@ func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activatio
 		return out
 	}
 
+	add := scaleAddFor(p.b.kern.isa)
 	p.b.pool.parallelFor(T, 4, func(lo, hi int) {
 		routed := make([][]float32, topK)
 		for t := lo; t < hi; t++ {
@@ -88,7 +89,7 @@ func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activatio
 			for i, e := range r.experts {
 				routed[i] = routedY[e][r.slots[i]*H : (r.slots[i]+1)*H]
 			}
-			combineExperts(out.row(t), sigmoid(gate[t]), sharedY.row(t), r.weights, routed)
+			combineExperts(out.row(t), sigmoid(gate[t]), sharedY.row(t), r.weights, routed, add)
 		}
 	})
 	return out
@@ -123,16 +124,20 @@ func route(r *expertRoute, logits, probs []float32, act *activations) {
 
 // combineExperts writes one row's MoE output: the shared expert's output
 // times its gate, then each routed expert's output times its weight, in
-// the order given (experts' index order).
-func combineExperts(y []float32, sharedGate float32, shared, weights []float32, routed [][]float32) {
+// the order given (experts' index order), added by add (scaleAddFor).
+func combineExperts(y []float32, sharedGate float32, shared, weights []float32, routed [][]float32, add func(y, x []float32, a float32)) {
 	for d, v := range shared[:len(y)] {
 		y[d] = sharedGate * v
 	}
 	for i, r := range routed {
-		wt := weights[i]
-		for d, v := range r[:len(y)] {
-			y[d] += wt * v
-		}
+		add(y, r[:len(y)], weights[i])
+	}
+}
+
+// scaleAddGo is y[i] += a·x[i].
+func scaleAddGo(y, x []float32, a float32) {
+	for i, v := range x[:len(y)] {
+		y[i] += a * v
 	}
 }
 

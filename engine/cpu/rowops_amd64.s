@@ -39,3 +39,25 @@ tap:
 	JNZ     block
 	VZEROUPPER
 	RET
+
+// func scaleAddAVX2(y, x *float32, n int, a float32)
+//
+// y[i] += a·x[i] for i < n (a multiple of 8): the product rounded, then
+// added, as scaleAddGo does.
+TEXT ·scaleAddAVX2(SB), NOSPLIT, $0-28
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSS a+24(FP), Y7
+	SHRQ $3, CX
+
+scaleadd:
+	VMULPS  (SI), Y7, Y1
+	VADDPS  (DI), Y1, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ    $32, SI
+	ADDQ    $32, DI
+	DECQ    CX
+	JNZ     scaleadd
+	VZEROUPPER
+	RET

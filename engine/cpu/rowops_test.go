@@ -95,3 +95,24 @@ func BenchmarkConv(b *testing.B) {
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*rows*channels), "ns/output")
 	})
 }
+
+// TestScaleAdd checks each instruction set's y += a·x against the Go loop
+// bit for bit, over lengths that leave every tail.
+func TestScaleAdd(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, isa := range ISAs() {
+		add := scaleAddFor(isa)
+		for n := range 41 {
+			x, y := randomVector(rng, n), randomVector(rng, n)
+			a := float32(rng.NormFloat64())
+			want := append([]float32(nil), y...)
+			scaleAddGo(want, x, a)
+			add(y, x, a)
+			for i := range y {
+				if math.Float32bits(y[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s n=%d: element %d: %g, the Go loop gives %g", isa, n, i, y[i], want[i])
+				}
+			}
+		}
+	}
+}
