@@ -31,7 +31,11 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 	var buf blockBuffers
 	defer buf.release()
 
-	pre := buf.floats(T * C) // the pre-conv rows
+	// The pre-conv rows, after room for the first segment's conv state:
+	// its conv reads the two in place (window).
+	back := len(p.segs[0].seq.layers[layer].conv)
+	preRoom := buf.floats(back + T*C)
+	pre := preRoom[back:]
 	z := buf.floats(T * Hv * Dv)
 	b := buf.floats(T * Hv)
 	a := buf.floats(T * Hv)
@@ -48,7 +52,12 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 		convs[i] = causalConv{taps: w.Conv, state: seg.seq.layers[layer].conv, channels: C,
 			in: pre[rows : rows+len(seg.ids)*C], out: mixed[rows : rows+len(seg.ids)*C], act: act,
 			row: convRowFor(p.b.kern.isa)}
-		convs[i].window(&buf)
+		if i == 0 {
+			copy(preRoom, convs[i].state)
+			convs[i].rows = preRoom[:back+len(seg.ids)*C]
+		} else {
+			convs[i].window(&buf)
+		}
 	}
 	// Each run of stopTokens tokens of a segment is a conv of its own over
 	// its rows and the K-1 before them (an output row depends on its inputs

@@ -276,10 +276,15 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 					run := &tensor{rows: r1 - r0, width: H, data: groupX.data[r0*H : r1*H]}
 					p.swiGLUInto(shared.y.data[r0*H:r1*H], run, &w.SharedGate, &w.SharedUp, &w.SharedDown, nil)
 				} else {
-					xp := gather(ex)
+					// With the rows prepared, the products read their
+					// records only: no copy of the expert's rows.
+					var xp *[]float32
 					var prepared *q8Input
 					if all != nil {
 						prepared = expertInput(all, ex, tokens, in)
+						ex.x = &tensor{rows: len(ex.rows), width: H}
+					} else {
+						xp = gather(ex)
 					}
 					ex.y = buf.tensor(ex.x.rows, H)
 					p.swiGLURuns(ex.y, ex.x, &w.Gate[ex.e], &w.Up[ex.e], &w.Down[ex.e], prepared)
@@ -373,10 +378,13 @@ func (p *pass) swiGLUInto(y []float32, x *tensor, gate, up, down *model.Matrix, 
 // swiGLURuns is swiGLU over the rows of x into y (zeroed) in runs (see
 // pass.blocks), with a stop check before each: a row's arithmetic is the
 // same as in one call over all of them. Once stop said yes the rest is
-// left undone.
+// left undone. x's data may be nil when prepared holds its rows.
 func (p *pass) swiGLURuns(y, x *tensor, gate, up, down *model.Matrix, prepared *q8Input) {
 	p.blocks(x.rows, func(lo, hi int) {
-		run := &tensor{rows: hi - lo, width: x.width, data: x.data[lo*x.width : hi*x.width]}
+		run := &tensor{rows: hi - lo, width: x.width}
+		if x.data != nil { // nil with prepared rows
+			run.data = x.data[lo*x.width : hi*x.width]
+		}
 		var in *q8Input
 		if prepared != nil {
 			rb := len(prepared.data) / x.rows
