@@ -5,8 +5,9 @@ import "math"
 // The activations' exponentials. The exact path takes them in float64
 // through math.Exp, as the reference does; the fast paths (PrecisionFast,
 // PrecisionInt8) take them in float32 through expf, within 2 ulp of
-// math.Exp over the float32 range (TestExpf), eight lanes at a time in
-// assembly where the machine has AVX2 (exp_amd64.s).
+// math.Exp over the float32 range (TestExpf), in assembly eight lanes at
+// a time where the machine has AVX2 (exp_amd64.s) and four at a time on
+// arm64's NEON (exp_arm64.s).
 //
 // A row must come out bit for bit the same whatever pass it is in, and a
 // row's elements may fall in the assembly's lanes or in the Go loop's tail
