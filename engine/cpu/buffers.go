@@ -15,19 +15,36 @@ import (
 // activations a block returns are made as before: their life is the
 // model's to decide.
 
-// floatPools recycles float32 buffers by size class: class c holds
-// buffers of capacity 2^c.
-var floatPools [48]sync.Pool
+// sizeClass is the class of a buffer of n elements and its capacity:
+// four classes per power of two, so that a buffer holds at most a quarter
+// more than asked (16 elements at the least). A capacity's own class is
+// the class that gave it.
+func sizeClass(n int) (class, capacity int) {
+	if n <= 16 {
+		return 0, 16
+	}
+	b := bits.Len(uint(n - 1)) // 2^(b−1) < n ≤ 2^b
+	base := 1 << (b - 1)
+	step := base / 4
+	q := (n - base + step - 1) / step // 1 … 4
+	return b*4 + q, base + q*step
+}
+
+// sizeClasses covers every int's class.
+const sizeClasses = 64*4 + 5
+
+// floatPools recycles float32 buffers by size class.
+var floatPools [sizeClasses]sync.Pool
 
 // getFloats returns a zeroed buffer of n floats from the pools.
 func getFloats(n int) *[]float32 {
-	c := bits.Len(uint(max(n, 1) - 1))
+	c, size := sizeClass(n)
 	if p, ok := floatPools[c].Get().(*[]float32); ok {
 		*p = (*p)[:n]
 		clear(*p)
 		return p
 	}
-	s := make([]float32, n, 1<<c)
+	s := make([]float32, n, size)
 	return &s
 }
 
@@ -37,7 +54,8 @@ func putFloats(p *[]float32) {
 	if p == nil || cap(*p) == 0 {
 		return
 	}
-	floatPools[bits.Len(uint(cap(*p)-1))].Put(p)
+	c, _ := sizeClass(cap(*p))
+	floatPools[c].Put(p)
 }
 
 // blockBuffers hands out one block's working buffers, from any of its
@@ -92,16 +110,16 @@ func getSums(n int) *[]float64 {
 }
 
 // bytePools recycles byte buffers by size class, as floatPools.
-var bytePools [48]sync.Pool
+var bytePools [sizeClasses]sync.Pool
 
 // getBytes returns a buffer of n bytes from the pools, not zeroed.
 func getBytes(n int) *[]byte {
-	c := bits.Len(uint(max(n, 1) - 1))
+	c, size := sizeClass(n)
 	if p, ok := bytePools[c].Get().(*[]byte); ok {
 		*p = (*p)[:n]
 		return p
 	}
-	s := make([]byte, n, 1<<c)
+	s := make([]byte, n, size)
 	return &s
 }
 
@@ -110,5 +128,6 @@ func putBytes(p *[]byte) {
 	if p == nil || cap(*p) == 0 {
 		return
 	}
-	bytePools[bits.Len(uint(cap(*p)-1))].Put(p)
+	c, _ := sizeClass(cap(*p))
+	bytePools[c].Put(p)
 }
