@@ -44,7 +44,12 @@ const (
 // expf is eˣ in float32: +Inf above 88.72, 0 below −103.97, subnormal
 // results rounded once, NaN for NaN.
 func expf(x float32) float32 {
-	x = min(max(x, expLo), expHi) // min and max keep a NaN
+	if x < expLo { // a NaN passes both clamps, and comes out NaN
+		x = expLo
+	}
+	if x > expHi {
+		x = expHi
+	}
 	t := float32(x*log2e) + roundMagic
 	k := int32(math.Float32bits(t)) - int32(math.Float32bits(roundMagic))
 	kf := t - roundMagic
