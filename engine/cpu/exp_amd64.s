@@ -55,8 +55,9 @@
 	VMULPS Y2, Y3, Y3; \
 	VMULPS Y1, Y3, Y0
 
-// The max and min keep a NaN: with only one operand a NaN, vmaxps and
-// vminps return their last source (Go's first operand), here x.
+// The max and min keep a NaN, as the Go loop's clamps let it through:
+// with only one operand a NaN, vmaxps and vminps return their last source
+// (Go's first operand), here x.
 
 // func expShiftAVX2(y, x *float32, n int, shift float32, c *[expConsts][8]float32)
 TEXT ·expShiftAVX2(SB), NOSPLIT, $0-40

@@ -23,7 +23,7 @@
 	VLD1 (R8), [V28.S4, V29.S4, V30.S4, V31.S4]
 
 // EXP4 computes V0 = e^V0 with V1–V3 as scratch. FMAX and FMIN return a
-// NaN operand, as Go's max and min do.
+// NaN operand, as the Go loop's clamps let a NaN through.
 #define EXP4 \
 	FMAX(0, 0, 17); \
 	FMIN(0, 0, 16); \
