@@ -93,11 +93,12 @@ go-test:
 
 ## arm64-test: the CPU backend's kernel and fast-path fixture tests built
 ## for arm64 and run under qemu-user: the NEON integer kernels (int16 and
-## sdot) and the Go loops that arm64 runs, then the integer kernels again
+## sdot), the activations' NEON exponentials and the Go loops that arm64
+## runs, then the integer kernels again
 ## on a CPU without the dot-product extension (Cortex-A72).
 arm64-test:
 	GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64 \
-		-run 'TestQ8|TestFMA32|TestFusedF32|TestKernelsFor|TestMatMul|TestDequantRow|TestFixtures$$|TestFixturesFast|TestForcedLevel|TestAttention|TestDeltaStep|TestAxpyDot|TestBatchExact' ./engine/cpu
+		-run 'TestQ8|TestFMA32|TestFusedF32|TestKernelsFor|TestMatMul|TestDequantRow|TestFixtures$$|TestFixturesFast|TestForcedLevel|TestAttention|TestDeltaStep|TestAxpyDot|TestBatchExact|TestExpf|TestActivation|TestConvRows|TestScaleAdd' ./engine/cpu
 	QEMU_CPU=cortex-a72 GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64 \
 		-run 'TestQ8NEON|TestQ8LevelsAgree|TestFusedF32|TestKernelsFor' ./engine/cpu
 

@@ -21,9 +21,11 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 		return out
 	}
 	T, H, KV, D := x.rows, c.NumHeads, c.NumKVHeads, c.HeadDim
-	qg := make([]float32, T*H*2*D)
-	k := make([]float32, T*KV*D)
-	v := make([]float32, T*KV*D)
+	var buf blockBuffers
+	defer buf.release()
+	qg := buf.floats(T * H * 2 * D)
+	k := buf.floats(T * KV * D)
+	v := buf.floats(T * KV * D)
 	p.project(x, projection{qg, &w.Q}, projection{k, &w.K}, projection{v, &w.V})
 	if p.err != nil {
 		return out
@@ -56,7 +58,7 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 		st.v = append(st.v, v[s.row0*kvWidth:(s.row0+len(s.ids))*kvWidth]...)
 	}
 
-	o := make([]float32, T*H*D)
+	o := buf.floats(T * H * D)
 	blocks := p.attentionBlocks(layer, qg, o)
 	// A stop check before each block: a block's work is bounded whatever
 	// the context (attentionBlocks). The blocks are handed out one at a
@@ -104,6 +106,7 @@ func (p *pass) attentionBlocks(layer int, qg, o []float32) []attentionBlock {
 	group := H / KV
 	scale := float32(1 / math.Sqrt(float64(D)))
 	perSet := p.attentionHeadSet(group)
+	act := p.b.acts()
 	var blocks []attentionBlock
 	for _, s := range p.segs {
 		st := &s.seq.layers[layer]
@@ -114,7 +117,7 @@ func (p *pass) attentionBlocks(layer int, qg, o []float32) []attentionBlock {
 				h1 := min(h0+perSet, (kvh+1)*group)
 				for t0 := 0; t0 < n; t0 += tokens {
 					b := attentionBlock{keys: st.k, values: st.v, stride: KV * D, offset: kvh * D, dim: D, scale: scale,
-						kern: &p.b.kern.f32}
+						kern: &p.b.kern.f32, act: act}
 					for t := s.row0 + t0; t < s.row0+min(t0+tokens, n); t++ {
 						for h := h0; h < h1; h++ {
 							row := (t*H + h) * 2 * D
@@ -176,6 +179,7 @@ type attentionBlock struct {
 	stride, offset, dim int
 	scale               float32
 	kern                *simdKernels // the backend's f32 kernels
+	act                 *activations // the backend's exponentials
 }
 
 // attend computes each row's o = softmax(q·kᵀ·scale)·v ⊙ sigmoid(gate).
@@ -218,8 +222,12 @@ func (b *attentionBlock) attend() {
 		}
 	}
 
-	// Softmax of each real row, in place: exponentials in f32, sum in f64.
-	sums := make([]float64, len(b.queries))
+	// Softmax of each real row, in place: exponentials in f32 (of
+	// float64's math.Exp on the exact path, expf on the fast ones), sum in
+	// f64.
+	sumsp := getSums(len(b.queries))
+	defer sumsPool.Put(sumsp)
+	sums := *sumsp
 	for i, n := range b.limits {
 		for h := range b.perToken {
 			row := scores[((i*quads+h/4)*4+h%4)*positions:][:n]
@@ -227,10 +235,9 @@ func (b *attentionBlock) attend() {
 			for _, s := range row {
 				maxScore = max(maxScore, s)
 			}
+			b.act.expShift(row, row, maxScore)
 			var sum float64
-			for j, s := range row {
-				e := float32(math.Exp(float64(s - maxScore)))
-				row[j] = e
+			for _, e := range row {
 				sum += float64(e)
 			}
 			sums[i*b.perToken+h] = sum
@@ -239,7 +246,10 @@ func (b *attentionBlock) attend() {
 
 	// o = Σ_j e_j·v_j, tile by tile in position order; padded lanes write
 	// into a row of their own.
-	spare := make([]float32, b.dim)
+	sparep := getScratch(b.dim)
+	defer scratch.Put(sparep)
+	spare := *sparep
+	ptrs := new([4]*float32)
 	for j0 := 0; j0 < positions; j0 += attentionTile {
 		for i, n := range b.limits {
 			for q := range quads {
@@ -253,16 +263,13 @@ func (b *attentionBlock) attend() {
 						outs[l] = b.outs[i*b.perToken+q*4+l]
 					}
 				}
-				attentionValues4(b.kern, &outs, scores[(i*quads+q)*4*positions+j0:], positions,
+				attentionValues4With(b.kern, &outs, ptrs, scores[(i*quads+q)*4*positions+j0:], positions,
 					b.values[j0*b.stride+b.offset:], b.stride, min(attentionTile, n-j0), b.dim)
 			}
 		}
 	}
 	for r, o := range b.outs {
-		inv := float32(1 / sums[r])
-		for d, g := range b.gates[r] {
-			o[d] *= inv * sigmoid(g)
-		}
+		b.act.gate(o, b.gates[r], float32(1/sums[r]))
 	}
 }
 
@@ -288,14 +295,21 @@ func attentionScores4(k *simdKernels, q0, q1, q2, q3, keys []float32, stride, n,
 // floats, dim wide), with the kernels k: its values4 where it has one,
 // else its axpy per value row, which gives the same bits.
 func attentionValues4(k *simdKernels, outs *[4][]float32, e []float32, eStride int, values []float32, stride, n, dim int) {
+	attentionValues4With(k, outs, new([4]*float32), e, eStride, values, stride, n, dim)
+}
+
+// attentionValues4With is attentionValues4 with ptrs, room for the rows'
+// addresses that values4 takes: a caller that passes its own does not
+// allocate it on every call (it escapes through the kernel table).
+func attentionValues4With(k *simdKernels, outs *[4][]float32, ptrs *[4]*float32, e []float32, eStride int, values []float32, stride, n, dim int) {
 	_ = values[(n-1)*stride+dim-1]
 	_ = e[3*eStride+n-1]
 	for _, o := range outs {
 		_ = o[dim-1]
 	}
 	if k.values4 != nil && dim%16 == 0 {
-		ptrs := [4]*float32{&outs[0][0], &outs[1][0], &outs[2][0], &outs[3][0]}
-		k.values4(&ptrs, &e[0], eStride, &values[0], stride, n, dim)
+		*ptrs = [4]*float32{&outs[0][0], &outs[1][0], &outs[2][0], &outs[3][0]}
+		k.values4(ptrs, &e[0], eStride, &values[0], stride, n, dim)
 		return
 	}
 	for j := range n {

@@ -205,6 +205,9 @@ func benchPrefill512(b *testing.B, opt Options) {
 	prompt := benchPrompt(512)
 	var bt blockTimes
 	before := be.pool.usage()
+	var gc0 runtime.MemStats
+	runtime.ReadMemStats(&gc0)
+	cpu0 := processCPU()
 	b.ResetTimer()
 	for range b.N {
 		seq, err := be.NewSequence(1024)
@@ -213,7 +216,14 @@ func benchPrefill512(b *testing.B, opt Options) {
 		}
 		runTimed(b, be, w, seq, model.Input{IDs: prompt, Logits: model.LogitsLast}, &bt)
 	}
+	cpu := processCPU() - cpu0
+	var gc1 runtime.MemStats
+	runtime.ReadMemStats(&gc1)
 	report(b, &bt, w, b.N, len(prompt), be.pool.usage().since(before), be.pool.threads)
+	// The whole pass's process CPU (the garbage collector's included) and
+	// the collections it started.
+	b.ReportMetric(cpu.Seconds()*1e3/float64(b.N), "cpu-ms/op")
+	b.ReportMetric(float64(gc1.NumGC-gc0.NumGC)/float64(b.N), "gcs/op")
 }
 
 // fullSizeAttention builds one attention layer of the full model's shape

@@ -27,24 +27,37 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 	T := x.rows
 	Hk, Hv, Dk, Dv := c.LinearKeyHeads, c.LinearValueHeads, c.LinearKeyHeadDim, c.LinearValueHeadDim
 	C := deltaNetChannels(c)
+	act := p.b.acts()
+	var buf blockBuffers
+	defer buf.release()
 
-	pre := make([]float32, T*C) // the pre-conv rows
-	z := make([]float32, T*Hv*Dv)
-	b := make([]float32, T*Hv)
-	a := make([]float32, T*Hv)
+	// The pre-conv rows, after room for the first segment's conv state:
+	// its conv reads the two in place (window).
+	back := len(p.segs[0].seq.layers[layer].conv)
+	preRoom := buf.floats(back + T*C)
+	pre := preRoom[back:]
+	z := buf.floats(T * Hv * Dv)
+	b := buf.floats(T * Hv)
+	a := buf.floats(T * Hv)
 	p.project(x, projection{pre, &w.QKV}, projection{z, &w.Z}, projection{b, &w.B}, projection{a, &w.A})
 	if p.err != nil {
 		return out
 	}
 
 	// One parallel region over the channels for every segment's conv.
-	mixed := make([]float32, T*C)
+	mixed := buf.floats(T * C)
 	convs := make([]causalConv, len(p.segs))
 	for i, seg := range p.segs {
 		rows := seg.row0 * C
 		convs[i] = causalConv{taps: w.Conv, state: seg.seq.layers[layer].conv, channels: C,
-			in: pre[rows : rows+len(seg.ids)*C], out: mixed[rows : rows+len(seg.ids)*C]}
-		convs[i].window()
+			in: pre[rows : rows+len(seg.ids)*C], out: mixed[rows : rows+len(seg.ids)*C], act: act,
+			row: convRowFor(p.b.kern.isa)}
+		if i == 0 {
+			copy(preRoom, convs[i].state)
+			convs[i].rows = preRoom[:back+len(seg.ids)*C]
+		} else {
+			convs[i].window(&buf)
+		}
 	}
 	// Each run of stopTokens tokens of a segment is a conv of its own over
 	// its rows and the K-1 before them (an output row depends on its inputs
@@ -71,8 +84,8 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 		convs[i].keepState()
 	}
 
-	beta := make([]float32, T*Hv)
-	decay := make([]float32, T*Hv)
+	beta := buf.floats(T * Hv)
+	decay := buf.floats(T * Hv)
 	p.b.pool.parallelFor(T, 4, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			if (t-lo)%stopTokens == 0 && p.stopping() {
@@ -92,7 +105,7 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 	// run to run, with a stop check before each run. The scans are handed
 	// out one at a time: a few dozen of them, so pieces of several would
 	// leave a thread idle for the last.
-	o := make([]float32, T*Hv*Dv)
+	o := buf.floats(T * Hv * Dv)
 	p.b.pool.parallelEach(len(p.segs)*Hv, func(lo, hi int) {
 		for task := lo; task < hi; task++ {
 			seg, j := &p.segs[task/Hv], task%Hv
@@ -123,7 +136,7 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 			if (i-lo)%stopTokens == 0 && p.stopping() {
 				return
 			}
-			gatedRMSNorm(o[i*Dv:(i+1)*Dv], z[i*Dv:(i+1)*Dv], w.Norm, c.DeltaNetNormEps)
+			gatedRMSNorm(o[i*Dv:(i+1)*Dv], z[i*Dv:(i+1)*Dv], w.Norm, c.DeltaNetNormEps, act)
 		}
 	})
 	if p.stopped() {
@@ -142,24 +155,55 @@ type causalConv struct {
 	channels int
 	in, out  []float32 // [rows, channels]
 	rows     []float32 // state then in
+	act      *activations
+	// row is the conv of one row's run of channels (convRowGo or its
+	// assembly, which gives the same bits).
+	row func(out, rows []float32, stride int, taps []float32, k int)
 }
 
-func (c *causalConv) window() {
-	c.rows = append(append(make([]float32, 0, len(c.state)+len(c.in)), c.state...), c.in...)
+// window lays out the state then the segment's rows in a buffer of buf.
+func (c *causalConv) window(buf *blockBuffers) {
+	c.rows = buf.floats(len(c.state) + len(c.in))
+	copy(c.rows[copy(c.rows, c.state):], c.in)
 }
 
-// channelsSilu computes the output of channels [lo, hi).
+// channelsSilu computes the output of channels [lo, hi), a row at a
+// time: the taps' sums (from 0, tap by tap in order, for each channel),
+// then silu over the row's run of them.
 func (c *causalConv) channelsSilu(lo, hi int) {
 	C := c.channels
 	n := len(c.in) / C
+	w := hi - lo
+	K := len(c.taps[lo])
+	tp := getScratch(K * w) // the taps of [lo, hi), [K, w]
+	defer scratch.Put(tp)
+	taps := *tp
 	for ch := lo; ch < hi; ch++ {
-		taps := c.taps[ch]
-		for t := range n {
-			var s float32
-			for j, tap := range taps {
-				s += tap * c.rows[(t+j)*C+ch]
-			}
-			c.out[t*C+ch] = silu(s)
+		for j, tap := range c.taps[ch] {
+			taps[j*w+ch-lo] = tap
+		}
+	}
+	row := c.row
+	if row == nil {
+		row = convRowGo
+	}
+	for t := range n {
+		out := c.out[t*C+lo : t*C+hi]
+		row(out, c.rows[t*C+lo:], C, taps, K)
+		c.act.silu(out, out)
+	}
+}
+
+// convRowGo writes out[i] = Σ_j taps[j·w+i]·rows[j·stride+i] for i < w =
+// len(out) and j < k, each sum from 0 in the order of j.
+func convRowGo(out, rows []float32, stride int, taps []float32, k int) {
+	w := len(out)
+	clear(out)
+	for j := range k {
+		r := rows[j*stride : j*stride+w]
+		tj := taps[j*w : (j+1)*w]
+		for i := range out {
+			out[i] += tj[i] * r[i]
 		}
 	}
 }
@@ -177,7 +221,7 @@ func (c *causalConv) runs(n int) []causalConv {
 	for t0 := 0; t0 < rows; t0 += n {
 		t1 := min(t0+n, rows)
 		parts = append(parts, causalConv{taps: c.taps, channels: C,
-			in: c.in[t0*C : t1*C], out: c.out[t0*C : t1*C], rows: c.rows[t0*C : (t1+back)*C]})
+			in: c.in[t0*C : t1*C], out: c.out[t0*C : t1*C], rows: c.rows[t0*C : (t1+back)*C], act: c.act, row: c.row})
 	}
 	return parts
 }
@@ -208,11 +252,9 @@ func deltaNetGates(beta, decay, b, a []float32, w *model.DeltaNet) {
 
 // gatedRMSNorm is the DeltaNet's output norm of one head: RMSNorm with the
 // plain weight, then the gate silu(z).
-func gatedRMSNorm(o, z, weight []float32, eps float32) {
+func gatedRMSNorm(o, z, weight []float32, eps float32, act *activations) {
 	rmsNorm(o, o, weight, eps)
-	for d, zz := range z[:len(o)] {
-		o[d] *= silu(zz)
-	}
+	act.swiGLU(o, z[:len(o)], o)
 }
 
 // deltaScan is one value head's part of the scan over a segment's rows.

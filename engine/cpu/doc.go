@@ -59,4 +59,12 @@
 // attention_arm64.s), which give amd64's bits. Everywhere else the Go loops
 // run; tests check each level against float64 references, and the fixture
 // tests run the whole model on each.
+//
+// The activations around the products (silu, the SwiGLUs, attention's
+// softmax and gate, the router's softmax) take their exponentials from
+// float64 math.Exp on the exact path and from expf (exp.go, within 2 ulp)
+// on the fast ones, in AVX2 (exp_amd64.s) or NEON (exp_arm64.s) with the Go
+// loop's bits; rowops_amd64.s holds the conv's row and the MoE's combine,
+// which also give the Go loops' bits. A block's working buffers come from
+// pools (buffers.go) and go back when the block returns.
 package cpu

@@ -25,20 +25,30 @@ func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activatio
 		return out
 	}
 	T, H, E, topK := x.rows, x.width, c.NumExperts, c.ExpertsPerToken
+	act := p.b.acts()
+	var buf blockBuffers
+	defer buf.release()
 
-	routerLogits := make([]float32, T*E)
+	routerLogits := buf.floats(T * E)
 	p.matMul(routerLogits, x, &w.Router)
 	if p.err != nil {
 		return out
 	}
+	// Every row's route in three arrays of topK entries a row.
 	routes := make([]expertRoute, T)
+	chosen, slots, weights := make([]int, T*topK), make([]int, T*topK), buf.floats(T*topK)
+	for t := range routes {
+		routes[t] = expertRoute{experts: chosen[t*topK : (t+1)*topK], weights: weights[t*topK : (t+1)*topK],
+			slots: slots[t*topK : (t+1)*topK]}
+	}
 	p.b.pool.parallelFor(T, 8, func(lo, hi int) {
-		probs := make([]float32, E)
+		probsp := getFloats(E)
+		defer putFloats(probsp)
 		for t := lo; t < hi; t++ {
 			if (t-lo)%stopTokens == 0 && p.stopping() {
 				return
 			}
-			routes[t] = route(routerLogits[t*E:(t+1)*E], probs, topK)
+			route(&routes[t], routerLogits[t*E:(t+1)*E], *probsp, act)
 		}
 	})
 	// tokens[e] lists the rows routed to expert e, in row order; a row's
@@ -56,30 +66,31 @@ func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activatio
 	// sharedY's data and routedY's slices are made by expertsRows (see
 	// storeRows), after the routing, so that the pass does not zero them
 	// on its own thread first.
-	gate := make([]float32, T)
+	gate := buf.floats(T)
 	sharedY := &tensor{rows: T, width: H}
 	routedY := make([][]float32, E) // [len(tokens[e]), H] per expert
 	if p.stopped() {
 		return out
 	}
 	for _, g := range p.groupsOf(x) {
-		p.expertsRows(w, x, g, tokens, gate, sharedY, routedY)
+		p.expertsRows(w, x, g, tokens, gate, sharedY, routedY, &buf)
 	}
 	if p.stopped() {
 		return out
 	}
 
+	add := scaleAddFor(p.b.kern.isa)
 	p.b.pool.parallelFor(T, 4, func(lo, hi int) {
+		routed := make([][]float32, topK)
 		for t := lo; t < hi; t++ {
 			if (t-lo)%stopTokens == 0 && p.stopping() {
 				return
 			}
 			r := &routes[t]
-			routed := make([][]float32, len(r.experts))
 			for i, e := range r.experts {
 				routed[i] = routedY[e][r.slots[i]*H : (r.slots[i]+1)*H]
 			}
-			combineExperts(out.row(t), sigmoid(gate[t]), sharedY.row(t), r.weights, routed)
+			combineExperts(out.row(t), sigmoid(gate[t]), sharedY.row(t), r.weights, routed, add)
 		}
 	})
 	return out
@@ -94,37 +105,40 @@ type expertRoute struct {
 	slots   []int
 }
 
-// route is MODEL.md's routing of one row: softmax over every expert's
-// logit (probs is scratch of the same length), the topK most likely, their
-// probabilities renormalised to sum to 1 (summed most likely first).
-func route(logits, probs []float32, topK int) expertRoute {
-	softmax(probs, logits)
-	chosen := make([]int, topK)
+// route is MODEL.md's routing of one row into r, whose slices hold topK
+// entries: softmax over every expert's logit (probs is scratch of the same
+// length), the topK most likely, their probabilities renormalised to sum
+// to 1 (summed most likely first).
+func route(r *expertRoute, logits, probs []float32, act *activations) {
+	act.softmax(probs, logits)
+	chosen := r.experts
 	topKIndices(chosen, probs)
 	var sum float32
 	for _, e := range chosen {
 		sum += probs[e]
 	}
 	slices.Sort(chosen)
-	r := expertRoute{experts: chosen, weights: make([]float32, topK), slots: make([]int, topK)}
 	for i, e := range chosen {
 		r.weights[i] = probs[e] / sum
 	}
-	return r
 }
 
 // combineExperts writes one row's MoE output: the shared expert's output
 // times its gate, then each routed expert's output times its weight, in
-// the order given (experts' index order).
-func combineExperts(y []float32, sharedGate float32, shared, weights []float32, routed [][]float32) {
+// the order given (experts' index order), added by add (scaleAddFor).
+func combineExperts(y []float32, sharedGate float32, shared, weights []float32, routed [][]float32, add func(y, x []float32, a float32)) {
 	for d, v := range shared[:len(y)] {
 		y[d] = sharedGate * v
 	}
 	for i, r := range routed {
-		wt := weights[i]
-		for d, v := range r[:len(y)] {
-			y[d] += wt * v
-		}
+		add(y, r[:len(y)], weights[i])
+	}
+}
+
+// scaleAddGo is y[i] += a·x[i].
+func scaleAddGo(y, x []float32, a float32) {
+	for i, v := range x[:len(y)] {
+		y[i] += a * v
 	}
 }
 
@@ -136,7 +150,11 @@ func combineExperts(y []float32, sharedGate float32, shared, weights []float32, 
 // so that an expert chosen by rows of several sequences is read once; a
 // prefill segment runs each expert's SwiGLU as matrix products over its
 // rows routed to it.
-func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, gate []float32, sharedY *tensor, routedY [][]float32) {
+//
+// buf holds the group's buffers (its outputs among them) until the block
+// ends; an expert's input rows and hidden rows in a prefill go back to the
+// pools as soon as its products are done.
+func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, gate []float32, sharedY *tensor, routedY [][]float32, buf *blockBuffers) {
 	H := x.width
 	in := make(map[int]int, len(g.rows)) // pass row → index in the group
 	for i, t := range g.rows {
@@ -163,17 +181,21 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 		ex.x = groupX
 		active = append(active, ex)
 	}
-	// gather copies an expert's rows out of x, unless it has all of them.
-	gather := func(ex *expertWork) {
-		if len(ex.rows) != groupX.rows {
-			ex.x = newTensor(len(ex.rows), H)
-			for j, i := range ex.rows {
-				copy(ex.x.row(j), x.row(tokens[ex.e][i]))
-			}
+	// gather copies an expert's rows out of x, unless it has all of them,
+	// into a buffer of the pools; it returns the buffer, nil for none.
+	gather := func(ex *expertWork) *[]float32 {
+		if len(ex.rows) == groupX.rows {
+			return nil
 		}
+		xp := getFloats(len(ex.rows) * H)
+		ex.x = &tensor{rows: len(ex.rows), width: H, data: *xp}
+		for j, i := range ex.rows {
+			copy(ex.x.row(j), x.row(tokens[ex.e][i]))
+		}
+		return xp
 	}
 
-	groupGate := make([]float32, groupX.rows)
+	groupGate := buf.floats(groupX.rows)
 	shared := &expertWork{x: groupX}
 	if g.vec {
 		p.b.pool.parallelFor(len(active), 4, func(lo, hi int) {
@@ -181,13 +203,15 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 				if p.stopping() {
 					return
 				}
-				gather(ex)
+				if xp := gather(ex); xp != nil {
+					buf.keep(xp)
+				}
 			}
 		})
 		jobs := []vecJob{{y: groupGate, x: groupX.data, rows: groupX.rows, w: &w.SharedExpert}}
 		addGateUp := func(ex *expertWork, g, u *model.Matrix) {
-			ex.hidden = newTensor(ex.x.rows, g.Out)
-			ex.up = make([]float32, ex.x.rows*u.Out)
+			ex.hidden = buf.tensor(ex.x.rows, g.Out)
+			ex.up = buf.floats(ex.x.rows * u.Out)
 			jobs = append(jobs, vecJob{y: ex.hidden.data, x: ex.x.data, rows: ex.x.rows, w: g},
 				vecJob{y: ex.up, x: ex.x.data, rows: ex.x.rows, w: u})
 		}
@@ -200,11 +224,11 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 		all := append([]*expertWork{shared}, active...)
 		p.b.pool.parallelFor(len(all), 1, func(lo, hi int) {
 			for _, ex := range all[lo:hi] {
-				swiGLUActivation(ex.hidden.data, ex.hidden.data, ex.up)
+				p.b.acts().swiGLU(ex.hidden.data, ex.hidden.data, ex.up)
 			}
 		})
 		addDown := func(ex *expertWork, d *model.Matrix) {
-			ex.y = newTensor(ex.x.rows, d.Out)
+			ex.y = buf.tensor(ex.x.rows, d.Out)
 			jobs = append(jobs, vecJob{y: ex.y.data, x: ex.hidden.data, rows: ex.x.rows, w: d})
 		}
 		addDown(shared, &w.SharedDown)
@@ -234,7 +258,7 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 			return
 		}
 		all := p.prepareExpertInputs(w, groupX, active)
-		shared.y = newTensor(groupX.rows, H)
+		shared.y = buf.tensor(groupX.rows, H)
 		var pieces []moePiece
 		for _, r := range p.runs(groupX.rows) {
 			pieces = append(pieces, moePiece{rows: r[1] - r[0], shared: r})
@@ -251,22 +275,31 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 				if ex := pc.ex; ex == nil {
 					r0, r1 := pc.shared[0], pc.shared[1]
 					run := &tensor{rows: r1 - r0, width: H, data: groupX.data[r0*H : r1*H]}
-					y := p.swiGLU(run, &w.SharedGate, &w.SharedUp, &w.SharedDown, nil)
-					copy(shared.y.data[r0*H:r1*H], y.data)
+					p.swiGLUInto(shared.y.data[r0*H:r1*H], run, &w.SharedGate, &w.SharedUp, &w.SharedDown, nil)
 				} else {
-					gather(ex)
+					// With the rows prepared, the products read their
+					// records only: no copy of the expert's rows.
+					var xp *[]float32
 					var prepared *q8Input
 					if all != nil {
 						prepared = expertInput(all, ex, tokens, in)
+						ex.x = &tensor{rows: len(ex.rows), width: H}
+					} else {
+						xp = gather(ex)
 					}
-					ex.y = p.swiGLURuns(ex.x, &w.Gate[ex.e], &w.Up[ex.e], &w.Down[ex.e], prepared)
-					storeRows(&routedY[ex.e], len(tokens[ex.e]), H, ex.rows, ex.y)
+					ex.y = buf.tensor(ex.x.rows, H)
+					p.swiGLURuns(ex.y, ex.x, &w.Gate[ex.e], &w.Up[ex.e], &w.Down[ex.e], prepared)
+					storeRows(&routedY[ex.e], len(tokens[ex.e]), H, ex.rows, ex.y, buf)
+					putFloats(xp)
+					if prepared != nil {
+						putBytes(prepared.buf)
+					}
 					ex.x, ex.y = nil, nil
 				}
 			}
 		})
 		if !p.stopping() {
-			storeRows(&sharedY.data, sharedY.rows, H, g.rows, shared.y)
+			storeRows(&sharedY.data, sharedY.rows, H, g.rows, shared.y, buf)
 		}
 		if all != nil {
 			preparedRows.Put(all.buf)
@@ -280,25 +313,26 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 	for i, t := range g.rows {
 		gate[t] = groupGate[i]
 	}
-	storeRows(&sharedY.data, sharedY.rows, H, g.rows, shared.y)
+	storeRows(&sharedY.data, sharedY.rows, H, g.rows, shared.y, buf)
 	for _, ex := range active {
 		if p.stopping() {
 			return
 		}
-		storeRows(&routedY[ex.e], len(tokens[ex.e]), H, ex.rows, ex.y)
+		storeRows(&routedY[ex.e], len(tokens[ex.e]), H, ex.rows, ex.y, buf)
 	}
 }
 
 // storeRows writes row j of y into row rows[j] of *dst, a matrix of n rows
-// of width w that it makes when *dst is nil: then y itself when its rows
-// are all of dst's in order (a prefill's only group), with no copy.
-func storeRows(dst *[]float32, n, w int, rows []int, y *tensor) {
+// of width w that it takes from buf when *dst is nil: then y itself when
+// its rows are all of dst's in order (a prefill's only group), with no
+// copy.
+func storeRows(dst *[]float32, n, w int, rows []int, y *tensor, buf *blockBuffers) {
 	if *dst == nil {
 		if r0, ok := contiguous(rows); ok && r0 == 0 && len(rows) == n {
 			*dst = y.data[:n*w]
 			return
 		}
-		*dst = make([]float32, n*w)
+		*dst = buf.floats(n * w)
 	}
 	for j, i := range rows {
 		copy((*dst)[i*w:(i+1)*w], y.row(j))
@@ -311,8 +345,19 @@ func storeRows(dst *[]float32, n, w int, rows []int, y *tensor) {
 // prepared, when not nil, is x already quantized for gate and up (the fast
 // path): both products then run here, on the calling thread.
 func (p *pass) swiGLU(x *tensor, gate, up, down *model.Matrix, prepared *q8Input) *tensor {
-	g := newTensor(x.rows, gate.Out)
-	u := make([]float32, x.rows*up.Out)
+	y := newTensor(x.rows, down.Out)
+	p.swiGLUInto(y.data, x, gate, up, down, prepared)
+	return y
+}
+
+// swiGLUInto is swiGLU into y, [x.rows, down.Out] and zeroed, with its
+// hidden rows in buffers of the pools.
+func (p *pass) swiGLUInto(y []float32, x *tensor, gate, up, down *model.Matrix, prepared *q8Input) {
+	gp, up2 := getFloats(x.rows*gate.Out), getFloats(x.rows*up.Out)
+	defer putFloats(gp)
+	defer putFloats(up2)
+	g := &tensor{rows: x.rows, width: gate.Out, data: *gp}
+	u := *up2
 	if prepared != nil {
 		p.b.kern.q8.q8Rows(g.data, x.rows, gate, prepared, 0, gate.Out)
 		p.b.kern.q8.q8Rows(u, x.rows, up, prepared, 0, up.Out)
@@ -324,28 +369,29 @@ func (p *pass) swiGLU(x *tensor, gate, up, down *model.Matrix, prepared *q8Input
 		p.b.matMul(g.data, x.data, x.rows, gate)
 		p.b.matMul(u, x.data, x.rows, up)
 	}
+	act := p.b.acts()
 	p.b.pool.parallelFor(len(u), 4096, func(lo, hi int) {
-		swiGLUActivation(g.data[lo:hi], g.data[lo:hi], u[lo:hi])
+		act.swiGLU(g.data[lo:hi], g.data[lo:hi], u[lo:hi])
 	})
-	y := newTensor(x.rows, down.Out)
-	p.b.matMul(y.data, g.data, g.rows, down)
-	return y
+	p.b.matMul(y[:x.rows*down.Out], g.data, g.rows, down)
 }
 
-// swiGLURuns is swiGLU over the rows of x in runs (see pass.blocks), with
-// a stop check before each: a row's arithmetic is the same as in one call
-// over all of them. Once stop said yes the rest is left undone.
-func (p *pass) swiGLURuns(x *tensor, gate, up, down *model.Matrix, prepared *q8Input) *tensor {
-	y := newTensor(x.rows, down.Out)
+// swiGLURuns is swiGLU over the rows of x into y (zeroed) in runs (see
+// pass.blocks), with a stop check before each: a row's arithmetic is the
+// same as in one call over all of them. Once stop said yes the rest is
+// left undone. x's data may be nil when prepared holds its rows.
+func (p *pass) swiGLURuns(y, x *tensor, gate, up, down *model.Matrix, prepared *q8Input) {
 	p.blocks(x.rows, func(lo, hi int) {
-		run := &tensor{rows: hi - lo, width: x.width, data: x.data[lo*x.width : hi*x.width]}
+		run := &tensor{rows: hi - lo, width: x.width}
+		if x.data != nil { // nil with prepared rows
+			run.data = x.data[lo*x.width : hi*x.width]
+		}
 		var in *q8Input
 		if prepared != nil {
 			in = prepared.rowRange(lo, hi)
 		}
-		copy(y.data[lo*y.width:hi*y.width], p.swiGLU(run, gate, up, down, in).data)
+		p.swiGLUInto(y.data[lo*y.width:hi*y.width], run, gate, up, down, in)
 	})
-	return y
 }
 
 // moePiece is one piece of the prefill's expert region: a routed expert's
@@ -393,17 +439,19 @@ func (p *pass) prepareExpertInputs(w *model.MoE, groupX *tensor, active []*exper
 }
 
 // expertInput copies the records of ex's rows out of all, the group's rows
-// prepared by prepareExpertInputs (in maps a pass row to its group row).
+// prepared by prepareExpertInputs (in maps a pass row to its group row),
+// into a buffer of the pools (its buf, for putBytes once the products are
+// done).
 func expertInput(all *q8Input, ex *expertWork, tokens [][]int, in map[int]int) *q8Input {
 	l := all.layout
 	rb, n, quads := l.recordBytes, len(ex.rows)*l.recordBytes, 0
 	if all.quads != nil {
 		quads = l.quadFloats(len(ex.rows))
 	}
-	buf := make([]byte, n+4*quads)
-	p := &q8Input{layout: l, data: buf[:n]}
+	bp := getBytes(n + 4*quads)
+	p := &q8Input{layout: l, data: (*bp)[:n], buf: bp}
 	if quads > 0 {
-		p.quads = unsafe.Slice((*float32)(unsafe.Pointer(&buf[n])), quads)
+		p.quads = unsafe.Slice((*float32)(unsafe.Pointer(&(*bp)[n])), quads)
 	}
 	for j, i := range ex.rows {
 		r := in[tokens[ex.e][i]]
@@ -411,13 +459,6 @@ func expertInput(all *q8Input, ex *expertWork, tokens [][]int, in map[int]int) *
 		p.setQuad(j)
 	}
 	return p
-}
-
-// swiGLUActivation writes silu(gate) ⊙ up into y.
-func swiGLUActivation(y, gate, up []float32) {
-	for i, u := range up[:len(y)] {
-		y[i] = silu(gate[i]) * u
-	}
 }
 
 // softmax writes the softmax of x into y, accumulating in float64.

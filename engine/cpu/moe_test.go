@@ -209,10 +209,22 @@ func testMoEBatchComposition(t *testing.T, kern kernelSet, precision Precision, 
 // given, shared expert first: with values whose f32 sum depends on the
 // order, the result is the left-to-right sum.
 func TestCombineExpertsOrder(t *testing.T) {
-	y := make([]float32, 1)
-	combineExperts(y, 1, []float32{1e8}, []float32{1, 1, 1}, [][]float32{{-1e8}, {1}, {3}})
-	if y[0] != 4 {
-		t.Errorf("combined %v, want ((1e8 − 1e8) + 1) + 3 = 4", y[0])
+	for _, isa := range ISAs() {
+		// Rows of 17: the assembly's lanes and the Go loop's tail.
+		y := make([]float32, 17)
+		row := func(v float32) []float32 {
+			r := make([]float32, len(y))
+			for i := range r {
+				r[i] = v
+			}
+			return r
+		}
+		combineExperts(y, 1, row(1e8), []float32{1, 1, 1}, [][]float32{row(-1e8), row(1), row(3)}, scaleAddFor(isa))
+		for i, v := range y {
+			if v != 4 {
+				t.Fatalf("%s: element %d combined %v, want ((1e8 − 1e8) + 1) + 3 = 4", isa, i, v)
+			}
+		}
 	}
 }
 
