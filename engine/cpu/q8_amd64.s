@@ -981,6 +981,10 @@ w4r4vChunk:
 	RET
 
 // func w8Rows1VNNI(t *q8Tile)
+//
+// Prefetching as w4Rows1VNNI does (a decode step's router reads its 8-bit
+// weights from memory too): the weights W4R1_AHEAD bytes ahead, the scales
+// and biases as far ahead, a thirty-second of that in their bytes.
 TEXT ·w8Rows1VNNI(SB), NOSPLIT, $0-8
 	ROWS1_START
 w8r1vRow:
@@ -988,8 +992,11 @@ w8r1vRow:
 w8r1vUnit:
 	VPXOR Y1, Y1, Y1
 	VPXOR Y7, Y7, Y7
+	PREFETCHT0 (W4R1_SB_AHEAD/2)(DX)
+	PREFETCHT0 (W4R1_SB_AHEAD/2)(R8)
 	MOVQ T_CHUNKS(AX), BX
 w8r1vChunk:
+	PREFETCHT0 W4R1_AHEAD(SI)
 	W8_HALF_VNNI(0, 0, Y1)
 	W8_HALF_VNNI(16, 32, Y7)
 	ADDQ $32, SI
