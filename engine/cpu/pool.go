@@ -23,9 +23,11 @@ import (
 // processors, and a polling thread yields its core to the kernel every
 // half microsecond or so, so that polling never keeps a goroutine or
 // another process with work from running. (BenchmarkParallelForAfterGap,
-// with the machine oversubscribed, load average 5 on 2 cores: 154 µs a
-// region parking, 209 polling with only Go's yield, 145 yielding the
-// core.)
+// µs a region, parking / polling with Go's yield only / yielding the core
+// too: 134 / 71 / 72 at load average 2 on 2 cores, 154 / 209 / 145 with
+// the machine oversubscribed at load 5. BenchmarkDecode at load 2: a
+// DeltaNet layer 0.81x the wall time with this and the prefetch of
+// w4Rows1VNNI, 0.94x with the prefetch alone; BENCHMARKS.md.)
 //
 // The helpers are shared by every pool of the process (workers below): a
 // region hands out pieces from a shared counter, so a helper that arrives

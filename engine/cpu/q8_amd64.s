@@ -820,8 +820,10 @@ w8qaChunk:
 // the scales and biases as far ahead (a sixteenth of that in their bytes),
 // are asked for while the current ones are multiplied. Two-thread decode
 // products of a DeltaNet layer (BenchmarkDecodeLayerProducts, cold, best
-// of four): mixer 1.07 ms with the weights 1 KiB ahead, 0.99 with them
-// 2 KiB ahead and the scales and biases too; MoE 0.90 and 0.75.
+// of four on a loaded machine): mixer 1.07 ms with the weights 1 KiB
+// ahead, 0.99 with them 2 KiB ahead and the scales and biases too; MoE
+// 0.90 and 0.75. BenchmarkDecode, quiet: a DeltaNet layer 0.94x the wall
+// time, its MoE 0.91x, against the kernel before (1 KiB, weights only).
 //
 // Fewer instructions per unit than w4TileVNNI, the same lanes and float
 // operations (so the same bits): the first chunk of a unit starts its two
