@@ -15,11 +15,11 @@ import (
 // A wake-up of a parked goroutine took 50–130 µs on a quiet 2-core VM (the
 // idle core is woken, then takes the goroutine from the caller's run
 // queue), against regions of 0.1–0.6 ms in a decode step: the caller ran
-// the first fifth of a region alone. So a helper that finishes a region
-// polls for the next one for poolSpin before it parks, and a caller that
-// finishes its share polls for its helpers before it blocks on them; the
-// gaps between a decode step's regions are a few to a few tens of
-// microseconds. Only as many helpers poll at once as there are other
+// a sixth to a third of a product region alone. So a helper that finishes
+// a region polls for the next one for poolSpin before it parks, and a
+// caller that finishes its share polls for its helpers before it blocks
+// on them; the gaps between a decode step's regions are a few to a few
+// tens of microseconds. Only as many helpers poll at once as there are other
 // processors, and a polling thread yields its core to the kernel every
 // half microsecond or so, so that polling never keeps a goroutine or
 // another process with work from running. (BenchmarkParallelForAfterGap,
