@@ -397,21 +397,27 @@ func BenchmarkDecodeBatch(b *testing.B) {
 	}
 }
 
-// BenchmarkDecodeLayerProducts runs, on one thread, the products of one
-// decode step of a full-size DeltaNet layer as the pass groups them: the
-// mixer's (qkv, z, b, a in one call, then out) and the MoE's (router; the
-// shared expert's gate, gate and up and every routed expert's gate and up
-// in one call; then the downs), for 8 routed experts that change from step
-// to step. "hot" runs them back to back, so a product's weights are in the
-// caches from the step before (the mixer's, 19 MB, in L3; the experts'
-// only as far as they repeat); "cold" reads a buffer larger than the
-// caches before each step, untimed, as a decode step does when the rest of
-// the model's weights (the head's 290 MB) pass between a layer's steps.
-// It reports the multiply-adds per second of the thread's CPU time and
-// the CPU milliseconds per step of each part.
+// BenchmarkDecodeLayerProducts runs the products of one decode step of a
+// full-size DeltaNet layer as the pass groups them: the mixer's (qkv, z,
+// b, a in one call, then out) and the MoE's (router; the shared expert's
+// gate, gate and up and every routed expert's gate and up in one call;
+// then the downs), for 8 routed experts that change from step to step.
+// "hot" runs them back to back, so a product's weights are in the caches
+// from the step before (the mixer's, 19 MB, in L3; the experts' only as
+// far as they repeat); "cold" reads a buffer larger than the caches before
+// each step, untimed, as a decode step does when the rest of the model's
+// weights (the head's 290 MB) pass between a layer's steps.
+//
+// The runs without a suffix are one thread: they report the multiply-adds
+// per second of the thread's CPU time and the CPU milliseconds per step of
+// each part. The "2threads" runs use a pool of two threads, as a decode
+// step does on this project's 2-core machines, and report the wall time
+// per step and the weight bytes read per second of it, to set against
+// BenchmarkReadBandwidth.
 func BenchmarkDecodeLayerProducts(b *testing.B) {
 	be0, w := benchSetupWith(b, Options{})
-	be := &Backend{pool: pool{threads: 1}, kern: be0.kern, precision: be0.precision, cfg: be0.cfg}
+	one := &Backend{pool: pool{threads: 1}, kern: be0.kern, precision: be0.precision, cfg: be0.cfg}
+	two := &Backend{pool: pool{threads: 2}, kern: be0.kern, precision: be0.precision, cfg: be0.cfg}
 	var dn *model.DeltaNet
 	var moe *model.MoE
 	for _, l := range w.Layers {
@@ -428,27 +434,31 @@ func BenchmarkDecodeLayerProducts(b *testing.B) {
 		}
 		return v
 	}
-	H := be.cfg.HiddenSize
+	H := be0.cfg.HiddenSize
 	x := vec(H)
-	macs := func(ms ...*model.Matrix) float64 {
-		var n float64
+	// work is what a part did: multiply-adds and weight bytes read.
+	type work struct{ macs, bytes float64 }
+	count := func(ms ...*model.Matrix) work {
+		var n work
 		for _, m := range ms {
-			n += float64(m.Out) * float64(m.In)
+			n.macs += float64(m.Out) * float64(m.In)
+			n.bytes += float64(len(m.Data) + len(m.Scales) + len(m.Biases))
 		}
 		return n
 	}
-	mixer := func(int) float64 {
+	add := func(a, b work) work { return work{a.macs + b.macs, a.bytes + b.bytes} }
+	mixer := func(be *Backend, _ int) work {
 		qkv, z := make([]float32, dn.QKV.Out), make([]float32, dn.Z.Out)
 		bb, a := make([]float32, dn.B.Out), make([]float32, dn.A.Out)
 		be.matVecs([]vecJob{{y: qkv, x: x, rows: 1, w: &dn.QKV}, {y: z, x: x, rows: 1, w: &dn.Z},
 			{y: bb, x: x, rows: 1, w: &dn.B}, {y: a, x: x, rows: 1, w: &dn.A}})
 		o := vec(dn.Out.In)
 		be.matVecs([]vecJob{{y: make([]float32, H), x: o, rows: 1, w: &dn.Out}})
-		return macs(&dn.QKV, &dn.Z, &dn.B, &dn.A, &dn.Out)
+		return count(&dn.QKV, &dn.Z, &dn.B, &dn.A, &dn.Out)
 	}
-	experts := func(step int) float64 {
+	experts := func(be *Backend, step int) work {
 		be.matVecs([]vecJob{{y: make([]float32, moe.Router.Out), x: x, rows: 1, w: &moe.Router}})
-		n := macs(&moe.Router, &moe.SharedExpert, &moe.SharedGate, &moe.SharedUp, &moe.SharedDown)
+		n := count(&moe.Router, &moe.SharedExpert, &moe.SharedGate, &moe.SharedUp, &moe.SharedDown)
 		jobs := []vecJob{{y: make([]float32, 1), x: x, rows: 1, w: &moe.SharedExpert},
 			{y: make([]float32, moe.SharedGate.Out), x: x, rows: 1, w: &moe.SharedGate},
 			{y: make([]float32, moe.SharedUp.Out), x: x, rows: 1, w: &moe.SharedUp}}
@@ -458,7 +468,7 @@ func BenchmarkDecodeLayerProducts(b *testing.B) {
 			chosen = append(chosen, e)
 			jobs = append(jobs, vecJob{y: make([]float32, moe.Gate[e].Out), x: x, rows: 1, w: &moe.Gate[e]},
 				vecJob{y: make([]float32, moe.Up[e].Out), x: x, rows: 1, w: &moe.Up[e]})
-			n += macs(&moe.Gate[e], &moe.Up[e], &moe.Down[e])
+			n = add(n, count(&moe.Gate[e], &moe.Up[e], &moe.Down[e]))
 		}
 		be.matVecs(jobs)
 		hidden := vec(moe.SharedDown.In)
@@ -476,7 +486,7 @@ func BenchmarkDecodeLayerProducts(b *testing.B) {
 	var sink byte
 	for _, part := range []struct {
 		name string
-		run  func(step int) float64
+		run  func(be *Backend, step int) work
 	}{{"mixer", mixer}, {"moe", experts}} {
 		for _, cold := range []bool{false, true} {
 			name := part.name + "/hot"
@@ -487,7 +497,7 @@ func BenchmarkDecodeLayerProducts(b *testing.B) {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
 				var cpu time.Duration
-				var n float64
+				var n work
 				for i := range b.N {
 					if cold {
 						for j := 0; j < len(flush); j += 64 {
@@ -495,17 +505,74 @@ func BenchmarkDecodeLayerProducts(b *testing.B) {
 						}
 					}
 					c0, ok := threadCPUTime()
-					n += part.run(i)
+					n = add(n, part.run(one, i))
 					c1, ok1 := threadCPUTime()
 					if !ok || !ok1 {
 						b.Skip("no thread CPU time on this system")
 					}
 					cpu += c1 - c0
 				}
-				b.ReportMetric(n/cpu.Seconds()/1e9, "GMAC/cpu-s")
+				b.ReportMetric(n.macs/cpu.Seconds()/1e9, "GMAC/cpu-s")
 				b.ReportMetric(cpu.Seconds()*1e3/float64(b.N), "cpu-ms/step")
+			})
+			b.Run(name+"/2threads", func(b *testing.B) {
+				var wall, cpu time.Duration
+				var n work
+				for i := range b.N {
+					if cold {
+						for j := 0; j < len(flush); j += 64 {
+							sink += flush[j]
+						}
+					}
+					t0, c0 := time.Now(), processCPU()
+					n = add(n, part.run(two, i))
+					wall += time.Since(t0)
+					cpu += processCPU() - c0
+				}
+				b.ReportMetric(wall.Seconds()*1e3/float64(b.N), "ms/step")
+				b.ReportMetric(cpu.Seconds()*1e3/float64(b.N), "cpu-ms/step")
+				b.ReportMetric(n.bytes/wall.Seconds()/1e9, "GB/s")
 			})
 		}
 	}
 	_ = sink
+}
+
+// BenchmarkReadBandwidth measures how fast one and two threads read a
+// buffer larger than the caches (one word per 64-byte line, the hardware
+// fetching the whole line): the ceiling of a decode step's products,
+// which read every weight of a layer once from memory.
+func BenchmarkReadBandwidth(b *testing.B) {
+	buf := make([]uint64, 512<<20/8)
+	for i := range buf {
+		buf[i] = uint64(i)
+	}
+	read := func(part []uint64) uint64 {
+		var s0, s1, s2, s3 uint64
+		for i := 0; i+32 <= len(part); i += 32 {
+			s0 += part[i]
+			s1 += part[i+8]
+			s2 += part[i+16]
+			s3 += part[i+24]
+		}
+		return s0 + s1 + s2 + s3
+	}
+	for _, threads := range []int{1, 2} {
+		b.Run(fmt.Sprintf("threads%d", threads), func(b *testing.B) {
+			p := &pool{threads: threads}
+			sums := make([]uint64, threads)
+			part := len(buf) / threads
+			var wall time.Duration
+			for range b.N {
+				t0 := time.Now()
+				p.parallelEach(threads, func(lo, hi int) {
+					for t := lo; t < hi; t++ {
+						sums[t] += read(buf[t*part : (t+1)*part])
+					}
+				})
+				wall += time.Since(t0)
+			}
+			b.ReportMetric(float64(len(buf)*8)*float64(b.N)/wall.Seconds()/1e9, "GB/s")
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package cpu
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -9,7 +10,24 @@ import (
 // pool runs loops in parallel on a fixed number of threads: the calling
 // goroutine and threads-1 helpers that live as long as the process and wait
 // for work between regions, so a parallel region costs a wake-up, not a
-// goroutine start (a decode step of the 2-layer benchmark runs 54).
+// goroutine start (a decode step of the 2-layer benchmark runs 59).
+//
+// A wake-up of a parked goroutine took 50–130 µs on a quiet 2-core VM (the
+// idle core is woken, then takes the goroutine from the caller's run
+// queue), against regions of 0.1–0.6 ms in a decode step: the caller ran
+// a sixth to a third of a product region alone. So a helper that finishes
+// a region polls for the next one for poolSpin before it parks, and a
+// caller that finishes its share polls for its helpers before it blocks
+// on them; the gaps between a decode step's regions are a few to a few
+// tens of microseconds. Only as many helpers poll at once as there are other
+// processors, and a polling thread yields its core to the kernel every
+// half microsecond or so, so that polling never keeps a goroutine or
+// another process with work from running. (BenchmarkParallelForAfterGap,
+// µs a region, parking / polling with Go's yield only / yielding the core
+// too: 134 / 71 / 72 at load average 2 on 2 cores, 154 / 209 / 145 with
+// the machine oversubscribed at load 5. BenchmarkDecode at load 2: a
+// DeltaNet layer 0.81x the wall time with this and the prefetch of
+// w4Rows1VNNI, 0.94x with the prefetch alone; BENCHMARKS.md.)
 //
 // The helpers are shared by every pool of the process (workers below): a
 // region hands out pieces from a shared counter, so a helper that arrives
@@ -97,6 +115,40 @@ func (r *region) help() {
 	}
 }
 
+// poolSpin is how long an idle helper polls for the next region, and a
+// caller for its helpers, before parking.
+const poolSpin = 100 * time.Microsecond
+
+// spinning counts the helpers polling for a region.
+var spinning atomic.Int32
+
+// poll returns the next region posted to queue within poolSpin, or nil
+// (at once when enough helpers are polling already).
+func poll(queue chan *region) *region {
+	if n := spinning.Add(1); int(n) > runtime.GOMAXPROCS(0)-1 {
+		spinning.Add(-1)
+		return nil
+	}
+	defer spinning.Add(-1)
+	start := time.Now()
+	for i := 1; ; i++ {
+		select {
+		case r := <-queue:
+			return r
+		default:
+		}
+		if i%64 == 0 {
+			if time.Since(start) > poolSpin {
+				return nil
+			}
+			// Anything else runnable goes first: goroutines, then
+			// other threads of the machine.
+			runtime.Gosched()
+			osYield()
+		}
+	}
+}
+
 // workers is the process's set of helper goroutines, shared by every pool.
 // Each waits on queue for a region, helps with it, and waits again.
 var workers struct {
@@ -118,7 +170,9 @@ func ensureWorkers(n int) chan *region {
 	for ; workers.started < min(n, maxHelpers); workers.started++ {
 		go func(queue chan *region) {
 			for r := range queue {
-				r.help()
+				for ; r != nil; r = poll(queue) {
+					r.help()
+				}
 			}
 		}(workers.queue)
 	}
@@ -177,7 +231,17 @@ func (p *pool) run(n, piece int, fn func(lo, hi int)) {
 	}
 	r.work()
 	if helpers > 0 && r.state.Or(closed) != 0 {
-		<-r.done // helpers are still on their last pieces
+		// Helpers are still on their last pieces.
+		waited := time.Now()
+		for i := 1; r.state.Load() != closed; i++ {
+			if i%64 == 0 {
+				if time.Since(waited) > poolSpin {
+					<-r.done
+					break
+				}
+				osYield()
+			}
+		}
 	}
 	if outermost {
 		p.stats.regions.Add(1)

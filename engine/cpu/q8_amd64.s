@@ -820,34 +820,101 @@ w8qaChunk:
 //
 // A one-sequence decode step's products run here, each reading its
 // weights from memory (the rest of the model passes through the caches
-// between a layer's steps), so the weights 1 KiB ahead (the next row of a
-// 2048-wide matrix) are asked for while the current ones are multiplied.
-// The arithmetic is unchanged. BenchmarkDecode: 0.89x the CPU per DeltaNet
-// block, 0.92x per MoE (BENCHMARKS.md, 2026-12-01).
+// between a layer's steps), so the weights W4R1_AHEAD bytes ahead, and
+// the scales and biases as far ahead (a sixteenth of that in their bytes),
+// are asked for while the current ones are multiplied. Two-thread decode
+// products of a DeltaNet layer (BenchmarkDecodeLayerProducts, cold, best
+// of four on a loaded machine): mixer 1.07 ms with the weights 1 KiB
+// ahead, 0.99 with them 2 KiB ahead and the scales and biases too; MoE
+// 0.90 and 0.75. BenchmarkDecode, quiet: a DeltaNet layer 0.94x the wall
+// time, its MoE 0.91x, against the kernel before (1 KiB, weights only).
+//
+// Fewer instructions per unit than w4TileVNNI, the same lanes and float
+// operations (so the same bits): the first chunk of a unit starts its two
+// int32 accumulators with vpmaddwd instead of zeroing them, and a unit's
+// BF16 scale and bias are each one instruction, a dword broadcast from
+// memory masked to its upper word (the word before, then, is the previous
+// unit's; the first unit of a row, which has none, broadcasts the word
+// and shifts it up, reading nothing outside the row).
+#define W4R1_AHEAD 2048
+#define W4R1_SB_AHEAD 128
+
+// W4R1_FIRST_CHUNK multiplies the unit's first chunk into Y1 (even
+// elements) and Y7 (odd).
+#define W4R1_FIRST_CHUNK \
+	PREFETCHT0 W4R1_AHEAD(SI) \
+	PREFETCHT0 W4R1_SB_AHEAD(DX) \
+	PREFETCHT0 W4R1_SB_AHEAD(R8) \
+	VPMOVZXBW 0(SI), Y2 \
+	VPSRLW $4, Y2, Y3 \
+	VPAND Y12, Y2, Y2 \
+	VPMADDWD 0(R12), Y2, Y1 \
+	VPMADDWD 32(R12), Y3, Y7 \
+	VPMOVZXBW 16(SI), Y2 \
+	VPSRLW $4, Y2, Y3 \
+	VPAND Y12, Y2, Y2 \
+	VPDPWSSD 64(R12), Y2, Y1 \
+	VPDPWSSD 96(R12), Y3, Y7 \
+	ADDQ $32, SI \
+	ADDQ $128, R12
+
+// W4R1_CHUNK adds a further chunk of the unit (groups wider than 64).
+#define W4R1_CHUNK \
+	PREFETCHT0 W4R1_AHEAD(SI) \
+	W4_HALF_VNNI(0, 0, 32, Y1, Y7) \
+	W4_HALF_VNNI(16, 64, 96, Y1, Y7) \
+	ADDQ $32, SI \
+	ADDQ $128, R12
+
+// W4R1_FOLD is UNIT_UNIFORM's float update with the scale in Y4 and the
+// bias in Y5 already widened.
+#define W4R1_FOLD \
+	VPADDD Y7, Y1, Y1 \
+	VCVTDQ2PS Y1, Y1 \
+	VMULPS (R12), Y4, Y4 \
+	VMULPS 32(R12), Y5, Y5 \
+	VFMADD231PS Y4, Y1, Y5 \
+	VADDPS Y5, Y0, Y0 \
+	ADDQ $64, R12 \
+	ADDQ $2, DX \
+	ADDQ $2, R8
+
 TEXT ·w4Rows1VNNI(SB), NOSPLIT, $0-8
 	ROWS1_START
 w4r1vRow:
 	ROWS1_ROW_START
-w4r1vUnit:
-	VPXOR Y1, Y1, Y1
-	VPXOR Y7, Y7, Y7
-	VPXOR Y8, Y8, Y8
-	VPXOR Y9, Y9, Y9
+	W4R1_FIRST_CHUNK
 	MOVQ T_CHUNKS(AX), BX
+	DECQ BX
+	JZ w4r1vFirstFold
+w4r1vFirstChunk:
+	W4R1_CHUNK
+	DECQ BX
+	JNZ w4r1vFirstChunk
+w4r1vFirstFold:
+	VPBROADCASTW (DX), Y4
+	VPSLLD $16, Y4, Y4
+	VPBROADCASTW (R8), Y5
+	VPSLLD $16, Y5, Y5
+	W4R1_FOLD
+	DECQ CX
+	JZ w4r1vRowEnd
+w4r1vUnit:
+	W4R1_FIRST_CHUNK
+	MOVQ T_CHUNKS(AX), BX
+	DECQ BX
+	JZ w4r1vFold
 w4r1vChunk:
-	PREFETCHT0 1024(SI)
-	W4_HALF_VNNI(0, 0, 32, Y1, Y7)
-	W4_HALF_VNNI(16, 64, 96, Y8, Y9)
-	ADDQ $32, SI
-	ADDQ $128, R12
+	W4R1_CHUNK
 	DECQ BX
 	JNZ w4r1vChunk
-	VPADDD Y7, Y1, Y1
-	VPADDD Y9, Y8, Y8
-	VPADDD Y8, Y1, Y1
-	UNIT_UNIFORM
+w4r1vFold:
+	VPANDD.BCST -2(DX), Y14, Y4
+	VPANDD.BCST -2(R8), Y14, Y5
+	W4R1_FOLD
 	DECQ CX
 	JNZ w4r1vUnit
+w4r1vRowEnd:
 	ROWS1_ROW_END
 	JNZ w4r1vRow
 	VZEROUPPER
@@ -855,20 +922,25 @@ w4r1vChunk:
 
 // func w4Rows2VNNI(t *q8Tile)
 //
-// Two tokens are a batched decode step of two sequences, whose weights
-// come from memory as in w4Rows1VNNI: the same prefetch 1 KiB ahead.
+// The two-token kernels (a batched decode step of two or three sequences)
+// prefetch as w4Rows1VNNI does: BenchmarkDecodeBatch/seqs2, 0.90x the CPU
+// per step (four alternated runs, load average 4.7). The four-token ones
+// do not: they also serve prefill, where the weights are in L2 and the
+// extra load per chunk made a DeltaNet block's prefill 1.06x the CPU.
 TEXT ·w4Rows2VNNI(SB), NOSPLIT, $0-8
 	ROWS_START
 w4r2vRow:
 	ROWS_ROW_START
 w4r2vUnit:
+	PREFETCHT0 W4R1_SB_AHEAD(DX)
+	PREFETCHT0 W4R1_SB_AHEAD(R8)
 	VPXOR Y4, Y4, Y4
 	VPXOR Y5, Y5, Y5
 	VPXORD Y16, Y16, Y16
 	VPXORD Y17, Y17, Y17
 	MOVQ T_CHUNKS(AX), BX
 w4r2vChunk:
-	PREFETCHT0 1024(SI)
+	PREFETCHT0 W4R1_AHEAD(SI)
 	QUAD_W4_WIDEN
 	QUAD_W4_TOKEN_VNNI(Y4, Y16, DI)
 	QUAD_W4_TOKEN_VNNI(Y5, Y17, R13)
@@ -924,6 +996,10 @@ w4r4vChunk:
 	RET
 
 // func w8Rows1VNNI(t *q8Tile)
+//
+// Prefetching as w4Rows1VNNI does (a decode step's router reads its 8-bit
+// weights from memory too): the weights W4R1_AHEAD bytes ahead, the scales
+// and biases as far ahead, a thirty-second of that in their bytes.
 TEXT ·w8Rows1VNNI(SB), NOSPLIT, $0-8
 	ROWS1_START
 w8r1vRow:
@@ -931,8 +1007,11 @@ w8r1vRow:
 w8r1vUnit:
 	VPXOR Y1, Y1, Y1
 	VPXOR Y7, Y7, Y7
+	PREFETCHT0 (W4R1_SB_AHEAD/2)(DX)
+	PREFETCHT0 (W4R1_SB_AHEAD/2)(R8)
 	MOVQ T_CHUNKS(AX), BX
 w8r1vChunk:
+	PREFETCHT0 W4R1_AHEAD(SI)
 	W8_HALF_VNNI(0, 0, Y1)
 	W8_HALF_VNNI(16, 32, Y7)
 	ADDQ $32, SI
@@ -954,13 +1033,15 @@ TEXT ·w8Rows2VNNI(SB), NOSPLIT, $0-8
 w8r2vRow:
 	ROWS_ROW_START
 w8r2vUnit:
+	PREFETCHT0 (W4R1_SB_AHEAD/2)(DX)
+	PREFETCHT0 (W4R1_SB_AHEAD/2)(R8)
 	VPXOR Y4, Y4, Y4
 	VPXOR Y5, Y5, Y5
 	VPXORD Y16, Y16, Y16
 	VPXORD Y17, Y17, Y17
 	MOVQ T_CHUNKS(AX), BX
 w8r2vChunk:
-	PREFETCHT0 1024(SI)
+	PREFETCHT0 W4R1_AHEAD(SI)
 	QUAD_W8_WIDEN
 	QUAD_W8_TOKEN_VNNI(Y4, Y16, DI)
 	QUAD_W8_TOKEN_VNNI(Y5, Y17, R13)
