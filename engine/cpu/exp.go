@@ -168,3 +168,55 @@ func gateGo(o, g []float32, a float32) {
 		o[i] *= a / (1 + expf(-v))
 	}
 }
+
+// laneKernels are one instruction set's activation kernels, each over n
+// elements, n a multiple of lanes.
+type laneKernels struct {
+	lanes    int
+	expShift func(y, x *float32, n int, shift float32)
+	swiGLU   func(y, g, u *float32, n int)
+	silu     func(y, x *float32, n int)
+	gate     func(o, g *float32, n int, a float32)
+}
+
+// laneActivations is the table of k: the kernels run the longest multiple
+// of k.lanes, the Go loops the rest, which give the same bits.
+func laneActivations(k laneKernels) activations {
+	m := k.lanes - 1
+	expShift := func(y, x []float32, shift float32) {
+		x = x[:len(y)]
+		n := len(y) &^ m
+		if n > 0 {
+			k.expShift(&y[0], &x[0], n, shift)
+		}
+		expShiftGo(y[n:], x[n:], shift)
+	}
+	return activations{
+		expShift: expShift,
+		softmax:  func(y, x []float32) { softmaxWith(expShift, y, x) },
+		swiGLU: func(y, g, u []float32) {
+			g, u = g[:len(y)], u[:len(y)]
+			n := len(y) &^ m
+			if n > 0 {
+				k.swiGLU(&y[0], &g[0], &u[0], n)
+			}
+			swiGLUGo(y[n:], g[n:], u[n:])
+		},
+		silu: func(y, x []float32) {
+			x = x[:len(y)]
+			n := len(y) &^ m
+			if n > 0 {
+				k.silu(&y[0], &x[0], n)
+			}
+			siluGo(y[n:], x[n:])
+		},
+		gate: func(o, g []float32, a float32) {
+			g = g[:len(o)]
+			n := len(o) &^ m
+			if n > 0 {
+				k.gate(&o[0], &g[0], n, a)
+			}
+			gateGo(o[n:], g[n:], a)
+		},
+	}
+}

@@ -34,43 +34,12 @@ var expTable = func() (t [expConsts][8]float32) {
 	return t
 }()
 
-func expShiftAVX2Slice(y, x []float32, shift float32) {
-	x = x[:len(y)]
-	n := len(y) &^ 7
-	if n > 0 {
-		expShiftAVX2(&y[0], &x[0], n, shift, &expTable)
-	}
-	expShiftGo(y[n:], x[n:], shift)
-}
-
-var avx2Activations = activations{
-	expShift: expShiftAVX2Slice,
-	softmax:  func(y, x []float32) { softmaxWith(expShiftAVX2Slice, y, x) },
-	swiGLU: func(y, g, u []float32) {
-		g, u = g[:len(y)], u[:len(y)]
-		n := len(y) &^ 7
-		if n > 0 {
-			swiGLUAVX2(&y[0], &g[0], &u[0], n, &expTable)
-		}
-		swiGLUGo(y[n:], g[n:], u[n:])
-	},
-	silu: func(y, x []float32) {
-		x = x[:len(y)]
-		n := len(y) &^ 7
-		if n > 0 {
-			siluAVX2(&y[0], &x[0], n, &expTable)
-		}
-		siluGo(y[n:], x[n:])
-	},
-	gate: func(o, g []float32, a float32) {
-		g = g[:len(o)]
-		n := len(o) &^ 7
-		if n > 0 {
-			gateAVX2(&o[0], &g[0], n, a, &expTable)
-		}
-		gateGo(o[n:], g[n:], a)
-	},
-}
+var avx2Activations = laneActivations(laneKernels{lanes: 8,
+	expShift: func(y, x *float32, n int, shift float32) { expShiftAVX2(y, x, n, shift, &expTable) },
+	swiGLU:   func(y, g, u *float32, n int) { swiGLUAVX2(y, g, u, n, &expTable) },
+	silu:     func(y, x *float32, n int) { siluAVX2(y, x, n, &expTable) },
+	gate:     func(o, g *float32, n int, a float32) { gateAVX2(o, g, n, a, &expTable) },
+})
 
 // fastActivations is the fast path's table for the instruction set: the
 // assembly on the AVX2 levels, the Go loops on the generic one.

@@ -36,43 +36,12 @@ var expTable4 = func() (t [expConsts4][4]float32) {
 	return t
 }()
 
-func expShiftNEONSlice(y, x []float32, shift float32) {
-	x = x[:len(y)]
-	n := len(y) &^ 3
-	if n > 0 {
-		expShiftNEON(&y[0], &x[0], n, shift, &expTable4)
-	}
-	expShiftGo(y[n:], x[n:], shift)
-}
-
-var neonActivations = activations{
-	expShift: expShiftNEONSlice,
-	softmax:  func(y, x []float32) { softmaxWith(expShiftNEONSlice, y, x) },
-	swiGLU: func(y, g, u []float32) {
-		g, u = g[:len(y)], u[:len(y)]
-		n := len(y) &^ 3
-		if n > 0 {
-			swiGLUNEON(&y[0], &g[0], &u[0], n, &expTable4)
-		}
-		swiGLUGo(y[n:], g[n:], u[n:])
-	},
-	silu: func(y, x []float32) {
-		x = x[:len(y)]
-		n := len(y) &^ 3
-		if n > 0 {
-			siluNEON(&y[0], &x[0], n, &expTable4)
-		}
-		siluGo(y[n:], x[n:])
-	},
-	gate: func(o, g []float32, a float32) {
-		g = g[:len(o)]
-		n := len(o) &^ 3
-		if n > 0 {
-			gateNEON(&o[0], &g[0], n, a, &expTable4)
-		}
-		gateGo(o[n:], g[n:], a)
-	},
-}
+var neonActivations = laneActivations(laneKernels{lanes: 4,
+	expShift: func(y, x *float32, n int, shift float32) { expShiftNEON(y, x, n, shift, &expTable4) },
+	swiGLU:   func(y, g, u *float32, n int) { swiGLUNEON(y, g, u, n, &expTable4) },
+	silu:     func(y, x *float32, n int) { siluNEON(y, x, n, &expTable4) },
+	gate:     func(o, g *float32, n int, a float32) { gateNEON(o, g, n, a, &expTable4) },
+})
 
 // fastActivations is the fast path's table for the instruction set: the
 // assembly on the neon level, the Go loops on the generic one.
