@@ -3,7 +3,6 @@ package cpu
 import (
 	"math"
 	"slices"
-	"unsafe"
 
 	"github.com/suzuran-app/suzuran/engine/model"
 )
@@ -292,7 +291,7 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 					storeRows(&routedY[ex.e], len(tokens[ex.e]), H, ex.rows, ex.y, buf)
 					putFloats(xp)
 					if prepared != nil {
-						putBytes(prepared.buf)
+						prepared.release()
 					}
 					ex.x, ex.y = nil, nil
 				}
@@ -302,7 +301,7 @@ func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, 
 			storeRows(&sharedY.data, sharedY.rows, H, g.rows, shared.y, buf)
 		}
 		if all != nil {
-			preparedRows.Put(all.buf)
+			all.release()
 		}
 		return
 	}
@@ -440,19 +439,11 @@ func (p *pass) prepareExpertInputs(w *model.MoE, groupX *tensor, active []*exper
 
 // expertInput copies the records of ex's rows out of all, the group's rows
 // prepared by prepareExpertInputs (in maps a pass row to its group row),
-// into a buffer of the pools (its buf, for putBytes once the products are
+// into a buffer of the pools (release hands it back once the products are
 // done).
 func expertInput(all *q8Input, ex *expertWork, tokens [][]int, in map[int]int) *q8Input {
-	l := all.layout
-	rb, n, quads := l.recordBytes, len(ex.rows)*l.recordBytes, 0
-	if all.quads != nil {
-		quads = l.quadFloats(len(ex.rows))
-	}
-	bp := getBytes(n + 4*quads)
-	p := &q8Input{layout: l, data: (*bp)[:n], buf: bp}
-	if quads > 0 {
-		p.quads = unsafe.Slice((*float32)(unsafe.Pointer(&(*bp)[n])), quads)
-	}
+	rb := all.layout.recordBytes
+	p := newQ8Input(all.layout, len(ex.rows), all.quads != nil)
 	for j, i := range ex.rows {
 		r := in[tokens[ex.e][i]]
 		copy(p.data[j*rb:(j+1)*rb], all.data[r*rb:(r+1)*rb])

@@ -3,7 +3,6 @@ package cpu
 import (
 	"math"
 	"slices"
-	"sync"
 	"unsafe"
 
 	"github.com/suzuran-app/suzuran/engine/model"
@@ -413,30 +412,33 @@ type q8Input struct {
 	// kernel reads them: [d0 d1 d2 d3 d0 d1 d2 d3 s0 s1 s2 s3 s0 s1 s2 s3]
 	// (s the first lane's d·Σxq), copied from the records; else nil.
 	quads []float32
-	buf   *[]byte // data's buffer (the records, then quads), back to preparedRows after the products
+	buf   *[]byte // data's buffer (the records, then quads), from the byte pools
 }
 
-// preparedRows recycles the prepared rows' buffers (6 KiB a token row for
-// a 2048-wide input with int16 activations, 3 MiB for a 512-token chunk),
-// which every product call would otherwise allocate.
-var preparedRows = sync.Pool{New: func() any { return new([]byte) }}
-
-// prepareQ8 quantizes the rows of x for the layout l.
-func (b *Backend) prepareQ8(l q8Layout, x []float32, rows, in int) *q8Input {
-	buf := preparedRows.Get().(*[]byte)
+// newQ8Input returns room for rows prepared token rows of l, with a quad
+// table if withQuads, in a buffer of the byte pools (6 KiB a token row for
+// a 2048-wide input with int16 activations, 3 MiB for a 512-token chunk,
+// which every product call would otherwise allocate); release hands it
+// back.
+func newQ8Input(l q8Layout, rows int, withQuads bool) *q8Input {
 	n, quads := rows*l.recordBytes, 0
-	if b.kern.q8.pair(&l) != nil {
+	if withQuads {
 		quads = l.quadFloats(rows)
 	}
-	if total := n + 4*quads; cap(*buf) < total {
-		*buf = make([]byte, total)
-	} else {
-		*buf = (*buf)[:total]
-	}
+	buf := getBytes(n + 4*quads)
 	p := &q8Input{layout: l, data: (*buf)[:n], buf: buf}
 	if quads > 0 {
 		p.quads = unsafe.Slice((*float32)(unsafe.Pointer(&(*buf)[n])), quads)
 	}
+	return p
+}
+
+// release hands p's buffer back to the pools; p is not used after.
+func (p *q8Input) release() { putBytes(p.buf) }
+
+// prepareQ8 quantizes the rows of x for the layout l.
+func (b *Backend) prepareQ8(l q8Layout, x []float32, rows, in int) *q8Input {
+	p := newQ8Input(l, rows, b.kern.q8.pair(&l) != nil)
 	b.pool.parallelFor(rows, 16, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			l.quantize(p.data[t*l.recordBytes:(t+1)*l.recordBytes], x[t*in:(t+1)*in], &b.kern.q8)
@@ -532,7 +534,7 @@ func (b *Backend) fastProducts(jobs []vecJob) {
 	})
 	for i, p := range inputs {
 		if p != nil && !slices.Contains(inputs[:i], p) { // shared inputs go back once
-			preparedRows.Put(p.buf)
+			p.release()
 		}
 	}
 }

@@ -430,7 +430,7 @@ func TestQ8PairRows(t *testing.T) {
 						}
 					}
 				}
-				preparedRows.Put(p.buf)
+				p.release()
 			}
 		}
 	}
