@@ -566,27 +566,25 @@ func (k *q8Kernels) q8Rows(y []float32, rows int, w *model.Matrix, p *q8Input, l
 	// One tile for the whole call: the kernel is called through a func
 	// value, so the tile escapes, and this way it is allocated once.
 	tile := new(q8Tile)
-	run := func(f func(*q8Tile), o, t, n int) {
-		*tile = q8Tile{w: &w.Data[o*l.rowBytes], scales: &scales[o*groups], biases: &biases[o*groups],
+	// work is the two-row kernels' working space, where they run.
+	var work []float32
+	// block runs f on rows [o0, o1) against n tokens from t.
+	block := func(f func(*q8Tile), o0, o1, t, n int) {
+		*tile = q8Tile{w: &w.Data[o0*l.rowBytes], scales: &scales[o0*groups], biases: &biases[o0*groups],
 			units: l.units, chunks: l.chunks, x: &p.data[t*l.recordBytes], xStride: l.recordBytes,
-			tokens: n, out: &y[t*w.Out+o], outStride: 4 * w.Out, rows: 1}
+			tokens: n, out: &y[t*w.Out+o0], outStride: 4 * w.Out, rows: o1 - o0}
+		if work != nil && n == 4 {
+			tile.quads, tile.work = (*byte)(unsafe.Pointer(&p.quads[t/4*l.units*16])), &work[0]
+		}
 		f(tile)
 	}
+	run := func(f func(*q8Tile), o, t, n int) { block(f, o, o+1, t, n) }
 	if rk := k.rowKernels(l); rk != nil {
 		pair := k.pair(l)
-		var work []float32
 		if pair != nil && p.quads != nil && rows >= 4 {
-			work = make([]float32, 16*l.units)
-		}
-		// block runs f on rows [o0, o1) against n tokens from t.
-		block := func(f func(*q8Tile), o0, o1, t, n int) {
-			*tile = q8Tile{w: &w.Data[o0*l.rowBytes], scales: &scales[o0*groups], biases: &biases[o0*groups],
-				units: l.units, chunks: l.chunks, x: &p.data[t*l.recordBytes], xStride: l.recordBytes,
-				tokens: n, out: &y[t*w.Out+o0], outStride: 4 * w.Out, rows: o1 - o0}
-			if work != nil && n == 4 {
-				tile.quads, tile.work = (*byte)(unsafe.Pointer(&p.quads[t/4*l.units*16])), &work[0]
-			}
-			f(tile)
+			wp := getFloats(16 * l.units)
+			defer putFloats(wp)
+			work = *wp
 		}
 		for r0 := lo; r0 < hi; r0 += fastRowBlock {
 			r1 := min(r0+fastRowBlock, hi)
