@@ -197,8 +197,8 @@ func (b *attentionBlock) attend() {
 		positions = max(positions, n)
 	}
 	// Scores of quad q of token i: rows (i·quads+q)·4 … +3, positions wide.
-	scoresp := getScratch(len(b.limits) * quads * 4 * positions)
-	defer scratch.Put(scoresp)
+	scoresp := scratch.get(len(b.limits) * quads * 4 * positions)
+	defer scratch.put(scoresp)
 	scores := *scoresp
 	quadRows := func(i, q int) (rows [4]int) {
 		for l := range rows {
@@ -225,8 +225,8 @@ func (b *attentionBlock) attend() {
 	// Softmax of each real row, in place: exponentials in f32 (of
 	// float64's math.Exp on the exact path, expf on the fast ones), sum in
 	// f64.
-	sumsp := getSums(len(b.queries))
-	defer sumsPool.Put(sumsp)
+	sumsp := sumsScratch.get(len(b.queries))
+	defer sumsScratch.put(sumsp)
 	sums := *sumsp
 	for i, n := range b.limits {
 		for h := range b.perToken {
@@ -246,8 +246,8 @@ func (b *attentionBlock) attend() {
 
 	// o = Σ_j e_j·v_j, tile by tile in position order; padded lanes write
 	// into a row of their own.
-	sparep := getScratch(b.dim)
-	defer scratch.Put(sparep)
+	sparep := scratch.get(b.dim)
+	defer scratch.put(sparep)
 	spare := *sparep
 	ptrs := new([4]*float32)
 	for j0 := 0; j0 < positions; j0 += attentionTile {

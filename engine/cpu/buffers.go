@@ -96,18 +96,27 @@ func (b *blockBuffers) release() {
 	b.taken = nil
 }
 
-// sumsPool recycles attention's per-row sums.
-var sumsPool = sync.Pool{New: func() any { return new([]float64) }}
+// slicePool recycles a call's scratch buffers of T, whatever their
+// length: get hands out one of n elements, not zeroed (a buffer too short
+// is replaced), and put takes it back.
+type slicePool[T any] struct{ pool sync.Pool }
 
-// getSums returns a buffer of n float64s from sumsPool, not zeroed.
-func getSums(n int) *[]float64 {
-	p := sumsPool.Get().(*[]float64)
+func (s *slicePool[T]) get(n int) *[]T {
+	p, _ := s.pool.Get().(*[]T)
+	if p == nil {
+		p = new([]T)
+	}
 	if cap(*p) < n {
-		*p = make([]float64, n)
+		*p = make([]T, n)
 	}
 	*p = (*p)[:n]
 	return p
 }
+
+func (s *slicePool[T]) put(p *[]T) { s.pool.Put(p) }
+
+// sumsScratch recycles attention's per-row sums.
+var sumsScratch slicePool[float64]
 
 // bytePools recycles byte buffers by size class, as floatPools.
 var bytePools [sizeClasses]sync.Pool

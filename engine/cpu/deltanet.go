@@ -175,8 +175,8 @@ func (c *causalConv) channelsSilu(lo, hi int) {
 	n := len(c.in) / C
 	w := hi - lo
 	K := len(c.taps[lo])
-	tp := getScratch(K * w) // the taps of [lo, hi), [K, w]
-	defer scratch.Put(tp)
+	tp := scratch.get(K * w) // the taps of [lo, hi), [K, w]
+	defer scratch.put(tp)
 	taps := *tp
 	for ch := lo; ch < hi; ch++ {
 		for j, tap := range c.taps[ch] {

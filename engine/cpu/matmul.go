@@ -3,7 +3,6 @@ package cpu
 import (
 	"fmt"
 	"math"
-	"sync"
 	"unsafe"
 
 	"github.com/suzuran-app/suzuran/engine/model"
@@ -192,16 +191,7 @@ func deinterleave64(dst, x []float32) {
 
 // scratch hands out per-goroutine float buffers without allocating on
 // every call.
-var scratch = sync.Pool{New: func() any { return new([]float32) }}
-
-func getScratch(n int) *[]float32 {
-	p := scratch.Get().(*[]float32)
-	if cap(*p) < n {
-		*p = make([]float32, n)
-	}
-	*p = (*p)[:n]
-	return p
-}
+var scratch slicePool[float32]
 
 // matMul computes y[t, o] = Σ_i x[t, i]·w[o, i] for t < rows, with x
 // [rows, w.In] and y [rows, w.Out] row-major.
@@ -230,8 +220,8 @@ func (b *Backend) matMul(y, x []float32, rows int, w *model.Matrix) {
 	}
 	chunks := (out + chunkRows - 1) / chunkRows
 	b.pool.parallelFor(chunks, 1, func(lo, hi int) {
-		bufp := getScratch(chunkRows * in)
-		defer scratch.Put(bufp)
+		bufp := scratch.get(chunkRows * in)
+		defer scratch.put(bufp)
 		buf := *bufp
 		for c := lo; c < hi; c++ {
 			o0 := c * chunkRows
@@ -292,8 +282,8 @@ func packTokens(x []float32, rows, in int) []float32 {
 func gemmPacked(sk *simdKernels, y, x, xp []float32, rows, in, out, o0, n int, buf []float32) {
 	full := n - n%6
 	groups := full / 6
-	accp := getScratch(groups * 96)
-	defer scratch.Put(accp)
+	accp := scratch.get(groups * 96)
+	defer scratch.put(accp)
 	acc := *accp
 	for tb := 0; tb*16 < rows; tb++ {
 		block := xp[tb*16*in : (tb+1)*16*in]

@@ -582,8 +582,8 @@ func (k *q8Kernels) q8Rows(y []float32, rows int, w *model.Matrix, p *q8Input, l
 	if rk := k.rowKernels(l); rk != nil {
 		pair := k.pair(l)
 		if pair != nil && p.quads != nil && rows >= 4 {
-			wp := getFloats(16 * l.units)
-			defer putFloats(wp)
+			wp := scratch.get(16 * l.units)
+			defer scratch.put(wp)
 			work = *wp
 		}
 		for r0 := lo; r0 < hi; r0 += fastRowBlock {
