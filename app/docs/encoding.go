@@ -34,54 +34,85 @@ func bomEncoding(data []byte) (enc encoding.Encoding, name string, ok bool) {
 
 // detectEncoding names the encoding of text without a byte order mark:
 // UTF-8 when the bytes are valid UTF-8 (the detector is only asked about
-// text that cannot be UTF-8), else the best guess of the ICU detector
-// (github.com/saintfish/chardet) among the legacy encodings x/text
-// decodes; Windows-1252 when it has no usable guess, as every byte
-// sequence is valid Windows-1252.
+// text that cannot be UTF-8), else the legacy encoding (among the common
+// ones and the guesses of the ICU detector, github.com/saintfish/chardet)
+// whose decoding reads best as its language's script (see plausibility);
+// Windows-1252 when nothing decodes, as every byte sequence is valid
+// Windows-1252.
 func detectEncoding(data []byte) (encoding.Encoding, string) {
 	if utf8.Valid(data) {
 		return nil, "UTF-8"
 	}
 	sample := data[:min(len(data), 256<<10)]
 	results, err := chardet.NewTextDetector().DetectAll(sample)
-	if err == nil {
-		// Guesses of equal confidence come in no fixed order; by name
-		// among them, so that a file reads the same way every time.
-		sort.SliceStable(results, func(i, j int) bool {
-			if results[i].Confidence != results[j].Confidence {
-				return results[i].Confidence > results[j].Confidence
-			}
-			return results[i].Charset < results[j].Charset
-		})
-		// The detector ranks by statistics that short CJK texts can
-		// mislead (Chinese read as EUC-JP); among its guesses, the first
-		// that decodes the sample without an invalid sequence wins, else
-		// the one with the fewest.
-		var best encoding.Encoding
-		bestName, bestErrors := "", -1
-		for _, r := range results {
-			if strings.HasPrefix(r.Charset, "UTF-") || strings.HasPrefix(r.Charset, "ISO-2022") {
-				continue // UTF-8 was ruled out; the UTF-16/32 and 7-bit guesses need markers we did not see
-			}
-			enc, err := htmlindex.Get(strings.Replace(r.Charset, "GB-18030", "gb18030", 1))
-			if err != nil {
-				continue
-			}
-			invalid := invalidSequences(enc, sample)
-			if bestErrors < 0 || invalid < bestErrors {
-				name, _ := htmlindex.Name(enc)
-				best, bestName, bestErrors = enc, canonicalName(name), invalid
-			}
-			if invalid == 0 {
-				break
-			}
+	if err != nil {
+		results = nil
+	}
+	// Guesses of equal confidence come in no fixed order; by name among
+	// them, so that a file reads the same way every time.
+	sort.SliceStable(results, func(i, j int) bool {
+		if results[i].Confidence != results[j].Confidence {
+			return results[i].Confidence > results[j].Confidence
 		}
-		if best != nil {
-			return best, bestName
+		return results[i].Charset < results[j].Charset
+	})
+	// The detector's statistics need more text than a short note has
+	// (a Shift_JIS line of 30 bytes scores 10 in Shift_JIS, GB18030 and
+	// Big5 alike, and 26 in Windows-1252), and it can be sure of a
+	// single-byte encoding for CJK bytes: every candidate is decoded and
+	// judged by how it reads, the detector's confidence breaking near-ties.
+	charsets := append([]string(nil), shortTextCandidates...)
+	confidence := map[string]float64{}
+	for _, r := range results {
+		charsets = append(charsets, r.Charset)
+		if _, name, ok := legacyEncoding(r.Charset); ok {
+			confidence[name] = max(confidence[name], float64(r.Confidence))
 		}
+	}
+	var best encoding.Encoding
+	bestName, bestScore, seen := "", 0.0, map[string]bool{}
+	for _, charset := range charsets {
+		enc, name, ok := legacyEncoding(charset)
+		if !ok || seen[name] {
+			continue
+		}
+		seen[name] = true
+		out, err := enc.NewDecoder().Bytes(sample)
+		if err != nil {
+			continue
+		}
+		score := plausibility(strings.TrimSuffix(string(out), "\ufffd"), scriptOf(name)) + confidence[name]/50
+		if best == nil || score > bestScore {
+			best, bestName, bestScore = enc, name, score
+		}
+	}
+	if best != nil {
+		return best, bestName
 	}
 	enc, _ := htmlindex.Get("windows-1252")
 	return enc, "Windows-1252"
+}
+
+// shortTextCandidates are the legacy encodings always judged for a short
+// text, in the order that breaks a tie: Shift_JIS first (its bytes are the
+// least ambiguous), simplified before traditional Chinese, which is before
+// EUC-JP (kanji-only Japanese, which is rare, is GB2312's byte range too).
+var shortTextCandidates = []string{"shift_jis", "gb18030", "big5", "euc-jp", "euc-kr", "windows-1251", "windows-1252"}
+
+// legacyEncoding looks up a detector's charset name in x/text, skipping
+// what detection must not pick: the UTF forms (UTF-8 was ruled out and the
+// UTF-16/32 guesses need marks we did not see) and the 7-bit ISO-2022
+// forms.
+func legacyEncoding(charset string) (encoding.Encoding, string, bool) {
+	if strings.HasPrefix(charset, "UTF-") || strings.HasPrefix(charset, "ISO-2022") {
+		return nil, "", false
+	}
+	enc, err := htmlindex.Get(strings.Replace(charset, "GB-18030", "gb18030", 1))
+	if err != nil {
+		return nil, "", false
+	}
+	name, _ := htmlindex.Name(enc)
+	return enc, canonicalName(name), true
 }
 
 // invalidSequences counts the characters that decoding sample with enc
