@@ -14,7 +14,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
-import { killServers, openPage, startServe, stopServer } from './serve.mjs';
+import { checkAccessibility, killServers, openPage, startServe, stopServer } from './serve.mjs';
 
 const root = resolve(import.meta.dirname, '../..');
 const binary = resolve(root, process.env.SUZURAN ?? 'bin/suzuran');
@@ -74,10 +74,12 @@ test('chat on the demo model: stream, stop, regenerate, edit, conversations, res
   const welcome = page.getByRole('region', { name: 'Get the model' });
   await welcome.getByTestId('welcome-error').waitFor();
   await shot(page, '00-welcome-first-run');
+  await checkAccessibility(page, 'welcome');
   await welcome.getByRole('button', { name: 'Back to chat' }).click();
   await welcome.waitFor({ state: 'detached' });
   assert.match(await page.getByTestId('demo-banner').innerText(), /Suzuran Tiny/);
   await shot(page, '01-empty');
+  await checkAccessibility(page, 'empty chat');
 
   // Send and watch it stream: the answer grows over several updates. The
   // page itself records each length the answer shows, so that a slow
@@ -122,6 +124,7 @@ test('chat on the demo model: stream, stop, regenerate, edit, conversations, res
   assert.match(await answer.innerText(), /JSON/i);
   assert.match(await reply.getByTestId('stats').innerText(), /tok\/s · \d+ tokens · first token/);
   await shot(page, '02-answer');
+  await checkAccessibility(page, 'answer');
 
   // The system's dark theme, and the smallest window (420×360): nothing
   // spills sideways, and the message box stays on screen.
@@ -199,6 +202,7 @@ test('chat on the demo model: stream, stop, regenerate, edit, conversations, res
   await settings.getByRole('button', { name: 'Save' }).click();
   await settings.getByText('Saved.').waitFor();
   await shot(page, '05-settings');
+  await checkAccessibility(page, 'settings');
   assert.deepEqual(page.errors, []);
   await page.close();
 
@@ -237,6 +241,7 @@ test('thinking on the tiny fixture model: the switch, live thoughts, then collap
   // While the model thinks, its thoughts show, open.
   await reply.locator('details[open] [data-testid=thinking]').waitFor();
   await shot(page, '06-thinking');
+  await checkAccessibility(page, 'thinking');
   await page.keyboard.press('Escape');
   await page.waitForFunction(
     () => document.querySelectorAll('[data-testid=message]')[1]?.getAttribute('data-status') !== 'streaming',
@@ -286,6 +291,7 @@ test('documents: attach a CSV and ask, an image refused, a document too long for
   assert.match(await csv.getByTestId('attachment-details').innerText(), /^29 bytes · \d+ tokens$/);
   const tokens = (await csv.getByTestId('attachment-details').innerText()).match(/(\d+) tokens/)[1];
   await shot(page, '07-attached');
+  await checkAccessibility(page, 'attached document');
   const reply = await ask(page, 'How many irises are in stock?');
   assert.equal(await reply.getAttribute('data-status'), 'complete');
   const question = page.getByTestId('message').first();

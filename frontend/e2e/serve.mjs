@@ -44,11 +44,36 @@ export function killServers() {
 
 /** Opens url in a new page and waits for the window; page.errors collects the page's uncaught errors. */
 export async function openPage(browser, url) {
-  const page = await browser.newPage({ viewport: { width: 1100, height: 720 } });
+  // A context of its own (axe-core's checks need one), closed with the page.
+  const context = await browser.newContext({ viewport: { width: 1100, height: 720 } });
+  const page = await context.newPage();
+  page.on('close', () => context.close().catch(() => {}));
   const errors = [];
   page.on('pageerror', (e) => errors.push(e));
   await page.goto(url);
   await page.getByTestId('version').waitFor();
   page.errors = errors;
   return page;
+}
+
+/**
+ * Checks the page with axe-core in the light and the dark theme: no
+ * violation of serious or critical impact (WCAG 2 A and AA rules, contrast
+ * included). view names the state in the failure message. The theme it
+ * found is restored.
+ */
+export async function checkAccessibility(page, view) {
+  const { AxeBuilder } = await import('@axe-core/playwright');
+  const found = [];
+  for (const colorScheme of ['light', 'dark']) {
+    await page.emulateMedia({ colorScheme });
+    const results = await new AxeBuilder({ page }).withTags(['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']).analyze();
+    for (const v of results.violations) {
+      if (v.impact !== 'serious' && v.impact !== 'critical') continue;
+      const where = v.nodes.slice(0, 3).map((n) => `${n.target.join(' ')}: ${n.failureSummary?.split('\n').slice(1).join(' ')}`);
+      found.push(`${view} (${colorScheme}): ${v.id} (${v.impact}) ${v.help}\n    ${where.join('\n    ')}`);
+    }
+  }
+  await page.emulateMedia({ colorScheme: null });
+  if (found.length) throw new Error(`accessibility violations:\n  ${found.join('\n  ')}`);
 }

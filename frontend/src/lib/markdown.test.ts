@@ -48,6 +48,11 @@ describe('renderMarkdown', () => {
     '![x](javascript:alert(1))',
     '<form action="https://evil.example"><input name="q"><button>go</button></form>',
     '<details open ontoggle="alert(1)">x</details>',
+    // TeX is rendered by KaTeX and then sanitised like the rest.
+    '$\\href{javascript:alert(1)}{x}$',
+    '$$\\htmlData{onload=alert(1)}{x}$$',
+    '\\(<img src=x onerror=alert(1)>\\)',
+    '$x$<math><mtext><img src=x onerror="alert(1)"></mtext></math>',
   ];
   for (const payload of payloads) {
     it(`renders ${payload} inert`, () => {
@@ -68,5 +73,52 @@ describe('renderMarkdown', () => {
     expect(d.textContent).toContain('before');
     expect(d.textContent).toContain('after');
     expect(d.querySelector('b')?.textContent).toBe('bold');
+  });
+
+  it('puts a table in a scrolling frame, with its header row', () => {
+    const d = dom('| Function | What it does |\n|---|---:|\n| `os.path.join` | joins path parts |');
+    const wrap = d.querySelector('.table-wrap')!;
+    expect(wrap).not.toBeNull();
+    expect(wrap.querySelectorAll('thead th')).toHaveLength(2);
+    expect(wrap.querySelector('tbody td code')?.textContent).toBe('os.path.join');
+    expect(wrap.querySelectorAll('th')[1].getAttribute('align')).toBe('right');
+  });
+
+  it('draws task lists with their boxes, ticked or not', () => {
+    const d = dom('- [x] read the file\n- [ ] answer');
+    const items = d.querySelectorAll('li.task');
+    expect(items).toHaveLength(2);
+    expect(items[0].querySelector('.task-box.done')?.getAttribute('aria-label')).toBe('done');
+    expect(items[1].querySelector('.task-box:not(.done)')?.getAttribute('aria-label')).toBe('not done');
+    expect(items[1].textContent?.trim()).toBe('answer');
+  });
+
+  it('keeps blockquotes', () => {
+    expect(dom('> quoted *text*').querySelector('blockquote em')?.textContent).toBe('text');
+  });
+
+  it('renders the four TeX delimiters as MathML', () => {
+    const d = dom('Inline $e^{i\\pi}+1=0$ and \\(a^2\\).\n\n$$\n\\frac{1}{2}\n$$\n\n\\[ \\sum_i i \\]');
+    const inline = d.querySelectorAll('p math');
+    expect(inline).toHaveLength(2);
+    expect(inline[0].querySelector('msup mi')?.textContent).toBe('e');
+    const blocks = d.querySelectorAll('.math-block math');
+    expect(blocks).toHaveLength(2);
+    expect(blocks[0].getAttribute('display')).toBe('block');
+    expect(blocks[0].querySelector('mfrac')).not.toBeNull();
+    expect(blocks[1].querySelector('munder mo')?.textContent).toBe('∑');
+    // The TeX source is not shown beside its rendering.
+    expect(d.textContent).not.toContain('\\frac');
+  });
+
+  it('leaves prices, code and a lone dollar as text', () => {
+    const d = dom('It costs $5 and $10, or `$x$` in code, and $ alone.');
+    expect(d.querySelector('math')).toBeNull();
+    expect(d.textContent?.trim()).toBe('It costs $5 and $10, or $x$ in code, and $ alone.');
+  });
+
+  it('shows a TeX error as text, not as raw markup', () => {
+    const d = dom('$\\nosuchmacro{x}$');
+    expect(d.querySelector('math')?.textContent).toContain('\\nosuchmacro');
   });
 });

@@ -4,14 +4,30 @@
 // HTML's dangerous parts) from the result. The model's output is untrusted
 // text: a prompt injected through a document could make it write HTML.
 
-import { Marked } from 'marked';
+import { Marked, Renderer, type Tokens } from 'marked';
 import DOMPurify from 'dompurify';
 import hljs from 'highlight.js/lib/common';
+import { mathExtension } from './math';
 
-const marked = new Marked({
+const marked = new Marked(mathExtension, {
   gfm: true,
   breaks: false,
   renderer: {
+    // A wide table scrolls inside the answer instead of squeezing its
+    // words apart.
+    table(token: Tokens.Table) {
+      return `<div class="table-wrap">${Renderer.prototype.table.call(this, token)}</div>\n`;
+    },
+    // A task list's box is drawn, not a form control: the answer is text
+    // (the sanitiser refuses inputs), and a box that cannot be ticked
+    // should not look as if it could.
+    checkbox({ checked }: Tokens.Checkbox) {
+      return `<span class="task-box${checked ? ' done' : ''}" role="img" aria-label="${checked ? 'done' : 'not done'}"></span> `;
+    },
+    listitem(item: Tokens.ListItem) {
+      const html = Renderer.prototype.listitem.call(this, item);
+      return item.task ? html.replace(/^<li>/, '<li class="task">') : html;
+    },
     code({ text, lang }) {
       const language = (lang ?? '').trim().split(/\s+/)[0];
       const known = language && hljs.getLanguage(language);

@@ -30,6 +30,8 @@ export function defaultSettings(): Settings {
     sampling: { temperature: 0.7, top_p: 0.8, top_k: 20, min_p: 0, presence_penalty: 1.5 },
     thinking: false,
     context_tokens: 0,
+    parallel: 0,
+    api_max_tokens: 0,
     api_port: 8080,
     api_lan: false,
     api_key: '',
