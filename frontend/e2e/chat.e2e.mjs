@@ -81,6 +81,21 @@ test('chat on the demo model: stream, stop, regenerate, edit, conversations, res
   await shot(page, '01-empty');
   await checkAccessibility(page, 'empty chat');
 
+  // The message box grows with its lines, every line in view, up to a
+  // third of the window; then it scrolls.
+  const box = page.getByRole('textbox', { name: 'Message' });
+  const heightOf = () => box.evaluate((el) => ({ client: el.clientHeight, scroll: el.scrollHeight }));
+  const oneLine = await heightOf();
+  await box.fill('one\ntwo\nthree\nfour');
+  const fourLines = await heightOf();
+  assert.ok(fourLines.client > oneLine.client * 1.8, `four lines: ${fourLines.client}px against ${oneLine.client}px for one`);
+  assert.ok(fourLines.scroll <= fourLines.client + 2, `four lines clipped: ${JSON.stringify(fourLines)}`);
+  await box.fill(Array.from({ length: 40 }, (_, i) => `line ${i}`).join('\n'));
+  const many = await heightOf();
+  assert.ok(many.client <= 720 / 3 + 4 && many.scroll > many.client, `forty lines: ${JSON.stringify(many)}`);
+  await box.fill('');
+  assert.equal((await heightOf()).client, oneLine.client);
+
   // Send and watch it stream: the answer grows over several updates. The
   // page itself records each length the answer shows, so that a slow
   // test machine cannot miss them.
@@ -167,7 +182,7 @@ test('chat on the demo model: stream, stop, regenerate, edit, conversations, res
     const items = document.querySelectorAll('[data-testid=message]');
     return items.length === 2 && items[1].getAttribute('data-status') === 'complete';
   });
-  assert.equal(await page.getByTestId('message').first().innerText(), 'What does json.loads do?\nEdit');
+  assert.equal(await page.getByTestId('message').first().innerText(), 'What does json.loads do?\nEdit\nCopy');
 
   // Conversations: a second one, then rename, search, delete and undo.
   await page.getByRole('button', { name: 'New chat' }).click();

@@ -101,6 +101,30 @@ describe('chat view', () => {
     expect(screen.getByRole('button', { name: 'Send' })).toBeTruthy();
   });
 
+  it('copies the answer and the question, and says so', async () => {
+    const writeText = vi.fn().mockResolvedValue(undefined);
+    Object.defineProperty(navigator, 'clipboard', { value: { writeText }, configurable: true });
+    try {
+      await renderApp();
+      const reply = await sendMessage('What does json.dumps do?');
+      backend.stream(reply, [{ content: 'It serialises **obj**.' }]);
+      await screen.findByText('obj');
+      const copyAnswer = screen.getByRole('button', { name: 'Copy answer' });
+      await fireEvent.click(copyAnswer);
+      expect(writeText).toHaveBeenCalledWith('It serialises **obj**.');
+      await waitFor(() => expect(copyAnswer.textContent?.trim()).toBe('Copied'));
+      const copyQuestion = screen.getByRole('button', { name: 'Copy question' });
+      await fireEvent.click(copyQuestion);
+      expect(writeText).toHaveBeenLastCalledWith('What does json.dumps do?');
+      await waitFor(() => expect(copyQuestion.textContent?.trim()).toBe('Copied'));
+      writeText.mockRejectedValueOnce(new Error('denied'));
+      await fireEvent.click(copyQuestion);
+      await waitFor(() => expect(copyQuestion.textContent?.trim()).toBe('Copy failed'));
+    } finally {
+      Reflect.deleteProperty(navigator, 'clipboard');
+    }
+  });
+
   it('stops with the Stop button and with Esc', async () => {
     await renderApp();
     const reply = await sendMessage('Tell me a story');
@@ -131,6 +155,9 @@ describe('chat view', () => {
     await fireEvent.click(screen.getByRole('button', { name: 'Edit and resend' }));
     const edit = screen.getByRole('textbox', { name: 'Edit message' }) as HTMLTextAreaElement;
     expect(edit.value).toBe('What does json.dumps do?');
+    // Focus goes to the edit box, the caret after the text.
+    await waitFor(() => expect(document.activeElement).toBe(edit));
+    expect(edit.selectionStart).toBe(edit.value.length);
     await fireEvent.input(edit, { target: { value: 'What does json.loads do?' } });
     await fireEvent.keyDown(edit, { key: 'Enter' });
     const question = backend.messages.find((m) => m.role === 'user')!;
