@@ -39,7 +39,7 @@ func randomAttention(rng *rand.Rand, cfg model.Config, spread float64) *model.We
 // TestAttentionBlock runs the gated attention block over two passes (five
 // tokens, then two through the cache) on awkward sizes — 6 query heads on
 // 2 kv heads (GQA 3), head_dim 24 with 8 rotary dims — against a float64
-// implementation written straight from MODEL.md (engine/internal/reference). Tolerance 1e-4 of the
+// implementation written straight from engine/model/MODEL.md (engine/internal/reference). Tolerance 1e-4 of the
 // output scale: the f32 path rounds a few hundred products per output.
 func TestAttentionBlock(t *testing.T) {
 	withKernels(t, func(t *testing.T, k kernelSet) {

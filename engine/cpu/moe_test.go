@@ -42,7 +42,7 @@ func newTestMoE(rng *rand.Rand, cfg *model.Config, dtype model.DType) *testMoE {
 	return m
 }
 
-// reference is MODEL.md's MoE of one row in float64.
+// reference is engine/model/MODEL.md's MoE of one row in float64.
 func (m *testMoE) reference(cfg *model.Config, x []float32) []float64 {
 	E := cfg.NumExperts
 	matVec := func(w [][]float64, x []float64) []float64 {
@@ -101,7 +101,7 @@ func (m *testMoE) reference(cfg *model.Config, x []float32) []float64 {
 // steps and prefill chunks choosing overlapping experts, so experts are
 // grouped across sequences) and requires the sequence's rows to come out
 // bit for bit the same: the invariant continuous batching relies on. The
-// rows alone are also checked against a float64 MoE written from MODEL.md:
+// rows alone are also checked against a float64 MoE written from engine/model/MODEL.md:
 // at 1e-4 of the output scale on the exact path (f32 sums of a few hundred
 // products), at 5e-3 on the fast path (its bar: activations rounded to
 // int16 per group). Both precisions, 4-bit and F32 experts, assembly and Go

@@ -481,7 +481,7 @@ func TestConv(t *testing.T) {
 	}
 }
 
-// refDeltaNet runs the recurrence of shared MODEL.md in float64
+// refDeltaNet runs the recurrence of engine/model/MODEL.md in float64
 // (engine/internal/reference) over the kernel's state layout [Hv, Dv, Dk].
 func refDeltaNet(s deltaNetShape, rows int, conv, a, b, aLog, dtBias, state []float32) ([]float64, []float64) {
 	width := 2*s.keyHeads*s.keyDim + s.valueHeads*s.valueDim

@@ -1,8 +1,8 @@
 // Package reference is the model's math in float64, written line by line
-// from MODEL.md, for tests to hold the backends and their kernels to. Each
+// from engine/model/MODEL.md, for tests to hold the backends and their kernels to. Each
 // function is the plain statement of one step (a norm, the rotation, the
 // delta rule, gated attention): no fusion, no layout tricks, no f32
-// rounding, so that it can be checked by reading it against MODEL.md, and
+// rounding, so that it can be checked by reading it against engine/model/MODEL.md, and
 // every test compares with the same statement instead of its own copy.
 //
 // Vectors are []float64; weights come as the f32 values a checkpoint holds.
@@ -138,7 +138,7 @@ func DeltaNetGates(a, b, aLog, dtBias float64) (decay, beta float64) {
 }
 
 // DeltaRule advances one value head's state S by one token and returns
-// its output, as MODEL.md states it: S = decay·S; S += k ⊗ beta·(v − Sᵀk);
+// its output, as engine/model/MODEL.md states it: S = decay·S; S += k ⊗ beta·(v − Sᵀk);
 // o = Sᵀq. S is [Dk][Dv] (S[i][d] at S[i*Dv+d]), q and k already
 // normalised.
 func DeltaRule(S, k, q, v []float64, decay, beta float64) []float64 {
