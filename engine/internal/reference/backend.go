@@ -134,7 +134,7 @@ func (p *pass) Attention(layer int, w *model.Attention, x model.Activation) mode
 }
 
 func (p *pass) MoE(layer int, w *model.MoE, x model.Activation) model.Activation {
-	return rows(SparseMoERows(p.cfg(), w, x.(rows)))
+	return rows(SparseMoE(p.cfg(), w, x.(rows)))
 }
 
 func (p *pass) LastRow(x model.Activation) model.Activation {

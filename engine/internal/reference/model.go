@@ -111,7 +111,7 @@ func DecoderLayer(w *model.Weights, i int, st *LayerState, x [][]float64) [][]fl
 		mixed = Attention(c, l.Attention, st, RMSNormRows(x, l.InputNorm, eps))
 	}
 	h := Add(x, mixed)
-	return Add(h, SparseMoERows(c, &l.MoE, RMSNormRows(h, l.PostNorm, eps)))
+	return Add(h, SparseMoE(c, &l.MoE, RMSNormRows(h, l.PostNorm, eps)))
 }
 
 // Head is the final norm, then the untied lm_head.
@@ -165,15 +165,13 @@ func Conv(conv [][]float32, state *[][]float64, x [][]float64) [][]float64 {
 func GatedDeltaNet(c *model.Config, w *model.DeltaNet, st *LayerState, x [][]float64) [][]float64 {
 	qkv := Conv(w.Conv, &st.Conv, LinearRows(&w.QKV, x))
 	z, a, b := LinearRows(&w.Z, x), LinearRows(&w.A, x), LinearRows(&w.B, x)
-	out := make([][]float64, len(x))
+	o := make([][]float64, len(x))
 	for t := range x {
-		var o []float64
 		for j := range c.LinearValueHeads {
-			o = append(o, deltaNetHead(c, w, st.S[j], j, qkv[t], z[t], a[t][j], b[t][j])...)
+			o[t] = append(o[t], deltaNetHead(c, w, st.S[j], j, qkv[t], z[t], a[t][j], b[t][j])...)
 		}
-		out[t] = Linear(&w.Out, o)
 	}
-	return out
+	return LinearRows(&w.Out, o)
 }
 
 // deltaNetHead is value head j of one token: its q, k and v from the conv
@@ -212,25 +210,23 @@ func Attention(c *model.Config, w *model.Attention, st *LayerState, x [][]float6
 			st.Values[h] = append(st.Values[h], v[t][h*D:(h+1)*D])
 		}
 	}
-	out := make([][]float64, len(x))
+	o := make([][]float64, len(x))
 	for t := range x {
 		seen := pos0 + t + 1
-		var o []float64
 		for h := range H {
 			q := RoPE(c, RMSNorm(qg[t][2*h*D:(2*h+1)*D], w.QNorm, eps), pos0+t)
 			kv := h / (H / KV)
-			o = append(o, GatedAttention(q, st.Keys[kv][:seen], st.Values[kv][:seen], qg[t][(2*h+1)*D:(2*h+2)*D])...)
+			o[t] = append(o[t], GatedAttention(q, st.Keys[kv][:seen], st.Values[kv][:seen], qg[t][(2*h+1)*D:(2*h+2)*D])...)
 		}
-		out[t] = Linear(&w.O, o)
 	}
-	return out
+	return LinearRows(&w.O, o)
 }
 
-// Route is the router of one row: softmax over all experts, the k most
-// probable (the lower index first on ties), their probabilities
-// renormalised to sum 1.
-func Route(router *model.Matrix, x []float64, k int) (experts []int, weights []float64) {
-	p := Softmax(Linear(router, x))
+// Route is the router of one row, given its router logits: softmax over
+// all experts, the k most probable (the lower index first on ties), their
+// probabilities renormalised to sum 1.
+func Route(logits []float64, k int) (experts []int, weights []float64) {
+	p := Softmax(logits)
 	order := make([]int, len(p))
 	for e := range order {
 		order[e] = e
@@ -247,38 +243,48 @@ func Route(router *model.Matrix, x []float64, k int) (experts []int, weights []f
 	return experts, weights
 }
 
-// Expert is one SwiGLU expert: down(silu(gate·x) ⊙ up·x).
-func Expert(gate, up, down *model.Matrix, x []float64) []float64 {
-	g, u := Linear(gate, x), Linear(up, x)
-	for i := range g {
-		g[i] = SiLU(g[i]) * u[i]
+// Expert is one SwiGLU expert over the rows x: down(silu(gate·x) ⊙ up·x).
+func Expert(gate, up, down *model.Matrix, x [][]float64) [][]float64 {
+	g, u := LinearRows(gate, x), LinearRows(up, x)
+	for t := range g {
+		for i := range g[t] {
+			g[t][i] = SiLU(g[t][i]) * u[t][i]
+		}
 	}
-	return Linear(down, g)
+	return LinearRows(down, g)
 }
 
-// SparseMoE is the mixture of one row: the shared expert scaled by its
-// sigmoid gate, plus each routed expert scaled by its weight.
-func SparseMoE(c *model.Config, w *model.MoE, x []float64) []float64 {
+// SparseMoE is the mixture of experts over the rows x: each row's shared
+// expert scaled by its sigmoid gate, plus each expert the router chose for
+// it scaled by its weight. The rows an expert was chosen for go through it
+// together.
+func SparseMoE(c *model.Config, w *model.MoE, x [][]float64) [][]float64 {
 	y := Expert(&w.SharedGate, &w.SharedUp, &w.SharedDown, x)
-	g := Sigmoid(Linear(&w.SharedExpert, x)[0])
-	for d := range y {
-		y[d] *= g
+	gate, logits := LinearRows(&w.SharedExpert, x), LinearRows(&w.Router, x)
+	rows := make([][]int, c.NumExperts)        // the rows routed to each expert
+	weights := make([][]float64, c.NumExperts) // and their weights
+	for t := range x {
+		for d := range y[t] {
+			y[t][d] *= Sigmoid(gate[t][0])
+		}
+		experts, ws := Route(logits[t], c.ExpertsPerToken)
+		for i, e := range experts {
+			rows[e], weights[e] = append(rows[e], t), append(weights[e], ws[i])
+		}
 	}
-	experts, weights := Route(&w.Router, x, c.ExpertsPerToken)
-	for i, e := range experts {
-		ye := Expert(&w.Gate[e], &w.Up[e], &w.Down[e], x)
-		for d := range y {
-			y[d] += weights[i] * ye[d]
+	for e, ts := range rows {
+		if len(ts) == 0 {
+			continue
+		}
+		in := make([][]float64, len(ts))
+		for i, t := range ts {
+			in[i] = x[t]
+		}
+		for i, ye := range Expert(&w.Gate[e], &w.Up[e], &w.Down[e], in) {
+			for d, v := range ye {
+				y[ts[i]][d] += weights[e][i] * v
+			}
 		}
 	}
 	return y
-}
-
-// SparseMoERows is SparseMoE of each row.
-func SparseMoERows(c *model.Config, w *model.MoE, x [][]float64) [][]float64 {
-	out := make([][]float64, len(x))
-	for t, r := range x {
-		out[t] = SparseMoE(c, w, r)
-	}
-	return out
 }
