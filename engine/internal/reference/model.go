@@ -161,34 +161,44 @@ func Conv(conv [][]float32, state *[][]float64, x [][]float64) [][]float64 {
 }
 
 // GatedDeltaNet is the linear-attention mixer over the rows x, advancing
-// st's conv rows and recurrent state.
+// st's conv rows and recurrent state: per value head the delta rule, then
+// the gated output norm, then the output projection.
 func GatedDeltaNet(c *model.Config, w *model.DeltaNet, st *LayerState, x [][]float64) [][]float64 {
 	qkv := Conv(w.Conv, &st.Conv, LinearRows(&w.QKV, x))
 	z, a, b := LinearRows(&w.Z, x), LinearRows(&w.A, x), LinearRows(&w.B, x)
+	Dv := c.LinearValueHeadDim
 	o := make([][]float64, len(x))
 	for t := range x {
 		for j := range c.LinearValueHeads {
-			o[t] = append(o[t], deltaNetHead(c, w, st.S[j], j, qkv[t], z[t], a[t][j], b[t][j])...)
+			oj := DeltaNetHead(c, w, st.S[j], j, qkv[t], a[t][j], b[t][j])
+			o[t] = append(o[t], GatedRMSNorm(oj, z[t][j*Dv:(j+1)*Dv], w.Norm, float64(c.DeltaNetNormEps))...)
 		}
 	}
 	return LinearRows(&w.Out, o)
 }
 
-// deltaNetHead is value head j of one token: its q, k and v from the conv
-// output c, the delta rule on its state S, then the gated output norm
-// RMSNorm(o, norm)·silu(z). Value head j reads key head j/(Hv/Hk).
-func deltaNetHead(c *model.Config, w *model.DeltaNet, S []float64, j int, qkv, z []float64, a, b float64) []float64 {
+// DeltaNetHead is value head j of one token, given the conv output qkv
+// and the head's a and b: q and k of key head j/(Hv/Hk) L2-normalised (q
+// also by 1/sqrt(Dk)), the gates, and the delta rule on the head's state
+// S, which it advances. It returns the head's output before the norm.
+func DeltaNetHead(c *model.Config, w *model.DeltaNet, S []float64, j int, qkv []float64, a, b float64) []float64 {
 	Hk, Dk, Dv := c.LinearKeyHeads, c.LinearKeyHeadDim, c.LinearValueHeadDim
 	kh := j / (c.LinearValueHeads / Hk)
 	q := L2Normalize(qkv[kh*Dk:(kh+1)*Dk], c.DeltaNetL2Eps, 1/math.Sqrt(float64(Dk)))
 	k := L2Normalize(qkv[(Hk+kh)*Dk:(Hk+kh+1)*Dk], c.DeltaNetL2Eps, 1)
 	v := qkv[2*Hk*Dk+j*Dv : 2*Hk*Dk+(j+1)*Dv]
 	decay, beta := DeltaNetGates(a, b, float64(w.ALog[j]), float64(w.DtBias[j]))
-	o := RMSNorm(DeltaRule(S, k, q, v, decay, beta), w.Norm, float64(c.DeltaNetNormEps))
-	for d := range o {
-		o[d] *= SiLU(z[j*Dv+d])
+	return DeltaRule(S, k, q, v, decay, beta)
+}
+
+// GatedRMSNorm is DeltaNet's output norm: RMSNorm(o, w)·silu(z), with the
+// plain multiplier w.
+func GatedRMSNorm(o, z []float64, w []float32, eps float64) []float64 {
+	out := RMSNorm(o, w, eps)
+	for d := range out {
+		out[d] *= SiLU(z[d])
 	}
-	return o
+	return out
 }
 
 // RoPE rotates the first RotaryDim dims of a head vector at position pos.
