@@ -72,7 +72,7 @@ const (
 	PresetCustom      = "custom"
 )
 
-// Model card values (shared MODEL.md).
+// Model card values (engine/model/MODEL.md).
 var presets = map[string]Sampling{
 	PresetThinking:    {Temperature: 1.0, TopP: 0.95, TopK: 20, PresencePenalty: 1.5},
 	PresetNonThinking: {Temperature: 0.7, TopP: 0.8, TopK: 20, PresencePenalty: 1.5},

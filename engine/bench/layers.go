@@ -8,7 +8,7 @@ import (
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
-// The layer mix of Qwen3.6-35B-A3B (shared MODEL.md: 40 layers,
+// The layer mix of Qwen3.6-35B-A3B (engine/model/MODEL.md: 40 layers,
 // [linear_attention ×3, full_attention] ×10), which projections target.
 const (
 	TargetDeltaNetLayers  = 30

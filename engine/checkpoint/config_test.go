@@ -14,7 +14,7 @@ import (
 )
 
 // TestFullSizeConfigs parses the real Qwen3.6-35B-A3B configs (hub and
-// mlx-community) and checks the values MODEL.md lists.
+// mlx-community) and checks the values engine/model/MODEL.md lists.
 func TestFullSizeConfigs(t *testing.T) {
 	for _, name := range []string{"qwen3.6-35b-a3b.json", "qwen3.6-35b-a3b.mlx-4bit.json"} {
 		t.Run(name, func(t *testing.T) {

@@ -5,7 +5,7 @@
 // config) and generation_config.json, validates every field the model needs,
 // maps the safetensors weights (single file or sharded) and binds each tensor
 // to its place in model.Weights for either on-disk layout described in
-// shared MODEL.md:
+// engine/model/MODEL.md:
 //
 //   - hub: model.language_model.* names, bf16 (or f16/f32) matrices, fused
 //     experts gate_up_proj [E,2I,H] and down_proj [E,H,I] or per-expert

@@ -7,7 +7,7 @@ import (
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
-// Attention implements model.Blocks: the gated attention of MODEL.md, each
+// Attention implements model.Blocks: the gated attention of engine/model/MODEL.md, each
 // segment on its own sequence's KV cache.
 //
 //	qg = x·Wqᵀ (per head: query ‖ gate);  k = x·Wkᵀ;  v = x·Wvᵀ

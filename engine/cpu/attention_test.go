@@ -38,8 +38,8 @@ func randomAttention(rng *rand.Rand, cfg model.Config, spread float64) *model.We
 
 // TestAttentionBlock runs the gated attention block over two passes (five
 // tokens, then two through the cache) on awkward sizes — 6 query heads on
-// 2 kv heads (GQA 3), head_dim 24 with 8 rotary dims — against a float64
-// implementation written straight from MODEL.md (engine/internal/reference). Tolerance 1e-4 of the
+// 2 kv heads (GQA 3), head_dim 24 with 8 rotary dims — against the float64
+// block (reference.Attention), fed one row at a time. Tolerance 1e-4 of the
 // output scale: the f32 path rounds a few hundred products per output.
 func TestAttentionBlock(t *testing.T) {
 	withKernels(t, func(t *testing.T, k kernelSet) {
@@ -56,30 +56,9 @@ func TestAttentionBlock(t *testing.T) {
 		}
 
 		// The float64 reference keeps its own cache of normed, rotated keys.
-		var refK, refV [][][]float64 // per position, per kv head, [D]
-		expected := func(x []float32, pos int) []float64 {
-			xs := reference.Float64(x)
-			qg := reference.Linear(&att.Q, xs)
-			kk := reference.Linear(&att.K, xs)
-			vv := reference.Linear(&att.V, xs)
-			angles := reference.RopeAngles(pos, rot, cfg.RopeTheta)
-			var keys, values [][]float64
-			for h := range KV {
-				keys = append(keys, reference.Rotate(reference.RMSNorm(kk[h*D:(h+1)*D], att.KNorm, 1e-6), angles))
-				values = append(values, vv[h*D:(h+1)*D])
-			}
-			refK, refV = append(refK, keys), append(refV, values)
-			var attn []float64
-			for h := range H {
-				qh := reference.Rotate(reference.RMSNorm(qg[h*2*D:h*2*D+D], att.QNorm, 1e-6), angles)
-				kvh := h / (H / KV)
-				var ks, vs [][]float64
-				for j := range pos + 1 {
-					ks, vs = append(ks, refK[j][kvh]), append(vs, refV[j][kvh])
-				}
-				attn = append(attn, reference.GatedAttention(qh, ks, vs, qg[h*2*D+D:(h+1)*2*D])...)
-			}
-			return reference.Linear(&att.O, attn)
+		state := &reference.LayerState{Keys: make([][][]float64, KV), Values: make([][][]float64, KV)}
+		expected := func(x []float32) []float64 {
+			return reference.Attention(&cfg, att, state, [][]float64{reference.Float64(x)})[0]
 		}
 
 		pos := 0
@@ -98,7 +77,7 @@ func TestAttentionBlock(t *testing.T) {
 				t.Fatal(err)
 			}
 			for r := range n {
-				want := expected(x.row(r), pos)
+				want := expected(x.row(r))
 				var scale, diff float64
 				for i, wv := range want {
 					scale = max(scale, math.Abs(wv))

@@ -6,7 +6,7 @@ import (
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
-// DeltaNet implements model.Blocks: the Gated DeltaNet of MODEL.md, each
+// DeltaNet implements model.Blocks: the Gated DeltaNet of engine/model/MODEL.md, each
 // segment on its own sequence's state.
 //
 //	qkv = x·Wqkvᵀ;  z = x·Wzᵀ;  b = x·Wbᵀ;  a = x·Waᵀ

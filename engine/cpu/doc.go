@@ -5,7 +5,7 @@
 //
 // Every block runs at once when the model calls it; Submit and Wait only
 // hand back the result. The blocks (attention.go, deltanet.go, moe.go) are
-// written as MODEL.md's steps, plain functions over flat slices, and say
+// written as engine/model/MODEL.md's steps, plain functions over flat slices, and say
 // only how their work divides; pool.go runs the pieces on the calling
 // goroutine and helpers that live as long as the process. The pieces:
 // output rows for the matrix products (matmul.go), blocks of query rows per

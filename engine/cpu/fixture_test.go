@@ -13,7 +13,10 @@ import (
 // weights. This f32 pass lands within 1.4e-5 of the largest value on every
 // reference (the worst: qwen35moe-alt/mlx-4bit's prompt logits), so 1e-4
 // leaves 7× room, while the smallest of fixtures.Mutations (the DeltaNet
-// q/k L2 epsilon 1e-6 → 1e-3) moves the outputs by 3.3e-4 or more.
+// q/k L2 epsilon 1e-6 → 1e-3) moves the outputs by 3.3e-4 or more. The
+// same bar holds it to the float64 reference model on the same weights
+// (engine/internal/reference): 1.5e-5 at worst, the same reference's
+// prompt logits.
 const fixtureTolerance = 1e-4
 
 func openModel(t testing.TB, dir string, opt Options) (*Backend, *model.Weights) {
@@ -51,16 +54,20 @@ func TestFixturesGoKernels(t *testing.T) {
 
 func checkReference(t *testing.T, ref *fixtures.Reference, isa ISA) {
 	b, w := openModel(t, ref.Dir, Options{Precision: PrecisionExact, ISA: isa})
-	outputs, ids := compareReference(t, b, w, ref)
-	// In order, so a regression names the first layer that drifts.
-	for _, o := range outputs {
-		t.Logf("%s: relative error %.2e", o.What, o.Err)
-		if !(o.Err <= fixtureTolerance) {
-			t.Fatalf("%s drifts: relative error %.3g > %g", o.What, o.Err, fixtureTolerance)
+	run := runReference(t, b, w, ref)
+	// Against transformers' outputs, then against the float64 reference
+	// model's on the same weights; each in order, so a regression names the
+	// first layer that drifts.
+	for _, want := range []*fixtures.Reference{ref, ref.Float64(t, w)} {
+		for _, o := range run.compare(want) {
+			t.Logf("%s: %s: relative error %.2e", want.Name, o.What, o.Err)
+			if !(o.Err <= fixtureTolerance) {
+				t.Fatalf("%s: %s drifts: relative error %.3g > %g", want.Name, o.What, o.Err, fixtureTolerance)
+			}
 		}
-	}
-	if fmt.Sprint(ids) != fmt.Sprint(ref.GenIDs) {
-		t.Fatalf("greedy continuation\n got %v\nwant %v", ids, ref.GenIDs)
+		if fmt.Sprint(run.ids) != fmt.Sprint(want.GenIDs) {
+			t.Fatalf("%s: greedy continuation\n got %v\nwant %v", want.Name, run.ids, want.GenIDs)
+		}
 	}
 }
 
@@ -82,8 +89,7 @@ func TestFixturesCatchMutations(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				outputs, _ := compareReference(t, b, m.Weights, ref)
-				worst := fixtures.Worst(outputs)
+				worst := fixtures.Worst(runReference(t, b, m.Weights, ref).compare(ref))
 				t.Logf("worst: %s, relative error %.2e", worst.What, worst.Err)
 				if worst.Err <= fixtureTolerance {
 					t.Fatalf("the mutated model passes: worst relative error %.3g (%s) is within the tolerance %g", worst.Err, worst.What, fixtureTolerance)
@@ -93,25 +99,37 @@ func TestFixturesCatchMutations(t *testing.T) {
 	}
 }
 
-// compareReference runs ref's prompt in one pass, then decodes greedily
-// through the cache, each step fed the previous choice. It returns each
-// output's error (Reference.Compare) and the generated ids.
-func compareReference(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Reference) ([]fixtures.Output, []int) {
+// fixtureRun is a backend's run of a reference prompt and its greedy
+// continuation.
+type fixtureRun struct {
+	hidden            [][]float32
+	logits, genLogits []float32
+	ids               []int
+}
+
+// compare is each output's error against want (Reference.Compare).
+func (r *fixtureRun) compare(want *fixtures.Reference) []fixtures.Output {
+	return want.Compare(r.hidden, r.logits, r.genLogits)
+}
+
+// runReference runs ref's prompt in one pass, then decodes greedily
+// through the cache, each step fed the previous choice.
+func runReference(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Reference) *fixtureRun {
 	t.Helper()
 	T := len(ref.Prompt)
 	seq, res := readPrompt(t, b, w, ref, len(ref.GenIDs))
 	greedy := &model.Sampling{}
-	ids := []int{res.Token}
-	genLogits := append([]float32(nil), res.Logits[(T-1)*ref.Vocab:]...)
-	for len(ids) < len(ref.GenIDs) {
+	run := &fixtureRun{hidden: res.Hidden, logits: res.Logits, ids: []int{res.Token}}
+	run.genLogits = append([]float32(nil), res.Logits[(T-1)*ref.Vocab:]...)
+	for len(run.ids) < len(ref.GenIDs) {
 		r, err := model.Run(b, w, seq, model.Input{Logits: model.LogitsLast, Sample: greedy})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, r.Token)
-		genLogits = append(genLogits, r.Logits...)
+		run.ids = append(run.ids, r.Token)
+		run.genLogits = append(run.genLogits, r.Logits...)
 	}
-	return ref.Compare(res.Hidden, res.Logits, genLogits), ids
+	return run
 }
 
 // readPrompt reads ref's prompt greedily into a new sequence with room for

@@ -18,7 +18,7 @@ func withKernels(t *testing.T, f func(t *testing.T, k kernelSet)) {
 }
 
 // TestDeltaStep runs several tokens of the scan for one head against a
-// float64 scan written with S untransposed, exactly as MODEL.md states it.
+// float64 scan written with S untransposed, exactly as engine/model/MODEL.md states it.
 // Sizes: the full model's 128×128, the alternative checkpoint's 24×40,
 // and one with dk not a multiple of 8 (Go path only). Tolerance: the f32
 // scan rounds each of ~dk products per output; 1e-5 of the output scale

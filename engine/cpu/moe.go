@@ -7,7 +7,7 @@ import (
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
-// MoE implements model.Blocks: the sparse MoE of MODEL.md.
+// MoE implements model.Blocks: the sparse MoE of engine/model/MODEL.md.
 //
 //	route: p = softmax(x·Wrouterᵀ) over all experts; the top k, weights renormalised
 //	y = sigmoid(x·w_shared_gate)·shared(x) + Σ_e w_e·expert_e(x),  expert(x) = down(silu(gate·x) ⊙ up·x)
@@ -104,7 +104,7 @@ type expertRoute struct {
 	slots   []int
 }
 
-// route is MODEL.md's routing of one row into r, whose slices hold topK
+// route is engine/model/MODEL.md's routing of one row into r, whose slices hold topK
 // entries: softmax over every expert's logit (probs is scratch of the same
 // length), the topK most likely, their probabilities renormalised to sum
 // to 1 (summed most likely first).

@@ -1,99 +1,33 @@
 package cpu
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"testing"
 
+	"github.com/suzuran-app/suzuran/engine/internal/reference"
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
-// testMoE is a small MoE layer with the exact values of its weights.
-type testMoE struct {
-	w                                *model.MoE
-	router, sharedExpert             [][]float64
-	gate, up, down                   [][][]float64
-	sharedGate, sharedUp, sharedDown [][]float64
-}
-
-// newTestMoE makes the experts' matrices in dtype (4-bit affine in groups
-// of 64, or F32) and the router and shared-expert gate in F32.
-func newTestMoE(rng *rand.Rand, cfg *model.Config, dtype model.DType) *testMoE {
+// newTestMoE makes a small MoE layer: the experts' matrices in dtype
+// (4-bit affine in groups of 64, or F32), the router and shared-expert gate
+// in F32.
+func newTestMoE(rng *rand.Rand, cfg *model.Config, dtype model.DType) *model.MoE {
 	H, E, I, S := cfg.HiddenSize, cfg.NumExperts, cfg.MoEIntermediate, cfg.SharedIntermediate
-	m := &testMoE{w: &model.MoE{Gate: make([]model.Matrix, E), Up: make([]model.Matrix, E), Down: make([]model.Matrix, E)},
-		gate: make([][][]float64, E), up: make([][][]float64, E), down: make([][][]float64, E)}
-	matrix := func(dt model.DType, out, in int) (model.Matrix, [][]float64) {
-		t := newTestMatrix(rng, dt, out, in, 4, 64)
-		return t.m, t.ref
-	}
-	m.w.Router, m.router = matrix(model.F32, E, H)
-	m.w.SharedExpert, m.sharedExpert = matrix(model.F32, 1, H)
-	m.w.SharedGate, m.sharedGate = matrix(dtype, S, H)
-	m.w.SharedUp, m.sharedUp = matrix(dtype, S, H)
-	m.w.SharedDown, m.sharedDown = matrix(dtype, H, S)
+	m := &model.MoE{Gate: make([]model.Matrix, E), Up: make([]model.Matrix, E), Down: make([]model.Matrix, E)}
+	matrix := func(dt model.DType, out, in int) model.Matrix { return newTestMatrix(rng, dt, out, in, 4, 64).m }
+	m.Router = matrix(model.F32, E, H)
+	m.SharedExpert = matrix(model.F32, 1, H)
+	m.SharedGate = matrix(dtype, S, H)
+	m.SharedUp = matrix(dtype, S, H)
+	m.SharedDown = matrix(dtype, H, S)
 	for e := range E {
-		m.w.Gate[e], m.gate[e] = matrix(dtype, I, H)
-		m.w.Up[e], m.up[e] = matrix(dtype, I, H)
-		m.w.Down[e], m.down[e] = matrix(dtype, H, I)
+		m.Gate[e] = matrix(dtype, I, H)
+		m.Up[e] = matrix(dtype, I, H)
+		m.Down[e] = matrix(dtype, H, I)
 	}
 	return m
-}
-
-// reference is MODEL.md's MoE of one row in float64.
-func (m *testMoE) reference(cfg *model.Config, x []float32) []float64 {
-	E := cfg.NumExperts
-	matVec := func(w [][]float64, x []float64) []float64 {
-		y := make([]float64, len(w))
-		for o := range y {
-			for i, v := range x {
-				y[o] += w[o][i] * v
-			}
-		}
-		return y
-	}
-	silu := func(v float64) float64 { return v / (1 + math.Exp(-v)) }
-	expert := func(gate, up, down [][]float64, x []float64) []float64 {
-		g, u := matVec(gate, x), matVec(up, x)
-		for i := range g {
-			g[i] = silu(g[i]) * u[i]
-		}
-		return matVec(down, g)
-	}
-	xf := make([]float64, len(x))
-	for i, v := range x {
-		xf[i] = float64(v)
-	}
-	logits := matVec(m.router, xf)
-	maxLogit := slices.Max(logits)
-	probs := make([]float64, E)
-	for e, l := range logits {
-		probs[e] = math.Exp(l - maxLogit)
-	}
-	order := make([]int, E)
-	for e := range order {
-		order[e] = e
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return -cmp.Compare(probs[a], probs[b]) })
-	chosen := order[:cfg.ExpertsPerToken]
-	var chosenSum float64
-	for _, e := range chosen {
-		chosenSum += probs[e]
-	}
-	y := expert(m.sharedGate, m.sharedUp, m.sharedDown, xf)
-	g := 1 / (1 + math.Exp(-matVec(m.sharedExpert, xf)[0]))
-	for d := range y {
-		y[d] *= g
-	}
-	for _, e := range chosen {
-		ye := expert(m.gate[e], m.up[e], m.down[e], xf)
-		for d := range y {
-			y[d] += probs[e] / chosenSum * ye[d]
-		}
-	}
-	return y
 }
 
 // TestMoEBatchComposition runs the MoE block and the RMSNorm on one
@@ -101,7 +35,7 @@ func (m *testMoE) reference(cfg *model.Config, x []float32) []float64 {
 // steps and prefill chunks choosing overlapping experts, so experts are
 // grouped across sequences) and requires the sequence's rows to come out
 // bit for bit the same: the invariant continuous batching relies on. The
-// rows alone are also checked against a float64 MoE written from MODEL.md:
+// rows alone are also checked against the float64 MoE (reference.SparseMoE):
 // at 1e-4 of the output scale on the exact path (f32 sums of a few hundred
 // products), at 5e-3 on the fast path (its bar: activations rounded to
 // int16 per group). Both precisions, 4-bit and F32 experts, assembly and Go
@@ -127,7 +61,7 @@ func testMoEBatchComposition(t *testing.T, kern kernelSet, precision Precision, 
 		rng := rand.New(rand.NewPCG(51, 52))
 		m := newTestMoE(rng, &cfg, dtype)
 		normWeight := randomVector(rng, cfg.HiddenSize)
-		w := &model.Weights{Config: cfg, Layers: []model.Layer{{MoE: *m.w}}, Embed: model.Matrix{Out: 100}}
+		w := &model.Weights{Config: cfg, Layers: []model.Layer{{MoE: *m}}, Embed: model.Matrix{Out: 100}}
 		b := &Backend{cfg: cfg, w: w, pool: pool{threads: 3}, kern: kern, precision: precision}
 
 		// Each sequence's rows, fixed per sequence.
@@ -179,7 +113,7 @@ func testMoEBatchComposition(t *testing.T, kern kernelSet, precision Precision, 
 				aloneMoE, aloneNorm := run([]part{c.alone})
 				x := rowsOf(c.alone.seq, c.alone.rows)
 				for r := range c.alone.rows {
-					want := m.reference(&cfg, x[r*cfg.HiddenSize:(r+1)*cfg.HiddenSize])
+					want := reference.SparseMoE(&cfg, m, [][]float64{reference.Float64(x[r*cfg.HiddenSize : (r+1)*cfg.HiddenSize])})[0]
 					scale := 0.0
 					for _, v := range want {
 						scale = max(scale, math.Abs(v))
@@ -251,12 +185,12 @@ func TestPreparedExpertInputs(t *testing.T) {
 		for j, r := range mine {
 			copy(ex.x.row(j), groupX.row(r))
 		}
-		all := p.prepareExpertInputs(m.w, groupX, []*expertWork{ex})
+		all := p.prepareExpertInputs(m, groupX, []*expertWork{ex})
 		if all == nil {
 			t.Fatal("no prepared input for a 4-bit expert on the fast path")
 		}
-		want := p.swiGLU(ex.x, &m.w.Gate[2], &m.w.Up[2], &m.w.Down[2], nil)
-		got := p.swiGLU(ex.x, &m.w.Gate[2], &m.w.Up[2], &m.w.Down[2], expertInput(all, ex, tokens, in))
+		want := p.swiGLU(ex.x, &m.Gate[2], &m.Up[2], &m.Down[2], nil)
+		got := p.swiGLU(ex.x, &m.Gate[2], &m.Up[2], &m.Down[2], expertInput(all, ex, tokens, in))
 		for i := range want.data {
 			if math.Float32bits(got.data[i]) != math.Float32bits(want.data[i]) {
 				t.Fatalf("element %d: %v from the group's records, %v from the expert's own", i, got.data[i], want.data[i])

@@ -19,6 +19,9 @@ import (
 // leaves 6× room. Half GEMM operands (the default) round activations to 11
 // significant bits: 1.2e-3 measured (qwen35moe-tiny/mlx-4bit's last
 // residual stream, with the f32 or the bf16 cache), so 3e-3 leaves 2.5×.
+// Against the float64 reference model on the same weights, checked as
+// well, the figures are alike: 1.5e-5 with f32 operands (the same
+// reference's prompt logits), 1.2e-3 with half operands.
 // Each of fixtures.Mutations the GPU kernels can express moves the outputs
 // by 7e-2 or more. Greedy ids must match exactly either way (the fixtures'
 // smallest greedy gap is 2e-2 of the logit scale or more).
@@ -80,16 +83,21 @@ func TestFixtureBF16Cache(t *testing.T) {
 
 const prefillChunk = 64
 
+// runFixture checks a run against transformers' outputs, then against the
+// float64 reference model's on the same weights (engine/internal/reference),
+// at the same tolerance.
 func runFixture(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Reference, tol float64) {
-	outputs, ids := measureFixture(t, b, w, ref)
-	for _, o := range outputs {
-		t.Logf("%s: relative error %.2e", o.What, o.Err)
-		if !(o.Err <= tol) {
-			t.Fatalf("%s drifts: relative error %.3g > %g", o.What, o.Err, tol)
+	hidden, logits, genLogits, ids := measureFixture(t, b, w, ref)
+	for _, want := range []*fixtures.Reference{ref, ref.Float64(t, w)} {
+		for _, o := range want.Compare(hidden, logits, genLogits) {
+			t.Logf("%s: %s: relative error %.2e", want.Name, o.What, o.Err)
+			if !(o.Err <= tol) {
+				t.Fatalf("%s: %s drifts: relative error %.3g > %g", want.Name, o.What, o.Err, tol)
+			}
 		}
-	}
-	if fmt.Sprint(ids) != fmt.Sprint(ref.GenIDs) {
-		t.Fatalf("greedy continuation\n got %v\nwant %v", ids, ref.GenIDs)
+		if fmt.Sprint(ids) != fmt.Sprint(want.GenIDs) {
+			t.Fatalf("%s: greedy continuation\n got %v\nwant %v", want.Name, ids, want.GenIDs)
+		}
 	}
 	T := len(ref.Prompt)
 	checkCounters(t, b.Stats(), int64(len(ref.GenIDs)-1), int64((T+prefillChunk-1)/prefillChunk))
@@ -97,9 +105,10 @@ func runFixture(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Refere
 
 // measureFixture runs ref's prompt as the engine does, in chunks of
 // prefillChunk, then decodes greedily, submitting step N+1 before waiting on
-// step N. It returns each output's error (Reference.Compare) and the
-// generated ids.
-func measureFixture(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Reference) ([]fixtures.Output, []int) {
+// step N. It returns the residual stream after every layer, the prompt
+// logits, the logits that chose each generated token and the generated ids,
+// as Reference.Compare takes them.
+func measureFixture(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Reference) (hidden [][]float32, logits, genLogits []float32, ids []int) {
 	t.Helper()
 	T := len(ref.Prompt)
 	seq, err := b.NewSequence(T + len(ref.GenIDs))
@@ -107,8 +116,7 @@ func measureFixture(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Re
 		t.Fatal(err)
 	}
 	greedy := &model.Sampling{}
-	hidden := make([][]float32, len(w.Layers)+1)
-	var logits []float32
+	hidden = make([][]float32, len(w.Layers)+1)
 	var res model.Result
 	for start := 0; start < T; start += prefillChunk {
 		end := min(start+prefillChunk, T)
@@ -125,8 +133,8 @@ func measureFixture(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Re
 		logits = append(logits, res.Logits...)
 	}
 
-	ids := []int{res.Token}
-	genLogits := append([]float32(nil), logits[(T-1)*ref.Vocab:]...)
+	ids = []int{res.Token}
+	genLogits = append([]float32(nil), logits[(T-1)*ref.Vocab:]...)
 	in := model.Input{Logits: model.LogitsLast, Sample: greedy}
 	steps := len(ref.GenIDs) - 1
 	prev, err := model.Start(b, w, seq, in)
@@ -148,7 +156,7 @@ func measureFixture(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Re
 		genLogits = append(genLogits, r.Logits...)
 		prev = next
 	}
-	return ref.Compare(hidden, logits, genLogits), ids
+	return hidden, logits, genLogits, ids
 }
 
 // TestFixturesCatchMutations makes each of fixtures.Mutations and checks
@@ -176,8 +184,8 @@ func TestFixturesCatchMutations(t *testing.T) {
 					t.Logf("refused: %v", err)
 					return
 				}
-				outputs, _ := measureFixture(t, b, m.Weights, ref)
-				worst := fixtures.Worst(outputs)
+				hidden, logits, genLogits, _ := measureFixture(t, b, m.Weights, ref)
+				worst := fixtures.Worst(ref.Compare(hidden, logits, genLogits))
 				t.Logf("worst: %s, relative error %.2e", worst.What, worst.Err)
 				if worst.Err <= fixtureTolerance {
 					t.Fatalf("the mutated model passes: worst relative error %.3g (%s) is within the tolerance %g", worst.Err, worst.What, fixtureTolerance)

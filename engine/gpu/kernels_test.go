@@ -164,11 +164,6 @@ func actAt(l loc, rows, width int) *act {
 	return &act{loc: l, rows: rows, width: width, stride: width}
 }
 
-// refGEMV is Σ_j W[row,j]·x[j] in float64, with Σ|W||x| for the error bound.
-func refGEMV(m *model.Matrix, x []float32, row int) (float64, float64) {
-	return reference.Dot(m, row, reference.Float64(x))
-}
-
 // f32Tol is the error bound of an f32 sum of n terms of total magnitude mag:
 // about n·ε·mag in the worst case; the kernels sum in a tree (lanes, then
 // simd_sum), so log-depth rounding keeps them far inside 1e-5·mag for the
@@ -227,7 +222,7 @@ func TestGEMV(t *testing.T) {
 			worst := 0.0
 			for t0 := 0; t0 < c.rows; t0++ {
 				for row := 0; row < c.out; row++ {
-					want, mag := refGEMV(m, x[t0*c.in:(t0+1)*c.in], row)
+					want, mag := reference.Dot(m, row, reference.Float64(x[t0*c.in:(t0+1)*c.in]))
 					err := math.Abs(float64(y[t0*c.out+row]) - want)
 					if !(err <= f32Tol*mag) {
 						t.Fatalf("row %d token %d: got %v, want %v (tolerance %g)", row, t0, y[t0*c.out+row], want, f32Tol*mag)
@@ -355,10 +350,6 @@ func TestEmbedSteps(t *testing.T) {
 	}
 }
 
-func refRMS(x []float32, eps float32) float64 {
-	return reference.RMSScale(reference.Float64(x), float64(eps))
-}
-
 // checkClose compares got with want elementwise: |got−want| ≤ tol·(|want|+floor).
 func checkClose(t *testing.T, what string, got []float32, want []float64, tol, floor float64) float64 {
 	t.Helper()
@@ -408,26 +399,17 @@ func TestNorms(t *testing.T) {
 		return [][]byte{f32Bytes(r.floatsAt(y1.loc, rows*width)), f32Bytes(r.floatsAt(y2.loc, rows*width)),
 			f32Bytes(r.floatsAt(res.loc, rows*width)), f32Bytes(r.floatsAt(y3, rows*width))}
 	})
-	want1 := make([]float64, rows*width)
-	want2 := make([]float64, rows*width)
-	wantRes := make([]float64, rows*width)
-	want3 := make([]float64, rows*width)
+	var want1, want2, wantRes, want3 []float64
 	for i := 0; i < rows; i++ {
-		xr := x[i*width : (i+1)*width]
-		inv := refRMS(xr, eps)
-		sum := make([]float32, width)
+		xr := reference.Float64(x[i*width : (i+1)*width])
+		sum := make([]float64, width) // residual + delta, added in f32 as the kernel stores it
 		for j := range sum {
-			sum[j] = xr[j] + d[i*width+j]
+			sum[j] = float64(x[i*width+j] + d[i*width+j])
 		}
-		inv2 := refRMS(sum, eps)
-		for j := 0; j < width; j++ {
-			k := i*width + j
-			want1[k] = float64(xr[j]) * inv * float64(w[j])
-			wantRes[k] = float64(sum[j])
-			want2[k] = float64(sum[j]) * inv2 * float64(w[j])
-			zz := float64(z[k])
-			want3[k] = want1[k] * zz / (1 + math.Exp(-zz))
-		}
+		want1 = append(want1, reference.RMSNorm(xr, w, eps)...)
+		wantRes = append(wantRes, sum...)
+		want2 = append(want2, reference.RMSNorm(sum, w, eps)...)
+		want3 = append(want3, reference.GatedRMSNorm(xr, reference.Float64(z[i*width:(i+1)*width]), w, eps)...)
 	}
 	// Elementwise results of an f32 sum of squares, a rsqrt and two or three
 	// products: a few ulps, within 1e-5 relative (floor 1e-3 for values near 0).
@@ -452,27 +434,7 @@ func TestConv(t *testing.T) {
 				r.run(func(e *encoder) { e.conv(xa, r.buf(f32Bytes(w)), stl, taps, out) })
 				return [][]byte{f32Bytes(r.floatsAt(out.loc, rows*channels)), f32Bytes(r.floatsAt(stl, (taps-1)*channels))}
 			})
-			want := make([]float64, rows*channels)
-			wantState := make([]float64, (taps-1)*channels)
-			for ch := 0; ch < channels; ch++ {
-				seq := make([]float32, 0, taps-1+rows)
-				for j := 0; j < taps-1; j++ {
-					seq = append(seq, st[j*channels+ch])
-				}
-				for tt := 0; tt < rows; tt++ {
-					seq = append(seq, x[tt*channels+ch])
-				}
-				for tt := 0; tt < rows; tt++ {
-					acc := 0.0
-					for j := 0; j < taps; j++ {
-						acc += float64(w[ch*taps+j]) * float64(seq[tt+j])
-					}
-					want[tt*channels+ch] = acc / (1 + math.Exp(-acc))
-				}
-				for j := 0; j < taps-1; j++ {
-					wantState[j*channels+ch] = float64(seq[len(seq)-(taps-1)+j])
-				}
-			}
+			want, wantState := convWant(w, taps, st, x, channels)
 			// Four f32 products of O(1) terms and a SiLU; the sum may cancel
 			// to near zero, so the bound is 1e-5 relative with a floor of 1.
 			checkClose(t, "conv", floats(got[0]), want, 1e-5, 1)
@@ -481,9 +443,33 @@ func TestConv(t *testing.T) {
 	}
 }
 
-// refDeltaNet runs the recurrence of shared MODEL.md in float64
-// (engine/internal/reference) over the kernel's state layout [Hv, Dv, Dk].
-func refDeltaNet(s deltaNetShape, rows int, conv, a, b, aLog, dtBias, state []float32) ([]float64, []float64) {
+// convWant is reference.Conv over the kernels' layouts: weights [C, taps],
+// the conv state and the input as rows of width C. It returns the output
+// and the state after, flattened.
+func convWant(w []float32, taps int, state, x []float32, width int) ([]float64, []float64) {
+	conv := make([][]float32, width)
+	for ch := range conv {
+		conv[ch] = w[ch*taps : (ch+1)*taps]
+	}
+	rows := func(v []float32) [][]float64 {
+		var out [][]float64
+		for i := 0; i < len(v); i += width {
+			out = append(out, reference.Float64(v[i:i+width]))
+		}
+		return out
+	}
+	st := rows(state)
+	out := reference.Conv(conv, &st, rows(x))
+	return slices.Concat(out...), slices.Concat(st...)
+}
+
+// deltaNetGates are the inputs of DeltaNet's gates: a and b per row and
+// value head, A_log and dt_bias per value head.
+type deltaNetGates struct{ a, b, aLog, dtBias []float32 }
+
+// deltaNetWant is reference.DeltaNetHead over every row and value head,
+// from the kernel's state layout [Hv, Dv, Dk] and back.
+func deltaNetWant(s deltaNetShape, rows int, conv []float32, g deltaNetGates, state []float32) ([]float64, []float64) {
 	width := 2*s.keyHeads*s.keyDim + s.valueHeads*s.valueDim
 	dk, dv := s.keyDim, s.valueDim
 	// The reference's state per value head, [Dk][Dv].
@@ -496,16 +482,15 @@ func refDeltaNet(s deltaNetShape, rows int, conv, a, b, aLog, dtBias, state []fl
 			}
 		}
 	}
+	c := &model.Config{LinearKeyHeads: s.keyHeads, LinearValueHeads: s.valueHeads, LinearKeyHeadDim: dk,
+		LinearValueHeadDim: dv, DeltaNetL2Eps: 1e-6}
+	w := &model.DeltaNet{ALog: g.aLog, DtBias: g.dtBias}
 	o := make([]float64, rows*s.valueHeads*dv)
 	for t := 0; t < rows; t++ {
 		row := reference.Float64(conv[t*width : (t+1)*width])
 		for j := 0; j < s.valueHeads; j++ {
-			kh := j / (s.valueHeads / s.keyHeads)
-			q := reference.L2Normalize(row[kh*dk:(kh+1)*dk], 1e-6, 1/math.Sqrt(float64(dk)))
-			k := reference.L2Normalize(row[s.keyHeads*dk+kh*dk:s.keyHeads*dk+(kh+1)*dk], 1e-6, 1)
-			v := row[2*s.keyHeads*dk+j*dv : 2*s.keyHeads*dk+(j+1)*dv]
-			decay, beta := reference.DeltaNetGates(float64(a[t*s.valueHeads+j]), float64(b[t*s.valueHeads+j]), float64(aLog[j]), float64(dtBias[j]))
-			copy(o[(t*s.valueHeads+j)*dv:], reference.DeltaRule(heads[j], k, q, v, decay, beta))
+			ab := t*s.valueHeads + j
+			copy(o[ab*dv:], reference.DeltaNetHead(c, w, heads[j], j, row, float64(g.a[ab]), float64(g.b[ab])))
 		}
 	}
 	st := make([]float64, len(state))
@@ -548,7 +533,7 @@ func TestDeltaNetScan(t *testing.T) {
 				})
 				return [][]byte{f32Bytes(r.floatsAt(o, c.rows*s.valueHeads*s.valueDim)), f32Bytes(r.floatsAt(stl, len(state)))}
 			})
-			wantO, wantS := refDeltaNet(s, c.rows, conv, a, b, aLog, dt, state)
+			wantO, wantS := deltaNetWant(s, c.rows, conv, deltaNetGates{a, b, aLog, dt}, state)
 			// f32 state updated over a few tokens, values O(1): 1e-4 absolute
 			// (floor 1) leaves room for the accumulated rounding, and a wrong
 			// index or gate is off by O(0.1) or more.
@@ -562,16 +547,15 @@ func bf16Round(v float64) float64 {
 	return float64(safetensors.BF16ToFloat32(safetensors.Float32ToBF16(float32(v))))
 }
 
-// refNormRope normalises a head vector, scales by w and rotates its leading
-// rot dims at position pos (NeoX pairing), in float64.
-func refNormRope(x []float32, w []float32, invFreq []float32, rot, pos int, eps float32) []float64 {
-	// The angles as the kernel forms them: an f32 product, like
-	// transformers' rotary embedding.
-	angles := make([]float64, rot/2)
+// kernelAngles are the rotation angles at pos as the kernel forms them
+// from its inverse frequencies: an f32 product, like transformers' rotary
+// embedding.
+func kernelAngles(invFreq []float32, pos int) []float64 {
+	angles := make([]float64, len(invFreq))
 	for i := range angles {
 		angles[i] = float64(float32(pos) * invFreq[i])
 	}
-	return reference.Rotate(reference.RMSNorm(reference.Float64(x), w, float64(eps)), angles)
+	return angles
 }
 
 func TestAttention(t *testing.T) {
@@ -649,10 +633,10 @@ func TestAttention(t *testing.T) {
 				pos := s.pos0 + tt
 				for h := 0; h < s.qHeads; h++ {
 					src := qg[(tt*s.qHeads+h)*2*d:][:d]
-					copy(wantQ[(tt*s.qHeads+h)*d:], refNormRope(src, qn, inv, s.rotaryDim, pos, s.eps))
+					copy(wantQ[(tt*s.qHeads+h)*d:], reference.Rotate(reference.RMSNorm(reference.Float64(src), qn, float64(s.eps)), kernelAngles(inv, pos)))
 				}
 				for h := 0; h < s.kvHeads; h++ {
-					kr := refNormRope(k[(tt*s.kvHeads+h)*d:][:d], kn, inv, s.rotaryDim, pos, s.eps)
+					kr := reference.Rotate(reference.RMSNorm(reference.Float64(k[(tt*s.kvHeads+h)*d:][:d]), kn, float64(s.eps)), kernelAngles(inv, pos))
 					for j := 0; j < d; j++ {
 						kcache[(h*s.maxSeq+pos)*d+j] = round(kr[j])
 						vcache[(h*s.maxSeq+pos)*d+j] = round(float64(v[(tt*s.kvHeads+h)*d+j]))
@@ -678,36 +662,18 @@ func TestAttention(t *testing.T) {
 			}
 			gotQ := floats(got[0])
 			wantO := make([]float64, s.rows*s.qHeads*d)
-			scale := 1 / math.Sqrt(float64(d))
 			for tt := 0; tt < s.rows; tt++ {
 				last := s.pos0 + tt
 				for h := 0; h < s.qHeads; h++ {
 					kvh := h / (s.qHeads / s.kvHeads)
-					q := gotQ[(tt*s.qHeads+h)*d:][:d]
-					scores := make([]float64, last+1)
-					m := math.Inf(-1)
+					var keys, values [][]float64
 					for key := 0; key <= last; key++ {
-						dot := 0.0
-						for j := 0; j < d; j++ {
-							dot += float64(q[j]) * kcache[(kvh*s.maxSeq+key)*d+j]
-						}
-						scores[key] = dot * scale
-						m = max(m, scores[key])
+						keys = append(keys, kcache[(kvh*s.maxSeq+key)*d:][:d])
+						values = append(values, vcache[(kvh*s.maxSeq+key)*d:][:d])
 					}
-					sum := 0.0
-					for key := range scores {
-						scores[key] = math.Exp(scores[key] - m)
-						sum += scores[key]
-					}
-					gate := qg[(tt*s.qHeads+h)*2*d+d:][:d]
-					for j := 0; j < d; j++ {
-						acc := 0.0
-						for key := range scores {
-							acc += scores[key] * vcache[(kvh*s.maxSeq+key)*d+j]
-						}
-						g := 1 / (1 + math.Exp(-float64(gate[j])))
-						wantO[(tt*s.qHeads+h)*d+j] = acc / sum * g
-					}
+					q := reference.Float64(gotQ[(tt*s.qHeads+h)*d:][:d])
+					gate := reference.Float64(qg[(tt*s.qHeads+h)*2*d+d:][:d])
+					copy(wantO[(tt*s.qHeads+h)*d:], reference.GatedAttention(q, keys, values, gate))
 				}
 			}
 			// Softmax-weighted means of O(1) values over up to 280 keys in
@@ -736,37 +702,13 @@ func TestRouterTopK(t *testing.T) {
 				return [][]byte{ids.buf.Bytes()[:4*c.rows*slots], w.buf.Bytes()[:4*c.rows*slots]}
 			})
 			for tt := 0; tt < c.rows; tt++ {
-				row := logits[tt*stride:][:c.experts]
-				m := math.Inf(-1)
-				for _, v := range row {
-					m = max(m, float64(v))
-				}
-				p := make([]float64, c.experts)
-				sum := 0.0
-				for e, v := range row {
-					p[e] = math.Exp(float64(v) - m)
-					sum += p[e]
-				}
-				chosen := make([]bool, c.experts)
-				var ids []int
-				tot := 0.0
-				for s := 0; s < c.k; s++ {
-					best := -1
-					for e := range p {
-						if !chosen[e] && (best < 0 || p[e] > p[best]) {
-							best = e
-						}
-					}
-					chosen[best] = true
-					ids = append(ids, best)
-					tot += p[best] / sum
-				}
+				ids, weights := reference.Route(reference.Float64(logits[tt*stride:][:c.experts]), c.k)
 				for s := 0; s <= c.k; s++ {
 					gid := int32(binary.LittleEndian.Uint32(got[0][4*(tt*slots+s):]))
 					gw := math.Float32frombits(binary.LittleEndian.Uint32(got[1][4*(tt*slots+s):]))
-					wantID, wantW := c.experts, 1/(1+math.Exp(-float64(logits[tt*stride+c.experts])))
+					wantID, wantW := c.experts, reference.Sigmoid(float64(logits[tt*stride+c.experts]))
 					if s < c.k {
-						wantID, wantW = ids[s], p[ids[s]]/sum/tot
+						wantID, wantW = ids[s], weights[s]
 					}
 					// Softmax and renormalisation in f32: 1e-5 relative.
 					if int(gid) != wantID || math.Abs(float64(gw)-wantW) > 1e-5*wantW {
@@ -923,45 +865,23 @@ func TestMoEExperts(t *testing.T) {
 			if c.decode && !bytes.Equal(got[0][4*(rows-1)*hidden:], got[3]) {
 				t.Errorf("row %d's output differs between the %d-row grouped decode and a decode of its own", rows-1, rows)
 			}
-			// reference computes y in float64 from x and the weights. With
-			// hKernel set, it stages the GEMM operands as the half tiles do
-			// and takes h, the input of the down projection, from the
-			// kernel, so that the down stage is checked on its own inputs.
-			// It also returns the reference h in (token, slot) order.
-			reference := func(hKernel []float32) ([]float64, []float64) {
-				gemv := refGEMV
-				if hKernel != nil {
-					gemv = refGEMVHalf
+			expert := func(id int32) (g, u, d *model.Matrix) {
+				if int(id) < experts {
+					return gate[id], up[id], down[id]
 				}
-				want := make([]float64, rows*hidden)
-				var hWant []float64
-				for tt := 0; tt < rows; tt++ {
-					xt := x[tt*hidden:][:hidden]
-					for sl := 0; sl < slots; sl++ {
-						e := int(ids[tt*slots+sl])
-						gm, um, dm := sGate, sUp, sDown
-						if e < experts {
-							gm, um, dm = gate[e], up[e], down[e]
-						}
-						hv := make([]float32, gm.Out)
-						for i := range hv {
-							g, _ := gemv(gm, xt, i)
-							u, _ := gemv(um, xt, i)
-							hv[i] = float32(g / (1 + math.Exp(-g)) * u)
-							hWant = append(hWant, g/(1+math.Exp(-g))*u)
-						}
-						if hKernel != nil {
-							hv = hKernel[(tt*slots+sl)*s.hStride:][:gm.Out]
-						}
-						for row := 0; row < hidden; row++ {
-							dv, _ := gemv(dm, hv, row)
-							want[tt*hidden+row] += float64(wts[tt*slots+sl]) * dv
-						}
+				return sGate, sUp, sDown
+			}
+			// want is y in float64: each slot's reference.Expert, weighted.
+			want := make([]float64, rows*hidden)
+			for tt := 0; tt < rows; tt++ {
+				xt := [][]float64{reference.Float64(x[tt*hidden:][:hidden])}
+				for sl := 0; sl < slots; sl++ {
+					g, u, d := expert(ids[tt*slots+sl])
+					for row, v := range reference.Expert(g, u, d, xt)[0] {
+						want[tt*hidden+row] += float64(wts[tt*slots+sl]) * v
 					}
 				}
-				return want, hWant
 			}
-			want, _ := reference(nil)
 			if c.ops == HalfOperands {
 				hk := floats(got[2])
 				var hGot []float32
@@ -972,7 +892,8 @@ func TestMoEExperts(t *testing.T) {
 					}
 					hGot = append(hGot, hk[i*s.hStride:][:width]...)
 				}
-				tight, hWant := reference(hk)
+				tight, hWant := stagedMoE(hk, func(tt, sl int) (g, u, d *model.Matrix) { return expert(ids[tt*slots+sl]) },
+					x, wts, slots, s.hStride)
 				// From operands staged the same way, the products are exact
 				// in f32 and only the f32 sums differ: h within 1e-5 of
 				// its largest value, y (two chained sums and the weighted
@@ -992,6 +913,36 @@ func TestMoEExperts(t *testing.T) {
 			checkClose(t, "moe y", floats(got[0]), want, 1e-5, maxAbs(want))
 		})
 	}
+}
+
+// stagedMoE is the MoE kernels' output from operands staged as the half
+// tiles stage them (refGEMVHalf), with h, the input of the down
+// projection, taken from the kernel (hKernel), so that the down stage is
+// checked on its own inputs. It also returns the h it computes, in (token,
+// slot) order. expert gives the matrices of a token's slot.
+func stagedMoE(hKernel []float32, expert func(tt, sl int) (gate, up, down *model.Matrix), x, wts []float32,
+	slots, hStride int) ([]float64, []float64) {
+	rows := len(wts) / slots
+	hidden := len(x) / rows
+	y := make([]float64, rows*hidden)
+	var h []float64
+	for tt := 0; tt < rows; tt++ {
+		xt := x[tt*hidden:][:hidden]
+		for sl := 0; sl < slots; sl++ {
+			gm, um, dm := expert(tt, sl)
+			for i := range gm.Out {
+				g, _ := refGEMVHalf(gm, xt, i)
+				u, _ := refGEMVHalf(um, xt, i)
+				h = append(h, reference.SiLU(g)*u)
+			}
+			hv := hKernel[(tt*slots+sl)*hStride:][:gm.Out]
+			for row := 0; row < hidden; row++ {
+				dv, _ := refGEMVHalf(dm, hv, row)
+				y[tt*hidden+row] += float64(wts[tt*slots+sl]) * dv
+			}
+		}
+	}
+	return y, h
 }
 
 // checkPlan checks the routing plan against a count of ids: row offsets are
@@ -1049,7 +1000,8 @@ func halfActivation(v float32) float64 {
 	return float64(hi) + float64(toHalf(v-hi))
 }
 
-// refGEMVHalf is refGEMV with the operands the half tiles stage.
+// refGEMVHalf is reference.Dot with the operands the half tiles stage: a
+// statement of the kernels' rounding, not of the model.
 func refGEMVHalf(m *model.Matrix, x []float32, row int) (float64, float64) {
 	var s, mag float64
 	for j := 0; j < m.In; j++ {
@@ -1113,7 +1065,7 @@ func TestGEMM(t *testing.T) {
 					xr := x[t0*c.in : (t0+1)*c.in]
 					for row := 0; row < c.out; row++ {
 						g := float64(y[t0*c.out+row])
-						want, mag := refGEMV(m, xr, row)
+						want, mag := reference.Dot(m, row, reference.Float64(xr))
 						tol := f32Tol
 						if ops == HalfOperands {
 							tol = halfTol
@@ -1612,19 +1564,12 @@ func TestStepsOfSeveralSequences(t *testing.T) {
 			mixed := floats(got[0])
 			for z := range n {
 				// The conv of one token: tolerance as in TestConv.
-				want := make([]float64, width)
-				for ch := range width {
-					acc := float64(w[ch*taps+taps-1]) * float64(x[z*width+ch])
-					for j := 0; j < taps-1; j++ {
-						acc += float64(w[ch*taps+j]) * float64(convStates[z][j*width+ch])
-					}
-					want[ch] = acc / (1 + math.Exp(-acc))
-				}
+				want, _ := convWant(w, taps, convStates[z], x[z*width:(z+1)*width], width)
 				checkClose(t, fmt.Sprint("conv of sequence ", z), mixed[z*width:(z+1)*width], want, 1e-5, 1)
 				// The recurrence from the kernel's conv output: tolerance
 				// as in TestDeltaNetScan.
-				wantO, wantS := refDeltaNet(s, 1, mixed[z*width:(z+1)*width], a[z*s.valueHeads:(z+1)*s.valueHeads],
-					b[z*s.valueHeads:(z+1)*s.valueHeads], aLog, dt, states[z])
+				gates := deltaNetGates{a[z*s.valueHeads : (z+1)*s.valueHeads], b[z*s.valueHeads : (z+1)*s.valueHeads], aLog, dt}
+				wantO, wantS := deltaNetWant(s, 1, mixed[z*width:(z+1)*width], gates, states[z])
 				checkClose(t, fmt.Sprint("deltanet o of sequence ", z), floats(got[1])[z*vw:(z+1)*vw], wantO, 1e-4, 1)
 				checkClose(t, fmt.Sprint("deltanet state of sequence ", z), floats(got[3+2*z]), wantS, 1e-4, 1)
 			}

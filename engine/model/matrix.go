@@ -106,12 +106,15 @@ func (m *Matrix) Row(i int, dst []float32) {
 		per := 32 / m.Bits
 		mask := uint32(1)<<uint(m.Bits) - 1
 		groups := m.In / m.GroupSize
+		var scale, bias float32
 		for j := 0; j < m.In; j++ {
+			if j%m.GroupSize == 0 {
+				g := i*groups + j/m.GroupSize
+				scale = safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(m.Scales[2*g:]))
+				bias = safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(m.Biases[2*g:]))
+			}
 			word := binary.LittleEndian.Uint32(row[4*(j/per):])
 			q := (word >> (uint(m.Bits) * uint(j%per))) & mask
-			g := i*groups + j/m.GroupSize
-			scale := safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(m.Scales[2*g:]))
-			bias := safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(m.Biases[2*g:]))
 			dst[j] = scale*float32(q) + bias
 		}
 	default:

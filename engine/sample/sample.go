@@ -428,7 +428,7 @@ func (h *minHeap) Pop() any {
 }
 
 // ModelCardDefaults are the sampling parameters the Qwen3.6-35B-A3B model
-// card recommends (shared MODEL.md): with thinking, temperature 1.0, top-p
+// card recommends (engine/model/MODEL.md): with thinking, temperature 1.0, top-p
 // 0.95, top-k 20, presence penalty 1.5; without, temperature 0.7, top-p 0.8,
 // top-k 20, presence penalty 1.5; min-p 0 in both. Requests that leave a
 // parameter out get these; the seed is left to the caller.

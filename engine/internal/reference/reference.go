@@ -1,12 +1,21 @@
-// Package reference is the model's math in float64, written line by line
-// from MODEL.md, for tests to hold the backends and their kernels to. Each
-// function is the plain statement of one step (a norm, the rotation, the
-// delta rule, gated attention): no fusion, no layout tricks, no f32
-// rounding, so that it can be checked by reading it against MODEL.md, and
-// every test compares with the same statement instead of its own copy.
+// Package reference is the model's math in float64, written from
+// engine/model/MODEL.md, for tests to hold the backends and their kernels
+// to. It has two layers:
 //
-// Vectors are []float64; weights come as the f32 values a checkpoint holds.
-// Only tests import this package.
+//   - the steps (this file): a norm, the rotation, the delta rule, one head
+//     of gated attention, each the plain statement of one line of MODEL.md;
+//   - the model composed of them (model.go), one small function per block
+//     as mlx-lm's qwen3_next.py lays it out: Conv, GatedDeltaNet, Attention,
+//     Route, Expert, SparseMoE, DecoderLayer, Head and Forward over
+//     model.Weights, and a model.Backend over those blocks (backend.go), so
+//     that a fixture test runs it as it runs the CPU and GPU backends.
+//
+// No fusion, no layout tricks, no f32 rounding of activations, so that it
+// can be checked by reading it against MODEL.md, and every test compares
+// with the same statement instead of its own copy.
+//
+// Vectors are []float64, a block of rows [][]float64; weights come as the
+// f32 values a checkpoint holds. Only tests import this package.
 package reference
 
 import (
@@ -26,9 +35,25 @@ func Float64(x []float32) []float64 {
 
 // Linear is y = x·Wᵀ for one row x: y[r] = Σ_j W[r,j]·x[j].
 func Linear(w *model.Matrix, x []float64) []float64 {
-	y := make([]float64, w.Out)
-	for r := range y {
-		y[r], _ = Dot(w, r, x)
+	return LinearRows(w, [][]float64{x})[0]
+}
+
+// LinearRows is Linear of each row of x, reading each row of W once.
+func LinearRows(w *model.Matrix, x [][]float64) [][]float64 {
+	y := make([][]float64, len(x))
+	for t := range y {
+		y[t] = make([]float64, w.Out)
+	}
+	row := make([]float32, w.In)
+	for r := range w.Out {
+		w.Row(r, row)
+		for t, xt := range x {
+			var sum float64
+			for j, v := range row {
+				sum += float64(v) * xt[j]
+			}
+			y[t][r] = sum
+		}
 	}
 	return y
 }
