@@ -201,6 +201,7 @@ func (b *Backend) matrices() []*model.Matrix {
 }
 
 func (b *Backend) bindWeights() error {
+	mi := newMappingIndex(b.w.Mappings)
 	var spans []span
 	for _, m := range b.matrices() {
 		if m.Out == 0 {
@@ -214,7 +215,7 @@ func (b *Backend) bindWeights() error {
 			if len(es) != b.cfg.NumExperts {
 				return fmt.Errorf("layer %d: %d experts bound, config says %d", i, len(es), b.cfg.NumExperts)
 			}
-			spans = append(spans, stackSpans(es)...)
+			spans = append(spans, wrappableStackSpans(es, mi)...)
 		}
 	}
 	wm, err := wrapWeights(b.dev, spans, b.w.Mappings)

@@ -51,9 +51,13 @@
 //     pass is recorded, scatters the rows into expert order and runs grouped
 //     GEMMs over the map. The shared expert rides along as one more expert.
 //   - Weights are wrapped in place (device.WrapBytes over the mapped
-//     checkpoint, page-aligned, split to respect the maximum buffer length)
-//     and dequantized inside the kernels, in registers (GEMV) or in
-//     threadgroup tiles (GEMM); no dequantized matrix is written anywhere.
+//     checkpoint, page-aligned, one file per buffer, split to respect the
+//     maximum buffer length) and dequantized inside the kernels, in
+//     registers (GEMV) or in threadgroup tiles (GEMM); no dequantized matrix
+//     is written anywhere. The one copy: a stack of per-expert tensors that
+//     a sharded checkpoint splits between two files is gathered into a
+//     buffer of its own, since the expert kernels read a stack from one
+//     buffer and no buffer can wrap two files.
 //
 // # Numerics
 //
