@@ -26,6 +26,12 @@ type Options struct {
 	// GEMMOperands is the element type the prefill GEMMs (dense and
 	// grouped expert) stage their tiles in; the zero value is half.
 	GEMMOperands Operands
+	// CommandBufferBytes bounds the planned work (declared read and write
+	// bytes) of one command buffer of a pass with more than one row per
+	// sequence: past it the pass continues in another buffer at the next
+	// barrier. 0 means DefaultCommandBufferBytes. A decode step is never
+	// split.
+	CommandBufferBytes int64
 }
 
 // Operands is the element type of the prefill GEMMs' staged tiles; the
