@@ -20,8 +20,10 @@ import (
 // significant bits: 1.2e-3 measured (qwen35moe-tiny/mlx-4bit's last
 // residual stream, with the f32 or the bf16 cache), so 3e-3 leaves 2.5×.
 // Each of fixtures.Mutations the GPU kernels can express moves the outputs
-// by 7e-2 or more. Greedy ids must match exactly either way (the fixtures'
-// smallest greedy gap is 2e-2 of the logit scale or more).
+// by 7e-2 or more. Greedy ids must match wherever the reference's top two
+// logits are further apart than the tolerance lets them move
+// (fixtures.CheckGreedy); the fixtures' smallest greedy gap is 2e-2 of the
+// logit scale or more, so today that is every step.
 const (
 	fixtureTolerance = 1e-4
 	bf16Tolerance    = 3e-3
@@ -88,8 +90,8 @@ func runFixture(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Refere
 			t.Fatalf("%s drifts: relative error %.3g > %g", o.What, o.Err, tol)
 		}
 	}
-	if fmt.Sprint(ids) != fmt.Sprint(ref.GenIDs) {
-		t.Fatalf("greedy continuation\n got %v\nwant %v", ids, ref.GenIDs)
+	if err := fixtures.CheckGreedy(ids, ref.GenIDs, ref.GenLogits, ref.Vocab, tol); err != nil {
+		t.Fatal(err)
 	}
 	T := len(ref.Prompt)
 	checkCounters(t, b.Stats(), int64(len(ref.GenIDs)-1), int64((T+prefillChunk-1)/prefillChunk))
