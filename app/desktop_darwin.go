@@ -3,11 +3,9 @@
 package main
 
 import (
-	"context"
 	"sync"
 
 	"github.com/ebitengine/purego/objc"
-	wailsruntime "github.com/wailsapp/wails/v2/pkg/runtime"
 
 	"github.com/suzuran-app/suzuran/app/hotkey"
 )
@@ -70,29 +68,91 @@ func (g *globalShortcut) set(name string) error {
 	return nil
 }
 
-// nsRect is AppKit's NSRect (CGFloat is 64 bits on every Mac Suzuran runs
-// on).
-type nsRect struct{ X, Y, Width, Height float64 }
+// startHidden keeps Wails from showing the window at launch, under the
+// regular activation policy it sets (its AppDelegate orders the window
+// front in applicationWillFinishLaunching); the first presentWindow shows
+// it after the switch to the accessory policy.
+const startHidden = true
 
-// placeWindow moves the window near the menu bar: the top right of the
-// visible frame of the screen that holds the menu bar (the first of
-// NSScreen's screens). Wails positions from the visible frame of the
-// screen the window is on, which is that one unless the user moved the
-// window to another display; there the same corner is used.
-func placeWindow(ctx context.Context) {
-	var visible nsRect
+// showAppWindow shows the window near the menu bar with focus, in one
+// main-thread block (presentWindow). It returns false when Wails' window is
+// not among NSApp's windows; the caller then shows it through Wails.
+func showAppWindow() bool {
+	found := false
 	onMainThreadSync(func() {
-		screens := objc.ID(objc.GetClass("NSScreen")).Send(objc.RegisterName("screens"))
-		if objc.Send[uint64](screens, objc.RegisterName("count")) == 0 {
+		window := wailsWindow()
+		if window == 0 {
+			// Still a menu-bar app, whatever shows the window.
+			nsApp().Send(sel("setActivationPolicy:"), nsApplicationActivationPolicyAccessory)
 			return
 		}
-		first := screens.Send(objc.RegisterName("objectAtIndex:"), uint64(0))
-		visible = objc.Send[nsRect](first, objc.RegisterName("visibleFrame"))
+		found = true
+		presentWindow(nsAppKit{app: nsApp(), window: window})
 	})
-	if visible.Width <= 0 || visible.Height <= 0 {
-		return
-	}
-	width, height := wailsruntime.WindowGetSize(ctx)
-	x, y := nearMenuBar(int(visible.Width), int(visible.Height), width, height)
-	wailsruntime.WindowSetPosition(ctx, x, y)
+	return found
 }
+
+// wailsWindow is Wails' main window (its class WailsWindow, an NSWindow),
+// or 0. NSApp's windows include hidden ones; the menu-bar icon's window is
+// of another class.
+func wailsWindow() objc.ID {
+	class := objc.GetClass("WailsWindow")
+	if class == 0 {
+		return 0
+	}
+	windows := nsApp().Send(sel("windows"))
+	n := objc.Send[uint64](windows, sel("count"))
+	for i := uint64(0); i < n; i++ {
+		w := windows.Send(sel("objectAtIndex:"), i)
+		if objc.Send[bool](w, sel("isKindOfClass:"), class) {
+			return w
+		}
+	}
+	return 0
+}
+
+// nsAppKit is appKit over NSApp and one NSWindow; its methods must run on
+// the main thread.
+type nsAppKit struct{ app, window objc.ID }
+
+func (a nsAppKit) setAccessoryPolicy() {
+	a.app.Send(sel("setActivationPolicy:"), nsApplicationActivationPolicyAccessory)
+}
+
+// windowScreen measures the screen Wails positions against
+// (WailsContext.getCurrentScreen): the window's own, else the main screen.
+func (a nsAppKit) windowScreen() (nsRect, bool) {
+	screen := a.window.Send(sel("screen"))
+	if screen == 0 {
+		screen = objc.ID(objc.GetClass("NSScreen")).Send(sel("mainScreen"))
+	}
+	if screen == 0 {
+		return nsRect{}, false
+	}
+	return objc.Send[nsRect](screen, sel("visibleFrame")), true
+}
+
+func (a nsAppKit) windowFrame() nsRect { return objc.Send[nsRect](a.window, sel("frame")) }
+
+func (a nsAppKit) setWindowFrame(r nsRect) {
+	a.window.Send(sel("setFrame:display:"), r, true)
+}
+
+func (a nsAppKit) orderFront() {
+	if objc.Send[bool](a.window, sel("isMiniaturized")) {
+		a.window.Send(sel("deminiaturize:"), objc.ID(0))
+	}
+	a.window.Send(sel("makeKeyAndOrderFront:"), objc.ID(0))
+}
+
+func (a nsAppKit) respondsToActivate() bool {
+	return objc.Send[bool](a.app, sel("respondsToSelector:"), sel("activate"))
+}
+
+func (a nsAppKit) activate() { a.app.Send(sel("activate")) }
+
+func (a nsAppKit) activateIgnoringOtherApps() {
+	a.app.Send(sel("activateIgnoringOtherApps:"), true)
+}
+
+func sel(name string) objc.SEL { return objc.RegisterName(name) }

@@ -145,6 +145,8 @@ func runGUI() error {
 		// Wails filters by its own level first; zerolog's level decides.
 		LogLevel:           wailslogger.TRACE,
 		LogLevelProduction: wailslogger.TRACE,
+		// On macOS the first showWindow shows it (see startHidden).
+		StartHidden: startHidden,
 		Mac: &mac.Options{
 			About: aboutBox(),
 		},
@@ -175,7 +177,9 @@ func (d *desktop) startup(ctx context.Context) {
 	go func() {
 		// On macOS the window opens near the menu bar, and the global
 		// shortcut (⌥Space unless changed) opens it from any app.
-		placeWindow(ctx)
+		if startHidden {
+			d.showWindow()
+		}
 		if err := d.svc.ApplyShortcut(); err != nil {
 			d.log.Warn().Err(err).Msg("global shortcut")
 		}
@@ -322,16 +326,18 @@ func (d *desktop) context() context.Context {
 	return d.ctx
 }
 
-// showWindow brings the chat window back, from the tray.
+// showWindow brings the chat window back, from the tray, the global
+// shortcut or a second launch; on macOS it also first shows it at launch.
 func (d *desktop) showWindow() {
 	ctx := d.context()
 	if ctx == nil {
 		return
 	}
+	if showAppWindow() {
+		return
+	}
 	wailsruntime.WindowUnminimise(ctx)
-	placeWindow(ctx)
 	wailsruntime.WindowShow(ctx)
-	bringAppToFront()
 }
 
 func (d *desktop) quit() {

@@ -12,7 +12,9 @@ import (
 )
 
 func main() {
-	if err := newRootCmd().Execute(); err != nil {
+	root := newRootCmd()
+	root.SetArgs(launchArgs(os.Args[1:]))
+	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "suzuran:", err)
 		os.Exit(1)
 	}

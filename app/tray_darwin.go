@@ -21,13 +21,10 @@ import (
 //
 // Wails sets NSApplicationActivationPolicyRegular in
 // applicationWillFinishLaunching, overriding LSUIElement, so the Dock icon
-// appears. The same main-thread block sets the Accessory policy back after
-// launch: menu bar only, as LSUIElement intends.
+// appears; showAppWindow sets the Accessory policy back (menu bar only, as
+// LSUIElement intends) before it shows the window.
 func startTray(nativeUp func()) {
-	onMainThread(func() {
-		nativeUp()
-		nsApp().Send(objc.RegisterName("setActivationPolicy:"), nsApplicationActivationPolicyAccessory)
-	})
+	onMainThread(nativeUp)
 }
 
 // stopTray does nothing on macOS: systray's end function would terminate
@@ -40,14 +37,6 @@ func setTrayIcon() { systray.SetTemplateIcon(assets.TrayTemplate, assets.TrayTem
 // On macOS a click on the menu-bar icon opens the menu (the platform's
 // convention); "Open Suzuran" is in it.
 func setTrayClick(func()) {}
-
-// bringAppToFront activates the app: an Accessory app's window does not
-// come to the front by being shown alone.
-func bringAppToFront() {
-	onMainThread(func() {
-		nsApp().Send(objc.RegisterName("activateIgnoringOtherApps:"), true)
-	})
-}
 
 const nsApplicationActivationPolicyAccessory = 1
 

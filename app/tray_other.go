@@ -24,6 +24,3 @@ func setTrayIcon() {
 // A left click on a StatusNotifierItem ("Activate") opens the window; the
 // menu is on the right click, as panels expect.
 func setTrayClick(open func()) { systray.SetOnTapped(open) }
-
-// Window managers raise a window that is shown; nothing more to do.
-func bringAppToFront() {}

@@ -26,6 +26,12 @@ type Options struct {
 	// GEMMOperands is the element type the prefill GEMMs (dense and
 	// grouped expert) stage their tiles in; the zero value is half.
 	GEMMOperands Operands
+	// CommandBufferBytes bounds the planned work (declared read and write
+	// bytes) of one command buffer of a pass with more than one row per
+	// sequence: past it the pass continues in another buffer at the next
+	// barrier. 0 means DefaultCommandBufferBytes. A decode step is never
+	// split.
+	CommandBufferBytes int64
 }
 
 // Operands is the element type of the prefill GEMMs' staged tiles; the
@@ -201,6 +207,7 @@ func (b *Backend) matrices() []*model.Matrix {
 }
 
 func (b *Backend) bindWeights() error {
+	mi := newMappingIndex(b.w.Mappings)
 	var spans []span
 	for _, m := range b.matrices() {
 		if m.Out == 0 {
@@ -214,7 +221,7 @@ func (b *Backend) bindWeights() error {
 			if len(es) != b.cfg.NumExperts {
 				return fmt.Errorf("layer %d: %d experts bound, config says %d", i, len(es), b.cfg.NumExperts)
 			}
-			spans = append(spans, stackSpans(es)...)
+			spans = append(spans, wrappableStackSpans(es, mi)...)
 		}
 	}
 	wm, err := wrapWeights(b.dev, spans, b.w.Mappings)

@@ -2,7 +2,6 @@ package gpu
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,8 +12,11 @@ import (
 
 // TestDemoGreedy runs the demo model (Suzuran Tiny, trained weights, MLX
 // 4-bit) on the GPU path with the default bf16 KV cache: for each question
-// of the demo's greedy.json, the greedy answer must be transformers' ids
-// exactly — trained weights give the realistic logit gaps a user sees.
+// of the demo's greedy.json, the greedy answer must be transformers' ids —
+// trained weights give the realistic logit gaps a user sees — at every
+// step whose top two logits are further apart than bf16Tolerance lets them
+// move (fixtures.CheckGreedy; greedy.json has no logits, so the run's own
+// judge the gap).
 func TestDemoGreedy(t *testing.T) {
 	demo := fixtures.Path(t, "demo")
 	raw, err := os.ReadFile(filepath.Join(demo, "greedy.json"))
@@ -45,20 +47,20 @@ func TestDemoGreedy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := model.Run(b, w, seq, model.Input{IDs: c.PromptIDs, Sample: greedy})
+		res, err := model.Run(b, w, seq, model.Input{IDs: c.PromptIDs, Sample: greedy, Logits: model.LogitsLast})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids := []int{res.Token}
+		ids, logits := []int{res.Token}, res.Logits
 		for len(ids) < len(c.GreedyIDs) {
-			r, err := model.Run(b, w, seq, model.Input{Sample: greedy})
+			r, err := model.Run(b, w, seq, model.Input{Sample: greedy, Logits: model.LogitsLast})
 			if err != nil {
 				t.Fatal(err)
 			}
-			ids = append(ids, r.Token)
+			ids, logits = append(ids, r.Token), append(logits, r.Logits...)
 		}
-		if fmt.Sprint(ids) != fmt.Sprint(c.GreedyIDs) {
-			t.Errorf("%q: greedy answer\n got %v\nwant %v", c.Question, ids, c.GreedyIDs)
+		if err := fixtures.CheckGreedy(ids, c.GreedyIDs, logits, w.Config.VocabSize, bf16Tolerance); err != nil {
+			t.Errorf("%q: %v", c.Question, err)
 		}
 		seq.Close()
 	}

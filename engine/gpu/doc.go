@@ -10,10 +10,15 @@
 //
 // Each is counted per pass (Stats, printed by `suzuran logits --stats`):
 //
-//   - One command buffer per pass: a decode step records embed → layers →
-//     head → sample into one buffer, a prefill chunk likewise, and so does a
-//     batched pass over several sequences (model.Batcher): their decode
-//     steps and prefill chunks in one step.
+//   - One command buffer per decode step: a decode step records embed →
+//     layers → head → sample into one buffer, and so does a batched step of
+//     several sequences' decode steps (model.Batcher). Any other pass (a
+//     prefill chunk, alone or batched with decode steps) is held on the host
+//     while it is recorded and, when submitted, split into command buffers
+//     of at most about Options.CommandBufferBytes of planned work each
+//     (DefaultCommandBufferBytes, 4 GiB: macOS stops a command buffer that
+//     holds the GPU for seconds), cut at barriers and committed one after
+//     another with no host wait or readback between them.
 //   - A cancelled pass: the engine's stop function (model.StartBatchUntil)
 //     is asked before each layer's blocks while the pass is recorded, which
 //     takes host time only; once it says yes the command buffer is
@@ -51,9 +56,13 @@
 //     pass is recorded, scatters the rows into expert order and runs grouped
 //     GEMMs over the map. The shared expert rides along as one more expert.
 //   - Weights are wrapped in place (device.WrapBytes over the mapped
-//     checkpoint, page-aligned, split to respect the maximum buffer length)
-//     and dequantized inside the kernels, in registers (GEMV) or in
-//     threadgroup tiles (GEMM); no dequantized matrix is written anywhere.
+//     checkpoint, page-aligned, one file per buffer, split to respect the
+//     maximum buffer length) and dequantized inside the kernels, in
+//     registers (GEMV) or in threadgroup tiles (GEMM); no dequantized matrix
+//     is written anywhere. The one copy: a stack of per-expert tensors that
+//     a sharded checkpoint splits between two files is gathered into a
+//     buffer of its own, since the expert kernels read a stack from one
+//     buffer and no buffer can wrap two files.
 //
 // # Numerics
 //

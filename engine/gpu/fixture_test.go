@@ -23,8 +23,10 @@ import (
 // well, the figures are alike: 1.5e-5 with f32 operands (the same
 // reference's prompt logits), 1.2e-3 with half operands.
 // Each of fixtures.Mutations the GPU kernels can express moves the outputs
-// by 7e-2 or more. Greedy ids must match exactly either way (the fixtures'
-// smallest greedy gap is 2e-2 of the logit scale or more).
+// by 7e-2 or more. Greedy ids must match wherever the reference's top two
+// logits are further apart than the tolerance lets them move
+// (fixtures.CheckGreedy); the fixtures' smallest greedy gap is 2e-2 of the
+// logit scale or more, so today that is every step.
 const (
 	fixtureTolerance = 1e-4
 	bf16Tolerance    = 3e-3
@@ -95,8 +97,8 @@ func runFixture(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Refere
 				t.Fatalf("%s: %s drifts: relative error %.3g > %g", want.Name, o.What, o.Err, tol)
 			}
 		}
-		if fmt.Sprint(ids) != fmt.Sprint(want.GenIDs) {
-			t.Fatalf("%s: greedy continuation\n got %v\nwant %v", want.Name, ids, want.GenIDs)
+		if err := fixtures.CheckGreedy(ids, want.GenIDs, want.GenLogits, want.Vocab, tol); err != nil {
+			t.Fatalf("%s: %v", want.Name, err)
 		}
 	}
 	T := len(ref.Prompt)

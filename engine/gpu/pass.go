@@ -271,14 +271,22 @@ func (b *Backend) begin(segs []model.Segment) (*pass, error) {
 	b.count++
 	b.mu.Unlock()
 
-	cb, err := b.dev.NewCommandBuffer()
-	if err != nil {
-		return nil, err
+	// A decode step records straight into one command buffer. Any other
+	// pass (a prefill chunk, alone or beside decode steps) is held on the
+	// host and split by planned work when it is submitted (splitBuffer).
+	var cb device.CommandBuffer
+	if p.decode {
+		var err error
+		if cb, err = b.dev.NewCommandBuffer(); err != nil {
+			return nil, err
+		}
+		p.cnt.CommandBuffers++
+	} else {
+		cb = newSplitBuffer(b.dev, b.opt.CommandBufferBytes)
 	}
 	p.sc = sc
 	sc.owner = p
 	sc.pass.reset()
-	p.cnt.CommandBuffers++
 	p.cnt.Sequences = int64(len(p.segs))
 	p.enc = encoder{b: b, cb: cb, stats: &p.cnt}
 	for i := range p.segs {
@@ -968,6 +976,9 @@ func (p *pass) Submit() {
 			s.seq.ids = s.seq.ids[:min(len(s.seq.ids), s.pos0)]
 		}
 		return
+	}
+	if sb, ok := p.enc.cb.(*splitBuffer); ok {
+		p.cnt.CommandBuffers += int64(sb.Parts())
 	}
 	p.enc.cb.Commit()
 	for i := range p.segs {

@@ -94,7 +94,35 @@ type wrapped struct {
 // weightMap wraps the checkpoint's mapped memory in as few device buffers as
 // the device's maximum length allows and finds each tensor in them.
 type weightMap struct {
-	regions []wrapped
+	regions  []wrapped
+	mappings mappingIndex
+	// gatheredBytes is what gatherStack copied: expert stacks that lie in
+	// no single mapped file.
+	gatheredBytes int64
+}
+
+// mappingIndex finds which of the checkpoint's mapped files holds a span.
+type mappingIndex []span // the mappings, by address
+
+func newMappingIndex(mappings [][]byte) mappingIndex {
+	regions := make(mappingIndex, 0, len(mappings))
+	for _, m := range mappings {
+		if len(m) > 0 {
+			regions = append(regions, sliceSpan(m))
+		}
+	}
+	slices.SortFunc(regions, func(a, b span) int { return cmp.Compare(a.start, b.start) })
+	return regions
+}
+
+// of is the index of the mapping that holds all of s, or -1: s is outside
+// every mapping (Go's heap) or straddles two.
+func (mi mappingIndex) of(s span) int {
+	i, _ := slices.BinarySearchFunc(mi, s.start, func(r span, p uintptr) int { return cmp.Compare(r.start, p+1) })
+	if i > 0 && s.start >= mi[i-1].start && s.end <= mi[i-1].end {
+		return i - 1
+	}
+	return -1
 }
 
 // wrapWeights wraps the memory behind every span. Spans of one mapped file
@@ -102,28 +130,16 @@ type weightMap struct {
 // merged into one buffer; spans of different files never are, even when
 // the files are mapped next to each other, because
 // newBufferWithBytesNoCopy needs memory inside one VM region, which a
-// mapping is and two adjacent mappings are not. A span outside every
-// mapping (weights in Go's heap, made by a test) gets a buffer of its own,
-// not rounded to pages.
+// mapping is and two adjacent mappings are not. A span in no single
+// mapping (weights in Go's heap, made by a test) cannot be wrapped: Metal
+// wraps only whole pages of one VM region, and rounding the span to pages
+// could reach outside its memory. It is copied into a buffer of its own.
 // A merged range longer than the device's maximum buffer is cut between
 // spans, never through one, so every tensor (and every expert stack, which
 // the caller passes as one span) lands whole in one buffer.
 func wrapWeights(dev device.Device, spans []span, mappings [][]byte) (*weightMap, error) {
-	regions := make([]span, 0, len(mappings))
-	for _, m := range mappings {
-		if len(m) > 0 {
-			regions = append(regions, sliceSpan(m))
-		}
-	}
-	slices.SortFunc(regions, func(a, b span) int { return cmp.Compare(a.start, b.start) })
-	// mappingOf is the index of the mapping holding s, or -1.
-	mappingOf := func(s span) int {
-		i, _ := slices.BinarySearchFunc(regions, s.start, func(r span, p uintptr) int { return cmp.Compare(r.start, p+1) })
-		if i > 0 && s.start >= regions[i-1].start && s.end <= regions[i-1].end {
-			return i - 1
-		}
-		return -1
-	}
+	mi := newMappingIndex(mappings)
+	mappingOf := mi.of
 	type placed struct {
 		span
 		mapping int
@@ -143,7 +159,7 @@ func wrapWeights(dev device.Device, spans []span, mappings [][]byte) (*weightMap
 	down := func(p uintptr) uintptr { return p &^ (pageSize - 1) }
 	up := func(p uintptr) uintptr { return (p + pageSize - 1) &^ (pageSize - 1) }
 	maxLen := uintptr(dev.MaxBufferLength()) &^ (pageSize - 1)
-	wm := &weightMap{}
+	wm := &weightMap{mappings: mi}
 	var cur *wrapped
 	curMapping := -1
 	flush := func() error {
@@ -161,13 +177,19 @@ func wrapWeights(dev device.Device, spans []span, mappings [][]byte) (*weightMap
 		return nil
 	}
 	for _, s := range ps {
-		a, b := down(s.start), up(s.end)
 		if s.mapping < 0 {
-			// Memory of unknown extent (Go's heap): rounding to pages
-			// could reach outside it, so it is wrapped as it is, which
-			// the emulator accepts and Metal refuses unless aligned.
-			a, b = s.start, s.end
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			buf, err := upload(dev, unsafe.Slice((*byte)(s.p), int(s.end-s.start)))
+			if err != nil {
+				return nil, fmt.Errorf("copying %d bytes of weights that lie in no mapped file to the device: %w", s.end-s.start, err)
+			}
+			wm.regions = append(wm.regions, wrapped{base: s.p, start: s.start, end: s.end, buf: buf})
+			cur = nil
+			continue
 		}
+		a, b := down(s.start), up(s.end)
 		if b-a > maxLen {
 			return nil, fmt.Errorf("a weight tensor of %d bytes is longer than the device's largest buffer (%d bytes)",
 				s.end-s.start, maxLen)
@@ -215,20 +237,28 @@ func matrixSpans(m *model.Matrix) []span {
 	return out
 }
 
+// stackComponents are the parts of an expert's matrix that the expert
+// kernels read from a buffer each: codes (or plain weights), scales and
+// biases.
+var stackComponents = []func(m *model.Matrix) []byte{
+	func(m *model.Matrix) []byte { return m.Data },
+	func(m *model.Matrix) []byte { return m.Scales },
+	func(m *model.Matrix) []byte { return m.Biases },
+}
+
+// componentsOf is how many of stackComponents a stack of experts has.
+func componentsOf(es model.Experts) int {
+	if len(es) > 0 && es[0].DType == model.Affine {
+		return 3
+	}
+	return 1
+}
+
 // stackSpans returns, for a stack of experts, one span per component
 // covering all experts, so the whole stack lands in one buffer.
 func stackSpans(es model.Experts) []span {
 	var out []span
-	get := []func(m *model.Matrix) []byte{
-		func(m *model.Matrix) []byte { return m.Data },
-		func(m *model.Matrix) []byte { return m.Scales },
-		func(m *model.Matrix) []byte { return m.Biases },
-	}
-	n := 1
-	if len(es) > 0 && es[0].DType == model.Affine {
-		n = 3
-	}
-	for _, g := range get[:n] {
+	for _, g := range stackComponents[:componentsOf(es)] {
 		s := sliceSpan(g(&es[0]))
 		for i := range es {
 			t := sliceSpan(g(&es[i]))
@@ -240,6 +270,50 @@ func stackSpans(es model.Experts) []span {
 		out = append(out, s)
 	}
 	return out
+}
+
+// wrappableStackSpans is stackSpans less the components that lie in no
+// single mapped file: per-expert tensors of a sharded checkpoint whose
+// experts fall on both sides of a file boundary (or weights in Go's heap).
+// No wrapped buffer can hold such a stack (see wrapWeights), and the
+// expert kernels read a component's experts from one buffer, so
+// weightMap.experts gathers it instead.
+func wrappableStackSpans(es model.Experts, mi mappingIndex) []span {
+	var out []span
+	for _, s := range stackSpans(es) {
+		if mi.of(s) >= 0 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// expertAlign keeps each gathered expert on a 16-byte boundary, more than
+// the kernels' widest load (8 bytes).
+const expertAlign = 16
+
+// gatherStack copies one component of a stack of experts into a buffer of
+// the device's own, expert after expert, for a stack that no wrapped buffer
+// holds whole; offs[e] is where expert e's part starts in it. The copy
+// costs the component's size in memory; checkpoints whose experts are one
+// stacked tensor (MLX's switch_mlp, the hub's fused experts) never need
+// it, since a tensor lies in one file.
+func (wm *weightMap) gatherStack(dev device.Device, es model.Experts, get func(m *model.Matrix) []byte) (device.Buffer, []int, error) {
+	offs := make([]int, len(es))
+	total := 0
+	for e := range es {
+		offs[e] = total
+		total += (len(get(&es[e])) + expertAlign - 1) &^ (expertAlign - 1)
+	}
+	buf, err := dev.NewBuffer(max(total, 4))
+	if err != nil {
+		return nil, nil, fmt.Errorf("copying a stack of %d experts that spans two files (%d bytes) to the device: %w", len(es), total, err)
+	}
+	for e := range es {
+		copy(buf.Bytes()[offs[e]:], get(&es[e]))
+	}
+	wm.gatheredBytes += int64(total)
+	return buf, offs, nil
 }
 
 func (wm *weightMap) matrix(m *model.Matrix) (*devMatrix, error) {
@@ -292,33 +366,46 @@ func (wm *weightMap) experts(dev device.Device, es model.Experts) (*devExperts, 
 		return nil, err
 	}
 	d := &devExperts{format: format, out: first.Out, in: first.In, groupSize: first.GroupSize, aligned: true}
+	for e := range es {
+		if err := es[e].Validate(); err != nil {
+			return nil, err
+		}
+	}
 	// Each component's whole stack must lie in one buffer: the buffer is
 	// found by the stack, not by each expert, since buffers may overlap by
 	// a page and an expert near the edge would otherwise land in another.
+	// A stack in no single mapped file is gathered into a buffer instead.
+	n := componentsOf(es)
 	stacks := stackSpans(es)
-	var bases [3]loc
-	for i, st := range stacks {
-		if bases[i], err = wm.findSpan(st); err != nil {
+	var bufs [3]device.Buffer
+	var offsets [3][]int // [component][expert]
+	for i := 0; i < n; i++ {
+		get := stackComponents[i]
+		if wm.mappings.of(stacks[i]) < 0 {
+			if bufs[i], offsets[i], err = wm.gatherStack(dev, es, get); err != nil {
+				return nil, fmt.Errorf("experts %s: %w", first.Name, err)
+			}
+			continue
+		}
+		base, err := wm.findSpan(stacks[i])
+		if err != nil {
 			return nil, fmt.Errorf("experts %s: %w", first.Name, err)
 		}
-	}
-	if len(stacks) == 1 {
-		bases[1], bases[2] = bases[0], bases[0]
-	}
-	d.data, d.scales, d.biases = bases[0].buf, bases[1].buf, bases[2].buf
-	// at is where a slice of component i lies in that component's buffer.
-	at := func(i int, b []byte) int {
-		if len(stacks) == 1 && i > 0 {
-			return 0
+		bufs[i], offsets[i] = base.buf, make([]int, len(es))
+		for e := range es {
+			offsets[i][e] = base.off + int(sliceSpan(get(&es[e])).start-stacks[i].start)
 		}
-		return bases[i].off + int(sliceSpan(b).start-stacks[i].start)
 	}
+	if n == 1 {
+		// Plain weights: the kernels bind the data buffer in the scales'
+		// and biases' places, at offset 0.
+		bufs[1], bufs[2] = bufs[0], bufs[0]
+		offsets[1], offsets[2] = make([]int, len(es)), make([]int, len(es))
+	}
+	d.data, d.scales, d.biases = bufs[0], bufs[1], bufs[2]
 	table := make([]byte, 24*len(es))
 	for e := range es {
 		m := &es[e]
-		if err := m.Validate(); err != nil {
-			return nil, err
-		}
 		f, err := matrixFormat(m)
 		if err != nil {
 			return nil, err
@@ -327,7 +414,7 @@ func (wm *weightMap) experts(dev device.Device, es model.Experts) (*devExperts, 
 			return nil, fmt.Errorf("expert %s is %s [%d,%d] group %d, expert %s is %s [%d,%d] group %d: experts must share one format",
 				m.Name, f, m.Out, m.In, m.GroupSize, first.Name, format, d.out, d.in, d.groupSize)
 		}
-		offs := [3]int{at(0, m.Data), at(1, m.Scales), at(2, m.Biases)}
+		offs := [3]int{offsets[0][e], offsets[1][e], offsets[2][e]}
 		elem := 2
 		if m.DType == model.F32 || m.DType == model.Affine {
 			elem = 4

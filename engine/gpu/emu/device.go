@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"unsafe"
 
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
 	"github.com/suzuran-app/suzuran/metalkernels"
@@ -110,10 +111,26 @@ func (d *Device) NewBuffer(length int) (device.Buffer, error) {
 	return &buffer{mem: m, data: m.Bytes()}, nil
 }
 
+// WrapPageSize is the alignment WrapBytes demands of a region's start and
+// length: Apple Silicon's 16 KiB page, which newBufferWithBytesNoCopy
+// demands on every Mac Suzuran runs on.
+const WrapPageSize = 16 << 10
+
 // WrapBytes makes a buffer over b without copying. b must stay alive and
-// unmoved while the device uses it (a mapped file region, or memory from
-// NewBuffer); unlike Metal, emu does not require page alignment.
+// unmoved while the device uses it (a mapped file region). It refuses what
+// Metal's newBufferWithBytesNoCopy refuses on Apple Silicon — a region that
+// does not start on a 16 KiB page or does not span whole pages — so that a
+// layout of wrapped weights the emulator accepts is one a Mac accepts too.
 func (d *Device) WrapBytes(b []byte) (device.Buffer, error) {
+	if len(b) == 0 {
+		return nil, errors.New("emu: WrapBytes of an empty slice")
+	}
+	if addr := uintptr(unsafe.Pointer(unsafe.SliceData(b))); addr%WrapPageSize != 0 {
+		return nil, fmt.Errorf("emu: WrapBytes: memory at %#x is not aligned to the %d-byte page Metal needs; wrap a region that starts on a page boundary, or copy the data into a NewBuffer", addr, WrapPageSize)
+	}
+	if len(b)%WrapPageSize != 0 {
+		return nil, fmt.Errorf("emu: WrapBytes: length %d is not a multiple of the %d-byte page Metal needs; round the region up to whole pages", len(b), WrapPageSize)
+	}
 	if len(b) > d.maxLen {
 		return nil, fmt.Errorf("emu: wrapping %d bytes: over MaxBufferLength %d; split the region", len(b), d.maxLen)
 	}

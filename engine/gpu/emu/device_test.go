@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -201,20 +202,33 @@ func TestWrapMappedFile(t *testing.T) {
 		vals[i] = float32(i%13) - 6
 	}
 	putFloats(data, vals)
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	// Two wrapping pages of file: the mapping starts on the host's page,
+	// which may be smaller, so the data is written at the first 16 KiB
+	// boundary inside it, through the file (the mapping is shared).
+	if err := os.WriteFile(path, make([]byte, 2*WrapPageSize), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m, err := unix.Mmap(int(f.Fd()), 0, len(data), unix.PROT_READ, unix.MAP_SHARED)
+	m, err := unix.Mmap(int(f.Fd()), 0, 2*WrapPageSize, unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Munmap(m)
-	x, err := d.WrapBytes(m)
+	skip := int((WrapPageSize - uintptr(unsafe.Pointer(&m[0]))%WrapPageSize) % WrapPageSize)
+	if _, err := f.WriteAt(data, int64(skip)); err != nil {
+		t.Fatal(err)
+	}
+	// Metal refuses a region off the page or of part of a page; so does emu.
+	for _, bad := range [][]byte{m[skip+16 : skip+16+WrapPageSize], m[skip : skip+len(data)]} {
+		if _, err := d.WrapBytes(bad); err == nil || !strings.Contains(err.Error(), "page") {
+			t.Errorf("WrapBytes of %d bytes at page offset %d: error %v, want a refusal naming the page", len(bad), uintptr(unsafe.Pointer(&bad[0]))%WrapPageSize, err)
+		}
+	}
+	x, err := d.WrapBytes(m[skip : skip+WrapPageSize])
 	if err != nil {
 		t.Fatal(err)
 	}

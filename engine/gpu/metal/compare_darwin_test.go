@@ -49,8 +49,11 @@ func runBackend(t *testing.T, b model.Backend, m *checkpoint.Model, prompt []int
 // Tolerance: 2e-2 of the largest logit magnitude, the bound the GPU
 // pipeline promises with bf16 operands (its KV cache is bf16); the two
 // devices run the same kernels, so they differ only by the GPU's summation
-// order and fused multiply-adds, far inside it. The greedy continuation
-// must be identical token for token.
+// order and fused multiply-adds (Metal compiles with fast math), far
+// inside it. The greedy continuation must be the reference's wherever the
+// reference's top two logits are further apart than the tolerance lets
+// them move (fixtures.CheckGreedy): on the random-weight fixture a near-tie
+// may break either way.
 func TestMetalMatchesEmuAndReference(t *testing.T) {
 	tiny := fixtures.Path(t, "qwen35moe-tiny")
 	refPath := filepath.Join(tiny, "reference.safetensors")
@@ -108,10 +111,8 @@ func TestMetalMatchesEmuAndReference(t *testing.T) {
 			if e := fixtures.RelError(onMetal.GenLogits, onOther.GenLogits); !(e <= tol) {
 				t.Errorf("metal decode logits vs %s: relative error %.3g, want ≤ %g", otherName, e, tol)
 			}
-			for i := range wantGen {
-				if i >= len(onMetal.GenIDs) || onMetal.GenIDs[i] != wantGen[i] {
-					t.Fatalf("metal greedy continuation %v, reference %v (%s %v)", onMetal.GenIDs, wantGen, otherName, onOther.GenIDs)
-				}
+			if err := fixtures.CheckGreedy(onMetal.GenIDs, wantGen, ref.GenLogits, ref.Vocab, tol); err != nil {
+				t.Fatalf("metal: %v (%s %v)", err, otherName, onOther.GenIDs)
 			}
 			t.Logf("%s: metal vs reference %.3g, metal vs %s %.3g (prompt), %.3g (decode)", ref.Name,
 				fixtures.RelError(onMetal.PromptLogits, wantLogits), otherName, fixtures.RelError(onMetal.PromptLogits, onOther.PromptLogits),
