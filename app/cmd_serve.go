@@ -57,10 +57,11 @@ other files). --no-ui serves the API alone, and then opens no database.
 
 It binds 127.0.0.1 by default. Binding any other address needs an API key
 (--api-key, or the ` + apiKeyEnv + ` environment variable, which keeps it out of
-the process list); clients send it as "Authorization: Bearer KEY" or
-"x-api-key: KEY"; a browser opening the chat UI of such a server asks for
-it as a password. Browser pages may call the API only from the origins given
-with --cors.
+the process list). With a key, every route but /health needs it: clients
+send it as "Authorization: Bearer KEY" or "x-api-key: KEY"; a browser
+opening the chat UI asks for it as a password. Browser pages may call the
+API (/v1) only from the origins given with --cors; the chat UI's own calls
+answer only the page this server serves.
 
 Ctrl-C (SIGINT) or SIGTERM stops it: the port is freed at once and running
 answers end within a second.`,

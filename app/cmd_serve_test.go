@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -415,6 +416,86 @@ func TestServeExposedUIWantsTheKey(t *testing.T) {
 	}
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	<-p.done
+}
+
+// TestServeKeyAndOriginsOnLoopback: on loopback with --api-key and --cors,
+// the chat UI's calls and events need the key as the API does; an origin
+// allowed for the API gets nothing from them; and no call may name a file
+// on the disk (a browser uploads content instead).
+func TestServeKeyAndOriginsOnLoopback(t *testing.T) {
+	fixture := filepath.Join("..", "engine", "internal", "fixtures", "testdata", "qwen35moe-tiny", "mlx-4bit")
+	p := startServe(t, nil, "--model", fixture, "--backend", "cpu", "--api-key", "sesame", "--cors", "http://app.example")
+	base := "http://" + p.addr
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(secret, []byte("private"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withKey := func(extra ...string) map[string]string {
+		h := map[string]string{"Content-Type": "application/json", "Authorization": "Bearer sesame"}
+		for i := 0; i+1 < len(extra); i += 2 {
+			h[extra[i]] = extra[i+1]
+		}
+		return h
+	}
+	for _, tc := range []struct {
+		name, method, path, body string
+		header                   map[string]string
+		want                     int
+	}{
+		{"Conversations without the key", "POST", "/api/call/Conversations", `[""]`, map[string]string{"Content-Type": "application/json"}, 401},
+		{"SaveSettings without the key", "POST", "/api/call/SaveSettings", `[{}]`, map[string]string{"Content-Type": "application/json"}, 401},
+		{"events without the key", "GET", "/api/events", "", nil, 401},
+		{"Conversations with the key", "POST", "/api/call/Conversations", `[""]`, withKey(), 200},
+		{"Conversations from the API's allowed origin", "POST", "/api/call/Conversations", `[""]`, withKey("Origin", "http://app.example"), 403},
+		{"events from the API's allowed origin", "GET", "/api/events", "", withKey("Origin", "http://app.example"), 403},
+		{"Conversations from the UI's own page", "POST", "/api/call/Conversations", `[""]`, withKey("Origin", base), 200},
+		{"AttachFiles with the key", "POST", "/api/call/AttachFiles", `[["` + secret + `"]]`, withKey("Origin", base), 403},
+		{"the API from its allowed origin", "GET", "/v1/models", "", withKey("Origin", "http://app.example"), 200},
+	} {
+		status, header, body := headRequest(t, tc.method, base+tc.path, tc.body, tc.header)
+		if status != tc.want {
+			t.Errorf("%s: %d %.200s, want %d", tc.name, status, body, tc.want)
+		}
+		if status == 401 && header.Get("WWW-Authenticate") == "" {
+			t.Errorf("%s: 401 without WWW-Authenticate: a browser cannot ask for the key", tc.name)
+		}
+		if strings.HasPrefix(tc.path, "/api/call/") && status == 200 &&
+			(header.Get("X-Frame-Options") != "DENY" || !strings.Contains(header.Get("Content-Security-Policy"), "frame-ancestors 'none'")) {
+			t.Errorf("%s: no framing headers: %v", tc.name, header)
+		}
+	}
+	if status, _, _ := serveRequest(t, "GET", base+"/health", "", nil); status != 200 {
+		t.Errorf("/health without the key: %d", status)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	<-p.done
+}
+
+// headRequest is serveRequest for answers that may be an endless event
+// stream: it reads at most the first 4 KiB of the body, within 10 s.
+func headRequest(t *testing.T, method, url, body string, header map[string]string) (int, http.Header, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	buf := make([]byte, 4096)
+	n, _ := io.ReadAtLeast(res.Body, buf, 1)
+	if res.Header.Get("Content-Type") != "text/event-stream" {
+		rest, _ := io.ReadAll(io.LimitReader(res.Body, int64(len(buf)-n)))
+		n += copy(buf[n:], rest)
+	}
+	return res.StatusCode, res.Header, string(buf[:n])
 }
 
 // TestServeNoUI: with --no-ui, serve is the API alone: nothing at / and no

@@ -9,7 +9,8 @@
 // started and shut down any number of times without touching the model.
 //
 // A request flows: the safety checks (middleware.go: Host header against
-// DNS rebinding, CORS for configured origins, the body limit, the key in
+// DNS rebinding, CORS for configured origins on /v1/ (the UI answers its
+// own page only), the body limit, the key (on every route but /health) in
 // constant time, one access-log line), then the API's decoder turns the
 // body into a chatTurn (openai_chat.go, anthropic.go, responses.go) or a
 // raw prompt (openai_completions.go); prepare renders it with the model's

@@ -183,9 +183,12 @@ func (s *Server) allowedHost(hostport string) bool {
 }
 
 // cors answers preflight requests and adds CORS headers for the configured
-// origins. A browser request from any other origin (one that is not the
-// server's own page) is refused, so that a web page cannot make the model
-// work for it with a simple, unpreflighted request.
+// origins, on the API's routes only. A browser request from any other
+// origin (one that is not the server's own page) is refused, so that a web
+// page cannot make the model work for it with a simple, unpreflighted
+// request. The UI (its page, its calls and events) answers its own page
+// only: the origins allowed for the API do not reach the user's
+// conversations and settings.
 func (s *Server) cors(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		origin := r.Header.Get("Origin")
@@ -193,10 +196,14 @@ func (s *Server) cors(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		allowed := s.originAllowed(origin)
+		api := isAPIPath(r.URL.Path)
+		allowed := api && s.originAllowed(origin)
 		if !allowed && !sameOrigin(origin, r.Host) {
-			s.writeError(w, r, &apiError{Status: http.StatusForbidden, Type: "invalid_request_error", Code: "origin_not_allowed",
-				Message: fmt.Sprintf("origin %s may not call this API: add it to the allowed origins (--cors)", origin)})
+			msg := fmt.Sprintf("origin %s may not call this API: add it to the allowed origins (--cors)", origin)
+			if !api {
+				msg = fmt.Sprintf("origin %s may not use the chat UI: it answers only its own page (http://%s/); the allowed origins (--cors) may call the API under /v1", origin, r.Host)
+			}
+			s.writeError(w, r, &apiError{Status: http.StatusForbidden, Type: "invalid_request_error", Code: "origin_not_allowed", Message: msg})
 			return
 		}
 		if allowed {
@@ -239,16 +246,16 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 	})
 }
 
-// authorize requires the key, when one is set, on every API route except
-// /health and preflights; the UI needs it only when the server is exposed
-// (a browser sends it as the password of HTTP basic authentication). Keys
-// are compared through their SHA-256 in constant time, so neither their
-// content nor their length leaks through timing.
+// authorize requires the key, when one is set, on every route except
+// /health and preflights: the API's, and the UI's page, calls and events,
+// on loopback as beyond it (a browser asks for the key as the password of
+// HTTP basic authentication when it opens the page, then sends it with
+// every call). Keys are compared through their SHA-256 in constant time,
+// so neither their content nor their length leaks through timing.
 func (s *Server) authorize(next http.Handler) http.Handler {
 	want := sha256.Sum256([]byte(s.cfg.APIKey))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		needed := s.cfg.APIKey != "" && r.Method != http.MethodOptions && r.URL.Path != "/health" &&
-			(isAPIPath(r.URL.Path) || s.exposed)
+		needed := s.cfg.APIKey != "" && r.Method != http.MethodOptions && r.URL.Path != "/health"
 		if !needed {
 			next.ServeHTTP(w, r)
 			return
@@ -259,6 +266,9 @@ func (s *Server) authorize(next http.Handler) http.Handler {
 			msg := "invalid API key: send the server's key as \"Authorization: Bearer KEY\" or \"x-api-key: KEY\""
 			if got == "" {
 				msg = "this server requires an API key: send it as \"Authorization: Bearer KEY\" or \"x-api-key: KEY\""
+			}
+			if !isAPIPath(r.URL.Path) {
+				msg = "this server's chat UI requires its API key: enter the key as the password when the browser asks (the user name is not checked)"
 			}
 			s.writeError(w, r, &apiError{Status: http.StatusUnauthorized, Type: "invalid_request_error", Code: "invalid_api_key", Message: msg})
 			return

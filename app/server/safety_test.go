@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/base64"
 	"net/http"
 	"strings"
 	"testing"
@@ -175,13 +176,14 @@ func TestBodyLimit(t *testing.T) {
 func TestUI(t *testing.T) {
 	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ui:" + r.URL.Path)) })
 	l := loadModel(t, fixtureDir, engine.LoadOptions{})
-	ts := startServer(t, l, func(c *Config) { c.UI = ui; c.APIKey = "k" })
+	ts := startServer(t, l, func(c *Config) { c.UI = ui })
 	if res := do(t, "GET", ts.url+"/", nil, nil); res.status != 200 || string(res.body) != "ui:/" {
-		t.Errorf("UI on loopback (no key needed): %d %s", res.status, res.body)
+		t.Errorf("UI on loopback without a key: %d %s", res.status, res.body)
 	}
 	if res := do(t, "GET", ts.url+"/assets/app.js", nil, nil); string(res.body) != "ui:/assets/app.js" {
 		t.Errorf("UI asset: %s", res.body)
 	}
+	ts = startServer(t, l, func(c *Config) { c.UI = ui; c.APIKey = "k" })
 	checkError(t, do(t, "GET", ts.url+"/v1/nope", nil, map[string]string{"Authorization": "Bearer k"}), 404, "")
 	if res := do(t, "GET", ts.url+"/", nil, map[string]string{"Host": "evil.example"}); res.status != 403 {
 		t.Errorf("UI through a foreign Host: %d", res.status)
@@ -210,6 +212,66 @@ func TestUI(t *testing.T) {
 		}
 		if tc.status == 401 && rec.header.Get("WWW-Authenticate") == "" {
 			t.Error("401 for the UI without WWW-Authenticate: the browser cannot ask for the key")
+		}
+	}
+}
+
+// TestKeyCoversTheUI: with a key, on loopback too, the UI's calls and
+// events need it as the API does (else any local program or page gets the
+// conversations and settings the key is meant to guard); a browser is
+// asked for it as a password when it opens the page. /health stays open.
+func TestKeyCoversTheUI(t *testing.T) {
+	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ui:" + r.URL.Path)) })
+	ts := startServer(t, loadModel(t, fixtureDir, engine.LoadOptions{}), func(c *Config) { c.UI = ui; c.APIKey = "sesame" })
+	for _, tc := range []struct {
+		method, path string
+	}{{"POST", "/api/call/Send"}, {"POST", "/api/call/Conversations"}, {"POST", "/api/call/SaveSettings"}, {"GET", "/api/events"}, {"GET", "/"}} {
+		res := do(t, tc.method, ts.url+tc.path, "[]", nil)
+		if res.status != 401 || res.header.Get("WWW-Authenticate") == "" || strings.HasPrefix(string(res.body), "ui:") {
+			t.Errorf("%s %s without the key: %d %q %s, want 401 asking for basic authentication", tc.method, tc.path, res.status, res.header.Get("WWW-Authenticate"), res.body)
+		}
+		if !strings.Contains(string(res.body), "password") {
+			t.Errorf("%s %s: the refusal does not say how a browser gets in: %s", tc.method, tc.path, res.body)
+		}
+		for _, header := range []map[string]string{{"Authorization": "Bearer sesame"}, {"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte(":sesame"))}} {
+			if res := do(t, tc.method, ts.url+tc.path, "[]", header); res.status != 200 || string(res.body) != "ui:"+tc.path {
+				t.Errorf("%s %s with the key (%s): %d %s", tc.method, tc.path, header["Authorization"][:6], res.status, res.body)
+			}
+		}
+		if res := do(t, tc.method, ts.url+tc.path, "[]", map[string]string{"Authorization": "Bearer wrong"}); res.status != 401 {
+			t.Errorf("%s %s with a wrong key: %d", tc.method, tc.path, res.status)
+		}
+	}
+	if res := do(t, "GET", ts.url+"/health", nil, nil); res.status != 200 {
+		t.Errorf("/health without the key: %d", res.status)
+	}
+}
+
+// TestCORSOriginsAreTheAPIsOnly: an origin allowed to call the API (--cors,
+// even "*") gets neither CORS headers nor answers from the UI's routes,
+// which answer only their own page; the API still answers it.
+func TestCORSOriginsAreTheAPIsOnly(t *testing.T) {
+	ui := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ui:" + r.URL.Path)) })
+	l := loadModel(t, fixtureDir, engine.LoadOptions{})
+	for _, origins := range [][]string{{"https://app.example"}, {"*"}} {
+		ts := startServer(t, l, func(c *Config) { c.UI = ui; c.CORSOrigins = origins })
+		for _, p := range []string{"/api/call/Conversations", "/api/call/SaveSettings", "/api/events", "/"} {
+			res := do(t, "OPTIONS", ts.url+p, nil, map[string]string{
+				"Origin": "https://app.example", "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type"})
+			if res.status != 403 || res.header.Get("Access-Control-Allow-Origin") != "" || res.header.Get("Access-Control-Allow-Methods") != "" {
+				t.Errorf("--cors %v: preflight for %s from the allowed origin: %d %v, want 403 without CORS headers", origins, p, res.status, res.header)
+			}
+			res = do(t, "POST", ts.url+p, "[]", map[string]string{"Origin": "https://app.example"})
+			if res.status != 403 || res.header.Get("Access-Control-Allow-Origin") != "" || strings.HasPrefix(string(res.body), "ui:") {
+				t.Errorf("--cors %v: POST %s from the allowed origin: %d %s, want 403", origins, p, res.status, res.body)
+			}
+			if res := do(t, "POST", ts.url+p, "[]", map[string]string{"Origin": ts.url}); res.status != 200 || string(res.body) != "ui:"+p {
+				t.Errorf("--cors %v: POST %s from the UI's own page: %d %s", origins, p, res.status, res.body)
+			}
+		}
+		res := do(t, "GET", ts.url+"/v1/models", nil, map[string]string{"Origin": "https://app.example"})
+		if res.status != 200 || res.header.Get("Access-Control-Allow-Origin") != "https://app.example" {
+			t.Errorf("--cors %v: the API from the allowed origin: %d %v", origins, res.status, res.header)
 		}
 	}
 }

@@ -42,13 +42,15 @@ type Config struct {
 	// Addr is host:port to listen on; "" means DefaultAddr. Port 0 picks a
 	// free port (Addr reports which).
 	Addr string
-	// APIKey, when set, must come with every API request, as
-	// "Authorization: Bearer KEY" or "x-api-key: KEY". It is required when
+	// APIKey, when set, must come with every request but /health's, as
+	// "Authorization: Bearer KEY" or "x-api-key: KEY" (the UI's browser
+	// sends it as the basic authentication password). It is required when
 	// Addr is not a loopback address.
 	APIKey string
 	// CORSOrigins are the browser origins ("https://app.example.com", or
-	// "*" for any) that may call the API from a web page. Others get no
-	// CORS headers, and their cross-origin requests are refused.
+	// "*" for any) that may call the API (/v1/…) from a web page. Others get
+	// no CORS headers, and their cross-origin requests are refused. They do
+	// not reach the UI, which answers its own page only.
 	CORSOrigins []string
 	// MaxBodyBytes bounds a request body (413 beyond); 0 means
 	// DefaultMaxBodyBytes.
@@ -71,7 +73,8 @@ type Config struct {
 	// context; 0 leaves such requests bounded by the context only.
 	DefaultMaxTokens int
 	// UI, when set, serves every path outside the API (/v1/…, /health):
-	// the chat UI in a browser, behind the same Host, CORS and key checks.
+	// the chat UI in a browser, behind the same Host and key checks, for
+	// its own page's origin only.
 	UI http.Handler
 }
 
@@ -82,8 +85,8 @@ type Server struct {
 	handler http.Handler
 	log     zerolog.Logger
 	// exposed is true when the address is not loopback: the key is then
-	// required for the UI too, and any Host is accepted (the key, not the
-	// Host header, is what protects an exposed server).
+	// required, and any Host is accepted (the key, not the Host header, is
+	// what protects an exposed server).
 	exposed bool
 
 	mu      sync.Mutex

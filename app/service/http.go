@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"mime"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"time"
@@ -24,22 +25,90 @@ import (
 //	GET  /…                   the built frontend (ui), index.html at /
 //
 // The methods are found on UI by reflection, exactly as Wails binds them
-// for the desktop window, so the two transports cannot drift apart. The
-// handler does no Host or key checks of its own: it runs behind the API
-// server's safety middleware (app/server), or on a loopback address.
+// for the desktop window, so the two transports cannot drift apart; those
+// that take paths on this machine's disk (desktopOnly) are the desktop
+// window's alone. The calls and the events answer only the page this
+// handler serves: a browser request from any other origin is refused
+// (fromOwnPage), whatever origins the API allows. Every answer forbids
+// framing and carries a Content-Security-Policy the built frontend
+// satisfies (pageHeaders). The handler does no Host or key checks of its
+// own: it runs behind the API server's safety middleware (app/server),
+// which requires the key, when one is set, on everything here.
 func Handler(s *Service, ui fs.FS) http.Handler {
 	mux := http.NewServeMux()
 	target := reflect.ValueOf(s.UI())
 	mux.HandleFunc("POST /api/call/{method}", func(w http.ResponseWriter, r *http.Request) {
+		if !fromOwnPage(r) {
+			writeCall(w, http.StatusForbidden, callResponse{Error: notOwnPage(r)})
+			return
+		}
 		serveCall(w, r, target)
 	})
 	mux.HandleFunc("GET /api/events", func(w http.ResponseWriter, r *http.Request) {
+		if !fromOwnPage(r) {
+			http.Error(w, notOwnPage(r), http.StatusForbidden)
+			return
+		}
 		serveEvents(w, r, s)
 	})
 	if ui != nil {
 		mux.Handle("GET /", http.FileServerFS(ui))
 	}
-	return mux
+	return pageHeaders(mux)
+}
+
+// ContentSecurityPolicy is the chat UI's policy: its scripts, styles and
+// connections come from its own server only (the built frontend has no
+// inline script or style, and nothing it renders may load from elsewhere:
+// an image in a reply that points at another site is not fetched), and no
+// page may frame it.
+const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; " +
+	"font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// pageHeaders adds the UI's security headers to every answer.
+func pageHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", ContentSecurityPolicy)
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// fromOwnPage reports whether a call or the event stream comes from the
+// page this server served, or from no browser at all (a browser names the
+// requesting page's origin in Origin on every POST and cross-origin
+// request, and says where a request comes from in Sec-Fetch-Site).
+func fromOwnPage(r *http.Request) bool {
+	if origin := r.Header.Get("Origin"); origin != "" {
+		u, err := url.Parse(origin)
+		if err != nil || u.Host == "" || !strings.EqualFold(u.Host, r.Host) {
+			return false
+		}
+	}
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+		return true
+	}
+	return false
+}
+
+func notOwnPage(r *http.Request) string {
+	from := r.Header.Get("Origin")
+	if from == "" {
+		from = "a " + r.Header.Get("Sec-Fetch-Site") + " page"
+	}
+	return fmt.Sprintf("%s may not use the chat window's connection: it answers only the page this server serves (http://%s/); web apps call the API under /v1 from the origins it allows", from, r.Host)
+}
+
+// desktopOnly are the UI methods the HTTP transport refuses, with why: they
+// take paths on this machine's disk, which only the desktop window hands
+// over (the user's own drop or file dialog). A browser has no paths: it
+// sends a file's content (AttachData).
+var desktopOnly = map[string]string{
+	"AttachFiles": "AttachFiles takes file paths, which only the desktop window hands over: in a browser, upload the file (AttachData sends its content)",
 }
 
 // callResponse is the body of a call's answer.
@@ -59,6 +128,10 @@ func serveCall(w http.ResponseWriter, r *http.Request, target reflect.Value) {
 		return
 	}
 	name := r.PathValue("method")
+	if why, ok := desktopOnly[name]; ok {
+		writeCall(w, http.StatusForbidden, callResponse{Error: why})
+		return
+	}
 	method := target.MethodByName(name)
 	if !method.IsValid() {
 		writeCall(w, http.StatusNotFound, callResponse{Error: fmt.Sprintf("no method %q", name)})

@@ -2,10 +2,13 @@ package service
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -130,4 +133,119 @@ func TestHTTPTransport(t *testing.T) {
 	if resp.StatusCode != http.StatusUnsupportedMediaType {
 		t.Errorf("text/plain call: %d, want 415", resp.StatusCode)
 	}
+}
+
+// callWith posts a call with extra headers and returns the status and body.
+func callWith(t *testing.T, base, method, args string, header map[string]string) (int, http.Header, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/api/call/"+method, strings.NewReader(args))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(body)
+}
+
+// TestHTTPAnswersItsOwnPageOnly: the calls and the events refuse a browser
+// request from any page but the one this handler serves (another origin,
+// "null", a cross-site or same-site page), so that no web page can read or
+// change the conversations and settings through the user's browser.
+func TestHTTPAnswersItsOwnPageOnly(t *testing.T) {
+	s := newTestService(t, demo(t))
+	srv := httptest.NewServer(Handler(s.Service, fstest.MapFS{"index.html": {Data: []byte("<title>Suzuran</title>")}}))
+	defer srv.Close()
+	for _, header := range []map[string]string{
+		{"Origin": "https://app.example"},
+		{"Origin": "null"},
+		{"Origin": "http://localhost:3000"},
+		{"Sec-Fetch-Site": "cross-site"},
+		{"Sec-Fetch-Site": "same-site"},
+		{"Origin": srv.URL, "Sec-Fetch-Site": "cross-site"},
+	} {
+		status, _, body := callWith(t, srv.URL, "Conversations", `[""]`, header)
+		if status != http.StatusForbidden || !strings.Contains(body, "only the page this server serves") {
+			t.Errorf("Conversations with %v: %d %s, want 403 saying why", header, status, body)
+		}
+		req, _ := http.NewRequest("GET", srv.URL+"/api/events", nil)
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("events with %v: %d, want 403", header, resp.StatusCode)
+		}
+	}
+	for _, header := range []map[string]string{
+		nil, // no browser
+		{"Origin": srv.URL, "Sec-Fetch-Site": "same-origin"},
+		{"Origin": strings.ToUpper(srv.URL)},
+	} {
+		if status, _, body := callWith(t, srv.URL, "Conversations", `[""]`, header); status != 200 {
+			t.Errorf("Conversations with %v: %d %s, want 200", header, status, body)
+		}
+	}
+}
+
+// TestHTTPRefusesAttachFiles: over HTTP a call cannot name files on the
+// disk (a browser has no paths; it uploads the content with AttachData);
+// nothing is read and no attachment is made.
+func TestHTTPRefusesAttachFiles(t *testing.T) {
+	s := newTestService(t, demo(t))
+	srv := httptest.NewServer(Handler(s.Service, nil))
+	defer srv.Close()
+	secret := filepath.Join(t.TempDir(), "secret.txt")
+	if err := os.WriteFile(secret, []byte("the user's private notes"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal([]any{[]string{secret}})
+	status, _, body := callWith(t, srv.URL, "AttachFiles", string(args), nil)
+	if status != http.StatusForbidden || !strings.Contains(body, "AttachData") || strings.Contains(body, "secret.txt") {
+		t.Errorf("AttachFiles over HTTP: %d %s, want 403 pointing to AttachData", status, body)
+	}
+	s.attach.mu.Lock()
+	pending := len(s.attach.pending)
+	s.attach.mu.Unlock()
+	if pending != 0 {
+		t.Errorf("AttachFiles over HTTP left %d attachments", pending)
+	}
+	// The browser's way still works.
+	args, _ = json.Marshal([]any{"notes.txt", base64.StdEncoding.EncodeToString([]byte("hello"))})
+	if status, _, body := callWith(t, srv.URL, "AttachData", string(args), nil); status != 200 || !strings.Contains(body, "notes.txt") {
+		t.Errorf("AttachData: %d %s", status, body)
+	}
+}
+
+// TestHTTPSecurityHeaders: every answer forbids framing (X-Frame-Options
+// and CSP frame-ancestors) and carries the CSP. (frontend/e2e checks in
+// Chromium that the built app runs under it without a violation.)
+func TestHTTPSecurityHeaders(t *testing.T) {
+	s := newTestService(t, demo(t))
+	srv := httptest.NewServer(Handler(s.Service, fstest.MapFS{"index.html": {Data: []byte("<title>Suzuran</title>")}}))
+	defer srv.Close()
+	check := func(what string, h http.Header) {
+		t.Helper()
+		csp := h.Get("Content-Security-Policy")
+		if h.Get("X-Frame-Options") != "DENY" || !strings.Contains(csp, "frame-ancestors 'none'") ||
+			!strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe-") || h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: X-Frame-Options %q, CSP %q, X-Content-Type-Options %q", what, h.Get("X-Frame-Options"), csp, h.Get("X-Content-Type-Options"))
+		}
+	}
+	resp, err := http.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	check("GET /", resp.Header)
+	_, h, _ := callWith(t, srv.URL, "State", `[]`, nil)
+	check("a call", h)
 }
