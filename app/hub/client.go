@@ -29,7 +29,9 @@ type Client struct {
 	Parallel int
 	// Retries is how many times a failing request is tried again before
 	// the error is returned (default 6, which with the default backoff
-	// waits about a minute in all).
+	// waits about a minute in all). A hub API call that finds the
+	// connection refused or the name unresolved is not retried: the cache
+	// answers at once instead.
 	Retries int
 	// RetryBase is the first wait before a retry, doubled each time up to
 	// 30 s (default 1 s).

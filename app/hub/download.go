@@ -83,18 +83,18 @@ func (c *Client) Pull(ctx context.Context, repo string, opt PullOptions) (*Snaps
 // complete (Validate accepts it). cause is why the hub was not asked; nil
 // means HF_HUB_OFFLINE.
 func (c *Client) cachedSnapshot(repo, revision string, cause error) (*Snapshot, error) {
-	why := "HF_HUB_OFFLINE is set"
+	why, unset := "HF_HUB_OFFLINE is set", " (and unset HF_HUB_OFFLINE)"
 	if cause != nil {
-		why = cause.Error()
+		why, unset = cause.Error(), ""
 	}
 	cache := c.Cache()
 	commit, ok := cache.ResolveRevision(repo, revision)
 	if !ok {
-		return nil, &Error{Kind: ErrOffline, Err: cause, Msg: fmt.Sprintf("%s, and %s@%s is not in the Hugging Face cache %s; connect to the internet (and unset HF_HUB_OFFLINE) to download it", why, repo, revision, c.CacheDir)}
+		return nil, &Error{Kind: ErrOffline, Err: cause, Msg: fmt.Sprintf("%s, and %s@%s is not in the Hugging Face cache %s; connect to the internet%s to download it", why, repo, revision, c.CacheDir, unset)}
 	}
 	dir := cache.SnapshotDir(repo, commit)
 	if err := Validate(dir); err != nil {
-		return nil, &Error{Kind: ErrOffline, Err: cause, Msg: fmt.Sprintf("%s, and the cached copy of %s@%s is incomplete (%v); connect to the internet (and unset HF_HUB_OFFLINE) to finish the download", why, repo, revision, err)}
+		return nil, &Error{Kind: ErrOffline, Err: cause, Msg: fmt.Sprintf("%s, and the cached copy of %s@%s is incomplete (%v); connect to the internet%s to finish the download", why, repo, revision, err, unset)}
 	}
 	return &Snapshot{Repo: repo, Revision: revision, Commit: commit, Dir: dir, Size: dirSize(dir), FromCache: true}, nil
 }
