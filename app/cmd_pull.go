@@ -67,6 +67,8 @@ func runPull(ctx context.Context, stdout, stderr io.Writer, repo, revision strin
 		return err
 	}
 	switch {
+	case plan.Offline != "":
+		fmt.Fprintf(stderr, "%s\n%s@%s (%s) is already in %s; using that copy\n", plan.Offline, repo, plan.Revision, hub.FormatBytes(plan.Size), tildePath(plan.Dir))
 	case plan.Cached:
 		fmt.Fprintf(stderr, "%s@%s (%s) is already in %s\n", repo, plan.Revision, hub.FormatBytes(plan.Size), tildePath(plan.Dir))
 	default:

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/suzuran-app/suzuran/app/internal/fakehub"
 )
@@ -94,6 +95,18 @@ func TestPullThenModels(t *testing.T) {
 		t.Errorf("the offline pull made %d requests, want 0", n)
 	}
 	t.Setenv("HF_HUB_OFFLINE", "")
+	// With the hub's connection refused, the cached copy is used at once
+	// and pull says it is offline (the default retries would wait a
+	// minute; 2 s leaves a loaded machine ample room).
+	h.Close()
+	start := time.Now()
+	out, stderr, err = execute(t, "pull", tinyRepo)
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("pull with the hub out of reach took %s, want under 2 s", took)
+	}
+	if err != nil || strings.TrimSpace(out) != snapshot || !strings.Contains(stderr, "offline: cannot reach "+h.URL) || !strings.Contains(stderr, "is already in") {
+		t.Fatalf("pull with the hub out of reach: %v\n%s%s", err, out, stderr)
+	}
 
 	// An LM Studio copy and a broken folder show up in the list.
 	lm := filepath.Join(home, ".lmstudio", "models", "lmstudio-community", "Qwen3.6-tiny-MLX")

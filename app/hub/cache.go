@@ -36,6 +36,53 @@ func CheckRepo(repo string) error {
 	return nil
 }
 
+// CheckRevision says what is wrong with a revision, nil when nothing: a
+// commit id, or a branch or tag name as git's check-ref-format allows it
+// (the hub's branches and tags are git refs; "refs/pr/1" names a pull
+// request). The name becomes a path under refs/, so these rules are also
+// what keeps it inside the cache: no "..", no component starting with ".",
+// no leading, trailing or doubled "/".
+func CheckRevision(revision string) error {
+	if commitPattern.MatchString(revision) {
+		return nil
+	}
+	if problem := refProblem(revision); problem != "" {
+		return &Error{Kind: ErrNotFound, Msg: fmt.Sprintf("%q is not a revision: %s; give a branch or tag name (main, v1.0, refs/pr/1) or a full 40-character commit id, or leave out --revision to get main", revision, problem)}
+	}
+	return nil
+}
+
+// refProblem applies git's rules for ref names (git check-ref-format).
+func refProblem(name string) string {
+	switch {
+	case name == "":
+		return "it is empty"
+	case len(name) > 255:
+		return "it is longer than 255 bytes"
+	case name == "@":
+		return `"@" alone is not a name`
+	case strings.Contains(name, ".."):
+		return `it contains ".."`
+	case strings.Contains(name, "@{"):
+		return `it contains "@{"`
+	case strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") || strings.Contains(name, "//"):
+		return `it starts or ends with "/" or has an empty part between two`
+	case strings.HasSuffix(name, "."):
+		return `it ends with "."`
+	}
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f || strings.ContainsRune(" ~^:?*[\\", r) {
+			return fmt.Sprintf("it contains %q, which git does not allow in a name", r)
+		}
+	}
+	for _, part := range strings.Split(name, "/") {
+		if strings.HasPrefix(part, ".") || strings.HasSuffix(part, ".lock") {
+			return fmt.Sprintf(`its part %q starts with "." or ends with ".lock"`, part)
+		}
+	}
+	return ""
+}
+
 // RepoFolder is the cache folder name of a model repository.
 func RepoFolder(repo string) string {
 	return "models--" + strings.ReplaceAll(repo, "/", "--")
@@ -66,6 +113,9 @@ func (c Cache) ResolveRevision(repo, revision string) (commit string, ok bool) {
 	if commitPattern.MatchString(revision) {
 		return revision, true
 	}
+	if CheckRevision(revision) != nil {
+		return "", false
+	}
 	data, err := os.ReadFile(filepath.Join(c.RepoDir(repo), "refs", filepath.FromSlash(revision)))
 	if err != nil {
 		return "", false
@@ -78,6 +128,12 @@ func (c Cache) ResolveRevision(repo, revision string) (commit string, ok bool) {
 func (c Cache) WriteRef(repo, revision, commit string) error {
 	if revision == commit {
 		return nil
+	}
+	if err := CheckRevision(revision); err != nil {
+		return err
+	}
+	if !commitPattern.MatchString(commit) {
+		return fmt.Errorf("recording %s@%s: %q is not a commit id", repo, revision, commit)
 	}
 	path := filepath.Join(c.RepoDir(repo), "refs", filepath.FromSlash(revision))
 	if data, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(data)) == commit {

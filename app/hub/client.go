@@ -12,6 +12,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog/log"
@@ -28,7 +29,9 @@ type Client struct {
 	Parallel int
 	// Retries is how many times a failing request is tried again before
 	// the error is returned (default 6, which with the default backoff
-	// waits about a minute in all).
+	// waits about a minute in all). A hub API call that finds the
+	// connection refused or the name unresolved is not retried: the cache
+	// answers at once instead.
 	Retries int
 	// RetryBase is the first wait before a retry, doubled each time up to
 	// 30 s (default 1 s).
@@ -175,6 +178,9 @@ func (c *Client) List(ctx context.Context, repo, revision string) (*Listing, err
 	if revision == "" {
 		revision = "main"
 	}
+	if err := CheckRevision(revision); err != nil {
+		return nil, err
+	}
 	var info struct {
 		SHA string `json:"sha"`
 	}
@@ -187,7 +193,15 @@ func (c *Client) List(ctx context.Context, repo, revision string) (*Listing, err
 	}
 	l := &Listing{Repo: repo, Revision: revision, Commit: info.SHA}
 	next := fmt.Sprintf("%s/api/models/%s/tree/%s?recursive=true&expand=false", c.Endpoint, repo, info.SHA)
-	for next != "" {
+	seen := map[string]bool{}
+	for page := 0; next != ""; page++ {
+		if seen[next] {
+			return nil, &Error{Kind: ErrServer, Msg: fmt.Sprintf("%s sent the file listing of %s back to a page it had already sent (%s); is HF_ENDPOINT (%s) a Hugging Face hub?", c.Endpoint, repo, next, c.Endpoint)}
+		}
+		if page == maxTreePages {
+			return nil, &Error{Kind: ErrServer, Msg: fmt.Sprintf("%s listed more than %d pages of files for %s, more than any model has; is HF_ENDPOINT (%s) a Hugging Face hub?", c.Endpoint, maxTreePages, repo, c.Endpoint)}
+		}
+		seen[next] = true
 		var entries []struct {
 			Type string `json:"type"`
 			Path string `json:"path"`
@@ -220,6 +234,12 @@ func (c *Client) List(ctx context.Context, repo, revision string) (*Listing, err
 	return l, nil
 }
 
+// maxTreePages bounds the tree listing's pages. The hub sends up to 1,000
+// files a page; a model repository holds tens of files, the largest
+// repositories some thousands, so 200 pages is far beyond any model and
+// still stops a listing that never ends within a second or two.
+const maxTreePages = 200
+
 var idPattern = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
 
 // validID accepts a git SHA-1 (40 hex digits) or a SHA-256 (64).
@@ -238,14 +258,45 @@ var nextLink = regexp.MustCompile(`<([^>]+)>;\s*rel="next"`)
 func (c *Client) getJSONPage(ctx context.Context, u, repo, revision string, v any) (next string, err error) {
 	for attempt := 0; ; attempt++ {
 		next, err = c.getJSONOnce(ctx, u, repo, revision, v)
+		if unreachable(err) {
+			// Nothing answers (no network, the hub's name unknown): say so
+			// now, so that Pull and Plan fall back to the cache at once as
+			// huggingface_hub does, instead of after a minute of retries.
+			return "", &Error{Kind: ErrNetwork, Err: err, Msg: fmt.Sprintf("offline: cannot reach %s (%v); check the internet connection and try again", c.Endpoint, netCause(err))}
+		}
 		if err == nil || !retryable(err) || attempt >= c.retries() {
 			return next, finalError(err, c.Endpoint)
 		}
 		log.Debug().Err(err).Str("url", u).Int("attempt", attempt+1).Dur("wait", c.backoff(attempt)).Msg("hub: retrying")
 		if werr := sleepCtx(ctx, c.backoff(attempt)); werr != nil {
-			return "", werr
+			return "", finalError(werr, c.Endpoint)
 		}
 	}
+}
+
+// unreachable reports whether err says that nothing can be reached at the
+// hub's address right now: the connection refused, no route to the network
+// or the host, or the name not resolved. A connection that opens and then
+// stalls is not this; it keeps its timeouts and retries.
+func unreachable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) && !dns.IsTimeout {
+		return true
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EHOSTUNREACH)
+}
+
+// netCause is the innermost network error, without the request's URL that
+// url.Error adds ("dial tcp: lookup huggingface.co: no such host").
+func netCause(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 func (c *Client) getJSONOnce(ctx context.Context, u, repo, revision string, v any) (string, error) {
@@ -280,12 +331,23 @@ func (c *Client) newRequest(ctx context.Context, u string) (*http.Request, error
 		return nil, &Error{Kind: ErrNetwork, Msg: fmt.Sprintf("bad hub address %q (HF_ENDPOINT): %v", c.Endpoint, err), Err: err}
 	}
 	req.Header.Set("User-Agent", "suzuran")
-	if c.Token != "" {
+	if c.Token != "" && c.sameOrigin(req.URL) {
 		// net/http drops Authorization when a redirect leaves the host, so
-		// the token never reaches the CDN.
+		// the token never reaches the CDN; a URL the hub names in a Link
+		// header gets it only on the hub's own scheme and host too.
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	return req, nil
+}
+
+// sameOrigin reports whether u has the endpoint's scheme and host (with
+// its port): the only place the token is sent.
+func (c *Client) sameOrigin(u *url.URL) bool {
+	e, err := url.Parse(c.Endpoint)
+	if err != nil {
+		return false
+	}
+	return strings.EqualFold(u.Scheme, e.Scheme) && strings.EqualFold(u.Host, e.Host)
 }
 
 // statusError turns a failed response into an error a user can act on.
@@ -365,8 +427,13 @@ func finalError(err error, endpoint string) error {
 		err = r.err
 	}
 	var he *Error
-	if errors.As(err, &he) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.As(err, &he) || errors.Is(err, context.Canceled) {
 		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		// The caller's time ran out (the welcome view waits 30 s): the hub
+		// did not answer in time, which the window reports as the network.
+		return &Error{Kind: ErrNetwork, Err: err, Msg: fmt.Sprintf("%s did not answer in time; check the internet connection and try again (the download resumes where it stopped)", endpoint)}
 	}
 	return &Error{Kind: ErrNetwork, Msg: fmt.Sprintf("cannot reach %s: %v; check the internet connection and try again (the download resumes where it stopped)", endpoint, err), Err: err}
 }

@@ -21,7 +21,14 @@
 //     Network errors, 429 and 5xx are retried with backoff; 401, 403, 404,
 //     a full disk and a failed checksum become errors that say what to do.
 //     Progress goes to a callback. Offline (HF_HUB_OFFLINE, or the hub out
-//     of reach) a complete cached snapshot is used instead.
+//     of reach) a complete cached snapshot is used instead: at once when
+//     the connection is refused or the hub's name does not resolve, after
+//     the retries when the hub answers with errors or stalls.
+//   - What the cache and the hub hand over is not trusted further than it
+//     must be: a partial file is never written through a link, a revision
+//     must be a commit id or a git ref name before it becomes a path, the
+//     listing's pages are bounded and may not loop, and the token goes to
+//     the endpoint's own host only.
 //   - Cache is the Hugging Face cache layout (models--org--name/{blobs,
 //     snapshots,refs}), so what mlx-lm or `hf download` stored is reused
 //     without a request for its files, and what Pull stores is theirs too.

@@ -61,6 +61,9 @@ func (c *Client) Pull(ctx context.Context, repo string, opt PullOptions) (*Snaps
 	if err := CheckRepo(repo); err != nil {
 		return nil, err
 	}
+	if err := CheckRevision(revision); err != nil {
+		return nil, err
+	}
 	if c.Offline {
 		return c.cachedSnapshot(repo, revision, nil)
 	}
@@ -80,18 +83,18 @@ func (c *Client) Pull(ctx context.Context, repo string, opt PullOptions) (*Snaps
 // complete (Validate accepts it). cause is why the hub was not asked; nil
 // means HF_HUB_OFFLINE.
 func (c *Client) cachedSnapshot(repo, revision string, cause error) (*Snapshot, error) {
-	why := "HF_HUB_OFFLINE is set"
+	why, unset := "HF_HUB_OFFLINE is set", " (and unset HF_HUB_OFFLINE)"
 	if cause != nil {
-		why = cause.Error()
+		why, unset = cause.Error(), ""
 	}
 	cache := c.Cache()
 	commit, ok := cache.ResolveRevision(repo, revision)
 	if !ok {
-		return nil, &Error{Kind: ErrOffline, Err: cause, Msg: fmt.Sprintf("%s, and %s@%s is not in the Hugging Face cache %s; connect to the internet (and unset HF_HUB_OFFLINE) to download it", why, repo, revision, c.CacheDir)}
+		return nil, &Error{Kind: ErrOffline, Err: cause, Msg: fmt.Sprintf("%s, and %s@%s is not in the Hugging Face cache %s; connect to the internet%s to download it", why, repo, revision, c.CacheDir, unset)}
 	}
 	dir := cache.SnapshotDir(repo, commit)
 	if err := Validate(dir); err != nil {
-		return nil, &Error{Kind: ErrOffline, Err: cause, Msg: fmt.Sprintf("%s, and the cached copy of %s@%s is incomplete (%v); connect to the internet (and unset HF_HUB_OFFLINE) to finish the download", why, repo, revision, err)}
+		return nil, &Error{Kind: ErrOffline, Err: cause, Msg: fmt.Sprintf("%s, and the cached copy of %s@%s is incomplete (%v); connect to the internet%s to finish the download", why, repo, revision, err, unset)}
 	}
 	return &Snapshot{Repo: repo, Revision: revision, Commit: commit, Dir: dir, Size: dirSize(dir), FromCache: true}, nil
 }
@@ -319,8 +322,15 @@ func openPartial(path string, f File, tr *tracker) (*partial, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, diskError(err, f.Path, filepath.Dir(path))
 	}
-	file, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	// The cache is often shared between tools and users: a link planted
+	// where the partial file goes must not make the download truncate and
+	// overwrite what it points at, so links are not followed and only a
+	// regular file of this user's, linked from nowhere else, is written.
+	file, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|openNoFollow, 0o644)
 	if err != nil {
+		if st, lerr := os.Lstat(path); lerr == nil && st.Mode()&os.ModeSymlink != 0 {
+			return nil, notOurPartial(path, "a symbolic link")
+		}
 		return nil, diskError(err, f.Path, filepath.Dir(path))
 	}
 	p := &partial{path: path, f: f, file: file, hash: newVerifier(f), tr: tr}
@@ -328,6 +338,10 @@ func openPartial(path string, f File, tr *tracker) (*partial, error) {
 	if err != nil {
 		file.Close()
 		return nil, err
+	}
+	if what := foreignFile(st); what != "" {
+		file.Close()
+		return nil, notOurPartial(path, what)
 	}
 	if st.Size() > f.Size {
 		if err := p.reset(); err != nil {
@@ -344,6 +358,12 @@ func openPartial(path string, f File, tr *tracker) (*partial, error) {
 	p.have = n
 	tr.resumed(n)
 	return p, nil
+}
+
+// notOurPartial refuses to write a partial download's path that holds
+// something other than a file this package made.
+func notOurPartial(path, what string) error {
+	return fmt.Errorf("%s is %s, not a partial download: Suzuran does not write through it. Remove it (its target is left as it is) and run the download again", path, what)
 }
 
 // Write appends downloaded bytes to the file and the hash.

@@ -22,6 +22,9 @@ type Plan struct {
 	Cached bool `json:"cached"`
 	// Machine is the machine check against this model.
 	Machine Report `json:"machineCheck"`
+	// Offline says why the hub was not asked or did not answer, when the
+	// plan comes from the cache ("" when the hub answered).
+	Offline string `json:"offline,omitempty"`
 	// Listing is the hub's listing; nil when the plan comes from the cache
 	// (offline).
 	Listing *Listing `json:"-"`
@@ -36,6 +39,9 @@ func (c *Client) Plan(ctx context.Context, repo, revision string) (*Plan, error)
 	if err := CheckRepo(repo); err != nil {
 		return nil, err
 	}
+	if err := CheckRevision(revision); err != nil {
+		return nil, err
+	}
 	var l *Listing
 	var err error
 	if !c.Offline {
@@ -46,7 +52,10 @@ func (c *Client) Plan(ctx context.Context, repo, revision string) (*Plan, error)
 		if cerr != nil {
 			return nil, cerr
 		}
-		p := &Plan{Repo: repo, Revision: revision, Commit: s.Commit, Dir: s.Dir, Size: s.Size, ModelBytes: weightBytes(s.Dir), Cached: true}
+		p := &Plan{Repo: repo, Revision: revision, Commit: s.Commit, Dir: s.Dir, Size: s.Size, ModelBytes: weightBytes(s.Dir), Cached: true, Offline: "offline: HF_HUB_OFFLINE is set"}
+		if err != nil {
+			p.Offline = err.Error()
+		}
 		p.Machine = CheckMachine(Need{ModelBytes: p.ModelBytes, DiskMargin: c.diskMargin()}, c.CacheDir)
 		return p, nil
 	}

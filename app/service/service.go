@@ -175,6 +175,9 @@ func Open(o Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	if why := db.ReadOnly(); why != "" {
+		s.log.Warn().Str("database", o.DatabasePath).Msg("conversations are read-only: " + why)
+	}
 	s.store = db
 	s.models = &modelHost{
 		backend:   o.Backend,

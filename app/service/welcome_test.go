@@ -2,6 +2,7 @@ package service
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -267,6 +268,47 @@ func TestDownloadErrorsSayWhatToDo(t *testing.T) {
 			}
 			if info := ts.ui.Welcome(tc.repo); info.ErrorKind != tc.kind && tc.kind != "architecture" {
 				t.Errorf("Welcome error kind %q (%s), want %s", info.ErrorKind, info.Error, tc.kind)
+			}
+		})
+	}
+}
+
+// TestWelcomeSaysTheHubCannotBeReached: with the hub's connection refused
+// or its name unknown, the welcome view hears "network" (its "Hugging Face
+// could not be reached") at once, not the 30 s deadline's bare error, and
+// so does a download started then. The 2 s bound leaves a loaded machine
+// ample room over the milliseconds the answer takes.
+func TestWelcomeSaysTheHubCannotBeReached(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + l.Addr().String()
+	l.Close()
+	for name, endpoint := range map[string]string{"connection refused": refused, "unknown name": "http://hub.invalid"} {
+		t.Run(name, func(t *testing.T) {
+			withHub(t)
+			t.Setenv("HF_ENDPOINT", endpoint)
+			ts := newTestService(t, demoModel(t))
+			start := time.Now()
+			info := ts.ui.Welcome(tinyRepo)
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("Welcome took %s, want under 2 s", took)
+			}
+			if info.ErrorKind != "network" || !strings.Contains(info.Error, "cannot reach "+endpoint) {
+				t.Fatalf("Welcome: kind %q, error %q; want network, naming %s", info.ErrorKind, info.Error, endpoint)
+			}
+			next := downloadEvents(t, ts.Service)
+			start = time.Now()
+			if _, err := ts.ui.StartDownload(tinyRepo); err != nil {
+				t.Fatal(err)
+			}
+			states := next(func(d DownloadState) bool { return d.State == DownloadDone || d.State == DownloadFailed })
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("the download took %s to fail, want under 2 s", took)
+			}
+			if d := states[len(states)-1]; d.State != DownloadFailed || d.ErrorKind != "network" {
+				t.Errorf("download ended %+v, want failed with kind network", d)
 			}
 		})
 	}

@@ -16,6 +16,12 @@
 // it grows. A process that dies mid-reply leaves it so; the next Open marks
 // every such message "interrupted", which is how the UI knows to offer
 // Continue and Regenerate.
+//
+// One process owns the database at a time (a flock on <database>.lock):
+// that Open is the one that marks replies interrupted and removes the
+// conversations deleted with Undo. Another process on the same file, or a
+// disk too full to open it for writing, gets the database read-only, with
+// ReadOnly saying why and every write failing with ErrReadOnly.
 package store
 
 import (
@@ -111,6 +117,10 @@ var ErrNotFound = errors.New("not found")
 type Store struct {
 	db   *sql.DB
 	path string
+	// lock is the owner lock, nil when another process owns the database.
+	lock *ownerLock
+	// readOnly says why writes are refused, "" when they are not.
+	readOnly string
 }
 
 // DefaultPath is where the app keeps its database: Application
@@ -135,26 +145,143 @@ func DefaultPath() (string, error) {
 	return filepath.Join(dir, "suzuran.db"), nil
 }
 
+// ErrReadOnly is wrapped by the errors of writes to a Store opened
+// read-only; the message says why and what to do.
+var ErrReadOnly = errors.New("the conversation database is read-only")
+
+// startupFreeSpace is the free space below which a failure to open the
+// database is put down to a full disk: the WAL grows to about 4 MB (1,000
+// pages of 4 KiB) before SQLite checkpoints it, the shared-memory index
+// takes 32 KiB, and a long reply is rewritten as it grows.
+const startupFreeSpace = 32 << 20
+
 // Open opens (creating it if needed) the database at path, brings its
 // schema up to date and marks replies left streaming by a process that
 // ended as interrupted.
+//
+// One process owns a database (the lock <path>.lock): the second app or
+// `suzuran serve` on the same file opens it read-only and leaves it as it
+// is, since the owner's deleted conversations can still be restored and
+// its streaming replies are live. A disk too full to open the database
+// for writing also opens it read-only, when SQLite can read it so. Either
+// way ReadOnly says why, and every write fails with ErrReadOnly.
 func Open(path string) (*Store, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating the folder of %s: %w", path, err)
+	}
+	lock, owner, err := lockOwner(path + ".lock")
+	if err != nil {
+		if reason, full := diskFull(dir); full {
+			return openReadOnly(path, nil, reason)
+		}
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if owner != "" {
+		return openReadOnly(path, nil, fmt.Sprintf("%s is using %s: conversations are shown here but not saved; quit the other one and start this one again to work here", owner, path))
 	}
 	// The pragmas go in the DSN so that every pooled connection gets them.
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
 		"&_pragma=foreign_keys(ON)&_pragma=busy_timeout(5000)"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
+		lock.release()
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
-	s := &Store{db: db, path: path}
+	s := &Store{db: db, path: path, lock: lock}
 	if err := s.init(); err != nil {
 		db.Close()
+		if reason, full := diskFull(dir); full && ioOrFull(err) {
+			if ro, rerr := openReadOnly(path, lock, reason); rerr == nil {
+				return ro, nil
+			}
+			lock.release()
+			return nil, fmt.Errorf("%s cannot be opened: %s. The conversations in it are intact (SQLite: %v)", path, reason, err)
+		}
+		lock.release()
 		return nil, fmt.Errorf("%s: %w (if the file is damaged, move it away and the app starts a new one)", path, err)
 	}
 	return s, nil
+}
+
+// diskFull reports whether the disk holding dir has less than
+// startupFreeSpace free, and says so in words.
+func diskFull(dir string) (reason string, full bool) {
+	free, err := freeSpace(dir)
+	if err != nil || free >= startupFreeSpace {
+		return "", false
+	}
+	return fmt.Sprintf("the disk holding %s is full (%s free; Suzuran needs at least %s free to save conversations): free up %s or more and start Suzuran again",
+		dir, formatMB(free), formatMB(startupFreeSpace), formatMB(startupFreeSpace-free)), true
+}
+
+// ioOrFull reports whether err is SQLite's "disk I/O error" or "database
+// or disk is full" (primary codes 10 and 13), what a full disk gives: the
+// shared-memory index cannot grow, or a page cannot be written.
+func ioOrFull(err error) bool {
+	var coded interface{ Code() int }
+	if !errors.As(err, &coded) {
+		return false
+	}
+	code := coded.Code() & 0xff
+	return code == 10 || code == 13
+}
+
+func formatMB(n int64) string {
+	if n < 1e6 {
+		return fmt.Sprintf("%d kB", n/1000)
+	}
+	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+}
+
+// openReadOnly opens the database without writing to it: through SQLite's
+// read-only mode, which reads the WAL through the shared-memory index
+// (the owner's, or one left by a process that ended); else, when no WAL
+// holds anything the file lacks, as an immutable file, which needs no
+// index and so opens on a disk too full to make one. It changes nothing:
+// no migration, no reply marked interrupted, no deleted conversation
+// purged.
+func openReadOnly(path string, lock *ownerLock, reason string) (*Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%s (%w)", reason, err)
+	}
+	var lastErr error
+	for _, mode := range []string{"mode=ro", "immutable=1"} {
+		if mode == "immutable=1" {
+			if st, err := os.Stat(path + "-wal"); err == nil && st.Size() > 0 {
+				break // the WAL holds commits the file lacks
+			}
+		}
+		db, err := sql.Open("sqlite", "file:"+path+"?"+mode+"&_pragma=foreign_keys(ON)&_pragma=busy_timeout(5000)")
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		var version int
+		if err := db.QueryRow("PRAGMA user_version").Scan(&version); err != nil {
+			db.Close()
+			lastErr = err
+			continue
+		}
+		if version != len(migrations) {
+			db.Close()
+			return nil, fmt.Errorf("%s has schema version %d and this app needs %d, which it cannot write while %s", path, version, len(migrations), reason)
+		}
+		return &Store{db: db, path: path, lock: lock, readOnly: reason}, nil
+	}
+	return nil, fmt.Errorf("%s cannot be read either (%v): %s", path, lastErr, reason)
+}
+
+// ReadOnly says why the database is open read-only ("" when it is not).
+func (s *Store) ReadOnly() string { return s.readOnly }
+
+// writable is nil on a writable database, else an ErrReadOnly error that
+// says why.
+func (s *Store) writable() error {
+	if s.readOnly == "" {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrReadOnly, s.readOnly)
 }
 
 func (s *Store) init() error {
@@ -182,7 +309,12 @@ func (s *Store) init() error {
 func (s *Store) Path() string { return s.path }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	err := s.db.Close()
+	s.lock.release()
+	s.lock = nil
+	return err
+}
 
 // IntegrityCheck runs PRAGMA integrity_check and returns its findings as an
 // error, nil when the database is sound.
@@ -238,6 +370,9 @@ func TitleFrom(question string) string {
 
 // CreateConversation adds an empty conversation.
 func (s *Store) CreateConversation(ctx context.Context, title string) (Conversation, error) {
+	if err := s.writable(); err != nil {
+		return Conversation{}, err
+	}
 	t := now()
 	res, err := s.db.ExecContext(ctx, `INSERT INTO conversations (title, created_at, updated_at) VALUES (?, ?, ?)`, title, t, t)
 	if err != nil {
@@ -422,6 +557,9 @@ func (s *Store) RestoreConversation(ctx context.Context, id int64) error {
 
 // exec1 runs a statement that must change exactly one row.
 func (s *Store) exec1(ctx context.Context, what, query string, args ...any) error {
+	if err := s.writable(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	res, err := s.db.ExecContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
@@ -435,6 +573,9 @@ func (s *Store) exec1(ctx context.Context, what, query string, args ...any) erro
 // AddMessage appends m, with its attachments, to its conversation and
 // returns it with its id.
 func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
+	if err := s.writable(); err != nil {
+		return m, err
+	}
 	m.CreatedAt = now()
 	if m.Status == "" {
 		m.Status = StatusComplete
@@ -482,6 +623,9 @@ func (s *Store) UpdateMessage(ctx context.Context, m Message) error {
 // DeleteMessagesAfter removes the messages of a conversation that come
 // after message id (for regenerating or editing and resending).
 func (s *Store) DeleteMessagesAfter(ctx context.Context, conversation, id int64) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	_, err := s.db.ExecContext(ctx, `DELETE FROM messages WHERE conversation_id = ? AND id > ?`, conversation, id)
 	if err != nil {
 		return fmt.Errorf("removing the messages after %d: %w", id, err)
