@@ -149,13 +149,39 @@ test('chat on the demo model: stream, stop, regenerate, edit, conversations, res
   assert.ok(r + g + b < 3 * 64, `dark theme background ${background}`);
   await shot(page, '02-answer-dark');
   await page.emulateMedia({ colorScheme: 'light' });
+  // A narrow window folds the conversations into a drawer: closed by
+  // itself, over a backdrop when opened, closed by Esc, the backdrop and a
+  // choice.
   await page.setViewportSize({ width: 420, height: 360 });
-  await page.getByRole('button', { name: 'Hide conversations' }).click();
+  const drawerNav = page.getByRole('navigation', { name: 'Conversations' });
+  await drawerNav.waitFor({ state: 'detached' });
   assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth));
   assert.ok(await page.getByRole('textbox', { name: 'Message' }).isVisible());
   await shot(page, '02-answer-small');
-  await page.getByRole('button', { name: 'Show conversations' }).click();
+  const showList = page.getByRole('button', { name: 'Show conversations' });
+  await showList.click();
+  await page.getByTestId('drawer-backdrop').waitFor();
+  await shot(page, '02-drawer-narrow');
+  await page.keyboard.press('Escape');
+  await drawerNav.waitFor({ state: 'detached' });
+  await showList.click();
+  await page.getByTestId('drawer-backdrop').click({ position: { x: 400, y: 200 } });
+  await drawerNav.waitFor({ state: 'detached' });
+  await showList.click();
+  await drawerNav.locator('button.open').first().click();
+  await drawerNav.waitFor({ state: 'detached' });
   await page.setViewportSize({ width: 1100, height: 720 });
+  await drawerNav.waitFor();
+  assert.equal(await page.getByTestId('drawer-backdrop').count(), 0);
+
+  // Keyboard only: the skip link reaches the message box; the list is one
+  // Tab stop walked with the arrow keys.
+  // (The link is the first stop: Shift+Tab from the header's first button.)
+  await page.getByRole('button', { name: 'Hide conversations' }).focus();
+  await page.keyboard.press('Shift+Tab');
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to the message box');
+  await page.keyboard.press('Enter');
+  assert.equal(await page.evaluate(() => document.activeElement?.getAttribute('aria-label')), 'Message');
 
   // Stop: pressed while the answer streams, it ends marked stopped.
   await page.getByRole('textbox', { name: 'Message' }).fill('What does itertools.pairwise do?');
@@ -189,6 +215,8 @@ test('chat on the demo model: stream, stop, regenerate, edit, conversations, res
   await ask(page, 'What does collections.Counter do?');
   const nav = page.getByRole('navigation', { name: 'Conversations' });
   await nav.getByRole('button', { name: /^What does collections.Counter do\?/ }).waitFor();
+  // Rename and Delete show on the item under the pointer.
+  await nav.getByRole('button', { name: /^What does collections.Counter do\?/ }).hover();
   await nav.getByRole('button', { name: 'Rename What does collections.Counter do?' }).click();
   await nav.getByRole('textbox', { name: 'New title' }).fill('Counting things');
   await page.keyboard.press('Enter');
@@ -201,6 +229,7 @@ test('chat on the demo model: stream, stop, regenerate, edit, conversations, res
   await nav.getByRole('searchbox', { name: 'Search conversations' }).fill('');
   await nav.getByRole('button', { name: 'Counting things', exact: true }).waitFor();
 
+  await nav.getByRole('button', { name: /^Counting things/ }).hover();
   await nav.getByRole('button', { name: 'Delete Counting things' }).click();
   await nav.getByRole('button', { name: 'Counting things', exact: true }).waitFor({ state: 'detached' });
   await nav.getByRole('button', { name: 'Undo' }).click();

@@ -273,6 +273,51 @@ describe('sidebar', () => {
     await within(nav).findByText('Itertools');
   });
 
+  it('is one Tab stop, walked with the arrow keys; F2 renames, Delete deletes', async () => {
+    backend.addConversation('First', ['one?']);
+    backend.addConversation('Second', ['two?']);
+    backend.addConversation('Third', ['three?']);
+    await renderApp();
+    const nav = screen.getByRole('navigation', { name: 'Conversations' });
+    await within(nav).findByText('Third');
+    const items = () => [...nav.querySelectorAll<HTMLButtonElement>('button.open')];
+    // One item takes the Tab stop; rename and delete take none.
+    expect(items().map((b) => b.tabIndex)).toEqual([0, -1, -1]);
+    expect(within(nav).getByRole('button', { name: 'Rename Third' }).tabIndex).toBe(-1);
+    expect(within(nav).getByRole('button', { name: 'Delete Third' }).tabIndex).toBe(-1);
+    items()[0].focus();
+    await fireEvent.keyDown(items()[0], { key: 'ArrowDown' });
+    await waitFor(() => expect(document.activeElement?.textContent).toContain('Second'));
+    expect(items().map((b) => b.tabIndex)).toEqual([-1, 0, -1]);
+    await fireEvent.keyDown(document.activeElement!, { key: 'End' });
+    await waitFor(() => expect(document.activeElement?.textContent).toContain('First'));
+    await fireEvent.keyDown(document.activeElement!, { key: 'Home' });
+    await waitFor(() => expect(document.activeElement?.textContent).toContain('Third'));
+    await fireEvent.keyDown(document.activeElement!, { key: 'F2' });
+    const input = within(nav).getByRole('textbox', { name: 'New title' });
+    await fireEvent.input(input, { target: { value: 'Renamed' } });
+    await fireEvent.keyDown(input, { key: 'Enter' });
+    await within(nav).findByText('Renamed');
+    const renamed = items().find((b) => b.textContent?.includes('Renamed'))!;
+    renamed.focus();
+    await fireEvent.keyDown(renamed, { key: 'Delete' });
+    await waitFor(() => expect(within(nav).queryByText('Renamed')).toBeNull());
+    expect(screen.getByRole('status').textContent).toContain('Deleted “Renamed”');
+    await waitFor(() => expect(document.activeElement?.textContent).toContain('Second'));
+  });
+
+  it('groups conversations by date', async () => {
+    backend.addConversation('Old one', ['json?']);
+    backend.conversations[0].updatedAt = Date.now() - 400 * 24 * 3600 * 1000;
+    backend.addConversation('New one', ['zipfile?']);
+    await renderApp();
+    const nav = screen.getByRole('navigation', { name: 'Conversations' });
+    await within(nav).findByText('Today');
+    const labels = [...nav.querySelectorAll('li.group')].map((g) => g.textContent);
+    expect(labels[0]).toBe('Today');
+    expect(labels).toHaveLength(2);
+  });
+
   it('says when nothing matches', async () => {
     await renderApp();
     expect(screen.getByText('No conversations yet')).toBeTruthy();

@@ -85,7 +85,7 @@ export class FakeBackend implements Backend {
   }
 
   addConversation(title: string, texts: string[] = []): Conversation {
-    const c = { id: this.nextID++, title, createdAt: 0, updatedAt: 0 };
+    const c = { id: this.nextID++, title, createdAt: Date.now(), updatedAt: Date.now() };
     this.conversations.unshift(c);
     for (const t of texts) this.addMessage(c.id, 'user', t);
     return c;
