@@ -99,6 +99,27 @@ describe('chat view', () => {
     const stats = await screen.findByTestId('stats');
     expect(stats.textContent).toBe('41.3 tok/s · 30 tokens · first token 85 ms · 12 prompt tokens cached');
     expect(screen.getByRole('button', { name: 'Send' })).toBeTruthy();
+    // The list is not a live region; the finished answer is announced once.
+    expect(screen.getByRole('main', { name: 'Conversation' }).querySelector('ol[aria-live], ol [aria-live]:not(button *)')).toBeNull();
+    expect(screen.getByTestId('announcement').textContent).toMatch(/^Answer: It returns \*\*a JSON string\*\*/);
+    expect(screen.queryByTestId('thoughts-only')).toBeNull();
+  });
+
+  it('says so when an answer has thoughts but no text', async () => {
+    await renderApp();
+    const reply = await sendMessage('Think only');
+    backend.stream(reply, [{ reasoning: 'Hmm, thinking.' }]);
+    expect((await screen.findByTestId('thoughts-only')).textContent).toMatch(/thought but wrote no answer/);
+    expect(screen.getByTestId('announcement').textContent).toBe('The answer ended without text.');
+  });
+
+  it('shows the chat title in the header only in the chat', async () => {
+    await renderApp();
+    await sendMessage('What does json.dumps do?');
+    const header = document.querySelector('header .title')!;
+    await waitFor(() => expect(header.textContent).toBe('What does json.dumps do?'));
+    await fireEvent.click(screen.getByRole('button', { name: 'Settings' }));
+    expect(header.textContent).toBe('Settings');
   });
 
   it('copies the answer and the question, and says so', async () => {
