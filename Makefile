@@ -134,6 +134,7 @@ arm64-test: $(EMU_ARM64_CXX)
 	fi
 
 $(EMU_ARM64_CXX):
+	@command -v clang++ >/dev/null || { echo "clang++ is missing: make deps-debian installs clang and the aarch64 cross toolchain"; exit 1; }
 	mkdir -p $(@D)
 	ln -sf "$$(command -v clang++)" $@
 
