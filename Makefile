@@ -39,10 +39,13 @@ endif
 # browser end-to-end test of the chat window (driven by playwright-core);
 # desktop-file-utils (desktop-file-validate) and shellcheck for the release
 # check (ImageMagick also renders the Linux package's icon sizes); qemu-user
-# (qemu-aarch64) for the CPU backend's arm64 kernels.
+# (qemu-aarch64) for the CPU backend's arm64 kernels; the aarch64 cross
+# toolchain (its headers, libraries and linker) and clang for the kernel
+# emulator's arm64 build (g++ 12 has no _Float16 in C++ on arm64).
 DEB_PACKAGES := libwebkit2gtk-4.1-dev libgtk-3-dev pkg-config g++ \
 	xvfb xauth dbus dbus-x11 xdotool imagemagick fonts-dejavu-core file \
-	tmux chromium desktop-file-utils shellcheck qemu-user
+	tmux chromium desktop-file-utils shellcheck qemu-user \
+	g++-aarch64-linux-gnu clang
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -91,16 +94,49 @@ vet:
 go-test:
 	$(GO) test -count=1 -race -timeout 20m ./...
 
+# The emulator's arm64 build: clang, which takes its target from the name
+# it is run by, with the cross toolchain's sysroot; qemu-aarch64 loads the
+# arm64 libraries from there and reports 16 KiB pages.
+EMU_ARM64_CXX := $(CURDIR)/bin/aarch64-linux-gnu-clang++
+EMU_ARM64 := CGO_ENABLED=0 GOARCH=arm64 CXX=$(EMU_ARM64_CXX) \
+	QEMU_LD_PREFIX=/usr/aarch64-linux-gnu QEMU_PAGESIZE=16384
+EMU_ARM64_GPU_TESTS := TestNorms$$|TestConv$$|TestDeltaNetScan$$|TestRouterTopK$$|TestArgmax$$|TestCopy$$|TestEmbed$$
+EMU_ARM64_GPU_TESTS := $(EMU_ARM64_GPU_TESTS)|TestGEMV$$/^(q4_37x320_rows3_xoff0|q4_37x320_rows11_xoff0|q8_21x192_rows8_xoff4|f16_29x96_rows2_xoff0|bf16_45x204_rows2_xoff4|f32_37x203_rows5_xoff0)$$
+EMU_ARM64_GPU_TESTS := $(EMU_ARM64_GPU_TESTS)|TestGEMM$$/^(half_q4_33x320_rows40|float_q8_65x160_rows131|half_bf16_70x96_rows33)$$
+EMU_ARM64_GPU_TESTS := $(EMU_ARM64_GPU_TESTS)|TestMoEExperts$$/^(q4_grouped_half_rows37|q8_decode_rows8|bf16_grouped_float_rows37|f16_decode_rows3)$$
+EMU_ARM64_GPU_TESTS := $(EMU_ARM64_GPU_TESTS)|TestAttention$$/^(d256_pos250_rows9_kvbf16|d32_pos40_rows70_kvf32)$$
+EMU_ARM64_GPU_TESTS := $(EMU_ARM64_GPU_TESTS)|TestSample$$/^(0|1)$$
+# (12 tests, 17 of their cases: the recipe checks that all of them ran.)
+
 ## arm64-test: the CPU backend's kernel and fast-path fixture tests built
 ## for arm64 and run under qemu-user: the NEON integer kernels (int16 and
 ## sdot), the activations' NEON exponentials and the Go loops that arm64
 ## runs, then the integer kernels again
-## on a CPU without the dot-product extension (Cortex-A72).
-arm64-test:
+## on a CPU without the dot-product extension (Cortex-A72). Then the kernel
+## emulator built for arm64 (its arm64 context switch, the one Apple silicon
+## runs) with 16 KiB pages as on Apple silicon: all of metalkernels/host and
+## engine/gpu/emu, and one or more cases of every kernel family's test in
+## engine/gpu (about 2 minutes; all of them would take 5).
+arm64-test: $(EMU_ARM64_CXX)
 	GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64 \
 		-run 'TestQ8|TestFMA32|TestFusedF32|TestKernelsFor|TestMatMul|TestDequantRow|TestFixtures$$|TestFixturesFast|TestForcedLevel|TestAttention|TestDeltaStep|TestAxpyDot|TestBatchExact|TestExpf|TestActivation|TestConvRows|TestScaleAdd' ./engine/cpu
 	QEMU_CPU=cortex-a72 GOARCH=arm64 $(GO) test -count=1 -exec qemu-aarch64 \
 		-run 'TestQ8NEON|TestQ8LevelsAgree|TestFusedF32|TestKernelsFor' ./engine/cpu
+	$(EMU_ARM64) $(GO) test -count=1 -exec qemu-aarch64 ./metalkernels/host/ ./engine/gpu/emu/
+	@log=bin/arm64-emu-gpu.log; echo "engine/gpu under qemu-aarch64 (output in $$log)"; \
+	$(EMU_ARM64) $(GO) test -count=1 -v -exec qemu-aarch64 -run '$(EMU_ARM64_GPU_TESTS)' ./engine/gpu/ >$$log 2>&1; \
+	rc=$$?; grep -E '^(--- |ok|FAIL)' $$log; \
+	if [ $$rc != 0 ]; then tail -40 $$log; exit $$rc; fi; \
+	top=$$(grep -c '^--- PASS' $$log); \
+	sub=$$(grep -cE '^    --- PASS: Test(GEMV|GEMM|MoEExperts|Attention|Sample)/' $$log); \
+	if [ "$$top/$$sub" != 12/17 ]; then \
+		echo "arm64-test: $$top tests and $$sub cases of engine/gpu ran, not the 12 and 17 EMU_ARM64_GPU_TESTS names: renamed?"; exit 1; \
+	fi
+
+$(EMU_ARM64_CXX):
+	@command -v clang++ >/dev/null || { echo "clang++ is missing: make deps-debian installs clang and the aarch64 cross toolchain"; exit 1; }
+	mkdir -p $(@D)
+	ln -sf "$$(command -v clang++)" $@
 
 frontend-test: frontend/node_modules/.package-lock.json
 	cd frontend && $(NPM) test

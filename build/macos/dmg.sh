@@ -6,7 +6,9 @@
 # to the two PNGs beside it). Finder lays the window out through AppleScript;
 # where Finder cannot be scripted (a Mac without a logged-in session, or one
 # that refuses the automation prompt) the image is made without the layout,
-# with a warning. With SUZURAN_SIGN_IDENTITY the image is signed too.
+# with a warning. hdiutil create and convert are run again while they fail
+# with "Resource busy" (retry_busy in lib.sh). With SUZURAN_SIGN_IDENTITY the
+# image is signed too.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -47,7 +49,7 @@ volume="$name $version"
 if [ "$DRY_RUN" != 1 ] && [ -e "/Volumes/$volume" ]; then
 	fail "/Volumes/$volume is already mounted (an earlier image?): eject it in Finder, or run hdiutil detach \"/Volumes/$volume\", and run this again"
 fi
-run hdiutil create -quiet -srcfolder "$staging" -volname "$volume" -fs HFS+ -format UDRW -ov "$rw"
+retry_busy hdiutil create -quiet -srcfolder "$staging" -volname "$volume" -fs HFS+ -format UDRW -ov "$rw"
 mount=/Volumes/$volume
 run hdiutil attach -quiet -readwrite -noverify -noautoopen -mountpoint "$mount" "$rw"
 
@@ -103,7 +105,7 @@ else
 fi
 mount=
 mkdir -p "$(dirname "$dmg")"
-run hdiutil convert -quiet "$rw" -format UDZO -imagekey zlib-level=9 -ov -o "$dmg"
+retry_busy hdiutil convert -quiet "$rw" -format UDZO -imagekey zlib-level=9 -ov -o "$dmg"
 if [ -n "${SUZURAN_SIGN_IDENTITY:-}" ]; then
 	run codesign --force --timestamp --sign "$SUZURAN_SIGN_IDENTITY" "$dmg"
 fi

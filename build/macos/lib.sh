@@ -28,6 +28,41 @@ run() {
 	fi
 }
 
+# retry_busy runs a command as run does, and runs it again while it fails
+# saying "Resource busy", up to busy_tries times with a longer pause each
+# time: hdiutil create and convert fail so now and then (on CI runners and
+# fresh Macs) while Spotlight or XProtect still hold the new image or its
+# files. Any other failure stops at once; the command's output is shown
+# either way. The dry run prints the command and says it would retry.
+busy_tries=6
+busy_delay=3
+retry_busy() {
+	if [ "$DRY_RUN" = 1 ]; then
+		printf '+'
+		printf ' %q' "$@"
+		printf '  # again while "Resource busy", up to %d tries\n' "$busy_tries"
+		return 0
+	fi
+	local try=1 out status
+	while :; do
+		status=0
+		out=$("$@" 2>&1) || status=$?
+		if [ -n "$out" ]; then printf '%s\n' "$out"; fi
+		if [ "$status" = 0 ]; then return 0; fi
+		case "$out" in
+		*"Resource busy"*) ;;
+		*) return "$status" ;;
+		esac
+		if [ "$try" -ge "$busy_tries" ]; then
+			note "$1 ${2:-}: still \"Resource busy\" after $try tries; close Finder windows and Disk Utility if they show the image, wait a minute (Spotlight or XProtect may be scanning it) and run this again"
+			return "$status"
+		fi
+		note "$1 ${2:-}: resource busy; trying again in $((busy_delay * try)) s ($try of $busy_tries)"
+		sleep $((busy_delay * try))
+		try=$((try + 1))
+	done
+}
+
 # need_macos stops a script that needs macOS elsewhere, unless it is a dry run.
 need_macos() {
 	[ "$DRY_RUN" = 1 ] || [ "$(uname)" = Darwin ] ||

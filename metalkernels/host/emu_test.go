@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"unsafe"
+
+	"github.com/ebitengine/purego"
 )
 
 // One build of testdata/ per test binary; the compiled objects are cached
@@ -660,9 +662,12 @@ func TestMemoryFaults(t *testing.T) {
 			t.Fatalf("seed %d: got %v, want a fault just past buffer(0)", seed, err)
 		}
 	}
-	err := kernel(t, "read_before_start").Dispatch(Size3{X: 1}, Size3{X: 1}, []Arg{{Index: 0, Buffer: out}}, 0)
-	if err == nil || !strings.Contains(err.Error(), "4096 bytes before the start of [[buffer(0)]] (256 bytes)") {
-		t.Fatalf("got %v, want a fault before buffer(0)", err)
+	// One page before the start: a 4096-byte step would stay inside the
+	// buffer's own page where pages are 16 KiB (Apple silicon).
+	page := os.Getpagesize()
+	err := kernel(t, "read_before_start").Dispatch(Size3{X: 1}, Size3{X: 1}, []Arg{{Index: 0, Buffer: out}, {Index: 1, Bytes: params(uint32(page / 4))}}, 0)
+	if want := fmt.Sprintf("%d bytes before the start of [[buffer(0)]] (256 bytes)", page); err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v, want a fault before buffer(0): %q", err, want)
 	}
 	err = kernel(t, "stack_hog").Dispatch(Size3{X: 2}, Size3{X: 32}, []Arg{{Index: 0, Buffer: out}}, 0)
 	if err == nil || !strings.Contains(err.Error(), "overflowed its 64 KiB stack") {
@@ -958,4 +963,44 @@ func BenchmarkCollectives(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// The fiber stacks are slots of an inaccessible guard and a usable stack,
+// both in whole pages: with a guard smaller than the page (4 KiB guards on
+// Apple silicon's 16 KiB pages), mprotect either fails on a guard that does
+// not start on a page or takes the bottom of a usable stack with it. The
+// guard is at least 64 KiB, since arm64 compilers do not probe big frames
+// page by page.
+func TestStackLayout(t *testing.T) {
+	fn, err := purego.Dlsym(testLib(t).handle, "emu_stack_layout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, page := range []uintptr{4096, 16384, 65536} {
+		var out [3]uintptr
+		purego.SyscallN(fn, page, uintptr(unsafe.Pointer(&out[0])))
+		guard, usable, stride := out[0], out[1], out[2]
+		if guard < page || guard < 64<<10 || guard%page != 0 || usable < 64<<10 || usable%page != 0 || stride != guard+usable {
+			t.Errorf("%d-byte pages: guard %d, usable %d, slot %d bytes; want a guard of whole pages and at least 64 KiB, at least 64 KiB of "+
+				"whole pages above it, and the slot the sum", page, guard, usable, stride)
+		}
+	}
+}
+
+// The stacks as mapped on this machine: every guard page inaccessible and
+// every usable stack writable from end to end. Under qemu-aarch64 -p 16384
+// (make arm64-test) the runner sees 16 KiB pages.
+func TestFiberStacksOnThisMachine(t *testing.T) {
+	fn, err := purego.Dlsym(testLib(t).handle, "emu_check_stacks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := make([]byte, 512)
+	r, _, _ := purego.SyscallN(fn, uintptr(unsafe.Pointer(&msg[0])), uintptr(len(msg)))
+	if r != 0 {
+		t.Fatalf("page size %d: %s", os.Getpagesize(), msg[:bytes.IndexByte(msg, 0)])
+	}
+	t.Logf("page size %d", os.Getpagesize())
+	// The stacks serve dispatches afterwards.
+	TestBarrierAndRace(t)
 }

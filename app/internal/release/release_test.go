@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -176,8 +177,79 @@ func TestMakeAppDryRun(t *testing.T) {
 					t.Errorf("the dry run says %q, which it must not here:\n%s", not, log)
 				}
 			}
+			// hdiutil create and convert go through retry_busy.
+			for _, step := range []string{"+ hdiutil create ", "+ hdiutil convert "} {
+				found := false
+				for _, line := range strings.Split(log, "\n") {
+					if strings.HasPrefix(line, step) {
+						found = true
+						if !strings.HasSuffix(line, `# again while "Resource busy", up to 6 tries`) {
+							t.Errorf("%q is not retried while busy: %s", step, line)
+						}
+					}
+				}
+				if !found {
+					t.Errorf("the dry run has no %q line:\n%s", step, log)
+				}
+			}
 			checkAppBundle(t, filepath.Join(out, "Suzuran.app"), binary, version)
 			checkImageFolder(t, filepath.Join(out, "dmg-staging"), binary, version)
+		})
+	}
+}
+
+// retry_busy (build/macos/lib.sh, which dmg.sh runs hdiutil create and
+// convert through) against a stand-in hdiutil that fails with hdiutil's
+// "Resource busy" message a given number of times, or with another error:
+// it tries again only while busy, up to 6 times, and then says what to do.
+func TestRetryWhileBusy(t *testing.T) {
+	dir := t.TempDir()
+	fake := `#!/usr/bin/env bash
+n=$(cat "$FAKE_DIR/calls" 2>/dev/null || echo 0)
+n=$((n + 1))
+echo "$n" >"$FAKE_DIR/calls"
+if [ "$n" -le "$FAKE_FAILS" ]; then
+	echo "hdiutil: $1 failed - $FAKE_ERROR" >&2
+	exit 1
+fi
+echo "created $*"
+`
+	if err := os.WriteFile(filepath.Join(dir, "hdiutil"), []byte(fake), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		fails     int
+		error     string
+		wantCalls int
+		wantOK    bool
+		want      []string
+	}{
+		{"busy twice", 2, "Resource busy", 3, true, []string{"resource busy; trying again in 0 s (2 of 6)", "created create -quiet -ov x.dmg"}},
+		{"busy throughout", 100, "Resource busy", 6, false, []string{`hdiutil create: still "Resource busy" after 6 tries; close Finder windows`}},
+		{"another error", 100, "No space left on device", 1, false, []string{"hdiutil: create failed - No space left on device"}},
+		{"no error", 0, "", 1, true, []string{"created create"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(filepath.Join(dir, "calls"))
+			cmd := exec.Command("bash", "-c", `set -euo pipefail; source build/macos/lib.sh; busy_delay=0; retry_busy hdiutil create -quiet -ov x.dmg; echo "after: ok"`)
+			cmd.Dir = repoRoot(t)
+			cmd.Env = append(cleanEnv(), "PATH="+dir+":"+os.Getenv("PATH"), "FAKE_DIR="+dir,
+				"FAKE_FAILS="+strconv.Itoa(tc.fails), "FAKE_ERROR="+tc.error)
+			out, err := cmd.CombinedOutput()
+			log := string(out)
+			if ok := err == nil && strings.Contains(log, "after: ok"); ok != tc.wantOK {
+				t.Errorf("succeeded %v (%v), want %v:\n%s", ok, err, tc.wantOK, log)
+			}
+			calls, _ := os.ReadFile(filepath.Join(dir, "calls"))
+			if got := strings.TrimSpace(string(calls)); got != strconv.Itoa(tc.wantCalls) {
+				t.Errorf("hdiutil ran %s times, want %d:\n%s", got, tc.wantCalls, log)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(log, want) {
+					t.Errorf("output lacks %q:\n%s", want, log)
+				}
+			}
 		})
 	}
 }

@@ -13,10 +13,13 @@
 // reports a deadlock when threads still wait but none is ready (a barrier
 // not every thread reaches).
 //
-// Context switches are a few instructions of assembly on x86-64 (saving the
-// callee-saved registers; the FP control words are left alone, since every
-// fiber of the process runs with the same ones and kernels cannot change
-// them); other platforms use ucontext. Signals are blocked on every thread
+// Context switches are a few instructions of assembly on x86-64 and arm64,
+// ELF and Mach-O alike (saving the callee-saved registers; the FP control
+// words are left alone, since every fiber of the process runs with the same
+// ones and kernels cannot change them); other platforms use ucontext.
+// Apple's makecontext is not used even where it exists: on arm64 it clears
+// the whole stack before the first switch and passes its arguments as
+// 32-bit ints. Signals are blocked on every thread
 // while it runs fibers, so no asynchronous signal handler (the Go
 // runtime's included) ever runs on a fiber stack; memory faults stay
 // deliverable and become dispatch errors (on_fault).
@@ -26,6 +29,7 @@
 #endif
 #include "emu_runtime.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <ucontext.h>
@@ -37,12 +41,13 @@
 #include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
+#include <cerrno>
 #include <cstring>
 #include <mutex>
 #include <thread>
 #include <vector>
 
-#if !(defined(__x86_64__) && defined(__ELF__))
+#if !((defined(__x86_64__) || defined(__aarch64__)) && (defined(__ELF__) || defined(__APPLE__)))
 #define EMU_UCONTEXT 1
 #endif
 
@@ -61,9 +66,42 @@ enum State { kReady = 0, kWaitGroup, kWaitSimd, kDone };
 
 // Fiber stacks: kernels keep a few KB of locals (a lane's share of a tile,
 // simdgroup matrices at 256 B each); 64 KiB leaves room for deep inlining,
-// and a guard page below each stack turns an overflow into a crash.
+// and a guard page below each stack turns an overflow into a fault.
 constexpr size_t kStackSize = 64 * 1024;
-constexpr size_t kGuard = 4096;
+
+// StackLayout places the fiber stacks in one mapping of slots, each an
+// inaccessible guard followed by the usable stack, both whole pages of the
+// machine's page size (4 KiB on x86-64 and most Linux arm64 systems, 16 KiB
+// on Apple silicon): mprotect works on whole pages, so a guard of less than
+// a page, or one not starting on a page, would take part of a usable stack
+// with it or not be set at all. Stacks grow down, into their own guard.
+// The guard is at least 64 KiB: an arm64 kernel's frame is not probed page
+// by page (clang before 18 does not implement -fstack-clash-protection
+// there, and GCC assumes a 64 KiB guard), so a frame that outgrows the
+// stack by up to that much still lands in its own guard rather than in the
+// stack below. Guards cost address space only.
+constexpr size_t kGuardMin = 64 * 1024;
+
+struct StackLayout {
+    size_t guard;   // bytes of guard at the start of each slot
+    size_t usable;  // bytes of stack above it
+    size_t stride;  // bytes per slot
+};
+
+StackLayout stack_layout(size_t page) {
+    StackLayout l;
+    l.guard = (kGuardMin + page - 1) / page * page;
+    l.usable = (kStackSize + page - 1) / page * page;
+    l.stride = l.guard + l.usable;
+    return l;
+}
+
+size_t page_size() {
+    long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? size_t(p) : size_t(getpagesize());
+}
+
+const StackLayout kStacks = stack_layout(page_size());
 
 struct Worker;
 void register_worker(Worker* w);
@@ -75,7 +113,8 @@ struct Worker {
 #endif
     void* sched_sp = nullptr;
     unsigned char* stacks = nullptr;
-    int nstacks = 0;
+    int nstacks = 0;   // stacks mapped
+    int nguarded = 0;  // of those, the first nguarded have their guard set
     std::vector<Fiber> fibers;
     std::vector<Simd> simd;
     unsigned char* shared = nullptr;
@@ -114,21 +153,31 @@ struct Worker {
                                                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
     }
 
+    // ensure_stacks makes the first n stacks ready: a dispatch of n threads
+    // per threadgroup uses stacks 0 to n-1.
     bool ensure_stacks(int n) {
-        if (n <= nstacks) return true;
-        // Reserve the full set once: address space is cheap, and only pages
-        // a fiber touches are ever committed.
-        size_t per = kStackSize + kGuard;
-        void* p = mmap(nullptr, per * emu::kMaxThreads, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (p == MAP_FAILED) return false;
-        stacks = static_cast<unsigned char*>(p);
-        register_worker(this);
-        for (int i = 0; i < emu::kMaxThreads; i++) mprotect(stacks + i * per, kGuard, PROT_NONE);
-        nstacks = emu::kMaxThreads;
+        if (!stacks) {
+            // Reserve the full set once: address space is cheap, and only
+            // pages a fiber touches are ever committed.
+            void* p = mmap(nullptr, kStacks.stride * emu::kMaxThreads, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+            if (p == MAP_FAILED) return false;
+            stacks = static_cast<unsigned char*>(p);
+            nstacks = emu::kMaxThreads;
+            register_worker(this);
 #ifdef EMU_UCONTEXT
-        ctx.resize(emu::kMaxThreads);
+            ctx.resize(emu::kMaxThreads);
 #endif
+        }
+        // Guards are set as stacks come into use, so that a worker of
+        // small threadgroups splits its mapping into few regions (each guard
+        // is one, and the kernel limits a process's count). mmap returns
+        // page-aligned memory and every slot is whole pages, so each guard
+        // starts on a page; a guard that cannot be set is an error, not a
+        // stack without one.
+        for (; nguarded < n; nguarded++) {
+            if (mprotect(stacks + size_t(nguarded) * kStacks.stride, kStacks.guard, PROT_NONE) != 0) return false;
+        }
         return true;
     }
 
@@ -186,7 +235,7 @@ void on_fault(int sig, siginfo_t* si, void* uc) {
     for (int i = 0; i < n; i++) {
         Worker* w = registry[i];
         uintptr_t lo = reinterpret_cast<uintptr_t>(w->stacks);
-        uintptr_t hi = lo + size_t(w->nstacks) * (kStackSize + kGuard);
+        uintptr_t hi = lo + size_t(w->nstacks) * kStacks.stride;
         if (w->running && sp >= lo && sp < hi) {
             w->fault_addr = reinterpret_cast<uintptr_t>(si->si_addr);
             w->fault_sig = sig;
@@ -240,61 +289,116 @@ void set_alt_stack() {
 extern "C" __attribute__((visibility("hidden"))) void emu_fiber_main(Fiber* f);
 
 #ifndef EMU_UCONTEXT
+// emu_switch_ctx saves the callee-saved registers on the current stack,
+// stores the stack pointer in *save, and resumes the context whose stack
+// pointer is to. A fiber's first switch resumes the frame init_fiber built,
+// whose return address is emu_fiber_tramp and whose first saved register
+// (rbx, x19) holds the Fiber*.
 extern "C" void emu_switch_ctx(void** save, void* to);
 extern "C" void emu_fiber_tramp();
-asm(R"(
-    .text
-    .p2align 4
-    .globl emu_switch_ctx
-    .hidden emu_switch_ctx
-    .type emu_switch_ctx, @function
-emu_switch_ctx:
-    pushq %rbp
-    pushq %rbx
-    pushq %r12
-    pushq %r13
-    pushq %r14
-    pushq %r15
-    movq %rsp, (%rdi)
-    movq %rsi, %rsp
-    popq %r15
-    popq %r14
-    popq %r13
-    popq %r12
-    popq %rbx
-    popq %rbp
-    ret
-    .size emu_switch_ctx, .-emu_switch_ctx
 
-    .p2align 4
-    .globl emu_fiber_tramp
-    .hidden emu_fiber_tramp
-    .type emu_fiber_tramp, @function
-emu_fiber_tramp:
-    movq %rbx, %rdi
-    call emu_fiber_main
-    ud2
-    .size emu_fiber_tramp, .-emu_fiber_tramp
-)");
+// Symbol spelling: Mach-O prefixes C names with an underscore and has no
+// .type/.size; ELF hides with .hidden, Mach-O with .private_extern.
+#if defined(__APPLE__)
+#define EMU_ASM_SYM(n) "_" #n
+#define EMU_ASM_BEGIN(n) ".globl _" #n "\n.private_extern _" #n "\n.p2align 4\n_" #n ":\n"
+#define EMU_ASM_END(n) "\n"
+#else
+#define EMU_ASM_SYM(n) #n
+#define EMU_ASM_BEGIN(n) ".globl " #n "\n.hidden " #n "\n.type " #n ", %function\n.p2align 4\n" #n ":\n"
+#define EMU_ASM_END(n) ".size " #n ", .-" #n "\n"
+#endif
+
+#if defined(__x86_64__)
+// The System V ABI's callee-saved registers: rbx, rbp, r12-r15.
+asm(".text\n"
+    EMU_ASM_BEGIN(emu_switch_ctx)
+    "    pushq %rbp\n"
+    "    pushq %rbx\n"
+    "    pushq %r12\n"
+    "    pushq %r13\n"
+    "    pushq %r14\n"
+    "    pushq %r15\n"
+    "    movq %rsp, (%rdi)\n"
+    "    movq %rsi, %rsp\n"
+    "    popq %r15\n"
+    "    popq %r14\n"
+    "    popq %r13\n"
+    "    popq %r12\n"
+    "    popq %rbx\n"
+    "    popq %rbp\n"
+    "    ret\n"
+    EMU_ASM_END(emu_switch_ctx)
+    EMU_ASM_BEGIN(emu_fiber_tramp)
+    "    movq %rbx, %rdi\n"
+    "    call " EMU_ASM_SYM(emu_fiber_main) "\n"
+    "    ud2\n"
+    EMU_ASM_END(emu_fiber_tramp));
+#elif defined(__aarch64__)
+// AAPCS64 (and Apple's arm64 ABI, which follows it here): x19-x28, the
+// frame pointer x29, the link register x30 and the low halves d8-d15 of
+// v8-v15 are callee-saved; x18 is the platform register on Apple systems
+// and is left alone. The frame is 20 words (160 bytes, keeping sp 16-byte
+// aligned): x19..x30 at [0, 96), d8..d15 at [96, 160).
+constexpr int kSwitchFrameWords = 20;
+asm(".text\n"
+    EMU_ASM_BEGIN(emu_switch_ctx)
+    "    sub sp, sp, #160\n"
+    "    stp x19, x20, [sp, #0]\n"
+    "    stp x21, x22, [sp, #16]\n"
+    "    stp x23, x24, [sp, #32]\n"
+    "    stp x25, x26, [sp, #48]\n"
+    "    stp x27, x28, [sp, #64]\n"
+    "    stp x29, x30, [sp, #80]\n"
+    "    stp d8, d9, [sp, #96]\n"
+    "    stp d10, d11, [sp, #112]\n"
+    "    stp d12, d13, [sp, #128]\n"
+    "    stp d14, d15, [sp, #144]\n"
+    "    mov x9, sp\n"
+    "    str x9, [x0]\n"
+    "    mov sp, x1\n"
+    "    ldp x19, x20, [sp, #0]\n"
+    "    ldp x21, x22, [sp, #16]\n"
+    "    ldp x23, x24, [sp, #32]\n"
+    "    ldp x25, x26, [sp, #48]\n"
+    "    ldp x27, x28, [sp, #64]\n"
+    "    ldp x29, x30, [sp, #80]\n"
+    "    ldp d8, d9, [sp, #96]\n"
+    "    ldp d10, d11, [sp, #112]\n"
+    "    ldp d12, d13, [sp, #128]\n"
+    "    ldp d14, d15, [sp, #144]\n"
+    "    add sp, sp, #160\n"
+    "    ret\n"
+    EMU_ASM_END(emu_switch_ctx)
+    // Entered by emu_switch_ctx's ret with sp at the stack's 16-byte
+    // aligned top and x29 = 0, which ends the frame chain for unwinders.
+    EMU_ASM_BEGIN(emu_fiber_tramp)
+    "    mov x0, x19\n"
+    "    bl " EMU_ASM_SYM(emu_fiber_main) "\n"
+    "    brk #1\n"
+    EMU_ASM_END(emu_fiber_tramp));
+#endif
 #endif
 
 namespace {
 
 void init_fiber(Worker* w, int i, Fiber* f) {
-    unsigned char* base = w->stacks + size_t(i) * (kStackSize + kGuard) + kGuard;
+    unsigned char* base = w->stacks + size_t(i) * kStacks.stride + kStacks.guard;
 #ifdef EMU_UCONTEXT
     ucontext_t* c = &w->ctx[i];
     getcontext(c);
     c->uc_stack.ss_sp = base;
-    c->uc_stack.ss_size = kStackSize;
+    c->uc_stack.ss_size = kStacks.usable;
     c->uc_link = nullptr;
     makecontext(c, (void (*)())emu_fiber_main, 1, f);
     f->sp = c;
 #else
-    uintptr_t top = (reinterpret_cast<uintptr_t>(base) + kStackSize) & ~uintptr_t(15);
+    uintptr_t top = (reinterpret_cast<uintptr_t>(base) + kStacks.usable) & ~uintptr_t(15);
+    uint64_t* sp;
+#if defined(__x86_64__)
     // After emu_switch_ctx's ret the stack pointer is top-16, 16-byte
     // aligned, so the trampoline's call sees the ABI's alignment.
-    uint64_t* sp = reinterpret_cast<uint64_t*>(top - 16);
+    sp = reinterpret_cast<uint64_t*>(top - 16);
     *--sp = reinterpret_cast<uint64_t>(&emu_fiber_tramp);
     *--sp = 0;                                  // rbp
     *--sp = reinterpret_cast<uint64_t>(f);      // rbx: the trampoline's argument
@@ -302,6 +406,15 @@ void init_fiber(Worker* w, int i, Fiber* f) {
     *--sp = 0;                                  // r13
     *--sp = 0;                                  // r14
     *--sp = 0;                                  // r15
+#else
+    // emu_switch_ctx's frame, lowest address first: x19 (the trampoline's
+    // argument), x20-x28, x29 = 0, x30 = the trampoline, d8-d15 = 0. Its
+    // ret leaves sp at top.
+    sp = reinterpret_cast<uint64_t*>(top) - kSwitchFrameWords;
+    memset(sp, 0, kSwitchFrameWords * sizeof(uint64_t));
+    sp[0] = reinterpret_cast<uint64_t>(f);
+    sp[11] = reinterpret_cast<uint64_t>(&emu_fiber_tramp);
+#endif
     f->sp = sp;
 #endif
 }
@@ -457,11 +570,11 @@ void describe_memory_fault(Worker* w, const Desc* d) {
     char where[256];
     uintptr_t a = w->fault_addr;
     uintptr_t lo = reinterpret_cast<uintptr_t>(w->stacks);
-    uintptr_t hi = lo + size_t(w->nstacks) * (kStackSize + kGuard);
+    uintptr_t hi = lo + size_t(w->nstacks) * kStacks.stride;
     snprintf(where, sizeof where, "address %#lx is outside every bound buffer", (unsigned long)a);
     if (a >= lo && a < hi) {
         snprintf(where, sizeof where,
-                 "the thread overflowed its %zu KiB stack (large local arrays, deep recursion)", kStackSize / 1024);
+                 "the thread overflowed its %zu KiB stack (large local arrays, deep recursion)", kStacks.usable / 1024);
     } else {
         for (int i = 0; i < emu::kMaxBuffers; i++) {
             uint64_t b = d->buf[i], len = d->buflen[i];
@@ -649,6 +762,14 @@ struct Pool {
     }
 };
 
+// stacks_error reports a failed ensure_stacks (errno from mmap or mprotect).
+void stacks_error(Desc* d) {
+    snprintf(d->err, sizeof d->err,
+             "cannot map fiber stacks (%zu KiB each with a %zu KiB guard): %s; the process is out of address space "
+             "or of memory map regions (vm.max_map_count on Linux)",
+             kStacks.usable / 1024, kStacks.guard / 1024, strerror(errno));
+}
+
 std::mutex dispatch_mu;
 Pool* pool = nullptr;
 Worker* caller = nullptr;
@@ -777,7 +898,7 @@ __attribute__((visibility("default"))) int emu_dispatch(Desc* d) {
     job.d = d;
     job.total = total;
     if (!ok) {
-        snprintf(d->err, sizeof d->err, "cannot map fiber stacks");
+        stacks_error(d);
     } else if (want == 1) {
         run_share(caller, &job);
     } else {
@@ -798,11 +919,76 @@ __attribute__((visibility("default"))) int emu_dispatch(Desc* d) {
             pool->idle.wait(plk, [] { return pool->running == 0; });
             pool->job = nullptr;
         } else {
-            snprintf(d->err, sizeof d->err, "cannot map fiber stacks");
+            stacks_error(d);
         }
     }
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
     return d->err[0] ? 1 : 0;
+}
+
+// Checks of the fiber stacks, for tests. emu_stack_layout writes the layout
+// for a page size: guard, usable and slot bytes.
+__attribute__((visibility("default"))) void emu_stack_layout(size_t page, size_t* out) {
+    StackLayout l = stack_layout(page);
+    out[0] = l.guard;
+    out[1] = l.usable;
+    out[2] = l.stride;
+}
+
+// emu_check_stacks maps the calling thread's fiber stacks as a dispatch
+// does and checks them against this machine's page size: every guard page
+// is inaccessible, and every usable stack can be written from end to end
+// (as Apple's makecontext clears a ucontext stack before the first switch).
+// The kernel does the accesses (read from /dev/zero into the stack, write
+// from a guard into a pipe), so a bad page gives EFAULT, not a fault. 0 if
+// all holds; 1 with err set otherwise.
+__attribute__((visibility("default"))) int emu_check_stacks(char* err, size_t n) {
+    std::lock_guard<std::mutex> lk(dispatch_mu);
+    err[0] = 0;
+    size_t page = page_size();
+    const StackLayout& l = kStacks;
+    if (l.guard < page || l.guard % page || l.usable < kStackSize || l.usable % page) {
+        snprintf(err, n, "stack layout (guard %zu, usable %zu bytes) is not in whole pages of %zu bytes", l.guard,
+                 l.usable, page);
+        return 1;
+    }
+    if (!caller) caller = new Worker();
+    if (!caller->ensure_stacks(emu::kMaxThreads)) {
+        snprintf(err, n, "cannot map fiber stacks with %zu-byte guards: %s", l.guard, strerror(errno));
+        return 1;
+    }
+    int zero = open("/dev/zero", O_RDONLY);
+    int fds[2];
+    if (zero < 0 || pipe(fds) != 0) {
+        snprintf(err, n, "opening /dev/zero and a pipe: %s", strerror(errno));
+        if (zero >= 0) close(zero);
+        return 1;
+    }
+    for (int i = 0; i < caller->nguarded && !err[0]; i++) {
+        unsigned char* slot = caller->stacks + size_t(i) * l.stride;
+        for (size_t off = 0; off < l.guard; off += page) {
+            errno = 0;
+            if (write(fds[1], slot + off, 1) != -1 || errno != EFAULT) {
+                snprintf(err, n, "stack %d: guard page at +%zu of its slot is accessible", i, off);
+                break;
+            }
+        }
+        unsigned char* st = slot + l.guard;
+        for (size_t done = 0; done < l.usable && !err[0];) {
+            ssize_t r = read(zero, st + done, l.usable - done);
+            if (r <= 0) {
+                snprintf(err, n, "stack %d: byte %zu of its %zu usable bytes cannot be written: %s", i, done,
+                         l.usable, strerror(errno));
+                break;
+            }
+            done += size_t(r);
+        }
+        madvise(st, l.usable, MADV_DONTNEED);
+    }
+    close(zero);
+    close(fds[0]);
+    close(fds[1]);
+    return err[0] ? 1 : 0;
 }
 
 }  // extern "C"

@@ -407,9 +407,10 @@ kernel void collectives(device float* out [[buffer(0)]],
     out[tg * 128 + tid] = v;
 }
 
-// Reads 4 KiB before its buffer's start: inside the guard page for any
-// buffer shorter than a page.
+// Reads back floats before its buffer's start (the test passes one page's
+// worth): inside the guard page for any buffer shorter than a page.
 kernel void read_before_start(device float* out [[buffer(0)]],
+                              constant uint& back [[buffer(1)]],
                               uint i [[thread_position_in_grid]]) {
-    out[i] = out[int(i) - 1024];
+    out[i] = out[int(i) - int(back)];
 }
