@@ -29,6 +29,8 @@ type faultDevice struct {
 	compile, pipeline, corrupt, hang bool
 	failWaits                        atomic.Bool
 	waits                            atomic.Int64
+	// failFrom, when above 0, fails every command buffer from that wait on.
+	failFrom atomic.Int64
 	release                          chan struct{}
 }
 
@@ -73,9 +75,12 @@ type faultBuffer struct {
 
 func (c *faultBuffer) Wait() error {
 	err := c.CommandBuffer.Wait()
-	c.d.waits.Add(1)
+	n := c.d.waits.Add(1)
 	if c.d.hang {
 		<-c.d.release
+	}
+	if from := c.d.failFrom.Load(); from > 0 && n >= from {
+		c.d.failWaits.Store(true)
 	}
 	if err == nil && c.d.failWaits.Load() {
 		err = errors.New("metal: command buffer failed: Internal Error (0000000e:Internal Error) (victim of GPU error/recovery)")
@@ -321,50 +326,82 @@ func TestHungCheckTimesOut(t *testing.T) {
 }
 
 // TestFailureDuringUse: the check passes, then a command buffer fails
-// mid-answer. That answer ends with engine.ErrBackendFailed, OnFallback
-// is told in words, the failure is remembered, and the next question is
-// answered on the CPU by the same engine.
+// while answering — in the prompt's pass, or a few decode steps in, with a
+// pipelined step in flight. That answer ends with engine.ErrBackendFailed,
+// OnFallback is told in words, the failure is remembered, a question that
+// waited meanwhile and the next one are answered on the CPU by the same
+// engine, and the GPU runs nothing more.
 func TestFailureDuringUse(t *testing.T) {
-	dir, _ := paths(t)
-	state := filepath.Join(t.TempDir(), "gpu-check.json")
-	r := &rig{t: t}
-	told := make(chan Result, 1)
-	o := Options{Version: "1", StateFile: state, OpenDevice: r.open, OnFallback: func(res Result) { told <- res }}
-	e, res, err := Load(dir, loadOpts(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if !res.OK || !strings.Contains(e.BackendName(), "emu") {
-		t.Fatalf("ok %v backend %q (%s)", res.OK, e.BackendName(), res.Error)
-	}
-	r.last().failWaits.Store(true)
-	_, err = ask(t, e)
-	if !errors.Is(err, engine.ErrBackendFailed) || !strings.Contains(err.Error(), "command buffer failed") {
-		t.Fatalf("answer during the failure: %v, want engine.ErrBackendFailed with the GPU's error", err)
-	}
-	select {
-	case f := <-told:
-		if f.Stage != StageUse || !f.Fallback || !strings.HasPrefix(f.Message, "Running on the CPU: the GPU failed while answering — the GPU reported an error") {
-			t.Errorf("told %+v", f)
-		}
-	case <-time.After(30 * time.Second): // generous: a loaded machine
-		t.Fatal("OnFallback was not told")
-	}
-	if !strings.HasPrefix(e.BackendName(), "cpu") {
-		t.Errorf("backend %q after the failure, want cpu", e.BackendName())
-	}
-	waits := r.last().waits.Load()
-	if _, err := ask(t, e); err != nil {
-		t.Errorf("the next question failed: %v", err)
-	}
-	if n := r.last().waits.Load(); n != waits {
-		t.Errorf("the GPU ran %d more command buffers after the fallback", n-waits)
-	}
-	if got, ok := Recall(state); !ok || got.OK || got.Stage != StageUse {
-		t.Errorf("remembered %+v, want the failure during use", got)
-	}
-	if _, err := os.Stat(state + ".tmp"); err == nil {
-		t.Error("the temporary state file was left behind")
+	for _, c := range []struct {
+		name  string
+		after int64 // command buffers that succeed first
+	}{{"prompt", 0}, {"decode", 3}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir, _ := paths(t)
+			state := filepath.Join(t.TempDir(), "gpu-check.json")
+			r := &rig{t: t}
+			told := make(chan Result, 1)
+			o := Options{Version: "1", StateFile: state, OpenDevice: r.open, OnFallback: func(res Result) { told <- res }}
+			lo := loadOpts()
+			lo.Parallel = 1 // the second question waits behind the first
+			e, res, err := Load(dir, lo, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			if !res.OK || !strings.Contains(e.BackendName(), "emu") {
+				t.Fatalf("ok %v backend %q (%s)", res.OK, e.BackendName(), res.Error)
+			}
+			d := r.last()
+			d.failFrom.Store(d.waits.Load() + c.after + 1)
+			running, err := e.Submit(context.Background(), engine.Request{Prompt: []int{3, 141, 59, 26, 5}, MaxTokens: 6})
+			if err != nil {
+				t.Fatal(err)
+			}
+			waiting, err := e.Submit(context.Background(), engine.Request{Prompt: []int{7, 8, 9}, MaxTokens: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := 0
+			for ev := range running.Events {
+				got += len(ev.IDs)
+			}
+			_, err = running.Result()
+			if c.after > 1 && got == 0 {
+				t.Error("no token came before a failure a few steps in")
+			}
+			if !errors.Is(err, engine.ErrBackendFailed) || !strings.Contains(err.Error(), "command buffer failed") {
+				t.Fatalf("answer during the failure: %v, want engine.ErrBackendFailed with the GPU's error", err)
+			}
+			select {
+			case f := <-told:
+				if f.Stage != StageUse || !f.Fallback || !strings.HasPrefix(f.Message, "Running on the CPU: the GPU failed while answering — the GPU reported an error") {
+					t.Errorf("told %+v", f)
+				}
+			case <-time.After(30 * time.Second): // generous: a loaded machine
+				t.Fatal("OnFallback was not told")
+			}
+			if !strings.HasPrefix(e.BackendName(), "cpu") {
+				t.Errorf("backend %q after the failure, want cpu", e.BackendName())
+			}
+			for range waiting.Events {
+			}
+			if _, err := waiting.Result(); err != nil {
+				t.Errorf("the question that waited failed: %v", err)
+			}
+			waits := d.waits.Load()
+			if _, err := ask(t, e); err != nil {
+				t.Errorf("the next question failed: %v", err)
+			}
+			if n := d.waits.Load(); n != waits {
+				t.Errorf("the GPU ran %d more command buffers after the fallback", n-waits)
+			}
+			if got, ok := Recall(state); !ok || got.OK || got.Stage != StageUse {
+				t.Errorf("remembered %+v, want the failure during use", got)
+			}
+			if _, err := os.Stat(state + ".tmp"); err == nil {
+				t.Error("the temporary state file was left behind")
+			}
+		})
 	}
 }
