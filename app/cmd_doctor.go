@@ -3,12 +3,16 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
+	"github.com/suzuran-app/suzuran/app/service"
 	"github.com/suzuran-app/suzuran/assets/models"
 	"github.com/suzuran-app/suzuran/engine/doctor"
+	"github.com/suzuran-app/suzuran/engine/gpucheck"
 )
 
 // newDoctorCmd is `suzuran doctor`: the first-run diagnostic, whose output
@@ -89,6 +93,35 @@ func runDoctor(model string, devices []string, threads int) (*doctor.Report, err
 	}
 	r.Version = version
 	return r, nil
+}
+
+// doctorJSON is the report of `suzuran doctor --json`, for the window's
+// "Copy report".
+func doctorJSON() (string, error) {
+	r, err := runDoctor("", nil, 0)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	return string(b) + "\n", err
+}
+
+// gpuCheckOptions configure the GPU self-check of `suzuran serve --no-ui`
+// as the window's (app/service): the result remembered beside
+// settings.json, the demo model's check included.
+func gpuCheckOptions(backend string, logger zerolog.Logger) gpucheck.Options {
+	o := gpucheck.Options{Version: version, OnFallback: func(r gpucheck.Result) {
+		logger.Warn().Str("stage", r.Stage).Str("error", r.Error).Msg(r.Message)
+	}}
+	if p, err := service.SettingsPath(); err == nil {
+		o.StateFile = filepath.Join(filepath.Dir(p), service.GPUCheckFile)
+	}
+	if backend != "cpu" {
+		if root, err := models.DefaultRoot(); err == nil {
+			o.DemoDir, _ = models.Install(root)
+		}
+	}
+	return o
 }
 
 // doctorModel is the model doctor validates: --model, else the configured

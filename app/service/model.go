@@ -362,5 +362,5 @@ func (m serverModels) ThinkingDefault() *bool {
 
 func (m serverModels) Status() server.ModelStatus {
 	s := m.h.snapshot()
-	return server.ModelStatus{State: s.State, Model: s.Name, Dir: s.Dir, Progress: s.Progress, Error: s.Error}
+	return server.ModelStatus{State: s.State, Model: s.Name, Dir: s.Dir, Progress: s.Progress, Error: s.Error, Fallback: s.Fallback}
 }
