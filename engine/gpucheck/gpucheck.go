@@ -320,6 +320,9 @@ func libraryOf(dev device.Device) string {
 	if l, ok := dev.(interface{ Library() string }); ok {
 		return l.Library()
 	}
+	if strings.HasPrefix(dev.Name(), "emu") {
+		return "emulator"
+	}
 	return ""
 }
 

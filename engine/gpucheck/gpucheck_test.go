@@ -31,7 +31,7 @@ type faultDevice struct {
 	waits                            atomic.Int64
 	// failFrom, when above 0, fails every command buffer from that wait on.
 	failFrom atomic.Int64
-	release                          chan struct{}
+	release  chan struct{}
 }
 
 func (d *faultDevice) Pipeline(name string) (device.Pipeline, error) {
@@ -273,7 +273,7 @@ func TestPassingCheckIsRemembered(t *testing.T) {
 	if !res.Ran || !res.OK || res.Fallback || !strings.Contains(e.BackendName(), "emu") {
 		t.Fatalf("first start: ran %v ok %v fallback %v backend %q (%s), want a passing check on emu", res.Ran, res.OK, res.Fallback, e.BackendName(), res.Error)
 	}
-	if res.DurationS <= 0 || res.DurationS > time.Since(start).Seconds() || res.Device == "" || res.OS == "" {
+	if res.DurationS <= 0 || res.DurationS > time.Since(start).Seconds() || res.Device == "" || res.OS == "" || res.Library != "emulator" {
 		t.Errorf("result %+v: want the check's time and the key", res)
 	}
 	if _, err := ask(t, e); err != nil {
