@@ -47,11 +47,17 @@ func Backends() []string { return backends.Names() }
 func Load(dir string, lo LoadOptions) (*Engine, error) {
 	m, err := checkpoint.Load(dir)
 	if err != nil {
+		if lo.Device != nil {
+			lo.Device.Close()
+		}
 		return nil, err
 	}
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
 		m.Close()
+		if lo.Device != nil {
+			lo.Device.Close()
+		}
 		return nil, err
 	}
 	// A folder without a chat template still serves token requests (the

@@ -1,6 +1,8 @@
 package doctor
 
 import (
+	"fmt"
+
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
 )
 
@@ -13,17 +15,18 @@ func SystemInfo() System { return system() }
 // pass and greedy decode steps, on the GPU backend over dev against the
 // CPU backend (threads; 0 for all CPUs). It is the check Run makes of the
 // demo model, and the app's first-run self-check makes of the demo model
-// and of the model it loads. dev stays open. A model that does not load,
-// or a CPU reference that fails, is reported in the check's Error too.
-func CheckDevice(dev device.Device, dir string, threads int) *NumericCheck {
+// and of the model it loads. dev stays open. The error is for what is not
+// the GPU's doing — a model that does not load, a CPU reference run that
+// fails — and then there is no check.
+func CheckDevice(dev device.Device, dir string, threads int) (*NumericCheck, error) {
 	check, err := openCheckModel(dir)
 	if err != nil {
-		return &NumericCheck{Model: dir, Tolerance: NumericTolerance, Error: err.Error()}
+		return nil, err
 	}
 	defer check.close()
 	ref, err := check.runCPU(threads)
 	if err != nil {
-		return &NumericCheck{Model: dir, Tolerance: NumericTolerance, Error: "the CPU backend's reference run failed: " + err.Error()}
+		return nil, fmt.Errorf("the CPU backend's reference run failed: %w", err)
 	}
-	return check.compare(dev, ref)
+	return check.compare(dev, ref), nil
 }

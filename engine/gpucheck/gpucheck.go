@@ -162,7 +162,11 @@ func Load(dir string, lo engine.LoadOptions, o Options) (*engine.Engine, Result,
 			o.OnCheck()
 		}
 		watched := &watch{Device: dev}
-		ok := r.check(watched, dir, o, lo.Threads)
+		ok, err := r.check(watched, dir, o, lo.Threads)
+		if err != nil {
+			dev.Close()
+			return nil, Result{}, err
+		}
 		r.Library = libraryOf(dev)
 		r.DurationS = seconds(time.Since(start))
 		if !ok {
@@ -194,13 +198,16 @@ func Load(dir string, lo engine.LoadOptions, o Options) (*engine.Engine, Result,
 	}
 	e, err := engine.Load(dir, lo)
 	if err != nil {
-		// The device is closed by Load. A model that loads on no backend
-		// fails on the CPU too, and says so.
+		// The device is closed by Load. Only a model that loads on the CPU
+		// says the GPU failed; one that loads nowhere says why itself.
 		r.OK = false
 		r.fail(StageLoad, err)
-		o.remember(r)
 		lo.Device, lo.OnFallback = nil, nil
-		return loadCPU(dir, lo, r)
+		e, r, err := loadCPU(dir, lo, r)
+		if err == nil {
+			o.remember(r)
+		}
+		return e, r, err
 	}
 	return e, r, nil
 }
@@ -215,8 +222,9 @@ func loadCPU(dir string, lo engine.LoadOptions, r Result) (*engine.Engine, Resul
 }
 
 // check runs the demo model's check, then the loaded model's, on dev,
-// within the timeout; it records the first failure in r.
-func (r *Result) check(dev *watch, dir string, o Options, threads int) bool {
+// within the timeout; it records the first failure in r. The error is a
+// loaded model that cannot be opened, which no backend would run.
+func (r *Result) check(dev *watch, dir string, o Options, threads int) (bool, error) {
 	timeout := o.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -227,6 +235,7 @@ func (r *Result) check(dev *watch, dir string, o Options, threads int) bool {
 		stage string
 		err   error
 		rel   float64
+		model error // the loaded model cannot be checked: not the GPU's doing
 	}
 	done := make(chan outcome, 1)
 	go func() {
@@ -235,7 +244,17 @@ func (r *Result) check(dev *watch, dir string, o Options, threads int) bool {
 			if m == "" || (i == 1 && filepath.Clean(m) == filepath.Clean(o.DemoDir)) {
 				continue // the demo model itself is loaded: checked once
 			}
-			n := doctor.CheckDevice(dev, m, threads)
+			n, err := doctor.CheckDevice(dev, m, threads)
+			if err != nil {
+				// A demo model that does not open leaves the check to the
+				// loaded model; a loaded model that does not open fails
+				// on every backend, and says so itself.
+				if i == 1 {
+					out.model = err
+					break
+				}
+				continue
+			}
 			out.rel = math.Max(out.rel, n.RelativeError)
 			if !n.OK {
 				out.stage, out.err = dev.stage(), fmt.Errorf("%s: %s", filepath.Base(m), n.Error)
@@ -250,15 +269,18 @@ func (r *Result) check(dev *watch, dir string, o Options, threads int) bool {
 	select {
 	case out := <-done:
 		r.RelativeError = out.rel
+		if out.model != nil {
+			return false, out.model
+		}
 		if out.err != nil {
 			r.fail(out.stage, out.err)
-			return false
+			return false, nil
 		}
 		r.OK = true
-		return true
+		return true, nil
 	case <-ctx.Done():
 		r.fail(StageTimeout, fmt.Errorf("the GPU check did not finish in %v", timeout))
-		return false
+		return false, nil
 	}
 }
 

@@ -405,3 +405,24 @@ func TestFailureDuringUse(t *testing.T) {
 		})
 	}
 }
+
+// TestBrokenModelIsNotTheGPU: a model folder that does not load is no GPU
+// failure: Load returns the loader's error, and nothing is remembered that
+// would keep a later, fixed model off the GPU.
+func TestBrokenModelIsNotTheGPU(t *testing.T) {
+	_, demo := paths(t)
+	state := filepath.Join(t.TempDir(), "gpu-check.json")
+	r := &rig{t: t}
+	missing := filepath.Join(t.TempDir(), "no-model")
+	e, _, err := Load(missing, loadOpts(), Options{Version: "1", StateFile: state, DemoDir: demo, OpenDevice: r.open})
+	if err == nil {
+		e.Close()
+		t.Fatal("a missing model folder loaded")
+	}
+	if !strings.Contains(err.Error(), "no-model") {
+		t.Errorf("error %v does not name the folder", err)
+	}
+	if _, err := os.Stat(state); err == nil {
+		t.Error("a model that does not load was remembered as the GPU's result")
+	}
+}
