@@ -377,12 +377,15 @@ func (w *watch) stage() string {
 func (w *watch) Pipeline(name string) (device.Pipeline, error) {
 	p, err := w.Device.Pipeline(name)
 	if err != nil {
+		// The Metal device's Pipeline compiles the library on first use
+		// and refuses GPUs below Apple7 there, so its error says which.
 		stage := StagePipeline
-		if strings.Contains(err.Error(), "compil") || strings.Contains(err.Error(), "Apple7") {
-			stage = StageCompile
-		}
-		if strings.Contains(err.Error(), "Apple7") {
+		switch text := err.Error(); {
+		case strings.Contains(text, "Apple7"):
 			stage = StageDevice
+		case strings.Contains(text, "building the pipeline"):
+		case strings.Contains(text, "compil"):
+			stage = StageCompile
 		}
 		w.note(stage, err)
 	}
