@@ -193,8 +193,11 @@ smoke: build
 
 ## mac-check: on a Mac, every check only a Mac can make — Apple's metal
 ## compiler on every kernel file, suzuran doctor, the Metal device and GPU
-## backend tests — with the results to send back in bin/mac-check/ (not part
-## of make test, which runs on Linux).
+## backend tests, and the app's first run: the bundle with its kernels
+## compiled ahead, the GPU self-check (its result and time, the library
+## loaded: bundled or compiled), and whether the window, the tray icon and
+## the shortcut came up — with the results to send back in bin/mac-check/
+## (not part of make test, which runs on Linux).
 .PHONY: mac-check
 mac-check:
 	build/mac-check.sh

@@ -14,12 +14,14 @@ import (
 	"time"
 
 	"github.com/mattn/go-isatty"
+	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 
 	"github.com/suzuran-app/suzuran/app/docs"
 	"github.com/suzuran-app/suzuran/assets/models"
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
+	"github.com/suzuran-app/suzuran/engine/gpucheck"
 	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/sample"
 )
@@ -114,9 +116,16 @@ func runChat(cmd *cobra.Command, o chatOptions) error {
 		think = false
 	}
 
-	e, err := engine.Load(dir, engine.LoadOptions{Backend: o.backend, Threads: o.threads, Parallel: o.parallel, Precision: o.precision})
+	// The GPU is checked as the window checks it, and a failure moves the
+	// chat to the CPU, saying why.
+	check := gpuCheckOptions(o.backend, zerolog.Nop())
+	check.OnFallback = func(r gpucheck.Result) { fmt.Fprintln(stderr, r.Message) }
+	e, res, err := gpucheck.Load(dir, engine.LoadOptions{Backend: o.backend, Threads: o.threads, Parallel: o.parallel, Precision: o.precision}, check)
 	if err != nil {
 		return err
+	}
+	if res.Fallback {
+		fmt.Fprintln(stderr, res.Message)
 	}
 	if _, err := e.Template(); err != nil {
 		e.Close()

@@ -80,3 +80,30 @@ func TestDoctorTextReportsABrokenModel(t *testing.T) {
 		t.Errorf("stderr %q, want the failure count", stderr)
 	}
 }
+
+// `suzuran doctor --first-run` runs the app's first-start GPU self-check
+// (the emulator standing in for Metal here) and prints its result; the
+// second run finds it remembered in the state file and does not check
+// again. make mac-check reads these fields.
+func TestDoctorFirstRun(t *testing.T) {
+	state := filepath.Join(t.TempDir(), "gpu-check.json")
+	for i, wantRan := range []bool{true, false} {
+		stdout, stderr, err := execute(t, "doctor", "--first-run", "--backend", "emu", "--threads", "2", "--model", tinyModel, "--state", state)
+		if err != nil {
+			t.Fatalf("run %d: %v\nstderr: %s\nstdout: %s", i+1, err, stderr, stdout)
+		}
+		var r struct {
+			OK, Ran, Fallback bool
+			Library           string
+			RunsOn            string  `json:"runs_on"`
+			DurationS         float64 `json:"duration_s"`
+			Time              string
+		}
+		if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+			t.Fatalf("run %d: %v\n%s", i+1, err, stdout)
+		}
+		if !r.OK || r.Ran != wantRan || r.Fallback || r.Library != "emulator" || !strings.HasPrefix(r.RunsOn, "gpu: emu") || r.DurationS <= 0 || r.Time == "" {
+			t.Errorf("run %d: %+v, want ok, ran %v, on emu, with the check's time", i+1, r, wantRan)
+		}
+	}
+}

@@ -146,6 +146,7 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	)
 	if o.noUI {
 		loader := server.NewLoader(dir, opts)
+		loader.SetGPUCheck(gpuCheckOptions(o.backend, logger))
 		cfg.Models = loader
 		if isDemoModel(dir) {
 			// The demo model was trained without thinking.
@@ -173,6 +174,7 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 			Pace:          o.pace,
 			Version:       version,
 			Log:           logger.With().Str("part", "service").Logger(),
+			Report:        doctorJSON,
 		})
 		if err != nil {
 			return err
@@ -214,6 +216,10 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	}
 	if ctx.Err() == nil {
 		logger.Info().Dur("took", time.Since(start)).Msg("model ready")
+		if f := cfg.Models.Status().Fallback; f != "" {
+			logger.Warn().Msg(f)
+			fmt.Fprintln(cmd.ErrOrStderr(), f)
+		}
 	}
 	<-ctx.Done()
 	stop()

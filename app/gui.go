@@ -89,6 +89,7 @@ func runGUI() error {
 		API:      api,
 		Shortcut: newGlobalShortcut(d.showWindow),
 		Log:      log.Logger.With().Str("part", "service").Logger(),
+		Report:   doctorJSON,
 	})
 	if err != nil {
 		return err
@@ -101,6 +102,7 @@ func runGUI() error {
 		settings:    func() { d.command("settings") },
 		setAPI:      func(on bool) { d.svc.SetAPIEnabled(on) },
 		copyURL:     d.copyText,
+		copyReport:  func() { go d.copyReport() },
 		checkUpdate: func() { go d.checkForUpdates() },
 		openURL:     d.openURL,
 		quit:        d.quit,
@@ -190,6 +192,17 @@ func (d *desktop) startup(ctx context.Context) {
 	go update.Checker{Current: version, OnError: func(err error) {
 		d.log.Info().Err(err).Msg("daily update check")
 	}}.Daily(ctx, func() bool { return d.svc.Settings().CheckForUpdates }, d.tray.showUpdate)
+}
+
+// copyReport is the tray's "Copy Report": the report of `suzuran doctor
+// --json` on the clipboard (it takes seconds).
+func (d *desktop) copyReport() {
+	report, err := d.svc.Report()
+	if err != nil {
+		d.log.Warn().Err(err).Msg("the doctor's report")
+		return
+	}
+	d.copyText(report)
 }
 
 // checkForUpdates is the tray's "Check for Updates…": it reads the releases

@@ -24,12 +24,17 @@ const (
 )
 
 // trayActions is what the tray menu does.
+// trayReportTitle copies `suzuran doctor --json` while the model runs on
+// the CPU because the GPU failed.
+const trayReportTitle = "Copy Report"
+
 type trayActions struct {
 	open        func()        // show the chat window
 	newChat     func()        // show it with a new conversation
 	settings    func()        // show it with the settings
 	setAPI      func(on bool) // switch the local API
 	copyURL     func(string)  // put the API's address on the clipboard
+	copyReport  func()        // put `suzuran doctor --json` on the clipboard
 	checkUpdate func()        // check the releases feed now and say what it found
 	openURL     func(string)  // open a page in the user's browser
 	quit        func()        // quit the app
@@ -58,7 +63,7 @@ type tray struct {
 }
 
 type trayItems struct {
-	model, download, api, address, copyURL, available *systray.MenuItem
+	model, fallback, report, download, api, address, copyURL, available *systray.MenuItem
 }
 
 func newTray(actions trayActions, log zerolog.Logger) *tray {
@@ -83,6 +88,9 @@ func (t *tray) ready() {
 	systray.AddSeparator()
 	model := systray.AddMenuItem("Model: starting…", "The model's state")
 	model.Disable()
+	fallback := systray.AddMenuItem("", "Why the model runs on the CPU")
+	fallback.Disable()
+	report := systray.AddMenuItem(trayReportTitle, "Copy the report of the GPU check, for a bug report")
 	download := systray.AddMenuItem("", "The model's download; open the chat window to pause it")
 	systray.AddSeparator()
 	api := systray.AddMenuItemCheckbox(trayAPITitle, "Let other programs on this computer use the model through an OpenAI-compatible API", false)
@@ -98,7 +106,7 @@ func (t *tray) ready() {
 	setTrayClick(t.actions.open)
 
 	t.mu.Lock()
-	t.items = trayItems{model: model, download: download, api: api, address: address, copyURL: copyURL, available: available}
+	t.items = trayItems{model: model, fallback: fallback, report: report, download: download, api: api, address: address, copyURL: copyURL, available: available}
 	t.built = true
 	t.refreshLocked()
 	t.mu.Unlock()
@@ -111,6 +119,8 @@ func (t *tray) ready() {
 				t.actions.open()
 			case <-download.ClickedCh:
 				t.actions.open()
+			case <-report.ClickedCh:
+				t.actions.copyReport()
 			case <-newChat.ClickedCh:
 				t.actions.newChat()
 			case <-api.ClickedCh:
@@ -159,6 +169,14 @@ func (t *tray) refreshLocked() {
 		return
 	}
 	t.items.model.SetTitle(modelLine(t.model))
+	if t.model.Fallback != "" {
+		t.items.fallback.SetTitle(t.model.Fallback)
+		t.items.fallback.Show()
+		t.items.report.Show()
+	} else {
+		t.items.fallback.Hide()
+		t.items.report.Hide()
+	}
 	if line := downloadLine(t.dl); line != "" {
 		t.items.download.SetTitle(line)
 		t.items.download.Show()
@@ -195,8 +213,14 @@ func modelLine(m service.ModelState) string {
 	}
 	switch m.State {
 	case server.StateLoading:
+		if m.Checking {
+			return fmt.Sprintf("Checking the GPU for %s…", name)
+		}
 		return fmt.Sprintf("Loading %s… %.0f %%", name, 100*m.Progress)
 	case server.StateReady:
+		if m.Fallback != "" {
+			return "Ready on the CPU: " + name
+		}
 		return "Ready: " + name
 	case server.StateError:
 		return "Model error: " + m.Error

@@ -76,7 +76,22 @@ type Options struct {
 	// it is for backends whose passes run asynchronously (Load turns it on
 	// when backends.Backend.Async says so).
 	Pipelined bool
+	// Fallback, when set, is where the engine moves after a pass fails on
+	// its backend (a GPU command buffer error mid-answer): the requests
+	// running then end with an error wrapping ErrBackendFailed, the
+	// backend is closed, and the waiting requests and every later one run
+	// on the backend Fallback returns, unpipelined. It is called once, on
+	// the engine goroutine; when it fails the engine keeps the backend it
+	// had.
+	Fallback func(cause error) (model.Backend, error)
+	// OnFallback, when set, is told on a goroutine of its own once the
+	// engine has moved to the Fallback backend.
+	OnFallback func(cause error)
 }
+
+// ErrBackendFailed is wrapped by the error of the requests that were
+// running when the engine moved to its Options.Fallback backend.
+var ErrBackendFailed = errors.New("the backend failed")
 
 // Request is one generation.
 type Request struct {
@@ -280,6 +295,9 @@ type Engine struct {
 	// peakBatch is the most sequences one decode step has served (read by
 	// tests once the engine has closed).
 	peakBatch int
+	// broken is the first pass failure on the backend since the last
+	// move to Options.Fallback (nil: none).
+	broken error
 }
 
 // job is a submitted request with its stream.
@@ -370,7 +388,7 @@ func New(opts Options) (*Engine, error) {
 // sequenceBytes is the memory of a sequence holding tokens tokens: the
 // backend's own figure, or the config's (bf16 KV, f32 DeltaNet state).
 func (e *Engine) sequenceBytes(tokens int) int64 {
-	if s, ok := e.backend.(model.SequenceSizer); ok {
+	if s, ok := e.currentBackend().(model.SequenceSizer); ok {
 		return s.SequenceBytes(tokens)
 	}
 	c := &e.weights.Config
@@ -419,8 +437,17 @@ func (e *Engine) VocabSize() int { return e.vocab }
 // ContextTokens is the most tokens a request may hold.
 func (e *Engine) ContextTokens() int { return e.opts.ContextTokens }
 
-// BackendName names the backend ("cpu: 2 threads").
-func (e *Engine) BackendName() string { return e.backend.Name() }
+// BackendName names the backend ("cpu: 2 threads"); after a move to
+// Options.Fallback, the fallback's.
+func (e *Engine) BackendName() string { return e.currentBackend().Name() }
+
+// currentBackend is e.backend for any goroutine: the engine goroutine
+// changes it under e.mu when it moves to Options.Fallback.
+func (e *Engine) currentBackend() model.Backend {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.backend
+}
 
 // Submit validates req and queues it. Validation errors (an empty or too
 // long prompt, a token outside the vocabulary, bad sampling parameters) are

@@ -86,6 +86,8 @@ func (g *generation) begin() error {
 			return fmt.Errorf("restoring a cached prefix of %d tokens: %w", len(hit.tokens), err)
 		}
 		g.pos = len(hit.tokens)
+	} else if e.empty == nil {
+		return errors.New("the backend could not make an empty sequence")
 	} else if err := g.seq.Restore(e.empty); err != nil {
 		return fmt.Errorf("resetting the sequence: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"github.com/suzuran-app/suzuran/engine/chat"
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/cpu"
+	"github.com/suzuran-app/suzuran/engine/gpu/device"
+	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
 
@@ -27,6 +29,13 @@ type LoadOptions struct {
 	PrefillChunk  int
 	// Parallel is Options.Parallel: how many requests decode together.
 	Parallel int
+	// Device, when set, is an opened device (backends.OpenDevice) for the
+	// GPU backend named by Backend; the engine owns it from then on.
+	Device device.Device
+	// OnFallback, when set with a GPU backend, moves the engine to the
+	// cpu backend (Threads, Precision) when a pass fails on the GPU, and
+	// is then told why, on a goroutine of its own (see Options.Fallback).
+	OnFallback func(cause error)
 }
 
 // Backends lists the backend names Load accepts in this build
@@ -38,20 +47,36 @@ func Backends() []string { return backends.Names() }
 func Load(dir string, lo LoadOptions) (*Engine, error) {
 	m, err := checkpoint.Load(dir)
 	if err != nil {
+		if lo.Device != nil {
+			lo.Device.Close()
+		}
 		return nil, err
 	}
 	tok, err := tokenizer.Load(dir)
 	if err != nil {
 		m.Close()
+		if lo.Device != nil {
+			lo.Device.Close()
+		}
 		return nil, err
 	}
 	// A folder without a chat template still serves token requests (the
 	// logits tool, the fixtures); SubmitChat then reports why.
 	tmpl, tmplErr := chat.LoadTemplate(dir)
-	backend, err := backends.Open(lo.Backend, m.Weights, backends.Options{Threads: lo.Threads, Precision: cpu.Precision(lo.Precision)})
+	backend, err := backends.Open(lo.Backend, m.Weights, backends.Options{Threads: lo.Threads, Precision: cpu.Precision(lo.Precision), Device: lo.Device})
 	if err != nil {
 		m.Close()
 		return nil, err
+	}
+	var fallback func(error) (model.Backend, error)
+	if lo.OnFallback != nil && backend.Device != nil {
+		fallback = func(cause error) (model.Backend, error) {
+			b, err := backends.Open("cpu", m.Weights, backends.Options{Threads: lo.Threads, Precision: cpu.Precision(lo.Precision)})
+			if err != nil {
+				return nil, err
+			}
+			return b.Backend, nil
+		}
 	}
 	cacheBytes := lo.CacheBytes
 	if cacheBytes == 0 {
@@ -75,6 +100,8 @@ func Load(dir string, lo LoadOptions) (*Engine, error) {
 		PrefillChunk:  lo.PrefillChunk,
 		Parallel:      parallel,
 		Pipelined:     backend.Async,
+		Fallback:      fallback,
+		OnFallback:    lo.OnFallback,
 	})
 	if err != nil {
 		backend.Close()

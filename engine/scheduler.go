@@ -36,7 +36,8 @@ import (
 // run is the engine goroutine.
 func (e *Engine) run() {
 	defer close(e.done)
-	defer e.backend.Close()
+	// The backend at the end, which after a fallback is not the first.
+	defer func() { e.backend.Close() }()
 	var ahead *decodeStep // a pipelined step already started
 	for {
 		if e.ctx.Err() != nil {
@@ -76,10 +77,89 @@ func (e *Engine) run() {
 			// chunk's size decides which kernels its rows take, and a
 			// request's answer must not depend on what else runs.
 			if err := g.prefillChunk(e.opts.PrefillChunk); err != nil {
+				if !errors.Is(err, errCancelled) {
+					e.passFailed(err)
+				}
 				g.fail(err)
 			}
 		}
+		if e.broken != nil && e.opts.Fallback != nil {
+			if ahead != nil {
+				ahead.finish()
+				ahead = nil
+			}
+			e.fallBack()
+		}
 		e.release()
+	}
+}
+
+// passFailed notes a pass that failed on the backend, for fallBack.
+func (e *Engine) passFailed(err error) {
+	if e.broken == nil {
+		e.broken = err
+	}
+}
+
+// fallBack moves the engine to Options.Fallback's backend after a pass
+// failed on its own: the running requests end with ErrBackendFailed (the
+// waiting ones stay queued), every sequence and cached snapshot of the old
+// backend goes with it, and nothing is pipelined any more. No pass is in
+// flight when it runs.
+func (e *Engine) fallBack() {
+	cause := e.broken
+	e.broken = nil
+	next, err := e.opts.Fallback(cause)
+	if err != nil {
+		// Nowhere to go: the engine keeps its backend, and each request
+		// that fails on it says why.
+		e.opts.Fallback = nil
+		return
+	}
+	failed := fmt.Errorf("%w while answering (%v), so this answer stopped; ask again: the engine now runs on %s", ErrBackendFailed, cause, next.Name())
+	for _, g := range e.active {
+		g.inflight = 0
+		if !g.finished || g.stats.FinishReason == FinishError {
+			g.finished = true
+			g.stats.FinishReason = FinishError
+			g.err = failed
+		}
+		e.used -= g.job.bytes
+		if g.seq != nil {
+			g.seq.Close()
+			g.seq = nil
+		}
+	}
+	for _, s := range e.free {
+		s.Close()
+	}
+	e.free = nil
+	e.cache = newPrefixCache(e.cache.budget)
+	old := e.backend
+	e.mu.Lock()
+	e.backend = next
+	e.mu.Unlock()
+	old.Close()
+	e.opts.Pipelined = false
+	e.opts.Fallback = nil
+	e.empty = nil
+	if seq, err := next.NewSequence(e.opts.ContextTokens); err == nil {
+		if snap, err := seq.Snapshot(); err == nil {
+			e.empty = snap
+			e.free = append(e.free, seq)
+		} else {
+			seq.Close()
+		}
+	}
+	// The answers end once the engine runs on its new backend, so that a
+	// caller who asks again at once is served there.
+	for _, g := range e.active {
+		g.end()
+	}
+	clear(e.active)
+	e.active = e.active[:0]
+	if e.opts.OnFallback != nil {
+		go e.opts.OnFallback(cause)
 	}
 }
 
@@ -222,6 +302,9 @@ func (e *Engine) startDecode() *decodeStep {
 	stop := func() bool { return e.ctx.Err() != nil }
 	b, err := model.StartBatchUntil(e.backend, e.weights, segs, stop)
 	if err != nil {
+		if e.ctx.Err() == nil {
+			e.passFailed(err)
+		}
 		for _, g := range gens {
 			if e.ctx.Err() != nil {
 				g.cancel()
@@ -249,6 +332,7 @@ func (d *decodeStep) finish() {
 			continue
 		}
 		if err != nil {
+			d.e.passFailed(err)
 			g.fail(fmt.Errorf("decode step %d: %w", g.stats.GeneratedTokens+1, err))
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/suzuran-app/suzuran/engine"
+	"github.com/suzuran-app/suzuran/engine/gpucheck"
 )
 
 // Loader is the Models of `suzuran serve` (and of the tests): it loads one
@@ -23,11 +24,47 @@ type Loader struct {
 	engine *engine.Engine
 	err    error
 	done   chan struct{}
+	// check configures the GPU self-check (SetGPUCheck); fallback is the
+	// result's words while the model runs on the CPU instead.
+	check    gpucheck.Options
+	fallback string
 }
 
 // NewLoader returns a Loader for the model folder dir; Load starts it.
+// A GPU backend is checked first and falls back to the CPU as the
+// window's does (engine/gpucheck).
 func NewLoader(dir string, opts engine.LoadOptions) *Loader {
-	return &Loader{dir: dir, opts: opts, load: engine.Load, state: StateUnloaded, done: make(chan struct{})}
+	l := &Loader{dir: dir, opts: opts, state: StateUnloaded, done: make(chan struct{})}
+	l.load = l.loadChecked
+	return l
+}
+
+// SetGPUCheck configures the GPU self-check; call it before Load.
+func (l *Loader) SetGPUCheck(o gpucheck.Options) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.check = o
+}
+
+// loadChecked is gpucheck.Load, noting why the model runs on the CPU.
+func (l *Loader) loadChecked(dir string, opts engine.LoadOptions) (*engine.Engine, error) {
+	l.mu.Lock()
+	o := l.check
+	l.mu.Unlock()
+	told := o.OnFallback
+	o.OnFallback = func(r gpucheck.Result) {
+		l.mu.Lock()
+		l.fallback = r.Message
+		l.mu.Unlock()
+		if told != nil {
+			told(r)
+		}
+	}
+	e, res, err := gpucheck.Load(dir, opts, o)
+	l.mu.Lock()
+	l.fallback = res.Message
+	l.mu.Unlock()
+	return e, err
 }
 
 // Load starts loading the model in the background; Wait waits for it.
@@ -90,7 +127,7 @@ var errNotLoaded = errors.New("the model is not loaded")
 func (l *Loader) Status() ModelStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	st := ModelStatus{State: l.state, Model: l.name(), Dir: l.dir}
+	st := ModelStatus{State: l.state, Model: l.name(), Dir: l.dir, Fallback: l.fallback}
 	switch l.state {
 	case StateReady:
 		st.Progress = 1

@@ -24,6 +24,9 @@ type ModelStatus struct {
 	Dir      string
 	Progress float64 // 0..1 while loading
 	Error    string  // why, when State is "error"
+	// Fallback says in words why the model runs on the CPU although a GPU
+	// backend was asked for (engine/gpucheck); "" otherwise.
+	Fallback string
 }
 
 // Model states.

@@ -14,6 +14,7 @@ import (
 	"github.com/suzuran-app/suzuran/app/server"
 	"github.com/suzuran-app/suzuran/assets/models"
 	"github.com/suzuran-app/suzuran/engine"
+	"github.com/suzuran-app/suzuran/engine/gpucheck"
 )
 
 // ModelState is the model's state as the window and the tray show it.
@@ -25,12 +26,23 @@ type ModelState struct {
 	Progress float64 `json:"progress"` // 0..1 while loading
 	Error    string  `json:"error"`
 	Backend  string  `json:"backend"` // the backend, once loaded ("cpu: 2 threads")
+	// Checking is set while the GPU self-check runs, before the model is
+	// ready (the window says "Checking the GPU…").
+	Checking bool `json:"checking"`
+	// Fallback says in words why the model runs on the CPU although the
+	// GPU was asked for ("Running on the CPU: the GPU check failed — …;
+	// answers are slower"); "" when it runs where it was asked to.
+	Fallback string `json:"fallback"`
 }
 
 // modelHost owns the engine: it loads it in the background with progress,
 // hands it to the window and the API, unloads it after the keep-alive
 // time, and reloads it on the next request.
 type modelHost struct {
+	// gpu configures the GPU self-check and the CPU fallback; recheck
+	// makes the next load run the check again (Settings).
+	gpu       gpucheck.Options
+	recheck   bool
 	backend   string
 	threads   int
 	queue     int
@@ -71,9 +83,13 @@ func (h *modelHost) startLoadLocked(dir string) {
 		parallel = h.parallel()
 	}
 	opts := engine.LoadOptions{Backend: h.backend, Threads: h.threads, ContextTokens: h.context(), QueueSize: h.queue, Parallel: parallel}
+	check := h.gpu
+	check.Recheck, h.recheck = h.recheck, false
+	check.OnCheck = func() { h.setChecking(gen) }
+	check.OnFallback = func(r gpucheck.Result) { h.fellBack(gen, r) }
 	done := h.loaded
 	go func() {
-		e, err := loadEngine(dir, opts,
+		e, res, err := loadEngine(dir, opts, check,
 			func(p float64) { h.setProgress(gen, p) })
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -89,6 +105,7 @@ func (h *modelHost) startLoadLocked(dir string) {
 		} else {
 			h.engine = e
 			h.state.State, h.state.Progress, h.state.Backend = server.StateReady, 1, e.BackendName()
+			h.state.Checking, h.state.Fallback = false, res.Message
 			h.armIdleLocked()
 		}
 		h.emitLocked()
@@ -109,10 +126,47 @@ func (h *modelHost) setProgress(gen int, p float64) {
 	h.emitLocked()
 }
 
+// setChecking says that the GPU self-check of load gen runs.
+func (h *modelHost) setChecking(gen int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if gen != h.loadGen || h.state.State != server.StateLoading {
+		return
+	}
+	h.state.Checking = true
+	h.emitLocked()
+}
+
+// fellBack: the engine of load gen moved to the CPU after a GPU failure
+// while answering; the window and the tray say so.
+func (h *modelHost) fellBack(gen int, r gpucheck.Result) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if gen != h.loadGen || h.engine == nil {
+		return
+	}
+	h.state.Fallback, h.state.Backend = r.Message, h.engine.BackendName()
+	h.emitLocked()
+}
+
+// recheckGPU loads the model again with the GPU self-check run anew,
+// whatever result is remembered.
+func (h *modelHost) recheckGPU() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	h.recheck = true
+	h.dropEngineLocked()
+	h.startLoadLocked(h.state.Dir)
+}
+
 // loadEngine reads the weights once through the page cache with progress
 // (the engine maps them, and on a cold start that read is what takes the
-// time), then starts the engine on them.
-func loadEngine(dir string, opts engine.LoadOptions, progress func(float64)) (*engine.Engine, error) {
+// time), then starts the engine on them: on the GPU once its self-check
+// passes, else on the CPU (gpucheck.Load), res saying which and why.
+func loadEngine(dir string, opts engine.LoadOptions, check gpucheck.Options, progress func(float64)) (e *engine.Engine, res gpucheck.Result, err error) {
 	files, _ := filepath.Glob(filepath.Join(dir, "*.safetensors"))
 	var total, done int64
 	for _, f := range files {
@@ -124,7 +178,7 @@ func loadEngine(dir string, opts engine.LoadOptions, progress func(float64)) (*e
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
-			return nil, fmt.Errorf("opening %s: %w", name, err)
+			return nil, res, fmt.Errorf("opening %s: %w", name, err)
 		}
 		for {
 			n, err := f.Read(buf)
@@ -137,20 +191,20 @@ func loadEngine(dir string, opts engine.LoadOptions, progress func(float64)) (*e
 			}
 			if err != nil {
 				f.Close()
-				return nil, fmt.Errorf("reading %s: %w", name, err)
+				return nil, res, fmt.Errorf("reading %s: %w", name, err)
 			}
 		}
 		f.Close()
 	}
-	e, err := engine.Load(dir, opts)
+	e, res, err = gpucheck.Load(dir, opts, check)
 	if err != nil {
-		return nil, err
+		return nil, res, err
 	}
 	if _, err := e.Template(); err != nil {
 		e.Close()
-		return nil, fmt.Errorf("%s cannot chat: %w", dir, err)
+		return nil, res, fmt.Errorf("%s cannot chat: %w", dir, err)
 	}
-	return e, nil
+	return e, res, nil
 }
 
 // acquire waits for the model to be ready (loading it if it was unloaded)
@@ -308,5 +362,5 @@ func (m serverModels) ThinkingDefault() *bool {
 
 func (m serverModels) Status() server.ModelStatus {
 	s := m.h.snapshot()
-	return server.ModelStatus{State: s.State, Model: s.Name, Dir: s.Dir, Progress: s.Progress, Error: s.Error}
+	return server.ModelStatus{State: s.State, Model: s.Name, Dir: s.Dir, Progress: s.Progress, Error: s.Error, Fallback: s.Fallback}
 }

@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/suzuran-app/suzuran/app/server"
 	"github.com/suzuran-app/suzuran/app/store"
 	"github.com/suzuran-app/suzuran/assets/models"
+	"github.com/suzuran-app/suzuran/engine/gpucheck"
 )
 
 // Options configure a Service.
@@ -64,6 +66,14 @@ type Options struct {
 	// the settings view then says the shortcut is macOS's.
 	Shortcut func(shortcut string) error
 	Log      zerolog.Logger
+	// GPUCheck configures the first-run GPU self-check of a GPU backend
+	// (engine/gpucheck). Its Version is Options.Version; StateFile ""
+	// means gpu-check.json beside settings.json; DemoDir "" means the demo
+	// model, installed from the binary beside the other models.
+	GPUCheck gpucheck.Options
+	// Report writes the report of `suzuran doctor --json`, which the
+	// window's "Copy report" copies; nil: the window offers none.
+	Report func() (string, error)
 }
 
 // APISwitch starts and stops the local API server. The app's main package
@@ -113,7 +123,13 @@ type Service struct {
 	pickFolder func(title string) (string, error)
 
 	pace time.Duration
+	// report is Options.Report.
+	report func() (string, error)
 }
+
+// GPUCheckFile is the file, beside settings.json, that remembers the GPU
+// self-check's result (engine/gpucheck).
+const GPUCheckFile = "gpu-check.json"
 
 // Open opens the database and the settings and starts loading the model in
 // the background; the model's progress arrives as EventModel.
@@ -179,7 +195,23 @@ func Open(o Options) (*Service, error) {
 		s.log.Warn().Str("database", o.DatabasePath).Msg("conversations are read-only: " + why)
 	}
 	s.store = db
+	check := o.GPUCheck
+	check.Version = o.Version
+	if check.StateFile == "" {
+		check.StateFile = filepath.Join(filepath.Dir(o.SettingsPath), GPUCheckFile)
+	}
+	if check.DemoDir == "" && o.Backend != "cpu" {
+		if isDemo(dir) {
+			check.DemoDir = dir
+		} else if root, err := models.DefaultRoot(); err == nil {
+			// A demo model that cannot be installed leaves the check to
+			// the loaded model's layers.
+			check.DemoDir, _ = models.Install(root)
+		}
+	}
+	s.report = o.Report
 	s.models = &modelHost{
+		gpu:       check,
 		backend:   o.Backend,
 		threads:   o.Threads,
 		queue:     o.QueueSize,
@@ -434,6 +466,20 @@ func (s *Service) shortcutState() ShortcutState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return ShortcutState{Available: s.shortcut != nil, Error: s.shortcutError}
+}
+
+// RecheckGPU loads the model again with the GPU self-check run anew.
+func (s *Service) RecheckGPU() error {
+	s.models.recheckGPU()
+	return nil
+}
+
+// Report is the report of `suzuran doctor --json` (Options.Report).
+func (s *Service) Report() (string, error) {
+	if s.report == nil {
+		return "", errors.New("no report in this build: run `suzuran doctor --json` in a terminal")
+	}
+	return s.report()
 }
 
 // LoadModel switches to the model in dir (or reloads the current one when

@@ -18,6 +18,7 @@ import (
 	"github.com/suzuran-app/suzuran/app/store"
 	"github.com/suzuran-app/suzuran/assets/models"
 	"github.com/suzuran-app/suzuran/engine"
+	"github.com/suzuran-app/suzuran/engine/gpucheck"
 )
 
 // demoDir installs the demo model Suzuran Tiny once for the package's
@@ -420,7 +421,7 @@ func TestModelErrorIsReported(t *testing.T) {
 
 func TestLoadReportsProgress(t *testing.T) {
 	var seen []float64
-	e, err := loadEngine(demo(t), engine.LoadOptions{Backend: "cpu", Threads: 1}, func(p float64) { seen = append(seen, p) })
+	e, _, err := loadEngine(demo(t), engine.LoadOptions{Backend: "cpu", Threads: 1}, gpucheck.Options{}, func(p float64) { seen = append(seen, p) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -239,6 +239,15 @@ func (u *UI) SetAPIEnabled(on bool) (APIState, error) { return u.s.SetAPIEnabled
 // ReloadModel loads the model again (after an error, for instance).
 func (u *UI) ReloadModel() error { return u.s.LoadModel("") }
 
+// RecheckGPU runs the GPU self-check again, whatever result is remembered,
+// and loads the model where it says: on the GPU if it passes, else on the
+// CPU (Settings' "Check the GPU again").
+func (u *UI) RecheckGPU() error { return u.s.RecheckGPU() }
+
+// Report is the report of `suzuran doctor --json`, which the window's
+// "Copy report" puts on the clipboard. It takes seconds.
+func (u *UI) Report() (string, error) { return u.s.Report() }
+
 // newReply adds an empty reply to a conversation and starts writing it.
 func (s *Service) newReply(conversation int64, think bool) (store.Message, error) {
 	reply, err := s.store.AddMessage(context.Background(), store.Message{

@@ -5,6 +5,8 @@
 # also be run alone:
 #
 #   bundle.sh    OUT/Suzuran.app from the binary (make build)
+#   kernels.sh   the GPU kernels compiled ahead (xcrun metal, -Werror, per
+#                file; xcrun metallib) into Contents/Resources
 #   sign.sh      hardened runtime, entitlements.plist; Developer ID with
 #                SUZURAN_SIGN_IDENTITY, ad hoc without
 #   dmg.sh       OUT/Suzuran-VERSION.dmg with an Applications link and a background
@@ -39,6 +41,7 @@ if [ "$DRY_RUN" = 1 ]; then
 fi
 
 "$here/bundle.sh" --binary "$binary" --out "$app"
+"$here/kernels.sh" --app "$app"
 "$here/sign.sh" "$app"
 "$here/dmg.sh" "$app" "$dmg"
 if [ -z "${SUZURAN_SIGN_IDENTITY:-}" ]; then

@@ -37,6 +37,10 @@ type Options struct {
 	// best instruction set this machine runs); see cpu.Options.
 	Precision cpu.Precision
 	ISA       cpu.ISA
+	// Device, when set, is an opened device for a GPU backend (one
+	// OpenDevice made): Open runs on it instead of opening its own, and
+	// owns it from then on, closing it also when Open fails.
+	Device device.Device
 }
 
 // Backend is an opened backend with what a caller needs to drive it. Its
@@ -124,9 +128,12 @@ func Open(name string, w *model.Weights, opt Options) (*Backend, error) {
 			}
 			return &Backend{Backend: b, Kind: name, Parallel: 2}, nil
 		}
-		dev, err := k.openDevice(opt)
-		if err != nil {
-			return nil, fmt.Errorf("%s backend: %w", name, err)
+		dev := opt.Device
+		if dev == nil {
+			var err error
+			if dev, err = k.openDevice(opt); err != nil {
+				return nil, fmt.Errorf("%s backend: %w", name, err)
+			}
 		}
 		b, err := gpu.New(dev, w, gpu.Options{KVCacheF32: opt.KVCacheF32, Sampler: sampler})
 		if err != nil {
@@ -134,6 +141,29 @@ func Open(name string, w *model.Weights, opt Options) (*Backend, error) {
 			return nil, fmt.Errorf("%s backend: %w", name, err)
 		}
 		return &Backend{Backend: b, Kind: name, Async: true, Parallel: 4, Emulated: k.emulated, GPU: b, Device: dev}, nil
+	}
+	if opt.Device != nil {
+		opt.Device.Close()
+	}
+	return nil, fmt.Errorf("unknown backend %q: this build has %s", name, strings.Join(Names(), ", "))
+}
+
+// OpenDevice opens the device the GPU backend called name runs on ("emu",
+// or "metal" on macOS), for a caller that checks it before Open runs the
+// model on it (Options.Device). The cpu backend has no device: an error.
+func OpenDevice(name string, opt Options) (device.Device, error) {
+	for _, k := range kinds() {
+		if k.name != name {
+			continue
+		}
+		if k.openDevice == nil {
+			return nil, fmt.Errorf("the %s backend runs on no GPU device", name)
+		}
+		dev, err := k.openDevice(opt)
+		if err != nil {
+			return nil, fmt.Errorf("%s backend: %w", name, err)
+		}
+		return dev, nil
 	}
 	return nil, fmt.Errorf("unknown backend %q: this build has %s", name, strings.Join(Names(), ", "))
 }

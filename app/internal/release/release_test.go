@@ -193,6 +193,7 @@ func TestMakeAppDryRun(t *testing.T) {
 				}
 			}
 			checkAppBundle(t, filepath.Join(out, "Suzuran.app"), binary, version)
+			checkKernelSteps(t, log, filepath.Join(out, "Suzuran.app"))
 			checkImageFolder(t, filepath.Join(out, "dmg-staging"), binary, version)
 		})
 	}

@@ -31,11 +31,15 @@ type Device struct {
 	maxThreadgroup int
 	sources        map[string]string
 	prefix         string // before file names in compiler messages
+	// bundled is the precompiled library to load before compiling the
+	// sources ("" for none): see BundledLibraryPath.
+	bundled string
 
 	mu        sync.Mutex
 	libraries []library
-	compiled  bool
-	libErr    error // a failed compile is remembered: the sources cannot change
+	// choice loads the kernels once, from the bundle or the sources; a
+	// failure is remembered: neither can change.
+	choice    libraryChoice
 	pipelines map[string]*pipeline
 	recording bool // a command buffer is between NewCommandBuffer and Commit
 	closed    bool
@@ -54,9 +58,17 @@ type library struct {
 var ErrNoDevice = errors.New("no Metal device found")
 
 // NewDefault opens the system's default Metal device with the kernels
-// embedded in the binary (metalkernels).
+// embedded in the binary (metalkernels): the app bundle's precompiled
+// library of those sources when it has one and it loads, else the sources
+// compiled on first use (see Library).
 func NewDefault() (*Device, error) {
-	return newDevice(metalkernels.Sources(), "metalkernels/")
+	sources := metalkernels.Sources()
+	d, err := newDevice(sources, "metalkernels/")
+	if err != nil {
+		return nil, err
+	}
+	d.bundled = bundledLibraryFor(sources)
+	return d, nil
 }
 
 // New opens the system's default Metal device. sources maps file names to
@@ -253,7 +265,7 @@ func (d *Device) Pipeline(name string) (device.Pipeline, error) {
 	}
 	send(str, selRelease)
 	if fn == 0 {
-		return nil, fmt.Errorf("metal: no kernel named %q in the %d compiled .metal files; check the kernel's name or its [[host_name(...)]]", name, len(d.libraries))
+		return nil, fmt.Errorf("metal: no kernel named %q in the %s library (%d files); check the kernel's name or its [[host_name(...)]]", name, d.choice.source, len(d.libraries))
 	}
 	var errObj objc.ID
 	state := sendID(d.dev, selNewComputePipelineState, uintptr(fn), uintptr(unsafe.Pointer(&errObj)))
@@ -279,26 +291,32 @@ func (d *Device) Pipeline(name string) (device.Pipeline, error) {
 	return p, nil
 }
 
-// compileLocked compiles every .metal file once, each as its own library,
-// at language version 3.1 so that the kernels run on macOS 14 and every
-// Apple Silicon GPU. It runs inside the caller's autorelease pool.
+// compileLocked loads the kernels once: the bundle's precompiled library
+// (d.bundled) when it exists and loads, else every .metal file compiled,
+// each as its own library, at language version 3.1 so that the kernels run
+// on macOS 14 and every Apple Silicon GPU. It runs inside the caller's
+// autorelease pool.
 func (d *Device) compileLocked() error {
-	if d.compiled {
-		return d.libErr
+	if d.choice.done {
+		return d.choice.err
 	}
-	d.compiled = true
 	// The kernels need SIMD-group reductions and simdgroup matrices, which
 	// Apple GPUs have from the Apple7 family (M1) on. Below it — GitHub's
 	// hosted macOS runners expose an "Apple Paravirtual device" of the
 	// Apple5 family — kernels may build and still compute garbage, so say
 	// so here. supportsFamily: returns a BOOL, in the low byte of x0.
 	if !d.SupportsKernels() {
-		d.libErr = fmt.Errorf("metal: %s is not of the Apple7 GPU family (M1) or later, which the kernels need (SIMD-group reductions, simdgroup matrices); run on an Apple silicon Mac rather than a virtual machine, or use --backend cpu", d.name)
-		return d.libErr
+		d.choice.done = true
+		d.choice.err = fmt.Errorf("metal: %s is not of the Apple7 GPU family (M1) or later, which the kernels need (SIMD-group reductions, simdgroup matrices); run on an Apple silicon Mac rather than a virtual machine, or use --backend cpu", d.name)
+		return d.choice.err
 	}
+	return d.choice.load(d.bundled, d.loadLibraryFileLocked, d.compileSourcesLocked)
+}
+
+// compileSourcesLocked compiles every .metal file, each as its own library.
+func (d *Device) compileSourcesLocked() error {
 	units, err := TranslationUnits(d.sources, d.prefix)
 	if err != nil {
-		d.libErr = err
 		return err
 	}
 	opts := newCompileOptions()
@@ -306,9 +324,8 @@ func (d *Device) compileLocked() error {
 	for _, u := range units {
 		lib, _, err := d.compileUnit(opts, u)
 		if err != nil {
-			d.libErr = err
 			d.releaseLibrariesLocked()
-			return d.libErr
+			return err
 		}
 		// Warnings are not errors here; CompileUnits reports them.
 		d.libraries = append(d.libraries, library{file: u.Name, id: lib})

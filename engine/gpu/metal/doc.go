@@ -11,9 +11,12 @@
 //   - NewBuffer makes shared-storage buffers (one memory, seen by host and
 //     GPU); WrapBytes wraps page-aligned host memory (the mapped checkpoint)
 //     with newBufferWithBytesNoCopy, so weights are never copied.
-//   - Pipeline compiles the embedded MSL once, at language version 3.1
-//     (macOS 14, every Apple Silicon Mac), and caches one compute pipeline
-//     state per kernel name. It refuses GPUs below the Apple7 family and
+//   - Pipeline loads the kernels once — the app bundle's precompiled
+//     library of the embedded sources (Contents/Resources/kernels-DIGEST.metallib,
+//     built by make app's build/macos/kernels.sh) when it is there and loads,
+//     else the embedded MSL compiled at language version 3.1 (macOS 14,
+//     every Apple Silicon Mac) — and caches one compute pipeline state per
+//     kernel name; Library says which it was. It refuses GPUs below the Apple7 family and
 //     pipelines whose SIMD width is not 32, where the kernels would compute
 //     wrong results rather than fail (GitHub's hosted macOS runners expose
 //     such a GPU: an Apple5 "Apple Paravirtual device").

@@ -66,7 +66,7 @@ describe('welcome view', () => {
     expect(backend.ui.StartDownload).toHaveBeenCalledTimes(2);
 
     backend.setDownload({ ...backend.download, state: 'done', fraction: 1, dir: '/hub/snap' });
-    backend.emit({ type: EventType.Model, model: { state: 'loading', name: 'mlx-community/Qwen3.6-35B-A3B-4bit', dir: '/hub/snap', demo: false, progress: 0.3, error: '', backend: '' } });
+    backend.emit({ type: EventType.Model, model: { state: 'loading', name: 'mlx-community/Qwen3.6-35B-A3B-4bit', dir: '/hub/snap', demo: false, progress: 0.3, error: '', backend: '', checking: false, fallback: '' } });
     const done = await within(view).findByTestId('download-done');
     await waitFor(() => expect(done.textContent).toContain('loading… 30 %'));
     expect(done.textContent).toContain('now the model Suzuran uses');

@@ -244,6 +244,29 @@ export class ChatState {
     await this.guard(() => this.ui.ReloadModel());
   }
 
+  /** Runs the GPU self-check again; the model reloads where it says. */
+  async recheckGPU(): Promise<void> {
+    await this.guard(() => this.ui.RecheckGPU());
+  }
+
+  /** 'copying' while the report is written, 'copied' once on the clipboard. */
+  reportState: '' | 'copying' | 'copied' = $state('');
+
+  /** Puts the report of `suzuran doctor --json` on the clipboard. */
+  async copyReport(): Promise<void> {
+    this.reportState = 'copying';
+    const report = await this.guard(() => this.ui.Report());
+    if (report === undefined) {
+      this.reportState = '';
+      return;
+    }
+    const copied = await this.guard(async () => {
+      await navigator.clipboard.writeText(report);
+      return true;
+    });
+    this.reportState = copied ? 'copied' : '';
+  }
+
   /**
    * Counts the message events applied; messageEvents holds, by message id,
    * the count at the last one. A reload's answer was read before the events

@@ -68,7 +68,17 @@ export class FakeBackend implements Backend {
   };
   state: AppState = {
     version: '1.2.3',
-    model: { state: 'ready', name: 'Suzuran Tiny', dir: '/m', demo: true, progress: 1, error: '', backend: 'cpu' },
+    model: {
+      state: 'ready',
+      name: 'Suzuran Tiny',
+      dir: '/m',
+      demo: true,
+      progress: 1,
+      error: '',
+      backend: 'cpu',
+      checking: false,
+      fallback: '',
+    },
     api: { available: true, enabled: false, url: '', lan: false, error: '' },
     settings: this.settings,
     showWelcome: false,
@@ -182,6 +192,8 @@ export class FakeBackend implements Backend {
       error: '',
     })),
     ReloadModel: vi.fn(async () => {}),
+    RecheckGPU: vi.fn(async () => {}),
+    Report: vi.fn(async () => '{"schema": 1, "ok": false}\n'),
     DismissWelcome: vi.fn(async () => {
       this.state.showWelcome = false;
     }),

@@ -247,6 +247,8 @@ export interface ModelState {
   progress: number;
   error: string;
   backend: string;
+  checking: boolean;
+  fallback: string;
 }
 
 /**
@@ -431,6 +433,12 @@ export interface UI {
    */
   PickFolder(): Promise<string>;
   /**
+   * RecheckGPU runs the GPU self-check again, whatever result is remembered,
+   * and loads the model where it says: on the GPU if it passes, else on the
+   * CPU (Settings' "Check the GPU again").
+   */
+  RecheckGPU(): Promise<void>;
+  /**
    * Regenerate replaces a conversation's last reply with a new one.
    */
   Regenerate(conversationID: number, think: boolean): Promise<Message>;
@@ -447,6 +455,11 @@ export interface UI {
    * Rename sets a conversation's title.
    */
   Rename(id: number, title: string): Promise<void>;
+  /**
+   * Report is the report of `suzuran doctor --json`, which the window's
+   * "Copy report" puts on the clipboard. It takes seconds.
+   */
+  Report(): Promise<string>;
   /**
    * SaveSettings validates and stores settings and returns them as saved (a
    * key generated when the API was exposed to the network).
@@ -501,4 +514,4 @@ export interface UI {
 }
 
 /** The names of UI's methods, for transports that call them by name. */
-export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "Delete", "DismissWelcome", "Download", "Edit", "Models", "PauseDownload", "PickFolder", "Regenerate", "ReloadModel", "RemoveAttachment", "Rename", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "Undelete", "UseModel", "Welcome"] as const;
+export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "Delete", "DismissWelcome", "Download", "Edit", "Models", "PauseDownload", "PickFolder", "RecheckGPU", "Regenerate", "ReloadModel", "RemoveAttachment", "Rename", "Report", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "Undelete", "UseModel", "Welcome"] as const;
