@@ -105,6 +105,23 @@ describe('chat view', () => {
     expect(screen.queryByTestId('thoughts-only')).toBeNull();
   });
 
+  it('marks the reply interrupted when the server is lost, and reads the state again when it is back', async () => {
+    await renderApp();
+    const reply = await sendMessage('What does json.dumps do?');
+    backend.stream(reply, [{ content: 'It ret' }], MessageStatus.Streaming);
+    await screen.findByText('It ret');
+    backend.emit({ type: 'connection', connected: false });
+    expect((await screen.findByTestId('reconnecting')).textContent).toMatch(/Reconnecting/);
+    await screen.findByText(/Interrupted/);
+    expect(screen.queryByRole('button', { name: 'Stop' })).toBeNull();
+    const calls = vi.mocked(backend.ui.State).mock.calls.length;
+    backend.state.model = { ...backend.state.model, name: 'Back again' };
+    backend.emit({ type: 'connection', connected: true });
+    await waitFor(() => expect(screen.queryByTestId('reconnecting')).toBeNull());
+    expect(vi.mocked(backend.ui.State).mock.calls.length).toBe(calls + 1);
+    await waitFor(() => expect(screen.getByTestId('model-state').textContent).toMatch(/Back again/));
+  });
+
   it('says so when an answer has thoughts but no text', async () => {
     await renderApp();
     const reply = await sendMessage('Think only');

@@ -9,9 +9,18 @@ import { UIMethods, type Event, type UI } from './gen/service';
 
 /**
  * An event from the service; 'resync' when events may have been missed (a
- * reconnect); or a command from the desktop app's tray menu.
+ * reconnect); 'connection' when the browser's link to the server is lost or
+ * back; or a command from the desktop app's tray menu.
  */
-export type BackendEvent = Event | { type: 'resync' } | { type: 'command'; command: 'new-chat' | 'settings' };
+export type BackendEvent =
+  | Event
+  | { type: 'resync' }
+  | { type: 'connection'; connected: boolean }
+  | { type: 'command'; command: 'new-chat' | 'settings' };
+
+/** What a call says when the server cannot be reached at all. */
+export const unreachableMessage =
+  'Suzuran cannot be reached: its server stopped or the connection was lost. The window reconnects by itself when it is back.';
 
 /** A connection to the service. */
 export interface Backend {
@@ -56,11 +65,17 @@ export function httpBackend(base = ''): Backend {
   const ui = {} as Record<string, (...args: unknown[]) => Promise<unknown>>;
   for (const name of UIMethods) {
     ui[name] = async (...args: unknown[]) => {
-      const response = await fetch(`${base}/api/call/${name}`, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify(args),
-      });
+      let response: Response;
+      try {
+        response = await fetch(`${base}/api/call/${name}`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify(args),
+        });
+      } catch {
+        // fetch rejects only when no answer came at all ("Failed to fetch").
+        throw new CallError(unreachableMessage);
+      }
       let body: { result?: unknown; error?: string };
       try {
         body = await response.json();
@@ -77,15 +92,24 @@ export function httpBackend(base = ''): Backend {
       let source: EventSource | undefined;
       let closed = false;
       let opened = false;
+      let lost = false;
       const open = () => {
         source = new EventSource(`${base}/api/events`);
         source.onopen = () => {
           // After a reconnect, what happened meanwhile was missed.
-          if (opened) handler({ type: 'resync' });
+          if (opened) {
+            if (lost) handler({ type: 'connection', connected: true });
+            handler({ type: 'resync' });
+          }
           opened = true;
+          lost = false;
         };
         source.onmessage = (message) => handler(JSON.parse(message.data) as Event);
         source.onerror = () => {
+          if (!closed && opened && !lost) {
+            lost = true;
+            handler({ type: 'connection', connected: false });
+          }
           // EventSource retries by itself unless the stream was closed
           // for good; then start again after a pause.
           if (!closed && source?.readyState === EventSource.CLOSED) setTimeout(open, 1000);

@@ -300,11 +300,40 @@ export class ChatState {
     }
   }
 
+  /**
+   * Whether the window's link to the service is up. A browser loses it when
+   * `suzuran serve` stops: the reply being written is marked interrupted
+   * (as the server marks it when it starts again), and when the link is
+   * back the model's state and the conversation are read again.
+   */
+  connected = $state(true);
+
+  private onConnection(connected: boolean): void {
+    this.connected = connected;
+    if (!connected) {
+      this.messages = this.messages.map((m) =>
+        m.status === MessageStatus.Streaming ? { ...m, status: MessageStatus.Interrupted } : m,
+      );
+      this.prefill = null;
+      return;
+    }
+    void this.guard(async () => {
+      const state = await this.ui.State();
+      this.model = state.model;
+      this.api = state.api;
+      this.settings = state.settings;
+    });
+  }
+
   /** Applies one event from the service. */
   handle(received: BackendEvent): void {
     if (received.type === 'resync') {
       void this.guard(() => this.refreshList());
       void this.reloadCurrent();
+      return;
+    }
+    if (received.type === 'connection') {
+      this.onConnection((received as { connected: boolean }).connected);
       return;
     }
     if (received.type === 'command') {
