@@ -31,6 +31,9 @@ type responsesRequest struct {
 	} `json:"reasoning"`
 	Store              *bool  `json:"store"`
 	PreviousResponseID string `json:"previous_response_id"`
+	// TopLogprobs is checked (OpenAI's range, 0 to 20) but not answered:
+	// the output items carry no logprobs.
+	TopLogprobs *int `json:"top_logprobs"`
 }
 
 func (req *responsesRequest) turn() (*chatTurn, error) {
@@ -39,6 +42,9 @@ func (req *responsesRequest) turn() (*chatTurn, error) {
 	}
 	if req.PreviousResponseID != "" {
 		return nil, badRequest("previous_response_id", "previous_response_id: this server keeps no responses; send the whole conversation in input instead")
+	}
+	if req.TopLogprobs != nil && (*req.TopLogprobs < 0 || *req.TopLogprobs > maxTopLogprobs) {
+		return nil, badRequest("top_logprobs", "top_logprobs %d: must be between 0 and %d", *req.TopLogprobs, maxTopLogprobs)
 	}
 	var messages []chat.Message
 	if req.Instructions != "" {
