@@ -21,7 +21,8 @@ func decodeBody(r *http.Request, v any) error {
 	data, err := io.ReadAll(r.Body)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		var e *apiError
+		if errors.As(err, &tooLarge) || errors.As(err, &e) {
 			return err
 		}
 		return badRequest("", "reading the request body: %v", err)
