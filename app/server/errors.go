@@ -22,9 +22,19 @@ type apiError struct {
 	Message string
 	Param   string // the request field at fault, when one is
 	Code    string
+	cause   error // what the message tells of, for errors.Is
 }
 
 func (e *apiError) Error() string { return e.Message }
+
+func (e *apiError) Unwrap() error { return e.cause }
+
+// contextExceeded is the 400 of a prompt too long for the context (err
+// wraps engine.ErrPromptTooLong); what names what to shorten.
+func contextExceeded(err error, param, what string) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Code: "context_length_exceeded",
+		Message: fmt.Sprintf("%v; shorten %s or start the server with a larger context (--ctx)", err, what), cause: err}
+}
 
 // badRequest is a 400 naming the field at fault.
 func badRequest(param, format string, args ...any) *apiError {

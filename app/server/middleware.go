@@ -231,7 +231,9 @@ func sameOrigin(origin, host string) bool {
 
 // limitBody caps request bodies at Config.MaxBodyBytes; decoding past the
 // cap fails with http.MaxBytesError, answered 413. A body must also arrive
-// in time (Config.BodyGrace and MinBodyRate, see timedBody).
+// in time (Config.BodyGrace and MinBodyRate, see timedBody), and an API
+// request's body counts against Config.RequestMemory until its handler
+// returns (chargedBody).
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > s.cfg.MaxBodyBytes {
@@ -239,6 +241,12 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 			return
 		}
 		if r.Body != nil && r.Body != http.NoBody {
+			if isAPIPath(r.URL.Path) {
+				// The UI's calls (uploads) are bounded by the app itself.
+				charged := &chargedBody{ReadCloser: r.Body, budget: s.budget}
+				defer charged.release()
+				r.Body = charged
+			}
 			r.Body = &timedBody{ReadCloser: r.Body, rc: http.NewResponseController(w), start: time.Now(),
 				grace: s.cfg.BodyGrace, rate: s.cfg.MinBodyRate}
 		}

@@ -350,8 +350,10 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	g, name, ok := s.startTurn(w, r, turn, turnStart{api: "responses", model: req.Model, stream: req.Stream, checkModel: checkModel,
 		submitErr: func(err error) error {
 			if errors.Is(err, engine.ErrPromptTooLong) {
-				return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "input", Code: "context_length_exceeded",
-					Message: fmt.Sprintf("%v; shorten the input or start the server with a larger context (--ctx)", err)}
+				if e, ok := err.(*apiError); ok && e.cause != nil {
+					err = e.cause // found while encoding: the engine's words
+				}
+				return contextExceeded(err, "input", "the input")
 			}
 			return err
 		}})

@@ -68,6 +68,11 @@ type Config struct {
 	// DefaultBodyGrace and DefaultMinBodyRate.
 	BodyGrace   time.Duration
 	MinBodyRate int64
+	// RequestMemory bounds the memory the API's requests hold together
+	// while they are read, decoded and rendered, and while they wait in
+	// the queue and run, reckoned from their bodies' size; a request that
+	// would pass it gets a 429. 0 means DefaultRequestMemory.
+	RequestMemory int64
 	// Models hands out the engine. Required.
 	Models Models
 	// Logger receives the access log and the server's events.
@@ -107,6 +112,10 @@ type Server struct {
 	cancel  context.CancelFunc // cancels every request of the running server
 	serving chan struct{}      // closed when Serve returns
 
+	// budget counts what the API's requests in flight hold
+	// (Config.RequestMemory).
+	budget *memoryBudget
+
 	// running counts the generations submitted and not yet finished (tests
 	// and the soak read it).
 	running atomic.Int64
@@ -138,11 +147,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MinBodyRate <= 0 {
 		cfg.MinBodyRate = DefaultMinBodyRate
 	}
+	if cfg.RequestMemory <= 0 {
+		cfg.RequestMemory = DefaultRequestMemory
+	}
 	exposed, err := CheckAddr(cfg.Addr, cfg.APIKey)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, exposed: exposed, keepAliveInterval: DefaultKeepAlive}
+	s := &Server{cfg: cfg, log: cfg.Logger, exposed: exposed, keepAliveInterval: DefaultKeepAlive,
+		budget: &memoryBudget{limit: cfg.RequestMemory}}
 	s.handler = s.routes()
 	return s, nil
 }

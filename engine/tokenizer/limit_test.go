@@ -33,6 +33,9 @@ func TestEncodeUpToMatchesEncode(t *testing.T) {
 			if len(want) == 0 {
 				continue
 			}
+			if m := tok.MinTokens(text); m > len(want) {
+				t.Fatalf("MinTokens %d on %.40q, more than its %d tokens", m, text, len(want))
+			}
 			got, ok := tok.EncodeWithSpecialsUpTo(text, len(want))
 			if !ok || !slices.Equal(got, want) {
 				t.Fatalf("limit %d (the count) on %.40q: ok %v, %d ids, want the %d of EncodeWithSpecials", len(want), text, ok, len(got), len(want))

@@ -63,10 +63,21 @@ func (t *Tokenizer) EncodeWithSpecialsUpTo(text string, limit int) ([]int, bool)
 	return out, true
 }
 
-// MinTokens is a lower bound on the token count of a text of n bytes
-// (without normalisation: NFC can shorten text, by at most 3 to 1): no
-// token holds more bytes than the vocabulary's longest.
-func (t *Tokenizer) MinTokens(n int) int {
+// MinTokens is a lower bound on the token count of text, from its length
+// alone: no token holds more bytes than the vocabulary's longest, and NFC
+// shortens text by at most 3 to 1 (Hangul jamo into a syllable). It reads
+// the text once without allocating, to refuse a text too long for a
+// context before rendering or encoding it.
+func (t *Tokenizer) MinTokens(text string) int {
+	n := len(text)
+	if t.nfc && !norm.NFC.IsNormalString(text) {
+		n /= 3
+	}
+	return t.minTokens(n)
+}
+
+// minTokens is the lower bound for n bytes of normalised text.
+func (t *Tokenizer) minTokens(n int) int {
 	if t.maxPiece == 0 {
 		return 0
 	}
@@ -122,8 +133,8 @@ func (t *Tokenizer) encodeSegment(seg string, withSpecial bool, out, ends []int,
 	if seg == "" {
 		return out, ends
 	}
-	if limit != noLimit && len(out)+t.MinTokens(len(seg)/3) > limit {
-		return nil, ends // even normalised (at most 3 to 1 shorter), too long
+	if limit != noLimit && len(out)+t.MinTokens(seg) > limit {
+		return nil, ends
 	}
 	if t.nfc {
 		seg = norm.NFC.String(seg)
@@ -156,7 +167,7 @@ func (t *Tokenizer) encodePlain(s string, out, ends []int, limit int) ([]int, []
 		return out, ends
 	}
 	if limit != noLimit {
-		if len(out)+t.MinTokens(len(s)) > limit {
+		if len(out)+t.minTokens(len(s)) > limit {
 			return nil, ends
 		}
 		if q, ok := t.splitter.(*qwenScanner); ok && len(s) > plainWindow {
@@ -166,7 +177,7 @@ func (t *Tokenizer) encodePlain(s string, out, ends []int, limit int) ([]int, []
 				if out = t.encodePiece(s[i:end], out); len(out) > limit {
 					return nil, ends
 				}
-				if len(out)+t.MinTokens(len(s)-end) > limit {
+				if len(out)+t.minTokens(len(s)-end) > limit {
 					return nil, ends
 				}
 				i = end
@@ -179,7 +190,7 @@ func (t *Tokenizer) encodePlain(s string, out, ends []int, limit int) ([]int, []
 	for _, end := range ends {
 		piece := s[start:end]
 		start = end
-		if limit != noLimit && len(out)+t.MinTokens(len(piece)) > limit {
+		if limit != noLimit && len(out)+t.minTokens(len(piece)) > limit {
 			return nil, ends
 		}
 		out = t.encodePiece(piece, out)
