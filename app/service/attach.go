@@ -7,10 +7,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/suzuran-app/suzuran/app/docs"
+	"github.com/suzuran-app/suzuran/app/server"
 	"github.com/suzuran-app/suzuran/app/store"
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
@@ -272,8 +274,12 @@ func (s *Service) budget(e *engine.Engine, conversation int64, question string, 
 	if isDemo(e.Dir()) {
 		think = false
 	}
-	prompt, err := e.Encode(chat.RenderRequest{Messages: msgs, AddGenerationPrompt: true, EnableThinking: &think})
+	prompt, err := server.EncodePrompt(e, chat.RenderRequest{Messages: msgs, AddGenerationPrompt: true, EnableThinking: &think})
 	if err != nil {
+		if errors.Is(err, engine.ErrPromptTooLong) {
+			return docs.Budget{}, fmt.Errorf("this question is too long for the model's context of %s tokens (%v): shorten it, attach the text as a document to keep part of it, or start a new conversation",
+				thousands(e.ContextTokens()), err)
+		}
 		return docs.Budget{}, err
 	}
 	ctx := e.ContextTokens()
@@ -307,6 +313,37 @@ func fitView(f docs.Fit) FitView {
 		AnswerTokens: f.AnswerTokens, DocumentTokens: f.DocumentTokens, AvailableTokens: f.AvailableTokens,
 		OverTokens: f.OverTokens, NoRoom: !f.Fits && f.AvailableTokens <= 0,
 	}
+}
+
+// checkQuestion refuses, before anything is stored, a question that leaves
+// no room for its answer in the context beside the conversation. It needs
+// the model's tokenizer: when the model is not loaded it checks nothing
+// (loading takes long, and Send must answer at once), and a question too
+// long fails as its reply's error instead.
+func (s *Service) checkQuestion(conversation int64, question string, think bool) error {
+	e := s.models.acquireLoaded()
+	if e == nil {
+		return nil
+	}
+	defer s.models.release()
+	b, err := s.budget(e, conversation, question, think)
+	if err != nil {
+		return err
+	}
+	if b.ConversationTokens+b.AnswerTokens > b.ContextTokens {
+		return fmt.Errorf("this question is too long for the model's context: with the conversation it holds %s of the %s tokens, and %s are kept for the answer. Shorten it, attach the text as a document to keep part of it, or start a new conversation",
+			thousands(b.ConversationTokens), thousands(b.ContextTokens), thousands(b.AnswerTokens))
+	}
+	return nil
+}
+
+// thousands writes n with thousands separators (262,144).
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // prepareAttachments checks the attachments of a question against the
