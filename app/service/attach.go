@@ -73,10 +73,11 @@ const pastedName = "Pasted text.txt"
 
 // Bounds of the attachments waiting in the composer.
 const (
-	// MaxUploadBytes is the largest file the window uploads (AttachData):
-	// base64 makes it a third larger, so its call fits in the API
+	// MaxUploadBytes is the largest file the window uploads (AttachData),
+	// just under 24 MiB: base64 makes it a third larger, so its call (with
+	// 64 KiB for the file's name and the JSON around) fits in the API
 	// server's body limit, which the browser's calls go through.
-	MaxUploadBytes = server.DefaultMaxBodyBytes / 4 * 3
+	MaxUploadBytes = (server.DefaultMaxBodyBytes - 64<<10) / 4 * 3
 	// AttachmentTTL is how long an attachment waits to be sent: one not
 	// sent within the hour is let go (its chip says so), so that files
 	// attached and forgotten do not hold memory until the app quits.

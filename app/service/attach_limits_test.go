@@ -1,10 +1,17 @@
 package service
 
 import (
+	"bytes"
+	"context"
 	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/suzuran-app/suzuran/app/server"
 )
 
 // TestUnsentAttachmentsExpire attaches a file and never sends it: after the
@@ -62,5 +69,35 @@ func TestAttachmentBudget(t *testing.T) {
 	huge := base64.StdEncoding.EncodeToString(make([]byte, MaxUploadBytes+1))
 	if _, err := svc.ui.AttachData("huge.bin", huge); err == nil || !strings.Contains(err.Error(), "files of up to") {
 		t.Errorf("an upload over MaxUploadBytes: %v, want a refusal naming the limit", err)
+	}
+}
+
+// TestLargestUploadPassesTheServer uploads a file of MaxUploadBytes with a
+// long name through the API server that serves the browser UI (its
+// default body limit): it is taken, not a 413; one byte more is refused by
+// the service with a message naming the limit, which the window shows.
+func TestLargestUploadPassesTheServer(t *testing.T) {
+	svc := newTestService(t, mustDemo(t))
+	api, err := server.New(server.Config{Addr: "127.0.0.1:0", Models: svc.Models(), UI: Handler(svc.Service, nil), Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := api.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer api.Shutdown(context.Background())
+	name := strings.Repeat("n", 250) + ".txt"
+	for _, tc := range []struct {
+		size   int
+		status int
+	}{{MaxUploadBytes, 200}, {MaxUploadBytes + 3, 422}} {
+		args, _ := json.Marshal([]string{name, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("x\n"), tc.size/2+tc.size%2)[:tc.size])})
+		status, out := call(t, "http://"+api.Addr(), "AttachData", string(args))
+		if status != tc.status {
+			t.Errorf("a %d-byte upload: %d %+v, want %d", tc.size, status, out, tc.status)
+		}
+		if tc.status != 200 && !strings.Contains(out.Error, "files of up to") {
+			t.Errorf("a %d-byte upload: %q, want the limit named", tc.size, out.Error)
+		}
 	}
 }
