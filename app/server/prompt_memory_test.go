@@ -131,6 +131,10 @@ func TestLongPromptMemory(t *testing.T) {
 	}
 	peak := maxRSS(cmd.ProcessState)
 	t.Logf("child: idle %d MB, peak %d MB (%d MB above idle)", idle>>20, peak>>20, (peak-idle)>>20)
+	if raceEnabled {
+		t.Log("not bounded under the race detector, whose shadow memory multiplies the resident size")
+		return
+	}
 	if peak-idle > 320<<20 {
 		t.Errorf("peak RSS %d MB above idle for prompts too long, want under 320 MB", (peak-idle)>>20)
 	}
