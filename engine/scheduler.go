@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/suzuran-app/suzuran/engine/model"
 )
@@ -188,7 +189,9 @@ func (e *Engine) admit() {
 			kept = append(kept, j)
 		}
 	}
-	e.pending = kept
+	// Clipped: Submit inserts into e.pending once the lock is given back,
+	// and must not shift the elements of kept, which is read below.
+	e.pending = slices.Clip(kept)
 	e.mu.Unlock()
 
 	for _, j := range gone {

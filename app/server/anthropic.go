@@ -24,9 +24,14 @@ type messagesRequest struct {
 	Tools      orderedJSON `json:"tools"`
 	ToolChoice orderedJSON `json:"tool_choice"`
 	Thinking   *struct {
-		Type string `json:"type"`
+		Type         string `json:"type"`
+		BudgetTokens *int   `json:"budget_tokens"`
 	} `json:"thinking"`
 }
+
+// minThinkingBudget is the smallest thinking.budget_tokens Anthropic's API
+// accepts.
+const minThinkingBudget = 1024
 
 type anthropicMessage struct {
 	Role    string      `json:"role"`
@@ -109,6 +114,16 @@ func (req *messagesRequest) turn(countOnly bool) (*chatTurn, error) {
 			thinking = &off
 		default:
 			return nil, badRequest("thinking.type", "thinking.type %q: use enabled or disabled", req.Thinking.Type)
+		}
+		// The budget is checked as Anthropic checks it, so that a request
+		// this server takes is one the Anthropic API takes too.
+		if b := req.Thinking.BudgetTokens; b != nil && req.Thinking.Type == "enabled" {
+			if *b < minThinkingBudget {
+				return nil, badRequest("thinking.budget_tokens", "thinking.budget_tokens %d: must be at least %d", *b, minThinkingBudget)
+			}
+			if !countOnly && *b >= maxTokens {
+				return nil, badRequest("thinking.budget_tokens", "thinking.budget_tokens %d: must be less than max_tokens (%d): raise max_tokens or lower the budget", *b, maxTokens)
+			}
 		}
 	}
 	return &chatTurn{

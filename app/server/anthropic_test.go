@@ -151,6 +151,8 @@ func TestMessagesErrors(t *testing.T) {
 		{"tool without schema", map[string]any{"max_tokens": 1, "messages": msgs, "tools": []any{map[string]any{"name": "f"}}}, 400},
 		{"forced unknown tool", map[string]any{"max_tokens": 1, "messages": msgs, "tool_choice": map[string]any{"type": "tool", "name": "g"}}, 400},
 		{"bad thinking", map[string]any{"max_tokens": 1, "messages": msgs, "thinking": map[string]any{"type": "maybe"}}, 400},
+		{"thinking budget below 1024", map[string]any{"max_tokens": 4000, "messages": msgs, "thinking": map[string]any{"type": "enabled", "budget_tokens": 1023}}, 400},
+		{"thinking budget at max_tokens", map[string]any{"max_tokens": 2048, "messages": msgs, "thinking": map[string]any{"type": "enabled", "budget_tokens": 2048}}, 400},
 		{"other model", map[string]any{"model": "gpt-4o", "max_tokens": 1, "messages": msgs}, 404},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -159,7 +161,15 @@ func TestMessagesErrors(t *testing.T) {
 			if res.status != tc.status || v["type"] != "error" || path(v, "error", "type") == nil || path(v, "error", "message") == "" {
 				t.Errorf("%d %s", res.status, res.body)
 			}
+			if tc.status == 400 && path(v, "error", "type") != "invalid_request_error" {
+				t.Errorf("error type %v, want Anthropic's invalid_request_error: %s", path(v, "error", "type"), res.body)
+			}
 		})
+	}
+	// A budget Anthropic takes (at least 1,024, below max_tokens) is taken.
+	ok := post(t, ts.url+"/v1/messages", map[string]any{"max_tokens": 1025, "messages": msgs, "thinking": map[string]any{"type": "enabled", "budget_tokens": 1024}, "stream": true})
+	if ok.status != 200 {
+		t.Errorf("budget 1024 below max_tokens 1025: %d %s", ok.status, ok.body)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"reflect"
 	"strings"
@@ -18,10 +17,15 @@ import (
 // or a field of the wrong type, is a 400 naming it; a body over the limit
 // is a 413.
 func decodeBody(r *http.Request, v any) error {
-	data, err := io.ReadAll(r.Body)
+	// Read into a buffer of the announced size (limitBody has bounded it):
+	// growing one as the bytes come would copy the body several times.
+	buf := bytes.NewBuffer(make([]byte, 0, max(0, r.ContentLength)+bytes.MinRead))
+	_, err := buf.ReadFrom(r.Body)
+	data := buf.Bytes()
 	if err != nil {
 		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
+		var e *apiError
+		if errors.As(err, &tooLarge) || errors.As(err, &e) {
 			return err
 		}
 		return badRequest("", "reading the request body: %v", err)

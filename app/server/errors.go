@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	pathpkg "path"
+	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/suzuran-app/suzuran/engine"
 )
@@ -19,9 +22,19 @@ type apiError struct {
 	Message string
 	Param   string // the request field at fault, when one is
 	Code    string
+	cause   error // what the message tells of, for errors.Is
 }
 
 func (e *apiError) Error() string { return e.Message }
+
+func (e *apiError) Unwrap() error { return e.cause }
+
+// contextExceeded is the 400 of a prompt too long for the context (err
+// wraps engine.ErrPromptTooLong); what names what to shorten.
+func contextExceeded(err error, param, what string) *apiError {
+	return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: param, Code: "context_length_exceeded",
+		Message: fmt.Sprintf("%v; shorten %s or start the server with a larger context (--ctx)", err, what), cause: err}
+}
 
 // badRequest is a 400 naming the field at fault.
 func badRequest(param, format string, args ...any) *apiError {
@@ -70,8 +83,39 @@ func anthropicType(status int) string {
 	return "api_error"
 }
 
+// diskPath finds what looks like a path of the server's disk in a message:
+// two or more segments after a slash (a segment may hold spaces, as in
+// "Application Support"), or one after "~".
+var diskPath = regexp.MustCompile(`~?(?:/[^/\s"'<>|:;,()\[\]]+(?: [^/\s"'<>|:;,()\[\]]+)*){2,}/?`)
+
+// withoutPaths rewrites the paths of the server's disk in an error message
+// to their last element ("chat template chat_template.jinja: …"): a client
+// learns what is wrong, not where the server keeps its files (the home
+// folder's name, the cache's layout). The API's own routes (/v1/…, /api/…)
+// and URLs stay as they are.
+func withoutPaths(msg string) string {
+	if !strings.Contains(msg, "/") {
+		return msg
+	}
+	var b strings.Builder
+	last := 0
+	for _, m := range diskPath.FindAllStringIndex(msg, -1) {
+		p := msg[m[0]:m[1]]
+		if m[0] > 0 && strings.ContainsRune(":/.", rune(msg[m[0]-1])) ||
+			strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, "/api/") {
+			continue
+		}
+		b.WriteString(msg[last:m[0]])
+		b.WriteString(pathpkg.Base(strings.TrimPrefix(p, "~")))
+		last = m[1]
+	}
+	b.WriteString(msg[last:])
+	return b.String()
+}
+
 // errorBody is the JSON of e in the flavor's shape.
 func errorBody(flavor errFlavor, e *apiError) any {
+	e = &apiError{Status: e.Status, Type: e.Type, Message: withoutPaths(e.Message), Param: e.Param, Code: e.Code}
 	if flavor == anthropicErrors {
 		return map[string]any{
 			"type":  "error",

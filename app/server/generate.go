@@ -402,7 +402,9 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request, turn *chatTur
 	}
 	var p genParams
 	if err == nil {
-		p, err = s.prepare(e, turn)
+		if p, err = s.prepare(e, turn); err != nil && o.submitErr != nil {
+			err = o.submitErr(err) // a prompt too long, found while encoding
+		}
 	}
 	if err != nil {
 		s.writeError(w, r, err)

@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -234,16 +237,63 @@ func sameOrigin(origin, host string) bool {
 }
 
 // limitBody caps request bodies at Config.MaxBodyBytes; decoding past the
-// cap fails with http.MaxBytesError, answered 413.
+// cap fails with http.MaxBytesError, answered 413. A body must also arrive
+// in time (Config.BodyGrace and MinBodyRate, see timedBody), and an API
+// request's body counts against Config.RequestMemory until its handler
+// returns (chargedBody).
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > s.cfg.MaxBodyBytes {
 			s.writeError(w, r, &http.MaxBytesError{Limit: s.cfg.MaxBodyBytes})
 			return
 		}
+		if r.Body != nil && r.Body != http.NoBody {
+			if isAPIPath(r.URL.Path) {
+				// The UI's calls (uploads) are bounded by the app itself.
+				charged := &chargedBody{ReadCloser: r.Body, budget: s.budget}
+				defer charged.release()
+				r.Body = charged
+			}
+			r.Body = &timedBody{ReadCloser: r.Body, rc: http.NewResponseController(w), start: time.Now(),
+				grace: s.cfg.BodyGrace, rate: s.cfg.MinBodyRate}
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		next.ServeHTTP(w, r)
 	})
+}
+
+// timedBody reads a request body under a deadline that grows with what
+// has arrived: the body has its grace plus the time its bytes take at the
+// minimum rate, so a body that comes fast is never cut and one that
+// trickles (a byte every few seconds) is cut after about the grace. Once
+// the body is read whole, net/http lifts the deadline as it starts its
+// background read of the connection, so the answer (a stream may run for
+// minutes) is not cut by it.
+type timedBody struct {
+	io.ReadCloser
+	rc    *http.ResponseController
+	start time.Time
+	grace time.Duration
+	rate  int64
+	n     int64
+	done  bool // the connection has no deadlines
+}
+
+func (b *timedBody) Read(p []byte) (int, error) {
+	if !b.done {
+		allowed := b.grace + time.Duration(float64(b.n)/float64(b.rate)*float64(time.Second))
+		if err := b.rc.SetReadDeadline(b.start.Add(allowed)); err != nil {
+			b.done = true // a writer without deadlines (a test recorder)
+		}
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.n += int64(n)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, &apiError{Status: http.StatusRequestTimeout, Type: "invalid_request_error", Code: "request_timeout",
+			Message: fmt.Sprintf("the request body came too slowly: %d bytes in %.0f s (a body gets %.0f s plus its size at %d KiB/s); send it whole without pausing",
+				b.n, time.Since(b.start).Seconds(), b.grace.Seconds(), b.rate>>10)}
+	}
+	return n, err
 }
 
 // authorize requires the key, when one is set, on every route except

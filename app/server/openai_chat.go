@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -74,8 +75,11 @@ func (s *Server) prepare(e *engine.Engine, t *chatTurn) (genParams, error) {
 		render.Tools = t.tools
 		parseTools = t.tools
 	}
-	prompt, err := e.Encode(render)
+	prompt, err := EncodePrompt(e, render)
 	if err != nil {
+		if errors.Is(err, engine.ErrPromptTooLong) {
+			return genParams{}, contextExceeded(err, "messages", "the conversation")
+		}
 		if _, terr := e.Template(); terr != nil {
 			return genParams{}, badRequest("messages", "this model has no chat template (%v): use /v1/completions with a prompt", terr)
 		}

@@ -44,7 +44,12 @@ func promptIDs(raw json.RawMessage, e *engine.Engine) ([]int, error) {
 		}
 		// Special tokens written in the prompt are the model's own
 		// (<|im_start|>…), as llama.cpp and vLLM read them.
-		return e.Tokenizer().EncodeWithSpecials(text), nil
+		ids, ok := e.Tokenizer().EncodeWithSpecialsUpTo(text, e.ContextTokens()-1)
+		if !ok {
+			return nil, contextExceeded(fmt.Errorf("%w: more than %d tokens, the context holds %d including the answer",
+				engine.ErrPromptTooLong, e.ContextTokens()-1, e.ContextTokens()), "prompt", "the prompt")
+		}
+		return ids, nil
 	}
 	var ids []int
 	if err := json.Unmarshal(raw, &ids); err == nil {

@@ -31,6 +31,9 @@ type responsesRequest struct {
 	} `json:"reasoning"`
 	Store              *bool  `json:"store"`
 	PreviousResponseID string `json:"previous_response_id"`
+	// TopLogprobs is checked (OpenAI's range, 0 to 20) but not answered:
+	// the output items carry no logprobs.
+	TopLogprobs *int `json:"top_logprobs"`
 }
 
 func (req *responsesRequest) turn() (*chatTurn, error) {
@@ -39,6 +42,9 @@ func (req *responsesRequest) turn() (*chatTurn, error) {
 	}
 	if req.PreviousResponseID != "" {
 		return nil, badRequest("previous_response_id", "previous_response_id: this server keeps no responses; send the whole conversation in input instead")
+	}
+	if req.TopLogprobs != nil && (*req.TopLogprobs < 0 || *req.TopLogprobs > maxTopLogprobs) {
+		return nil, badRequest("top_logprobs", "top_logprobs %d: must be between 0 and %d", *req.TopLogprobs, maxTopLogprobs)
 	}
 	var messages []chat.Message
 	if req.Instructions != "" {
@@ -344,8 +350,10 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	g, name, ok := s.startTurn(w, r, turn, turnStart{api: "responses", model: req.Model, stream: req.Stream, checkModel: checkModel,
 		submitErr: func(err error) error {
 			if errors.Is(err, engine.ErrPromptTooLong) {
-				return &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "input", Code: "context_length_exceeded",
-					Message: fmt.Sprintf("%v; shorten the input or start the server with a larger context (--ctx)", err)}
+				if e, ok := err.(*apiError); ok && e.cause != nil {
+					err = e.cause // found while encoding: the engine's words
+				}
+				return contextExceeded(err, "input", "the input")
 			}
 			return err
 		}})

@@ -82,6 +82,8 @@ func TestResponsesErrors(t *testing.T) {
 		{"builtin tool", map[string]any{"input": "x", "tools": []any{map[string]any{"type": "web_search"}}}, "tools[0].type"},
 		{"bad format", map[string]any{"input": "x", "text": map[string]any{"format": map[string]any{"type": "yaml"}}}, "text.format.type"},
 		{"max_output_tokens 0", map[string]any{"input": "x", "max_output_tokens": 0}, "max_output_tokens"},
+		{"top_logprobs over 20", map[string]any{"input": "x", "top_logprobs": 21}, "top_logprobs"},
+		{"top_logprobs negative", map[string]any{"input": "x", "top_logprobs": -1}, "top_logprobs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			checkError(t, post(t, ts.url+"/v1/responses", tc.body), 400, tc.param)

@@ -33,6 +33,15 @@ const (
 	// token (queued, or prefilling a long prompt) sends a keep-alive: well
 	// under the idle timeouts of proxies and clients (30–60 s is common).
 	DefaultKeepAlive = 10 * time.Second
+	// DefaultBodyGrace and DefaultMinBodyRate bound how slowly a request
+	// body may arrive: it has DefaultBodyGrace (as long as the headers
+	// get) plus the time to arrive at DefaultMinBodyRate, so a 32 MiB body
+	// has 8½ minutes, and a client that trickles bytes is cut after about
+	// 10 s (408) instead of holding its connection and goroutine for as
+	// long as it likes. 64 KiB/s is far below any link a client of this
+	// server uses (loopback, a LAN).
+	DefaultBodyGrace   = 10 * time.Second
+	DefaultMinBodyRate = 64 << 10
 	// retryAfterSeconds is what a 429 and a 503 ask the client to wait.
 	retryAfterSeconds = 1
 )
@@ -55,6 +64,17 @@ type Config struct {
 	// MaxBodyBytes bounds a request body (413 beyond); 0 means
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// BodyGrace and MinBodyRate (bytes a second) bound how slowly a body
+	// may arrive: it must be whole within BodyGrace plus its size at
+	// MinBodyRate, else the request is cut with a 408. 0 means
+	// DefaultBodyGrace and DefaultMinBodyRate.
+	BodyGrace   time.Duration
+	MinBodyRate int64
+	// RequestMemory bounds the memory the API's requests hold together
+	// while they are read, decoded and rendered, and while they wait in
+	// the queue and run, reckoned from their bodies' size; a request that
+	// would pass it gets a 429. 0 means DefaultRequestMemory.
+	RequestMemory int64
 	// Models hands out the engine. Required.
 	Models Models
 	// Logger receives the access log and the server's events.
@@ -95,6 +115,10 @@ type Server struct {
 	cancel  context.CancelFunc // cancels every request of the running server
 	serving chan struct{}      // closed when Serve returns
 
+	// budget counts what the API's requests in flight hold
+	// (Config.RequestMemory).
+	budget *memoryBudget
+
 	// running counts the generations submitted and not yet finished (tests
 	// and the soak read it).
 	running atomic.Int64
@@ -120,11 +144,21 @@ func New(cfg Config) (*Server, error) {
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
 	}
+	if cfg.BodyGrace <= 0 {
+		cfg.BodyGrace = DefaultBodyGrace
+	}
+	if cfg.MinBodyRate <= 0 {
+		cfg.MinBodyRate = DefaultMinBodyRate
+	}
+	if cfg.RequestMemory <= 0 {
+		cfg.RequestMemory = DefaultRequestMemory
+	}
 	exposed, err := CheckAddr(cfg.Addr, cfg.APIKey)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, exposed: exposed, keepAliveInterval: DefaultKeepAlive}
+	s := &Server{cfg: cfg, log: cfg.Logger, exposed: exposed, keepAliveInterval: DefaultKeepAlive,
+		budget: &memoryBudget{limit: cfg.RequestMemory}}
 	s.handler = s.routes()
 	return s, nil
 }

@@ -7,10 +7,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/suzuran-app/suzuran/app/docs"
+	"github.com/suzuran-app/suzuran/app/server"
 	"github.com/suzuran-app/suzuran/app/store"
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
@@ -68,11 +71,34 @@ const (
 // pastedName is the file name a pasted text gets.
 const pastedName = "Pasted text.txt"
 
+// Bounds of the attachments waiting in the composer.
+const (
+	// MaxUploadBytes is the largest file the window uploads (AttachData),
+	// just under 24 MiB: base64 makes it a third larger, so its call (with
+	// 64 KiB for the file's name and the JSON around) fits in the API
+	// server's body limit, which the browser's calls go through.
+	MaxUploadBytes = (server.DefaultMaxBodyBytes - 64<<10) / 4 * 3
+	// AttachmentTTL is how long an attachment waits to be sent: one not
+	// sent within the hour is let go (its chip says so), so that files
+	// attached and forgotten do not hold memory until the app quits.
+	AttachmentTTL = time.Hour
+	// AttachmentBudget bounds what the waiting attachments hold together:
+	// an upload's bytes while it is read, then its text. Past it, a new
+	// one is refused until some are sent or removed.
+	AttachmentBudget = 256 << 20
+	// maxCallBytes bounds a call's body in the browser transport: the API
+	// server's limit, which the calls pass first; MaxUploadBytes fits in it.
+	maxCallBytes = server.DefaultMaxBodyBytes
+)
+
 // pendingAttachment is an attachment not yet sent.
 type pendingAttachment struct {
 	view   AttachmentView
 	doc    docs.Attachment
 	cancel context.CancelFunc
+	// charge is what it counts against the budget; expire lets it go.
+	charge int64
+	expire *time.Timer
 }
 
 // attachments holds the attachments of the composer until they are sent
@@ -82,6 +108,38 @@ type attachments struct {
 	pending map[string]*pendingAttachment
 	// pick, set by the desktop app, shows the system's open-files dialog.
 	pick func() ([]string, error)
+	// held is what the pending attachments count against the budget;
+	// ttl and budget are AttachmentTTL and AttachmentBudget (tests
+	// shorten them).
+	held   int64
+	ttl    time.Duration
+	budget int64
+}
+
+// forgetLocked takes p off the composer and gives its share of the
+// budget back.
+func (a *attachments) forgetLocked(p *pendingAttachment) {
+	if a.pending[p.view.ID] != p {
+		return
+	}
+	delete(a.pending, p.view.ID)
+	a.held -= p.charge
+	p.charge = 0
+	if p.expire != nil {
+		p.expire.Stop()
+	}
+}
+
+// limits are the TTL and the budget in force.
+func (a *attachments) limits() (time.Duration, int64) {
+	ttl, budget := a.ttl, a.budget
+	if ttl <= 0 {
+		ttl = AttachmentTTL
+	}
+	if budget <= 0 {
+		budget = AttachmentBudget
+	}
+	return ttl, budget
 }
 
 // SetFilePicker gives the service the desktop window's open-files dialog
@@ -107,27 +165,67 @@ func (s *Service) AttachFiles(paths []string) []AttachmentView {
 // AttachData reads a file's content sent by the window (a browser upload
 // or a pasted file), base64-encoded.
 func (s *Service) AttachData(name, dataBase64 string) (AttachmentView, error) {
+	if strings.TrimSpace(name) == "" {
+		name = pastedName
+	}
+	if n := base64.StdEncoding.DecodedLen(len(dataBase64)); n > MaxUploadBytes+2 {
+		return AttachmentView{}, fmt.Errorf("%s is %s: the window attaches files of up to %s", baseName(name), megabytes(int64(n)), megabytes(MaxUploadBytes))
+	}
 	data, err := base64.StdEncoding.DecodeString(dataBase64)
 	if err != nil {
 		return AttachmentView{}, fmt.Errorf("%s: the upload is not valid base64 (%v): attach the file again", name, err)
 	}
-	if strings.TrimSpace(name) == "" {
-		name = pastedName
+	if err := s.attach.reserve(baseName(name), int64(len(data))); err != nil {
+		return AttachmentView{}, err
 	}
-	return s.startAttachment(name, func(ctx context.Context, o docs.Options) (*docs.Document, error) {
+	return s.startAttachmentCharged(name, int64(len(data)), func(ctx context.Context, o docs.Options) (*docs.Document, error) {
 		return docs.Extract(ctx, name, data, o)
 	}), nil
+}
+
+// reserve counts n bytes of a new attachment against the budget, or says
+// why it cannot be attached now.
+func (a *attachments) reserve(name string, n int64) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, budget := a.limits()
+	if a.held+n > budget {
+		return fmt.Errorf("%s (%s) cannot be attached now: the attachments waiting to be sent hold %s, and at most %s are kept at once. Send or remove some first",
+			name, megabytes(n), megabytes(a.held), megabytes(budget))
+	}
+	a.held += n
+	return nil
+}
+
+// waited writes a time for the user ("60 minutes").
+func waited(d time.Duration) string {
+	if d >= time.Minute {
+		return fmt.Sprintf("%d minutes", int(d.Minutes()))
+	}
+	return d.Round(time.Millisecond).String()
+}
+
+// megabytes writes a size for the user ("20.5 MB").
+func megabytes(n int64) string {
+	return fmt.Sprintf("%.1f MB", float64(n)/1e6)
 }
 
 // startAttachment extracts and counts a document in the background,
 // publishing its progress and its end as EventAttachment.
 func (s *Service) startAttachment(name string, extract func(context.Context, docs.Options) (*docs.Document, error)) AttachmentView {
+	return s.startAttachmentCharged(name, 0, extract)
+}
+
+// startAttachmentCharged is startAttachment for an attachment that holds
+// charge bytes of the budget already (an upload's bytes, reserved).
+func (s *Service) startAttachmentCharged(name string, charge int64, extract func(context.Context, docs.Options) (*docs.Document, error)) AttachmentView {
 	var id [8]byte
 	rand.Read(id[:])
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &pendingAttachment{
 		view:   AttachmentView{ID: hex.EncodeToString(id[:]), Name: baseName(name), State: AttachmentReading, Stage: "reading"},
 		cancel: cancel,
+		charge: charge,
 	}
 	s.attach.mu.Lock()
 	if s.attach.pending == nil {
@@ -135,6 +233,8 @@ func (s *Service) startAttachment(name string, extract func(context.Context, doc
 	}
 	s.attach.pending[p.view.ID] = p
 	view := p.view
+	ttl, _ := s.attach.limits()
+	p.expire = time.AfterFunc(ttl, func() { s.expireAttachment(p, ttl) })
 	s.attach.mu.Unlock()
 	// Announced as an event too: files dropped on the desktop window reach
 	// the service first, and the window learns of them from this.
@@ -159,14 +259,42 @@ func (s *Service) startAttachment(name string, extract func(context.Context, doc
 			v.Done, v.Total, v.Unit, v.Stage = 0, 0, "", ""
 			if err != nil {
 				v.State, v.Error = AttachmentFailed, attachmentError(v.Name, err)
+				if s.attach.pending[v.ID] == p {
+					s.attach.held -= p.charge // its bytes are gone
+					p.charge = 0
+				}
 				return
 			}
 			p.doc = att
 			a := toStored(att)
 			v.State, v.Attachment = AttachmentReady, &a
+			// From now on it holds its text, not the file's bytes.
+			if s.attach.pending[v.ID] == p {
+				text := int64(len(att.Text))
+				s.attach.held += text - p.charge
+				p.charge = text
+			}
 		})
 	}()
 	return view
+}
+
+// expireAttachment lets go of an attachment that waited ttl without being
+// sent, and tells the window.
+func (s *Service) expireAttachment(p *pendingAttachment, ttl time.Duration) {
+	s.attach.mu.Lock()
+	if s.attach.pending[p.view.ID] != p {
+		s.attach.mu.Unlock()
+		return
+	}
+	s.attach.forgetLocked(p)
+	v := p.view
+	s.attach.mu.Unlock()
+	p.cancel()
+	v.State, v.Attachment = AttachmentFailed, nil
+	v.Done, v.Total, v.Unit, v.Stage = 0, 0, "", ""
+	v.Error = fmt.Sprintf("%s was not sent within %s and was let go, to free the memory it held: attach it again", v.Name, waited(ttl))
+	s.events.publish(Event{Type: EventAttachment, Attachment: &v})
 }
 
 func (s *Service) readAttachment(ctx context.Context, extract func(context.Context, docs.Options) (*docs.Document, error),
@@ -206,7 +334,9 @@ func attachmentError(name string, err error) string {
 func (s *Service) RemoveAttachment(id string) {
 	s.attach.mu.Lock()
 	p := s.attach.pending[id]
-	delete(s.attach.pending, id)
+	if p != nil {
+		s.attach.forgetLocked(p)
+	}
 	s.attach.mu.Unlock()
 	if p != nil {
 		p.cancel()
@@ -247,7 +377,9 @@ func (s *Service) dropAttachments(ids []string) {
 	s.attach.mu.Lock()
 	defer s.attach.mu.Unlock()
 	for _, id := range ids {
-		delete(s.attach.pending, id)
+		if p := s.attach.pending[id]; p != nil {
+			s.attach.forgetLocked(p)
+		}
 	}
 }
 
@@ -272,8 +404,12 @@ func (s *Service) budget(e *engine.Engine, conversation int64, question string, 
 	if isDemo(e.Dir()) {
 		think = false
 	}
-	prompt, err := e.Encode(chat.RenderRequest{Messages: msgs, AddGenerationPrompt: true, EnableThinking: &think})
+	prompt, err := server.EncodePrompt(e, chat.RenderRequest{Messages: msgs, AddGenerationPrompt: true, EnableThinking: &think})
 	if err != nil {
+		if errors.Is(err, engine.ErrPromptTooLong) {
+			return docs.Budget{}, fmt.Errorf("this question is too long for the model's context of %s tokens (%v): shorten it, attach the text as a document to keep part of it, or start a new conversation",
+				thousands(e.ContextTokens()), err)
+		}
 		return docs.Budget{}, err
 	}
 	ctx := e.ContextTokens()
@@ -307,6 +443,37 @@ func fitView(f docs.Fit) FitView {
 		AnswerTokens: f.AnswerTokens, DocumentTokens: f.DocumentTokens, AvailableTokens: f.AvailableTokens,
 		OverTokens: f.OverTokens, NoRoom: !f.Fits && f.AvailableTokens <= 0,
 	}
+}
+
+// checkQuestion refuses, before anything is stored, a question that leaves
+// no room for its answer in the context beside the conversation. It needs
+// the model's tokenizer: when the model is not loaded it checks nothing
+// (loading takes long, and Send must answer at once), and a question too
+// long fails as its reply's error instead.
+func (s *Service) checkQuestion(conversation int64, question string, think bool) error {
+	e := s.models.acquireLoaded()
+	if e == nil {
+		return nil
+	}
+	defer s.models.release()
+	b, err := s.budget(e, conversation, question, think)
+	if err != nil {
+		return err
+	}
+	if b.ConversationTokens+b.AnswerTokens > b.ContextTokens {
+		return fmt.Errorf("this question is too long for the model's context: with the conversation it holds %s of the %s tokens, and %s are kept for the answer. Shorten it, attach the text as a document to keep part of it, or start a new conversation",
+			thousands(b.ConversationTokens), thousands(b.ContextTokens), thousands(b.AnswerTokens))
+	}
+	return nil
+}
+
+// thousands writes n with thousands separators (262,144).
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // prepareAttachments checks the attachments of a question against the

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/suzuran-app/suzuran/app/server"
 	"github.com/suzuran-app/suzuran/app/store"
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
@@ -128,12 +129,16 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		stream, promptText, err = s.submitContinuation(ctx, e, render, sampling, reply, progress)
 	} else {
 		var prompt chat.Prompt
-		stream, prompt, err = e.SubmitChat(ctx, engine.ChatRequest{Render: render, Sampling: sampling, Progress: progress})
-		promptText = prompt.Text
+		if prompt, err = server.EncodePrompt(e, render); err == nil {
+			promptText = prompt.Text
+			stream, err = submitWindow(ctx, e, engine.Request{Prompt: prompt.IDs, Sampling: sampling,
+				Checkpoints: prompt.Checkpoints, Progress: progress})
+		}
 	}
 	if err != nil {
-		if errors.Is(err, engine.ErrBusy) {
-			err = errors.New("the model is busy with other requests; try again in a moment")
+		if ctx.Err() != nil {
+			finish(store.StatusStopped, nil, nil)
+			return
 		}
 		finish(store.StatusError, err, nil)
 		return
@@ -253,7 +258,7 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 // after the generation prompt, so that the model goes on where it stopped.
 func (s *Service) submitContinuation(ctx context.Context, e *engine.Engine, render chat.RenderRequest,
 	sampling model.Sampling, reply store.Message, progress func(engine.PrefillProgress)) (*engine.Stream, string, error) {
-	prompt, err := e.Encode(render)
+	prompt, err := server.EncodePrompt(e, render)
 	if err != nil {
 		return nil, "", err
 	}
@@ -266,10 +271,42 @@ func (s *Service) submitContinuation(ctx context.Context, e *engine.Engine, rend
 	} else {
 		text += reply.Content
 	}
-	ids := e.Tokenizer().EncodeWithSpecials(text)
-	stream, err := e.Submit(ctx, engine.Request{Prompt: ids, Sampling: sampling, Checkpoints: prompt.Checkpoints, Progress: progress,
-		Priority: engine.PriorityInteractive}) // the user is waiting in the window: before queued API requests
+	ids, ok := e.Tokenizer().EncodeWithSpecialsUpTo(text, e.ContextTokens()-1)
+	if !ok {
+		return nil, "", fmt.Errorf("%w: the conversation and the reply so far hold more than the context's %d tokens: start a new conversation",
+			engine.ErrPromptTooLong, e.ContextTokens())
+	}
+	stream, err := submitWindow(ctx, e, engine.Request{Prompt: ids, Sampling: sampling, Checkpoints: prompt.Checkpoints, Progress: progress})
 	return stream, text, err
+}
+
+// Retry pauses of a window request that met a full queue: short, so that
+// the window takes the first place that frees before API clients (told to
+// wait a second by their 429) come back.
+const (
+	busyRetryFirst = 10 * time.Millisecond
+	busyRetryMax   = 200 * time.Millisecond
+)
+
+// submitWindow submits a request of the chat window: it goes before the
+// queued API requests (PriorityInteractive), and when API clients have
+// filled the queue it waits for a place, as long as the user does not stop
+// it, instead of failing with "busy".
+func submitWindow(ctx context.Context, e *engine.Engine, req engine.Request) (*engine.Stream, error) {
+	req.Priority = engine.PriorityInteractive // the user is waiting in the window
+	pause := busyRetryFirst
+	for {
+		stream, err := e.Submit(ctx, req)
+		if !errors.Is(err, engine.ErrBusy) {
+			return stream, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, busyRetryMax)
+	}
 }
 
 // utf16Len is the length of s in UTF-16 code units.

@@ -138,7 +138,12 @@ func serveCall(w http.ResponseWriter, r *http.Request, target reflect.Value) {
 		return
 	}
 	var raw []json.RawMessage
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<20))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxCallBytes))
+	if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
+		writeCall(w, http.StatusRequestEntityTooLarge, callResponse{Error: fmt.Sprintf("%s: the call is larger than %s; the window attaches files of up to %s",
+			name, megabytes(maxCallBytes), megabytes(MaxUploadBytes))})
+		return
+	}
 	if err == nil && len(strings.TrimSpace(string(body))) > 0 {
 		err = json.Unmarshal(body, &raw)
 	}

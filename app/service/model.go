@@ -242,6 +242,21 @@ func (h *modelHost) acquire(ctx context.Context) (*engine.Engine, error) {
 	}
 }
 
+// acquireLoaded is acquire without waiting: the engine when it is loaded
+// (release it after), else nil.
+func (h *modelHost) acquireLoaded() *engine.Engine {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || h.state.State != server.StateReady {
+		return nil
+	}
+	h.users++
+	if h.idle != nil {
+		h.idle.Stop()
+	}
+	return h.engine
+}
+
 func (h *modelHost) release() {
 	h.mu.Lock()
 	defer h.mu.Unlock()

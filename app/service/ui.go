@@ -121,27 +121,30 @@ func (u *UI) Send(req SendRequest) (SendResult, error) {
 	if err != nil {
 		return SendResult{}, err
 	}
-	var c store.Conversation
-	if req.ConversationID == 0 {
-		c, err = u.s.store.CreateConversation(ctx, store.TitleFrom(text))
-	} else {
+	if len(req.Attachments) == 0 {
+		if err := u.s.checkQuestion(req.ConversationID, text, req.Think); err != nil {
+			return SendResult{}, err
+		}
+	}
+	c := store.Conversation{Title: store.TitleFrom(text)}
+	if req.ConversationID != 0 {
 		c, _, err = u.s.store.Conversation(ctx, req.ConversationID)
 		if err == nil && u.s.busy(c.ID) {
 			err = fmt.Errorf("a reply is still being written in %q: stop it first", c.Title)
 		}
+		if err != nil {
+			return SendResult{}, err
+		}
 	}
+	// The question and its reply are stored together: on a full disk
+	// nothing is, and the question stays in the box to send again.
+	c, q, reply, err := u.s.store.AddTurn(ctx, c, store.Message{Role: "user", Content: text, Attachments: atts},
+		store.Message{Role: "assistant", Status: store.StatusStreaming})
 	if err != nil {
-		return SendResult{}, err
-	}
-	q, err := u.s.store.AddMessage(ctx, store.Message{ConversationID: c.ID, Role: "user", Content: text, Attachments: atts})
-	if err != nil {
-		return SendResult{}, err
+		return SendResult{}, fmt.Errorf("the question could not be saved, and was not sent: %w", err)
 	}
 	u.s.dropAttachments(req.Attachments)
-	reply, err := u.s.newReply(c.ID, req.Think)
-	if err != nil {
-		return SendResult{}, err
-	}
+	u.s.startReply(reply, req.Think)
 	u.s.events.publish(Event{Type: EventConversations})
 	return SendResult{Conversation: c, Question: q, Reply: reply}, nil
 }
@@ -256,10 +259,15 @@ func (s *Service) newReply(conversation int64, think bool) (store.Message, error
 	if err != nil {
 		return reply, err
 	}
-	m := reply
-	s.events.publish(Event{Type: EventMessage, ConversationID: conversation, MessageID: reply.ID, Message: &m})
-	s.start(reply, think, false)
+	s.startReply(reply, think)
 	return reply, nil
+}
+
+// startReply announces a stored empty reply and starts writing it.
+func (s *Service) startReply(reply store.Message, think bool) {
+	m := reply
+	s.events.publish(Event{Type: EventMessage, ConversationID: reply.ConversationID, MessageID: reply.ID, Message: &m})
+	s.start(reply, think, false)
 }
 
 func (s *Service) busy(conversation int64) bool {

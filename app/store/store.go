@@ -576,6 +576,19 @@ func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
 	if err := s.writable(); err != nil {
 		return m, err
 	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return m, err
+	}
+	defer tx.Rollback()
+	if m, err = insertMessage(ctx, tx, m); err != nil {
+		return m, err
+	}
+	return m, tx.Commit()
+}
+
+// insertMessage is AddMessage within a transaction.
+func insertMessage(ctx context.Context, tx *sql.Tx, m Message) (Message, error) {
 	m.CreatedAt = now()
 	if m.Status == "" {
 		m.Status = StatusComplete
@@ -584,11 +597,6 @@ func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
 	if err != nil {
 		return m, err
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return m, err
-	}
-	defer tx.Rollback()
 	res, err := tx.ExecContext(ctx, `INSERT INTO messages (conversation_id, role, content, reasoning, status, error, stats, created_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, m.ConversationID, m.Role, m.Content, m.Reasoning, m.Status, m.Error, stats, m.CreatedAt)
 	if err != nil {
@@ -605,7 +613,7 @@ func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
 	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = ? WHERE id = ?`, m.CreatedAt, m.ConversationID); err != nil {
 		return m, err
 	}
-	return m, tx.Commit()
+	return m, nil
 }
 
 // UpdateMessage rewrites a message's text, status, error and stats (a reply

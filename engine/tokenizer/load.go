@@ -101,6 +101,9 @@ func parse(data []byte) (*Tokenizer, error) {
 	if err := t.setAddedTokens(f.AddedTokens); err != nil {
 		return nil, err
 	}
+	for _, p := range t.pieces {
+		t.maxPiece = max(t.maxPiece, len(p))
+	}
 	return t, nil
 }
 

@@ -15,8 +15,9 @@ type Tokenizer struct {
 	ignoreMerges bool
 	vocab        map[string]int // byte-level alphabet → id, without added tokens
 
-	// pieces holds the bytes each id decodes to.
-	pieces [][]byte
+	// pieces holds the bytes each id decodes to; maxPiece is the longest.
+	pieces   [][]byte
+	maxPiece int
 
 	added   map[string]addedToken
 	special map[int]bool
@@ -48,12 +49,56 @@ func (t *Tokenizer) EncodeWithSpecials(text string) []int {
 	return t.encode(text, true)
 }
 
+// EncodeWithSpecialsUpTo is EncodeWithSpecials for text that may hold more
+// than limit tokens: it stops as soon as the count is known to pass limit
+// (a piece of text holds at least its length over the longest token's
+// tokens, so a long one is refused before it is merged), and then returns
+// nil and false. Its memory is bounded by limit, not by the text: a prompt
+// of many megabytes for a context of a few thousand tokens costs little.
+func (t *Tokenizer) EncodeWithSpecialsUpTo(text string, limit int) ([]int, bool) {
+	out := t.encodeUpTo(text, true, max(0, limit))
+	if out == nil {
+		return nil, false
+	}
+	return out, true
+}
+
+// MinTokens is a lower bound on the token count of text, from its length
+// alone: no token holds more bytes than the vocabulary's longest, and NFC
+// shortens text by at most 3 to 1 (Hangul jamo into a syllable). It reads
+// the text once without allocating, to refuse a text too long for a
+// context before rendering or encoding it.
+func (t *Tokenizer) MinTokens(text string) int {
+	n := len(text)
+	if t.nfc && !norm.NFC.IsNormalString(text) {
+		n /= 3
+	}
+	return t.minTokens(n)
+}
+
+// minTokens is the lower bound for n bytes of normalised text.
+func (t *Tokenizer) minTokens(n int) int {
+	if t.maxPiece == 0 {
+		return 0
+	}
+	return (n + t.maxPiece - 1) / t.maxPiece
+}
+
+// noLimit is encode's limit when there is none.
+const noLimit = int(^uint(0) >> 1)
+
 func (t *Tokenizer) encode(text string, withSpecial bool) []int {
+	return t.encodeUpTo(text, withSpecial, noLimit)
+}
+
+// encodeUpTo encodes text, or returns nil as soon as it is known to hold
+// more than limit tokens.
+func (t *Tokenizer) encodeUpTo(text string, withSpecial bool, limit int) []int {
 	if !utf8.ValidString(text) {
 		b, _ := appendLossyUTF8(nil, []byte(text), true)
 		text = string(b)
 	}
-	out := make([]int, 0, len(text)/3+1)
+	out := make([]int, 0, min(len(text)/3, limit)+1)
 	ends := make([]int, 0, 64)
 	m := t.matchers[boolIndex(withSpecial)]
 	pos := 0
@@ -62,11 +107,14 @@ func (t *Tokenizer) encode(text string, withSpecial bool) []int {
 		if start < 0 {
 			break
 		}
-		out, ends = t.encodeSegment(text[pos:start], withSpecial, out, ends)
+		out, ends = t.encodeSegment(text[pos:start], withSpecial, out, ends, limit)
+		if out == nil || len(out) >= limit {
+			return nil
+		}
 		out = append(out, id)
 		pos = end
 	}
-	out, _ = t.encodeSegment(text[pos:], withSpecial, out, ends)
+	out, _ = t.encodeSegment(text[pos:], withSpecial, out, ends, limit)
 	return out
 }
 
@@ -79,9 +127,14 @@ func boolIndex(b bool) int {
 
 // encodeSegment handles text between raw-matched added tokens: normalise,
 // look for added tokens that match normalised text, then split and merge.
-func (t *Tokenizer) encodeSegment(seg string, withSpecial bool, out, ends []int) ([]int, []int) {
+// A nil out from encodeSegment and encodePlain means that the text passed
+// the limit.
+func (t *Tokenizer) encodeSegment(seg string, withSpecial bool, out, ends []int, limit int) ([]int, []int) {
 	if seg == "" {
 		return out, ends
+	}
+	if limit != noLimit && len(out)+t.MinTokens(seg) > limit {
+		return nil, ends
 	}
 	if t.nfc {
 		seg = norm.NFC.String(seg)
@@ -93,32 +146,69 @@ func (t *Tokenizer) encodeSegment(seg string, withSpecial bool, out, ends []int)
 		if start < 0 {
 			break
 		}
-		out, ends = t.encodePlain(seg[pos:start], out, ends)
+		out, ends = t.encodePlain(seg[pos:start], out, ends, limit)
+		if out == nil || len(out) >= limit {
+			return nil, ends
+		}
 		out = append(out, id)
 		pos = end
 	}
-	return t.encodePlain(seg[pos:], out, ends)
+	return t.encodePlain(seg[pos:], out, ends, limit)
 }
 
+// plainWindow is how much text encodePlain pre-tokenizes at a time when
+// it has a limit, so that the piece offsets of a long text are not all
+// held at once.
+const plainWindow = 64 << 10
+
 // encodePlain pre-tokenizes normalised text and merges each piece.
-func (t *Tokenizer) encodePlain(s string, out, ends []int) ([]int, []int) {
+func (t *Tokenizer) encodePlain(s string, out, ends []int, limit int) ([]int, []int) {
 	if s == "" {
 		return out, ends
+	}
+	if limit != noLimit {
+		if len(out)+t.minTokens(len(s)) > limit {
+			return nil, ends
+		}
+		if q, ok := t.splitter.(*qwenScanner); ok && len(s) > plainWindow {
+			// Piece by piece, stopping at the limit.
+			for i := 0; i < len(s); {
+				end := q.next(s, i)
+				if out = t.encodePiece(s[i:end], out); len(out) > limit {
+					return nil, ends
+				}
+				if len(out)+t.minTokens(len(s)-end) > limit {
+					return nil, ends
+				}
+				i = end
+			}
+			return out, ends
+		}
 	}
 	ends = t.splitter.split(s, ends[:0])
 	start := 0
 	for _, end := range ends {
 		piece := s[start:end]
 		start = end
-		if t.ignoreMerges {
-			if id, ok := t.vocab[bytesToByteLevel([]byte(piece))]; ok {
-				out = append(out, id)
-				continue
-			}
+		if limit != noLimit && len(out)+t.minTokens(len(piece)) > limit {
+			return nil, ends
 		}
-		out = t.bpe.encodeWord(piece, out)
+		out = t.encodePiece(piece, out)
+	}
+	if len(out) > limit {
+		return nil, ends
 	}
 	return out, ends
+}
+
+// encodePiece merges one pre-token.
+func (t *Tokenizer) encodePiece(piece string, out []int) []int {
+	if t.ignoreMerges {
+		if id, ok := t.vocab[bytesToByteLevel([]byte(piece))]; ok {
+			return append(out, id)
+		}
+	}
+	return t.bpe.encodeWord(piece, out)
 }
 
 // Decode returns the text of ids, special tokens included. Bytes that do not

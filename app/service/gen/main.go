@@ -184,6 +184,8 @@ func Generate(root string) ([]byte, error) {
 		}
 		fmt.Fprintf(&b, "} as const;\n\n")
 	}
+	b.WriteString("/** The largest file the window uploads (AttachData), in bytes: its base64 fits in the API server's body limit. */\n")
+	fmt.Fprintf(&b, "export const MaxUploadBytes = %d;\n\n", service.MaxUploadBytes)
 	sort.Slice(g.structs, func(i, j int) bool { return g.structs[i].name < g.structs[j].name })
 	for _, s := range g.structs {
 		b.WriteString(s.body)

@@ -3,7 +3,7 @@ import { cleanup, fireEvent, render, screen, waitFor } from '@testing-library/sv
 import App from '../App.svelte';
 import { FakeBackend } from '../test/fakeBackend';
 import { pasteAttachChars, pastedName } from '../lib/attachments.svelte';
-import { AttachmentState, type Attachment } from '../lib/gen/service';
+import { AttachmentState, MaxUploadBytes, type Attachment } from '../lib/gen/service';
 
 let backend: FakeBackend;
 
@@ -190,5 +190,16 @@ describe('attachment events', () => {
     await waitFor(() => expect(screen.getByTestId('attachment-chip').dataset.state).toBe('ready'));
     await new Promise((r) => setTimeout(r, 20));
     expect(screen.getByTestId('attachment-chip').dataset.state).toBe('ready');
+  });
+
+  it('refuses a file over the upload limit before uploading it, saying the limit', async () => {
+    await renderApp();
+    const input = screen.getByTestId('file-input') as HTMLInputElement;
+    const big = new File(['x'], 'scan.pdf', { type: 'application/pdf' });
+    Object.defineProperty(big, 'size', { value: MaxUploadBytes + 1 });
+    await fireEvent.change(input, { target: { files: [big] } });
+    const alert = await screen.findByText(/scan\.pdf is 25\.1 MB: the window attaches files of up to 25\.1 MB/);
+    expect(alert).toBeTruthy();
+    expect(backend.ui.AttachData).not.toHaveBeenCalled();
   });
 });

@@ -5,7 +5,15 @@
 // documents are checked against the context; when they do not fit, the
 // window asks whether to keep the beginning or the end of each, or cancel.
 
-import { AttachmentState, EventType, type AttachmentView, type Event, type FitView, type UI } from './gen/service';
+import {
+  AttachmentState,
+  EventType,
+  MaxUploadBytes,
+  type AttachmentView,
+  type Event,
+  type FitView,
+  type UI,
+} from './gen/service';
 
 /** Pasted text longer than this becomes an attachment instead of a wall of text in the box. */
 export const pasteAttachChars = 4000;
@@ -49,6 +57,11 @@ export class Attachments {
   /** Sends files picked in the browser (the upload input, a drop, a paste). */
   async addFiles(files: Iterable<File>): Promise<void> {
     for (const file of files) {
+      if (file.size > MaxUploadBytes) {
+        throw new Error(
+          `${file.name} is ${megabytes(file.size)}: the window attaches files of up to ${megabytes(MaxUploadBytes)}.`,
+        );
+      }
       const view = await this.ui().AttachData(file.name, await toBase64(file));
       this.put(view);
     }
@@ -82,6 +95,11 @@ export class Attachments {
     this.items = [];
     this.pendingFit = null;
   }
+}
+
+/** A size for the user, as the service writes it ("20.5 MB"). */
+function megabytes(n: number): string {
+  return `${(n / 1e6).toFixed(1)} MB`;
 }
 
 /** A file's content in base64, through FileReader (read in the browser's own code, not byte by byte here). */

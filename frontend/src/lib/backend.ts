@@ -60,6 +60,16 @@ export function wailsBackend(): Backend | undefined {
 /** Raised by calls that the service answered with an error. */
 export class CallError extends Error {}
 
+/**
+ * The message of a call's error: the service's is a string; the server in
+ * front of it (a body too large, a key missing) answers in the API's shape,
+ * {"message": …}.
+ */
+function errorText(error: string | { message?: string }, name: string, status: number): string {
+  if (typeof error === 'string') return error;
+  return error.message || `${name}: the app answered ${status}`;
+}
+
 /** The browser's transport: HTTP calls and server-sent events under base. */
 export function httpBackend(base = ''): Backend {
   const ui = {} as Record<string, (...args: unknown[]) => Promise<unknown>>;
@@ -76,13 +86,13 @@ export function httpBackend(base = ''): Backend {
         // fetch rejects only when no answer came at all ("Failed to fetch").
         throw new CallError(unreachableMessage);
       }
-      let body: { result?: unknown; error?: string };
+      let body: { result?: unknown; error?: string | { message?: string } };
       try {
         body = await response.json();
       } catch {
         throw new CallError(`${name}: the app answered ${response.status} without a readable body`);
       }
-      if (body.error) throw new CallError(body.error);
+      if (body.error) throw new CallError(errorText(body.error, name, response.status));
       return body.result;
     };
   }

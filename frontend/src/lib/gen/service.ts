@@ -63,6 +63,9 @@ export const Keep = {
   End: "end",
 } as const;
 
+/** The largest file the window uploads (AttachData), in bytes: its base64 fits in the API server's body limit. */
+export const MaxUploadBytes = 25116672;
+
 /**
  * APIState is the local API's state as the window and the tray show it.
  */
