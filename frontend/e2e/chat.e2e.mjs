@@ -273,6 +273,37 @@ test('chat on the demo model: stream, stop, regenerate, edit, conversations, res
   assert.equal(await stopServer(server), 0);
 });
 
+test('the server lost mid-answer: interrupted, reconnecting, then back by itself', async () => {
+  const server = await startServer(['--pace', '250ms']);
+  const port = new URL(server.url).port;
+  const page = await newPage(server.url);
+  const back = page.getByRole('button', { name: 'Back to chat' });
+  if (await back.count()) await back.click();
+  await page.getByRole('textbox', { name: 'Message' }).fill('What does collections.Counter do?');
+  await page.keyboard.press('Enter');
+  const reply = page.getByTestId('message').nth(1);
+  await reply.getByTestId('answer').filter({ hasText: /\S/ }).waitFor();
+  // The server dies as a crash would end it.
+  server.child.kill('SIGKILL');
+  await page.getByTestId('reconnecting').waitFor({ timeout: 15_000 });
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid=message]')[1]?.getAttribute('data-status') === 'interrupted');
+  assert.equal(await page.getByRole('button', { name: 'Stop' }).count(), 0);
+  await shot(page, '11-server-lost');
+
+  // Back on the same port: the window reconnects by itself and reads the
+  // model's state and the conversation again.
+  const again = await startServer(['--addr', `127.0.0.1:${port}`]);
+  await page.getByTestId('reconnecting').waitFor({ state: 'detached', timeout: 20_000 });
+  await page.waitForFunction(() => /Suzuran Tiny/.test(document.querySelector('[data-testid=model-state]')?.textContent ?? ''));
+  assert.equal(await page.getByTestId('message').nth(1).getAttribute('data-status'), 'interrupted');
+  const next = await ask(page, 'What does json.dumps do?');
+  assert.equal(await next.getAttribute('data-status'), 'complete');
+  await shot(page, '12-server-back');
+  assert.deepEqual(page.errors, []);
+  await page.close();
+  await stopServer(again);
+});
+
 test('thinking on the tiny fixture model: the switch, live thoughts, then collapsed', async () => {
   const server = await startServer(['--model', tinyModel]);
   const page = await newPage(server.url);
