@@ -18,12 +18,22 @@
 //
 // Anything else (images, archives, programs) is refused with an error that
 // names its type. Every extraction runs under Limits (input bytes, pages,
-// time, unpacked size of ZIP-based formats) and stops early when its context
-// is cancelled; Progress reports how far a large document has come. Nothing
-// in a document is executed, fetched or followed: links are kept as text,
-// XML documents with a DOCTYPE (where external entities live) are refused,
-// and ZIP containers are checked against their unpacked size before any part
-// is read.
+// time, unpacked size of ZIP-based formats, characters and tokens of the
+// text) and stops early when its context is cancelled; Progress reports how
+// far a large document has come. Nothing in a document is executed, fetched
+// or followed: links are kept as text, XML documents with a DOCTYPE (where
+// external entities live) are refused, and ZIP containers are checked
+// against their unpacked size before any part is read.
+//
+// Memory follows the text, not the file's tricks: the parts of ZIP-based
+// documents are streamed, never read whole, and what they unpack counts
+// against the unpacked limit however often a part is read; an EPUB chapter
+// listed many times is read once; the text counts against the character
+// limit as it is read (a shared string of a workbook once for every cell
+// that shows it), and the
+// extraction stops with ErrTextLimit as soon as it passes. No piece of text
+// or markup longer than 16 MB without a tag is held (a real document has
+// none). TestDocumentBombs measures the peak memory of such files.
 //
 // API: OpenAIFile and AnthropicDocument turn the HTTP API's document parts
 // (OpenAI "file" content parts with base64 file_data, Anthropic "document"

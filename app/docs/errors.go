@@ -30,6 +30,9 @@ var (
 	// Limits.MaxZipEntries parts: a decompression bomb, or a document too
 	// large to read.
 	ErrUnpackLimit = errors.New("unpacked size over the limit")
+	// ErrTextLimit: the document's text is longer than Limits.MaxChars
+	// characters or Limits.MaxTokens tokens.
+	ErrTextLimit = errors.New("text over the limit")
 	// ErrUnsafe: the document holds a construct that is refused rather
 	// than interpreted (an XML DOCTYPE with entity declarations).
 	ErrUnsafe = errors.New("unsafe document construct")

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Format is what a document was read as.
@@ -47,18 +48,35 @@ type Limits struct {
 	MaxUnpackedBytes int64
 	// MaxZipEntries bounds the number of parts of a ZIP-based document.
 	MaxZipEntries int
+	// MaxChars bounds the characters of the extracted text: a document
+	// whose text would be longer is refused (ErrTextLimit) as soon as its
+	// text passes the bound, so that a small file made to expand (a
+	// chapter or a cell repeated thousands of times) never fills memory.
+	MaxChars int
+	// MaxTokens bounds the text's length in the model's tokens, which
+	// NewAttachment counts; counting stops as soon as it passes the bound.
+	MaxTokens int
 }
 
 // Default limits: a 100 MB file, 2,000 pages, two minutes, 500 MB unpacked
 // and 20,000 parts hold every real document we know of (a 50 MB text file
 // reads in well under a second), while a decompression bomb or a
 // pathological file fails fast.
+//
+// The text of one document is bounded at 16 million characters and 4
+// million tokens: four times the longest novels, and 15 times the largest
+// context the model takes (262,144 tokens), so that a document still fits
+// whole for the choice to keep its beginning or its end. Text that long
+// takes at most 64 MB (four bytes a character), which keeps an extraction
+// well inside a few hundred megabytes whatever the file.
 const (
 	DefaultMaxBytes         = 100 << 20
 	DefaultMaxPages         = 2000
 	DefaultTimeout          = 2 * time.Minute
 	DefaultMaxUnpackedBytes = 500 << 20
 	DefaultMaxZipEntries    = 20000
+	DefaultMaxChars         = 16_000_000
+	DefaultMaxTokens        = 4_000_000
 )
 
 func (l Limits) withDefaults() Limits {
@@ -76,6 +94,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxZipEntries == 0 {
 		l.MaxZipEntries = DefaultMaxZipEntries
+	}
+	if l.MaxChars == 0 {
+		l.MaxChars = DefaultMaxChars
+	}
+	if l.MaxTokens == 0 {
+		l.MaxTokens = DefaultMaxTokens
 	}
 	return l
 }
@@ -121,6 +145,9 @@ type Document struct {
 	// extraction (a page without text, a skipped part); each also appears
 	// in Text where it applies.
 	Notes []string
+	// maxTokens is the MaxTokens limit the document was extracted under,
+	// for NewAttachment (0: the default).
+	maxTokens int
 }
 
 // ExtractFile reads the file at path and extracts it; see Extract.
@@ -243,6 +270,10 @@ type extraction struct {
 	limits   Limits
 	progress func(Progress)
 	notes    []string
+	// chars counts the characters of text read so far (spend), and
+	// unpacked the bytes unpacked from a ZIP container's parts.
+	chars    int
+	unpacked int64
 }
 
 // check returns the context's error, for loops to call between steps.
@@ -265,6 +296,25 @@ func (x *extraction) checkPages(n int, unit string) error {
 		return failure(x.name, ErrTooManyPages, "has %d %s, over the limit of %d; attach a part of it (for a PDF, print the pages you need to a new PDF)", n, unit, x.limits.MaxPages)
 	}
 	return nil
+}
+
+// spendBytes and spendString count text against MaxChars as an extractor
+// reads it, so that the extraction stops as soon as the bound is passed.
+func (x *extraction) spendBytes(b []byte) error { return x.spend(utf8.RuneCount(b)) }
+
+func (x *extraction) spendString(s string) error { return x.spend(utf8.RuneCountInString(s)) }
+
+func (x *extraction) spend(n int) error {
+	x.chars += n
+	if x.limits.MaxChars > 0 && x.chars > x.limits.MaxChars {
+		return textLimit(x.name, x.limits.MaxChars)
+	}
+	return nil
+}
+
+// textLimit is the error of a document whose text is over MaxChars.
+func textLimit(name string, limit int) *Error {
+	return failure(name, ErrTextLimit, "has more than %s characters of text, the limit for one document (far more than the model can read at once); attach the part you need", thousands(limit))
 }
 
 func (x *extraction) note(format string, args ...any) string {
@@ -320,7 +370,13 @@ func (x *extraction) run() (*Document, error) {
 	if strings.TrimSpace(doc.Text) == "" {
 		return nil, failure(x.name, ErrEmpty, "holds no text (it is a %s with nothing written in it)", kind.typeName)
 	}
+	// What the extractors counted on the way is the text they read; the
+	// text written (table pipes, list marks, headings) is checked whole.
+	if x.limits.MaxChars > 0 && utf8.RuneCountInString(doc.Text) > x.limits.MaxChars {
+		return nil, textLimit(x.name, x.limits.MaxChars)
+	}
 	doc.Notes = x.notes
+	doc.maxTokens = x.limits.MaxTokens
 	return doc, nil
 }
 

@@ -2,6 +2,7 @@ package docs
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"strconv"
 	"strings"
@@ -27,7 +28,7 @@ func (x *extraction) html() (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	out, err := x.htmlText(text)
+	out, err := x.htmlText(strings.NewReader(text), false)
 	return out, name, err
 }
 
@@ -63,9 +64,17 @@ const maxIndent = 8
 // preformatted text fenced, scripts and styles dropped, links kept as
 // their text (never followed). It streams tokens through the x/net/html
 // tokenizer rather than building a tree, so that nesting depth costs
-// nothing.
-func (x *extraction) htmlText(text string) (string, error) {
-	z := html.NewTokenizer(strings.NewReader(text))
+// nothing. Its text counts against MaxChars as it is read.
+//
+// A part streamed from a ZIP container (an EPUB chapter, bounded only by
+// its unpacked size) is read with the tokenizer's buffer bounded by
+// maxRun: the tokenizer holds one whole token, and no real chapter has a
+// text or a tag that long. A page given whole is in memory already.
+func (x *extraction) htmlText(r io.Reader, streamed bool) (string, error) {
+	z := html.NewTokenizer(r)
+	if streamed {
+		z.SetMaxBuf(maxRun)
+	}
 	h := &htmlWriter{}
 	for i := 0; ; i++ {
 		if i%4096 == 0 {
@@ -76,13 +85,24 @@ func (x *extraction) htmlText(text string) (string, error) {
 		tt := z.Next()
 		switch tt {
 		case html.ErrorToken:
-			if z.Err() == io.EOF {
+			err := z.Err()
+			var known *Error
+			switch {
+			case err == io.EOF:
 				return h.finish(), nil
+			case errors.As(err, &known):
+				return "", err // a limit, from the part's reader
+			case errors.Is(err, html.ErrBufferExceeded):
+				return "", failure(x.name, ErrTextLimit, "has a single piece of text or markup longer than %s; no real document does, and it was not read", FormatBytes(maxRun))
 			}
-			return "", damaged(x.name, "HTML page", z.Err())
+			return "", damaged(x.name, "HTML page", err)
 		case html.TextToken:
 			if h.skip == 0 {
-				h.text(string(z.Text()))
+				text := z.Text()
+				if err := x.spendBytes(text); err != nil {
+					return "", err
+				}
+				h.text(string(text))
 			}
 		case html.StartTagToken, html.SelfClosingTagToken:
 			name, hasAttr := z.TagName()

@@ -60,6 +60,11 @@ func (x *extraction) pdf() (string, int, error) {
 			}
 			return "", 0, damaged(x.name, what, fmt.Errorf("page %d: %v", i, err))
 		}
+		for _, g := range glyphs {
+			if err := x.spendString(g.s); err != nil {
+				return "", 0, err
+			}
+		}
 		text := pdfPageText(glyphs)
 		if i > 1 {
 			b.WriteString("\n\n")

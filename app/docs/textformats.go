@@ -10,13 +10,26 @@ import (
 
 // plainText reads text and Markdown: the decoded text as it is.
 func (x *extraction) plainText() (string, string, error) {
-	return x.decodeText(x.data)
+	return x.decodedText()
+}
+
+// decodedText decodes the file's text and counts it against MaxChars: the
+// text formats' output is their text, in a table or a fence.
+func (x *extraction) decodedText() (string, string, error) {
+	text, enc, err := x.decodeText(x.data)
+	if err != nil {
+		return "", "", err
+	}
+	if err := x.spendString(text); err != nil {
+		return "", "", err
+	}
+	return text, enc, nil
 }
 
 // code reads source code into a fenced block named by its language, so
 // that the model sees where the file starts and ends and what it is.
 func (x *extraction) code(language string) (string, string, error) {
-	text, enc, err := x.decodeText(x.data)
+	text, enc, err := x.decodedText()
 	if err != nil {
 		return "", "", err
 	}
@@ -44,7 +57,7 @@ func fence(language, text string) string {
 // programs do; a quoted field that never closes is an error, since the
 // rest of the file would silently become one cell.
 func (x *extraction) csv(tabs bool) (string, string, error) {
-	text, enc, err := x.decodeText(x.data)
+	text, enc, err := x.decodedText()
 	if err != nil {
 		return "", "", err
 	}
@@ -94,7 +107,7 @@ func (x *extraction) readCSV(text string, comma rune, lazy bool) ([][]string, er
 // json reads a JSON file into a fenced json block, after checking that it
 // is JSON: a broken file is reported with the line and column of the fault.
 func (x *extraction) json() (string, string, error) {
-	text, enc, err := x.decodeText(x.data)
+	text, enc, err := x.decodedText()
 	if err != nil {
 		return "", "", err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/xuri/excelize/v2"
 )
@@ -86,7 +87,16 @@ func (x *extraction) sheetRows(f *excelize.File, sheet string) ([][]string, erro
 		// Only up to the last value: a row with one cell in column XFD
 		// comes back as 16,384 strings, which kept for every row of a
 		// long sheet would take gigabytes.
-		out = append(out, slices.Clone(cols[:usedCells(cols)]))
+		cols = cols[:usedCells(cols)]
+		// Every value counts against MaxChars as it is read, a cell
+		// (empty or not) as one character at least: its column's pipe. One
+		// shared string in 200,000 cells is 200,000 times its text.
+		for _, c := range cols {
+			if err := x.spend(1 + utf8.RuneCountInString(c)); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, slices.Clone(cols))
 	}
 	if err := rows.Error(); err != nil {
 		return nil, damaged(x.name, "Excel workbook", fmt.Errorf("sheet %q: %v", sheet, err))

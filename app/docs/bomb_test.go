@@ -1,0 +1,328 @@
+package docs
+
+import (
+	"archive/zip"
+	"bytes"
+	"compress/flate"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/suzuran-app/suzuran/engine/tokenizer"
+)
+
+// Document bombs: small files made to expand into gigabytes of text. Each
+// is written at test time and extracted, with the default limits, in a
+// child process (this test binary again) whose peak RSS the kernel
+// measures; the bound holds for the whole child, the Go runtime and the
+// tokenizer included.
+//
+// maxBombRSS is that bound. The text of a document is at most
+// DefaultMaxChars characters, 16 MB for these ASCII texts; a few copies
+// of it as it is built, the heap's growth before the collector runs, and
+// the runtime's own ~20 MB stay well under it. Before the limits, these
+// files took 1 GB within a second or two (the child stops itself at
+// childRSSCeiling, so that a failing run cannot take the machine's
+// memory: the issue measured 6 to 12 GB).
+const (
+	maxBombRSS      = 256 << 20
+	childRSSCeiling = 1 << 30
+	bombEnv         = "SUZURAN_DOCS_BOMB"
+)
+
+func TestMain(m *testing.M) {
+	if path := os.Getenv(bombEnv); path != "" {
+		os.Exit(extractInChild(path))
+	}
+	os.Exit(m.Run())
+}
+
+// bombResult is what the child reports on stdout.
+type bombResult struct {
+	Error     string   `json:"error,omitempty"`
+	TextLimit bool     `json:"text_limit,omitempty"`
+	Chars     int      `json:"chars,omitempty"`
+	Tokens    int      `json:"tokens,omitempty"`
+	Notes     []string `json:"notes,omitempty"`
+}
+
+// extractInChild extracts the file at path as the app does (extraction,
+// then counting its tokens) and prints a bombResult.
+func extractInChild(path string) int {
+	go func() { // a failing run must not take the machine's memory
+		for {
+			if rss := maxRSS(); rss > childRSSCeiling {
+				fmt.Printf(`{"error":"peak RSS passed %d MB: stopped"}`+"\n", rss>>20)
+				os.Exit(3)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	var r bombResult
+	doc, err := ExtractFile(context.Background(), path, Options{})
+	if err == nil {
+		var tok *tokenizer.Tokenizer
+		if tok, err = tokenizer.Load(filepath.Join("..", "..", "assets", "models", "suzuran-tiny")); err != nil {
+			fmt.Println(err)
+			return 2
+		}
+		var att Attachment
+		att, err = NewAttachment(context.Background(), doc, tok, nil)
+		r.Chars, r.Tokens, r.Notes = len([]rune(doc.Text)), att.Tokens, doc.Notes
+	}
+	if err != nil {
+		r.Error, r.TextLimit = err.Error(), errors.Is(err, ErrTextLimit)
+	}
+	json.NewEncoder(os.Stdout).Encode(r)
+	return 0
+}
+
+// maxRSS is this process's peak resident size in bytes.
+func maxRSS() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return rssBytes(ru.Maxrss)
+}
+
+// rssBytes converts rusage's Maxrss: kilobytes on Linux, bytes on macOS.
+func rssBytes(maxrss int64) int64 {
+	if runtime.GOOS == "darwin" {
+		return maxrss
+	}
+	return maxrss << 10
+}
+
+// runBomb extracts path in a child process and returns its result and
+// peak RSS.
+func runBomb(t *testing.T, path string) (bombResult, int64) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), bombEnv+"="+path)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("child: %v\n%s%s", err, stdout.String(), stderr.String())
+	}
+	var r bombResult
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("child said %q: %v", stdout.String(), err)
+	}
+	return r, rssBytes(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss)
+}
+
+// deflated is a ZIP part whose content is unit repeated to size bytes,
+// compressed at test time (BestSpeed: 480 MB in under a second).
+type deflated struct {
+	name       string
+	head, tail string
+	unit       string
+	size       int
+}
+
+// zipBomb writes a ZIP of small parts and deflated ones.
+func zipBomb(t *testing.T, small [][2]string, big ...deflated) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := zip.NewWriter(&buf)
+	w.RegisterCompressor(zip.Deflate, func(out io.Writer) (io.WriteCloser, error) {
+		return flate.NewWriter(out, flate.BestSpeed)
+	})
+	for _, p := range small {
+		f, err := w.Create(p[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(f, p[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range big {
+		f, err := w.Create(d.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chunk := strings.Repeat(d.unit, max(1, (1<<20)/len(d.unit)))
+		io.WriteString(f, d.head)
+		for n := len(chunk); n <= max(d.size, len(chunk)); n += len(chunk) {
+			if _, err := io.WriteString(f, chunk); err != nil {
+				t.Fatal(err)
+			}
+		}
+		io.WriteString(f, d.tail)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func epubBomb(t *testing.T, spine string, chapter deflated) []byte {
+	return zipBomb(t, [][2]string{
+		{"mimetype", "application/epub+zip"},
+		{"META-INF/container.xml", `<?xml version="1.0"?><container version="1.0" xmlns="urn:oasis:names:tc:opendocument:xmlns:container"><rootfiles><rootfile full-path="OEBPS/content.opf" media-type="application/oebps-package+xml"/></rootfiles></container>`},
+		{"OEBPS/content.opf", `<?xml version="1.0" encoding="utf-8"?><package xmlns="http://www.idpf.org/2007/opf" version="3.0"><metadata xmlns:dc="http://purl.org/dc/elements/1.1/"><dc:title>Bomb</dc:title></metadata><manifest><item id="c1" href="c1.xhtml" media-type="application/xhtml+xml"/><item id="c2" href="c1.xhtml" media-type="application/xhtml+xml"/></manifest><spine>` + spine + `</spine></package>`},
+	}, chapter)
+}
+
+const lily = "<p>Lilies of the valley flower in late spring, white and small.</p>\n"
+
+func TestDocumentBombs(t *testing.T) {
+	var sheet strings.Builder
+	sheet.WriteString(`<?xml version="1.0" encoding="UTF-8" standalone="yes"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>`)
+	for r := 1; r <= 10000; r++ { // 200,000 cells, all the one shared string
+		fmt.Fprintf(&sheet, `<row r="%d">`, r)
+		for c := 0; c < 20; c++ {
+			fmt.Fprintf(&sheet, `<c r="%c%d" t="s"><v>0</v></c>`, 'A'+c, r)
+		}
+		sheet.WriteString(`</row>`)
+	}
+	sheet.WriteString(`</sheetData></worksheet>`)
+	xlsxParts := [][2]string{
+		{"[Content_Types].xml", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/><Override PartName="/xl/sharedStrings.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/></Types>`},
+		{"_rels/.rels", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>`},
+		{"xl/workbook.xml", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>`},
+		{"xl/_rels/workbook.xml.rels", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/><Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/></Relationships>`},
+		{"xl/worksheets/sheet1.xml", sheet.String()},
+	}
+	docxParts := [][2]string{
+		{"[Content_Types].xml", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>`},
+	}
+	docxHead := `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document ` + wordNS + `><w:body>`
+	docxTail := `</w:body></w:document>`
+
+	for _, tc := range []struct {
+		name string
+		data func() []byte
+		// Either the document is read, to chars characters at most, with
+		// a note; or it is refused with the text limit's message.
+		chars int
+		note  string
+		err   string
+	}{{
+		// One 4 MB chapter listed 2,000 times (under two ids): read once,
+		// so its text is shorter than the chapter (8 GB if read 2,000 times).
+		name: "repeated-chapter.epub",
+		data: func() []byte {
+			return epubBomb(t, strings.Repeat(`<itemref idref="c1"/><itemref idref="c2"/>`, 1000),
+				deflated{name: "OEBPS/c1.xhtml", head: "<html><body>", tail: "</body></html>", unit: lily, size: 4 << 20})
+		},
+		chars: 4 << 20,
+		note:  "the book lists chapters it has already listed 1999 more times; each chapter was read once",
+	}, {
+		// One chapter of 400 MB of text.
+		name: "long-chapter.epub",
+		data: func() []byte {
+			return epubBomb(t, `<itemref idref="c1"/>`,
+				deflated{name: "OEBPS/c1.xhtml", head: "<html><body>", tail: "</body></html>", unit: lily, size: 400 << 20})
+		},
+		err: "long-chapter.epub: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
+	}, {
+		// One shared string of 64 KB in 200,000 cells: 13 GB of text.
+		name: "shared-string.xlsx",
+		data: func() []byte {
+			return zipBomb(t, xlsxParts, deflated{
+				name: "xl/sharedStrings.xml",
+				head: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="200000" uniqueCount="1"><si><t>`,
+				tail: `</t></si></sst>`, unit: "lily ", size: 64 << 10,
+			})
+		},
+		err: "shared-string.xlsx: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
+	}, {
+		// 480 MB of paragraphs.
+		name: "paragraphs.docx",
+		data: func() []byte {
+			return zipBomb(t, docxParts, deflated{name: "word/document.xml", head: docxHead, tail: docxTail,
+				unit: "<w:p><w:r><w:t>Lilies of the valley flower in late spring.</w:t></w:r></w:p>", size: 480 << 20})
+		},
+		err: "paragraphs.docx: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
+	}, {
+		// 256 MB of text in one run, which the XML decoder would hold whole.
+		name: "one-run.docx",
+		data: func() []byte {
+			return zipBomb(t, docxParts, deflated{name: "word/document.xml", head: docxHead + "<w:p><w:r><w:t>", tail: "</w:t></w:r></w:p>" + docxTail,
+				unit: "lily ", size: 256 << 20})
+		},
+		err: "one-run.docx: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
+	}, {
+		// 256 MB in one tag's attribute.
+		name: "one-tag.docx",
+		data: func() []byte {
+			return zipBomb(t, docxParts, deflated{name: "word/document.xml", head: docxHead + `<w:p w:lily="`, tail: `"/>` + docxTail,
+				unit: "lily ", size: 256 << 20})
+		},
+		err: "one-tag.docx: has a single piece of text or markup longer than 16.8 MB in its part word/document.xml; no real document does, and it was not read",
+	}, {
+		// An EPUB chapter of one 256 MB tag.
+		name: "one-tag.epub",
+		data: func() []byte {
+			return epubBomb(t, `<itemref idref="c1"/>`,
+				deflated{name: "OEBPS/c1.xhtml", head: `<html><body><p title="`, tail: `">lily</p></body></html>`, unit: "lily ", size: 256 << 20})
+		},
+		err: "one-tag.epub: has a single piece of text or markup longer than 16.8 MB; no real document does, and it was not read",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := tc.data()
+			path := filepath.Join(t.TempDir(), tc.name)
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r, rss := runBomb(t, path)
+			t.Logf("%s: %s file, peak RSS %d MB; %d characters, %d tokens; error %q", tc.name, FormatBytes(int64(len(data))), rss>>20, r.Chars, r.Tokens, r.Error)
+			if rss > maxBombRSS {
+				t.Errorf("peak RSS %d MB, over the %d MB bound", rss>>20, maxBombRSS>>20)
+			}
+			if tc.err != "" {
+				if !r.TextLimit || r.Error != tc.err {
+					t.Errorf("got error %q (text limit: %v)\nwant %q", r.Error, r.TextLimit, tc.err)
+				}
+				return
+			}
+			if r.Error != "" || r.Chars == 0 || r.Chars > tc.chars || !strings.Contains(strings.Join(r.Notes, "\n"), tc.note) {
+				t.Errorf("got %d characters, notes %q, error %q; want at most %d characters and the note %q", r.Chars, r.Notes, r.Error, tc.chars, tc.note)
+			}
+		})
+	}
+}
+
+// The text limits themselves, small: characters as the text is read,
+// tokens as they are counted, each with a message naming the limit.
+func TestTextLimit(t *testing.T) {
+	text := strings.Repeat("lily ", 300) // 1,500 characters
+	_, err := Extract(context.Background(), "lilies.txt", []byte(text), Options{Limits: Limits{MaxChars: 1000}})
+	if !errors.Is(err, ErrTextLimit) || err.Error() != "lilies.txt: has more than 1,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need" {
+		t.Errorf("characters: %v", err)
+	}
+	doc, err := Extract(context.Background(), "lilies.txt", []byte(text), Options{Limits: Limits{MaxChars: 1500, MaxTokens: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewAttachment(context.Background(), doc, demoTok(t), nil)
+	if !errors.Is(err, ErrTextLimit) || err.Error() != "lilies.txt: has more than 100 tokens of text, the limit for one document (far more than the model can read at once); attach the part you need" {
+		t.Errorf("tokens: %v", err)
+	}
+	// Every format counts: the same text as a table, a page, a book.
+	for name, data := range map[string][]byte{
+		"lilies.csv":  []byte(strings.Repeat("lily,white\n", 150)),
+		"lilies.html": []byte("<p>" + text + "</p>"),
+		"lilies.docx": docxOf(t, para("", 0, 0, text)),
+		"lilies.epub": epubOf(t, "<p>"+text+"</p>"),
+		"lilies.rtf":  []byte(`{\rtf1 ` + text + `}`),
+	} {
+		_, err := Extract(context.Background(), name, data, Options{Limits: Limits{MaxChars: 1000}})
+		if !errors.Is(err, ErrTextLimit) || !strings.HasPrefix(err.Error(), name+": has more than 1,000 characters of text") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
