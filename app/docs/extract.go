@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,30 +151,104 @@ type Document struct {
 	maxTokens int
 }
 
-// ExtractFile reads the file at path and extracts it; see Extract.
+// ExtractFile reads the file at path and extracts it; see Extract. Only a
+// regular file (or a link to one) is read: a folder, a device, a named
+// pipe or a socket is refused before it is opened (ErrNotAFile), since
+// reading one never ends or blocks. Limits.Timeout covers opening and
+// reading the file too, and ExtractFile returns when it passes even if
+// the system is still busy opening or reading it.
 func ExtractFile(ctx context.Context, path string, opts Options) (*Document, error) {
 	name := filepath.Base(path)
 	limits := opts.Limits.withDefaults()
-	f, err := os.Open(path)
+	if limits.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, limits.Timeout, ErrTimeLimit)
+		defer cancel()
+	}
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		data, err := readFile(ctx, path, name, limits, opts.Progress)
+		done <- result{data, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			if ctx.Err() != nil {
+				return nil, stopped(ctx, name, limits.Timeout)
+			}
+			return nil, r.err
+		}
+		return Extract(ctx, name, r.data, opts)
+	case <-ctx.Done():
+		return nil, stopped(ctx, name, limits.Timeout)
+	}
+}
+
+// readFile opens and reads a regular file, refusing anything else before
+// opening it, and again after (it may have been replaced in between; it
+// is opened without blocking, so that a named pipe put there cannot hang
+// the open).
+func readFile(ctx context.Context, path, name string, limits Limits, progress func(Progress)) ([]byte, error) {
+	st, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", path, err)
+		return nil, openError(name, err)
+	}
+	if err := checkRegular(name, st); err != nil {
+		return nil, err
+	}
+	f, err := openNoBlock(path)
+	if err != nil {
+		return nil, openError(name, err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+	if st, err = f.Stat(); err != nil {
+		return nil, openError(name, err)
 	}
-	if st.IsDir() {
-		return nil, failure(name, ErrUnsupported, "is a folder; attach the files inside it instead")
+	if err := checkRegular(name, st); err != nil {
+		return nil, err
 	}
 	if limits.MaxBytes > 0 && st.Size() > limits.MaxBytes {
 		return nil, tooLarge(name, st.Size(), limits.MaxBytes)
 	}
-	data, err := readAll(ctx, name, f, st.Size(), limits.MaxBytes, opts.Progress)
-	if err != nil {
-		return nil, err
+	return readAll(ctx, name, f, st.Size(), limits.MaxBytes, progress)
+}
+
+// checkRegular refuses what is not a regular file, saying what it is.
+func checkRegular(name string, st os.FileInfo) error {
+	mode := st.Mode()
+	switch {
+	case mode.IsRegular():
+		return nil
+	case mode.IsDir():
+		return failure(name, ErrNotAFile, "is a folder; attach the files inside it instead")
+	case mode&os.ModeNamedPipe != 0:
+		return failure(name, ErrNotAFile, "is a named pipe, not a file; save what it carries to a file and attach that")
+	case mode&os.ModeSocket != 0:
+		return failure(name, ErrNotAFile, "is a socket, not a file; only files can be attached")
+	case mode&os.ModeDevice != 0:
+		return failure(name, ErrNotAFile, "is a device, not a file; only files can be attached")
+	default:
+		return failure(name, ErrNotAFile, "is not a regular file; only files can be attached")
 	}
-	return Extract(ctx, name, data, opts)
+}
+
+// openError says in plain words why a file could not be opened or read.
+func openError(name string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the path is the name already said
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &Error{Name: name, Kind: fs.ErrNotExist, Message: "does not exist (it may have been moved or deleted); check its name and folder"}
+	case errors.Is(err, fs.ErrPermission):
+		return &Error{Name: name, Kind: fs.ErrPermission, Message: "may not be read (permission denied); allow reading it, or copy it to a folder of yours and attach the copy"}
+	}
+	return &Error{Name: name, Kind: err, Message: fmt.Sprintf("could not be opened (%v)", err)}
 }
 
 // readAll reads a file with progress, checking ctx between chunks.
@@ -199,7 +274,11 @@ func readAll(ctx context.Context, name string, r io.Reader, size, limit int64, p
 			return data, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", name, err)
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is the name already said
+			}
+			return nil, &Error{Name: name, Kind: err, Message: fmt.Sprintf("could not be read (%v); check the disk it is on, or copy it elsewhere and attach the copy", err)}
 		}
 	}
 }
