@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/flate"
+	"compress/zlib"
 	"context"
 	"encoding/json"
 	"errors"
@@ -176,6 +177,49 @@ func epubBomb(t *testing.T, spine string, chapter deflated) []byte {
 	}, chapter)
 }
 
+// pdfBomb writes a one-page PDF whose content stream is unit repeated to
+// size bytes (once when size is 0) between head and tail,
+// FlateDecode-compressed.
+func pdfBomb(t *testing.T, head, unit, tail string, size int) []byte {
+	t.Helper()
+	var content bytes.Buffer
+	zw, err := zlib.NewWriterLevel(&content, zlib.BestSpeed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := strings.Repeat(unit, max(1, (1<<20)/len(unit)))
+	io.WriteString(zw, head)
+	if size <= 0 {
+		io.WriteString(zw, unit) // once
+	}
+	for n := len(chunk); n <= size; n += len(chunk) {
+		io.WriteString(zw, chunk)
+	}
+	io.WriteString(zw, tail)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	var offsets []int
+	obj := func(body string) {
+		offsets = append(offsets, b.Len())
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", len(offsets), body)
+	}
+	b.WriteString("%PDF-1.4\n")
+	obj("<< /Type /Catalog /Pages 2 0 R >>")
+	obj("<< /Type /Pages /Kids [3 0 R] /Count 1 >>")
+	obj("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>")
+	obj("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+	obj(fmt.Sprintf("<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream", content.Len(), content.Bytes()))
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(offsets)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(offsets)+1, xref)
+	return b.Bytes()
+}
+
 const lily = "<p>Lilies of the valley flower in late spring, white and small.</p>\n"
 
 func TestDocumentBombs(t *testing.T) {
@@ -210,6 +254,7 @@ func TestDocumentBombs(t *testing.T) {
 		chars int
 		note  string
 		err   string
+		kind  error // of err: ErrTextLimit when nil
 	}{{
 		// One 4 MB chapter listed 2,000 times (under two ids): read once,
 		// so its text is shorter than the chapter (8 GB if read 2,000 times).
@@ -271,6 +316,21 @@ func TestDocumentBombs(t *testing.T) {
 				deflated{name: "OEBPS/c1.xhtml", head: `<html><body><p title="`, tail: `">lily</p></body></html>`, unit: "lily ", size: 256 << 20})
 		},
 		err: "one-tag.epub: has a single piece of text or markup longer than 16.8 MB; no real document does, and it was not read",
+	}, {
+		// A page that shows 256 MB of text: the library would keep every
+		// character of it (64 bytes each) before the layout.
+		name: "page-text.pdf",
+		data: func() []byte {
+			return pdfBomb(t, "BT /F1 12 Tf 72 720 Td ", "(Lilies of the valley) Tj ", " ET", 256<<20)
+		},
+		err: "page-text.pdf: has more than 524.3 KB of text on page 1, far more than any printed page; it may be made to fill memory, and was not read",
+	}, {
+		// A page of 256 MB of numbers without an operator: the library
+		// would hold them all on its stack.
+		name: "operands.pdf",
+		data: func() []byte { return pdfBomb(t, "", "1 ", " m", 256<<20) },
+		kind: ErrDamaged,
+		err:  "operands.pdf: is not a readable PDF document (page 1 gives an operator more than 65,536 values; no real PDF does); open it in the program that made it, save a new copy and attach that",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			data := tc.data()
@@ -284,7 +344,7 @@ func TestDocumentBombs(t *testing.T) {
 				t.Errorf("peak RSS %d MB, over the %d MB bound", rss>>20, maxBombRSS>>20)
 			}
 			if tc.err != "" {
-				if !r.TextLimit || r.Error != tc.err {
+				if r.TextLimit != (tc.kind == nil) || r.Error != tc.err {
 					t.Errorf("got error %q (text limit: %v)\nwant %q", r.Error, r.TextLimit, tc.err)
 				}
 				return
@@ -323,6 +383,35 @@ func TestTextLimit(t *testing.T) {
 		_, err := Extract(context.Background(), name, data, Options{Limits: Limits{MaxChars: 1000}})
 		if !errors.Is(err, ErrTextLimit) || !strings.HasPrefix(err.Error(), name+": has more than 1,000 characters of text") {
 			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// The page scan counts what a page shows as the library reads it (hex
+// strings half their digits, escapes and nested parentheses in literal
+// strings): a page of 400 KB of text is read whole, one of 530 KB is
+// refused, both by the 512 KB bound.
+func TestPDFPageScan(t *testing.T) {
+	data := pdfBomb(t, "", "BT /F1 12 Tf 72 720 Td <4C696C 696573> Tj ( of \\(the\\) (valley)) Tj ET", "", 0)
+	doc, err := Extract(context.Background(), "lilies.pdf", data, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "--- Page 1 ---\nLilies of (the) (valley)"; doc.Text != want {
+		t.Errorf("text %q, want %q", doc.Text, want)
+	}
+	line := "(" + strings.Repeat("lily ", 20) + ") Tj 0 -14 Td\n" // 100 bytes of text
+	for _, tc := range []struct {
+		lines int
+		ok    bool
+	}{{4000, true}, {5300, false}} {
+		data := pdfBomb(t, "BT /F1 12 Tf 72 720 Td\n", strings.Repeat(line, tc.lines), "ET", 0)
+		doc, err := Extract(context.Background(), "dense.pdf", data, Options{})
+		if tc.ok && (err != nil || strings.Count(doc.Text, "lily") != 20*tc.lines) {
+			t.Errorf("%d lines: %v", tc.lines, err)
+		}
+		if !tc.ok && !errors.Is(err, ErrTextLimit) {
+			t.Errorf("%d lines: %v; want the page's text bound", tc.lines, err)
 		}
 	}
 }

@@ -30,10 +30,13 @@
 // against the unpacked limit however often a part is read; an EPUB chapter
 // listed many times is read once; the text counts against the character
 // limit as it is read (a shared string of a workbook once for every cell
-// that shows it), and the
-// extraction stops with ErrTextLimit as soon as it passes. No piece of text
-// or markup longer than 16 MB without a tag is held (a real document has
-// none). TestDocumentBombs measures the peak memory of such files.
+// that shows it), and the extraction stops with ErrTextLimit as soon as it
+// passes. No piece of text or markup longer than 16 MB without a tag is
+// held (a real document has none). A PDF page's content is scanned,
+// streamed, before the PDF library reads it: a page that shows more than
+// 512 KB of text or gives an operator more than 65,536 values is refused,
+// since the library would hold all of it. TestDocumentBombs measures the
+// peak memory of such files.
 //
 // API: OpenAIFile and AnthropicDocument turn the HTTP API's document parts
 // (OpenAI "file" content parts with base64 file_data, Anthropic "document"
