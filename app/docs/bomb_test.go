@@ -31,10 +31,10 @@ import (
 // maxBombRSS is that bound. The text of a document is at most
 // DefaultMaxChars characters, 16 MB for these ASCII texts; a few copies
 // of it as it is built, the heap's growth before the collector runs, and
-// the runtime's own ~20 MB stay well under it. Before the limits, these
-// files took 1 GB within a second or two (the child stops itself at
-// childRSSCeiling, so that a failing run cannot take the machine's
-// memory: the issue measured 6 to 12 GB).
+// the runtime's own ~20 MB stay well under it (measured: 43 to 85 MB).
+// Without the limits each of these files passed 1 GB within seconds, and
+// such files were seen to take 6 to 12 GB: the child stops itself at
+// childRSSCeiling, so that a failing run cannot take the machine's memory.
 const (
 	maxBombRSS      = 256 << 20
 	childRSSCeiling = 1 << 30
@@ -154,7 +154,7 @@ func zipBomb(t *testing.T, small [][2]string, big ...deflated) []byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		chunk := strings.Repeat(d.unit, max(1, (1<<20)/len(d.unit)))
+		chunk := strings.Repeat(d.unit, max(1, min(d.size, 1<<20)/len(d.unit)))
 		io.WriteString(f, d.head)
 		for n := len(chunk); n <= max(d.size, len(chunk)); n += len(chunk) {
 			if _, err := io.WriteString(f, chunk); err != nil {
@@ -266,11 +266,11 @@ func TestDocumentBombs(t *testing.T) {
 		chars: 4 << 20,
 		note:  "the book lists chapters it has already listed 1999 more times; each chapter was read once",
 	}, {
-		// One chapter of 400 MB of text.
+		// One chapter of 256 MB of text.
 		name: "long-chapter.epub",
 		data: func() []byte {
 			return epubBomb(t, `<itemref idref="c1"/>`,
-				deflated{name: "OEBPS/c1.xhtml", head: "<html><body>", tail: "</body></html>", unit: lily, size: 400 << 20})
+				deflated{name: "OEBPS/c1.xhtml", head: "<html><body>", tail: "</body></html>", unit: lily, size: 256 << 20})
 		},
 		err: "long-chapter.epub: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
 	}, {
@@ -285,11 +285,11 @@ func TestDocumentBombs(t *testing.T) {
 		},
 		err: "shared-string.xlsx: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
 	}, {
-		// 480 MB of paragraphs.
+		// 256 MB of paragraphs.
 		name: "paragraphs.docx",
 		data: func() []byte {
 			return zipBomb(t, docxParts, deflated{name: "word/document.xml", head: docxHead, tail: docxTail,
-				unit: "<w:p><w:r><w:t>Lilies of the valley flower in late spring.</w:t></w:r></w:p>", size: 480 << 20})
+				unit: "<w:p><w:r><w:t>Lilies of the valley flower in late spring.</w:t></w:r></w:p>", size: 256 << 20})
 		},
 		err: "paragraphs.docx: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
 	}, {
@@ -316,6 +316,32 @@ func TestDocumentBombs(t *testing.T) {
 				deflated{name: "OEBPS/c1.xhtml", head: `<html><body><p title="`, tail: `">lily</p></body></html>`, unit: "lily ", size: 256 << 20})
 		},
 		err: "one-tag.epub: has a single piece of text or markup longer than 16.8 MB; no real document does, and it was not read",
+	}, {
+		// 15 MB of commas: one record of 15 million fields.
+		name: "commas.csv",
+		data: func() []byte { return []byte(strings.Repeat(",", 15<<20) + "x\n") },
+		err:  "commas.csv: is a table of more than 4,000,000 cells, which written out is over the limit of 16,000,000 characters of text for one document; attach the part you need",
+	}, {
+		// A rich-text shared string of 230,000 characters in one row of
+		// 16,384 cells: excelize would build the row's values, 3.8 GB,
+		// before any could be counted.
+		name: "rich-row.xlsx",
+		data: func() []byte {
+			var row strings.Builder
+			row.WriteString(`<?xml version="1.0" encoding="UTF-8" standalone="yes"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="1">`)
+			for c := 0; c < 16384; c++ {
+				row.WriteString(`<c t="s"><v>0</v></c>`)
+			}
+			row.WriteString(`</row></sheetData></worksheet>`)
+			parts := append([][2]string{}, xlsxParts[:4]...)
+			parts = append(parts, [2]string{"xl/worksheets/sheet1.xml", row.String()})
+			return zipBomb(t, parts, deflated{
+				name: "xl/sharedStrings.xml",
+				head: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="1" uniqueCount="1"><si>`,
+				tail: `</si></sst>`, unit: "<r><t>lily</t></r>", size: 1 << 20,
+			})
+		},
+		err: "rich-row.xlsx: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
 	}, {
 		// A page that shows 256 MB of text: the library would keep every
 		// character of it (64 bytes each) before the layout.

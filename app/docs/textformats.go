@@ -67,6 +67,14 @@ func (x *extraction) csv(tabs bool) (string, string, error) {
 	} else if first, _, _ := strings.Cut(text, "\n"); strings.Count(first, "\t") > 0 && !strings.Contains(first, ",") {
 		comma = '\t' // a .csv file that is tab-separated, as Excel exports "Unicode text"
 	}
+	// The reader holds a record's fields at once (some 40 bytes each), and
+	// every cell costs three characters of the table at least ("| x "):
+	// a table of more than a quarter of MaxChars cells would be over the
+	// text limit once written, so it is refused before it is read (15 MB
+	// of commas once took a gigabyte).
+	if cells := strings.Count(text, string(comma)) + strings.Count(text, "\n") + 1; x.limits.MaxChars > 0 && cells > x.limits.MaxChars/4 {
+		return "", "", failure(x.name, ErrTextLimit, "is a table of more than %s cells, which written out is over the limit of %s characters of text for one document; attach the part you need", thousands(x.limits.MaxChars/4), thousands(x.limits.MaxChars))
+	}
 	rows, err := x.readCSV(text, comma, false)
 	var parseErr *csv.ParseError
 	if errors.As(err, &parseErr) && errors.Is(parseErr.Err, csv.ErrBareQuote) {
