@@ -4,17 +4,21 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/flate"
-	"compress/zlib"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/adler32"
+	"hash/crc32"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,8 +29,8 @@ import (
 // Document bombs: small files made to expand into gigabytes of text. Each
 // is written at test time and extracted, with the default limits, in a
 // child process (this test binary again) whose peak RSS the kernel
-// measures; the bound holds for the whole child, the Go runtime and the
-// tokenizer included.
+// measures (maxRSS); the bound holds for the whole child, the Go runtime
+// and the tokenizer included.
 //
 // maxBombRSS is that bound. The text of a document is at most
 // DefaultMaxChars characters, 16 MB for these ASCII texts; a few copies
@@ -50,6 +54,8 @@ func TestMain(m *testing.M) {
 
 // bombResult is what the child reports on stdout.
 type bombResult struct {
+	// PeakRSS is the child's own peak resident size, in bytes.
+	PeakRSS   int64    `json:"peak_rss"`
 	Error     string   `json:"error,omitempty"`
 	TextLimit bool     `json:"text_limit,omitempty"`
 	Chars     int      `json:"chars,omitempty"`
@@ -84,12 +90,26 @@ func extractInChild(path string) int {
 	if err != nil {
 		r.Error, r.TextLimit = err.Error(), errors.Is(err, ErrTextLimit)
 	}
+	r.PeakRSS = maxRSS()
 	json.NewEncoder(os.Stdout).Encode(r)
 	return 0
 }
 
-// maxRSS is this process's peak resident size in bytes.
+// maxRSS is this process's peak resident size in bytes. On Linux it is
+// VmHWM, the high-water mark of this program's own memory: rusage's
+// Maxrss also takes in the parent's at the fork (Linux carries the
+// mark across exec), so it reads the test binary's memory, not the
+// child's. Elsewhere it is rusage's Maxrss.
 func maxRSS() int64 {
+	if status, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(status), "\n") {
+			if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+				if n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64); err == nil {
+					return n << 10
+				}
+			}
+		}
+	}
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
@@ -105,11 +125,44 @@ func rssBytes(maxrss int64) int64 {
 	return maxrss << 10
 }
 
+var (
+	bombChildOnce sync.Once
+	bombChildBin  string
+	bombChildErr  error
+)
+
+// bombChild is the program the children run: this test binary; under the
+// race detector, which slows the child tenfold and doubles its memory (its
+// shadow memory, not the extraction's), the same tests built without it.
+func bombChild(t *testing.T) string {
+	if !raceEnabled {
+		return os.Args[0]
+	}
+	bombChildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "docs-bomb-child")
+		if err != nil {
+			bombChildErr = err
+			return
+		}
+		bombChildBin = filepath.Join(dir, "docs.test")
+		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+		cmd := exec.Command(goTool, "test", "-c", "-o", bombChildBin, ".")
+		cmd.Env = append(os.Environ(), "GOFLAGS=")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			bombChildErr = fmt.Errorf("building the child without -race: %v\n%s", err, out)
+		}
+	})
+	if bombChildErr != nil {
+		t.Fatal(bombChildErr)
+	}
+	return bombChildBin
+}
+
 // runBomb extracts path in a child process and returns its result and
 // peak RSS.
 func runBomb(t *testing.T, path string) (bombResult, int64) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := exec.Command(bombChild(t), "-test.run=^$")
 	cmd.Env = append(os.Environ(), bombEnv+"="+path)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -117,14 +170,14 @@ func runBomb(t *testing.T, path string) (bombResult, int64) {
 		t.Fatalf("child: %v\n%s%s", err, stdout.String(), stderr.String())
 	}
 	var r bombResult
-	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil || r.PeakRSS <= 0 {
 		t.Fatalf("child said %q: %v", stdout.String(), err)
 	}
-	return r, rssBytes(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss)
+	return r, r.PeakRSS
 }
 
-// deflated is a ZIP part whose content is unit repeated to size bytes,
-// compressed at test time (BestSpeed: 480 MB in under a second).
+// deflated is a ZIP part whose content is head, unit repeated to size
+// bytes, and tail, compressed.
 type deflated struct {
 	name       string
 	head, tail string
@@ -132,14 +185,61 @@ type deflated struct {
 	size       int
 }
 
+// flush compresses s into deflate blocks that need nothing before them
+// and end on a byte, so that such pieces join into one stream; the last
+// piece closes it.
+func flush(t *testing.T, s string, last bool) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	fw, err := flate.NewWriter(&b, flate.BestCompression)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(fw, s)
+	if last {
+		err = fw.Close()
+	} else {
+		err = fw.Flush()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// stream returns the part's deflate stream and the CRC-32, Adler-32 and
+// length of its content. A chunk of about 1 MB is compressed once and its
+// blocks repeated, so that hundreds of megabytes take milliseconds to
+// make (and as long under the race detector).
+func (d deflated) stream(t *testing.T, withAdler bool) (data []byte, crc, adler uint32, size int) {
+	t.Helper()
+	chunk := strings.Repeat(d.unit, max(1, min(d.size, 1<<20)/len(d.unit)))
+	n := max(1, d.size/len(chunk))
+	if d.size <= 0 {
+		chunk, n = d.unit, 1
+	}
+	c := flush(t, chunk, false)
+	data = append(data, flush(t, d.head, false)...)
+	crcH, adlerH := crc32.NewIEEE(), adler32.New()
+	w := io.Writer(crcH)
+	if withAdler { // pure Go, slow under the race detector: only for PDFs
+		w = io.MultiWriter(crcH, adlerH)
+	}
+	io.WriteString(w, d.head)
+	for range n {
+		data = append(data, c...)
+		io.WriteString(w, chunk)
+	}
+	data = append(data, flush(t, d.tail, true)...)
+	io.WriteString(w, d.tail)
+	return data, crcH.Sum32(), adlerH.Sum32(), len(d.head) + n*len(chunk) + len(d.tail)
+}
+
 // zipBomb writes a ZIP of small parts and deflated ones.
 func zipBomb(t *testing.T, small [][2]string, big ...deflated) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w := zip.NewWriter(&buf)
-	w.RegisterCompressor(zip.Deflate, func(out io.Writer) (io.WriteCloser, error) {
-		return flate.NewWriter(out, flate.BestSpeed)
-	})
 	for _, p := range small {
 		f, err := w.Create(p[0])
 		if err != nil {
@@ -150,18 +250,15 @@ func zipBomb(t *testing.T, small [][2]string, big ...deflated) []byte {
 		}
 	}
 	for _, d := range big {
-		f, err := w.Create(d.name)
+		data, crc, _, size := d.stream(t, false)
+		f, err := w.CreateRaw(&zip.FileHeader{Name: d.name, Method: zip.Deflate, CRC32: crc,
+			CompressedSize64: uint64(len(data)), UncompressedSize64: uint64(size)})
 		if err != nil {
 			t.Fatal(err)
 		}
-		chunk := strings.Repeat(d.unit, max(1, min(d.size, 1<<20)/len(d.unit)))
-		io.WriteString(f, d.head)
-		for n := len(chunk); n <= max(d.size, len(chunk)); n += len(chunk) {
-			if _, err := io.WriteString(f, chunk); err != nil {
-				t.Fatal(err)
-			}
+		if _, err := f.Write(data); err != nil {
+			t.Fatal(err)
 		}
-		io.WriteString(f, d.tail)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -182,23 +279,11 @@ func epubBomb(t *testing.T, spine string, chapter deflated) []byte {
 // FlateDecode-compressed.
 func pdfBomb(t *testing.T, head, unit, tail string, size int) []byte {
 	t.Helper()
+	raw, _, sum, _ := deflated{head: head, unit: unit, tail: tail, size: size}.stream(t, true)
 	var content bytes.Buffer
-	zw, err := zlib.NewWriterLevel(&content, zlib.BestSpeed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	chunk := strings.Repeat(unit, max(1, (1<<20)/len(unit)))
-	io.WriteString(zw, head)
-	if size <= 0 {
-		io.WriteString(zw, unit) // once
-	}
-	for n := len(chunk); n <= size; n += len(chunk) {
-		io.WriteString(zw, chunk)
-	}
-	io.WriteString(zw, tail)
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
+	content.Write([]byte{0x78, 0xda}) // zlib: deflate, best compression
+	content.Write(raw)
+	binary.Write(&content, binary.BigEndian, sum)
 	var b bytes.Buffer
 	var offsets []int
 	obj := func(body string) {
@@ -285,11 +370,11 @@ func TestDocumentBombs(t *testing.T) {
 		},
 		err: "shared-string.xlsx: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
 	}, {
-		// 256 MB of paragraphs.
+		// 480 MB of paragraphs.
 		name: "paragraphs.docx",
 		data: func() []byte {
 			return zipBomb(t, docxParts, deflated{name: "word/document.xml", head: docxHead, tail: docxTail,
-				unit: "<w:p><w:r><w:t>Lilies of the valley flower in late spring.</w:t></w:r></w:p>", size: 256 << 20})
+				unit: "<w:p><w:r><w:t>Lilies of the valley flower in late spring.</w:t></w:r></w:p>", size: 480 << 20})
 		},
 		err: "paragraphs.docx: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
 	}, {
