@@ -402,6 +402,24 @@ func TestDocumentBombs(t *testing.T) {
 		},
 		err: "one-tag.epub: has a single piece of text or markup longer than 16.8 MB; no real document does, and it was not read",
 	}, {
+		// 256 MB of paragraphs, each opened inside the one before.
+		name: "nested.docx",
+		data: func() []byte {
+			return zipBomb(t, docxParts, deflated{name: "word/document.xml", head: docxHead, tail: docxTail, unit: "<w:p>", size: 256 << 20})
+		},
+		kind: ErrDamaged,
+		err:  "nested.docx: is not a readable document (part word/document.xml nests elements more than 1,000 deep; no real document does); open it in the program that made it, save a new copy and attach that",
+	}, {
+		// A chapter of 128 MB of tables, each opened in a cell of the one
+		// before (and a word in the innermost): read as one table's text.
+		name: "nested-tables.epub",
+		data: func() []byte {
+			return epubBomb(t, `<itemref idref="c1"/>`,
+				deflated{name: "OEBPS/c1.xhtml", head: "<html><body>", tail: "lily</body></html>", unit: "<table><tr><td>", size: 128 << 20})
+		},
+		chars: 100,
+		note:  "",
+	}, {
 		// 15 MB of commas: one record of 15 million fields.
 		name: "commas.csv",
 		data: func() []byte { return []byte(strings.Repeat(",", 15<<20) + "x\n") },

@@ -68,11 +68,18 @@ func (x *extraction) officeDocumentTarget(rels *zip.File, what string) (string, 
 	return target, err
 }
 
+// maxXMLDepth bounds the nesting of an XML part's elements: the decoder
+// and the readers keep state for each open one. Word nests a few tens
+// deep (tables in tables); 5 MB of <w:p> would nest a million.
+const maxXMLDepth = 1000
+
 // walkXML streams the tokens of an XML part to visit, refusing DOCTYPEs,
+// elements nested more than maxXMLDepth deep,
 // checking the context every few thousand tokens, and refusing a part
 // with more than maxRun bytes between two tags (the decoder would hold
 // them all at once).
 func (x *extraction) walkXML(r io.Reader, part string, visit func(*xml.Decoder, xml.Token) error) error {
+	depth := 0
 	d := xmlDecoder(&runGuard{r: r, err: failure(x.name, ErrTextLimit, "has a single piece of text or markup longer than %s in its part %s; no real document does, and it was not read", FormatBytes(maxRun), part)})
 	for i := 0; ; i++ {
 		if i%4096 == 0 {
@@ -91,10 +98,17 @@ func (x *extraction) walkXML(r io.Reader, part string, visit func(*xml.Decoder, 
 			}
 			return damaged(x.name, "document", fmt.Errorf("part %s: %v", part, err))
 		}
-		if dir, ok := t.(xml.Directive); ok {
-			if err := checkDirective(dir); errors.Is(err, errDoctype) {
+		switch t := t.(type) {
+		case xml.Directive:
+			if err := checkDirective(t); errors.Is(err, errDoctype) {
 				return x.unsafeXML(part)
 			}
+		case xml.StartElement:
+			if depth++; depth > maxXMLDepth {
+				return damaged(x.name, "document", fmt.Errorf("part %s nests elements more than %s deep; no real document does", part, thousands(maxXMLDepth)))
+			}
+		case xml.EndElement:
+			depth--
 		}
 		if err := visit(d, t); err != nil {
 			return err

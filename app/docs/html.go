@@ -130,7 +130,16 @@ type htmlWriter struct {
 	preBuf strings.Builder
 	lists  []htmlList
 	tables []*tableBuilder
+	// deepLists and deepTables count the lists and tables open beyond
+	// maxNesting, read as part of the one around them.
+	deepLists, deepTables int
 }
+
+// maxNesting bounds the lists and tables kept open one inside another:
+// each holds its own state, and a page of a million nested tables (a few
+// megabytes, or a few kilobytes compressed in an EPUB) would hold a
+// million. Deeper ones are read as text of the innermost one kept.
+const maxNesting = 256
 
 type htmlList struct {
 	ordered bool
@@ -177,14 +186,23 @@ func (h *htmlWriter) start(name, alt string, selfClosing bool) {
 	}
 	w := h.breaks()
 	switch {
+	case name == "table" && len(h.tables) >= maxNesting:
+		h.deepTables++
+		return
 	case name == "table":
 		h.tables = append(h.tables, &tableBuilder{})
 		return
+	case (name == "tr" || name == "td" || name == "th") && h.deepTables > 0:
+		return // the rows and cells of a table read as text
 	case name == "tr" && len(h.tables) > 0:
 		h.tables[len(h.tables)-1].startRow()
 		return
 	case (name == "td" || name == "th") && len(h.tables) > 0:
 		h.tables[len(h.tables)-1].startCell()
+		return
+	case (name == "ul" || name == "ol") && len(h.lists) >= maxNesting:
+		h.deepLists++
+		w.lineBreak(1)
 		return
 	case name == "ul" || name == "ol":
 		// A list inside a list item continues on the next line.
@@ -239,6 +257,13 @@ func (h *htmlWriter) end(name string) {
 		return
 	}
 	switch {
+	case name == "table" && h.deepTables > 0:
+		h.deepTables--
+		return
+	case (name == "ul" || name == "ol") && h.deepLists > 0:
+		h.deepLists--
+		h.breaks().lineBreak(1)
+		return
 	case name == "table" && len(h.tables) > 0:
 		t := h.tables[len(h.tables)-1]
 		h.tables = h.tables[:len(h.tables)-1]
