@@ -420,6 +420,12 @@ func TestDocumentBombs(t *testing.T) {
 		chars: 100,
 		note:  "",
 	}, {
+		// 64 MB of groups opened in one another.
+		name: "groups.rtf",
+		data: func() []byte { return []byte(`{\rtf1 ` + strings.Repeat("{", 64<<20)) },
+		kind: ErrDamaged,
+		err:  "groups.rtf: is not a readable RTF document (it nests groups more than 10,000 deep; no real document does); open it in the program that made it, save a new copy and attach that",
+	}, {
 		// 15 MB of commas: one record of 15 million fields.
 		name: "commas.csv",
 		data: func() []byte { return []byte(strings.Repeat(",", 15<<20) + "x\n") },
