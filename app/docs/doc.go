@@ -35,8 +35,13 @@
 // held (a real document has none). A PDF page's content is scanned,
 // streamed, before the PDF library reads it: a page that shows more than
 // 512 KB of text or gives an operator more than 65,536 values is refused,
-// since the library would hold all of it. TestDocumentBombs measures the
-// peak memory of such files.
+// since the library would hold all of it. Nesting is bounded where each
+// level keeps state: XML elements (1,000 deep) and RTF groups (10,000)
+// are refused beyond it, HTML lists and tables beyond 256 are read as the
+// text of the innermost one kept; a CSV of more cells than a quarter of the
+// character limit, and a workbook whose cells show more than it, are
+// refused before they are parsed. TestDocumentBombs measures the peak
+// memory of such files.
 //
 // API: OpenAIFile and AnthropicDocument turn the HTTP API's document parts
 // (OpenAI "file" content parts with base64 file_data, Anthropic "document"
