@@ -31,6 +31,8 @@ func newExtractCmd() *cobra.Command {
 		asJSON   bool
 		maxBytes int64
 		maxPages int
+		maxChars int
+		maxToks  int
 		timeout  time.Duration
 	)
 	cmd := &cobra.Command{
@@ -45,7 +47,8 @@ tokens) and the block's token count.
 
 Formats: text, Markdown, source code, CSV/TSV, JSON, HTML, PDF, DOCX, XLSX,
 EPUB and RTF. A file that cannot be read is reported, and the others are still
-printed; the command then exits with an error.`,
+printed; the command then exits with an error. Only regular files are read: a
+folder, a device, a named pipe or a socket is refused without being opened.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			modelDir, err := commandModel(cmd, dir)
@@ -58,7 +61,7 @@ printed; the command then exits with an error.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
-			opts := docs.Options{Limits: docs.Limits{MaxBytes: maxBytes, MaxPages: maxPages, Timeout: timeout}}
+			opts := docs.Options{Limits: docs.Limits{MaxBytes: maxBytes, MaxPages: maxPages, Timeout: timeout, MaxChars: maxChars, MaxTokens: maxToks}}
 			stderr := cmd.ErrOrStderr()
 			var out extractOutput
 			for _, path := range args {
@@ -96,7 +99,9 @@ printed; the command then exits with an error.`,
 	f.BoolVar(&asJSON, "json", false, "print the attachment records as JSON")
 	f.Int64Var(&maxBytes, "max-bytes", 0, fmt.Sprintf("largest file read, in bytes (default %d)", docs.DefaultMaxBytes))
 	f.IntVar(&maxPages, "max-pages", 0, fmt.Sprintf("most PDF pages, XLSX sheets or EPUB chapters (default %d)", docs.DefaultMaxPages))
-	f.DurationVar(&timeout, "timeout", 0, fmt.Sprintf("longest time one file may take (default %v)", docs.DefaultTimeout))
+	f.IntVar(&maxChars, "max-chars", 0, fmt.Sprintf("most characters of text one file may give (default %d)", docs.DefaultMaxChars))
+	f.IntVar(&maxToks, "max-tokens", 0, fmt.Sprintf("most tokens of text one file may give (default %d)", docs.DefaultMaxTokens))
+	f.DurationVar(&timeout, "timeout", 0, fmt.Sprintf("longest time one file may take, opening it included (default %v)", docs.DefaultTimeout))
 	return cmd
 }
 

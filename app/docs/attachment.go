@@ -2,6 +2,7 @@ package docs
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"unicode/utf8"
 )
@@ -59,9 +60,18 @@ const (
 // a large document takes a while (about 25 MB of text a second on one
 // core of a shared 2-core machine, BenchmarkCountTokens: two seconds for
 // a 50 MB file), so it stops when ctx ends and reports progress, in bytes
-// of text, when progress is not nil.
+// of text, when progress is not nil. A text over the MaxTokens limit it
+// was extracted under (DefaultMaxTokens for a Document made otherwise) is
+// refused with ErrTextLimit as soon as the count passes it.
 func NewAttachment(ctx context.Context, doc *Document, tok Tokenizer, progress func(done, total int64)) (Attachment, error) {
-	n, err := CountTokens(ctx, tok, doc.Text, progress)
+	limit := doc.maxTokens
+	if limit == 0 {
+		limit = DefaultMaxTokens
+	}
+	n, err := countTokens(ctx, tok, doc.Text, limit, progress)
+	if errors.Is(err, errTokenLimit) {
+		return Attachment{}, failure(doc.Name, ErrTextLimit, "has more than %s tokens of text, the limit for one document (far more than the model can read at once); attach the part you need", thousands(limit))
+	}
 	if err != nil {
 		return Attachment{}, &Error{Name: doc.Name, Kind: err, Message: "counting tokens cancelled"}
 	}
@@ -84,6 +94,15 @@ const countChunk = 256 << 10
 // across a line break, and no added token holds one; so the sum over the
 // pieces equals the count of the whole (TestCountTokensChunked checks it).
 func CountTokens(ctx context.Context, tok Tokenizer, text string, progress func(done, total int64)) (int, error) {
+	return countTokens(ctx, tok, text, -1, progress)
+}
+
+// errTokenLimit is countTokens' error once the count passes its limit.
+var errTokenLimit = errors.New("token limit")
+
+// countTokens is CountTokens that stops with errTokenLimit as soon as the
+// count passes limit (none when negative).
+func countTokens(ctx context.Context, tok Tokenizer, text string, limit int, progress func(done, total int64)) (int, error) {
 	total := 0
 	for done := 0; done < len(text); {
 		if err := ctx.Err(); err != nil {
@@ -91,6 +110,9 @@ func CountTokens(ctx context.Context, tok Tokenizer, text string, progress func(
 		}
 		end := chunkEnd(text, done, countChunk)
 		total += len(tok.Encode(text[done:end]))
+		if limit >= 0 && total > limit {
+			return total, errTokenLimit
+		}
 		done = end
 		if progress != nil {
 			progress(int64(done), int64(len(text)))

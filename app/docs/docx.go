@@ -28,11 +28,7 @@ func (x *extraction) docx() (string, error) {
 	}
 	mainPart := "word/document.xml"
 	if rels := zipFile(zr, "_rels/.rels"); rels != nil {
-		data, err := x.readZipFile(rels, what)
-		if err != nil {
-			return "", err
-		}
-		if target, err := x.officeDocumentTarget(data); err != nil {
+		if target, err := x.officeDocumentTarget(rels, what); err != nil {
 			return "", err
 		} else if target != "" {
 			mainPart = path.Clean(strings.TrimPrefix(target, "/"))
@@ -54,18 +50,14 @@ func (x *extraction) docx() (string, error) {
 			return "", err
 		}
 	}
-	data, err := x.readZipFile(doc, what)
-	if err != nil {
-		return "", err
-	}
-	return w.readDocument(data, doc.Name, what)
+	return w.readDocument(doc, what)
 }
 
 // officeDocumentTarget finds the main part named by the package's
 // relationships.
-func (x *extraction) officeDocumentTarget(data []byte) (string, error) {
+func (x *extraction) officeDocumentTarget(rels *zip.File, what string) (string, error) {
 	var target string
-	err := x.walkXML(data, "_rels/.rels", func(d *xml.Decoder, t xml.Token) error {
+	err := x.walkPart(rels, what, func(d *xml.Decoder, t xml.Token) error {
 		if se, ok := t.(xml.StartElement); ok && se.Name.Local == "Relationship" {
 			if strings.HasSuffix(attr(se, "Type"), "/officeDocument") {
 				target = attr(se, "Target")
@@ -76,10 +68,19 @@ func (x *extraction) officeDocumentTarget(data []byte) (string, error) {
 	return target, err
 }
 
-// walkXML streams the tokens of an XML part to visit, refusing DOCTYPEs
-// and checking the context every few thousand tokens.
-func (x *extraction) walkXML(data []byte, part string, visit func(*xml.Decoder, xml.Token) error) error {
-	d := xmlDecoder(data)
+// maxXMLDepth bounds the nesting of an XML part's elements: the decoder
+// and the readers keep state for each open one. Word nests a few tens
+// deep (tables in tables); 5 MB of <w:p> would nest a million.
+const maxXMLDepth = 1000
+
+// walkXML streams the tokens of an XML part to visit, refusing DOCTYPEs,
+// elements nested more than maxXMLDepth deep,
+// checking the context every few thousand tokens, and refusing a part
+// with more than maxRun bytes between two tags (the decoder would hold
+// them all at once).
+func (x *extraction) walkXML(r io.Reader, part string, visit func(*xml.Decoder, xml.Token) error) error {
+	depth := 0
+	d := xmlDecoder(&runGuard{r: r, err: failure(x.name, ErrTextLimit, "has a single piece of text or markup longer than %s in its part %s; no real document does, and it was not read", FormatBytes(maxRun), part)})
 	for i := 0; ; i++ {
 		if i%4096 == 0 {
 			if err := x.check(); err != nil {
@@ -91,12 +92,23 @@ func (x *extraction) walkXML(data []byte, part string, visit func(*xml.Decoder, 
 			return nil
 		}
 		if err != nil {
+			var known *Error
+			if errors.As(err, &known) {
+				return err // a limit, from the part's reader
+			}
 			return damaged(x.name, "document", fmt.Errorf("part %s: %v", part, err))
 		}
-		if dir, ok := t.(xml.Directive); ok {
-			if err := checkDirective(dir); errors.Is(err, errDoctype) {
+		switch t := t.(type) {
+		case xml.Directive:
+			if err := checkDirective(t); errors.Is(err, errDoctype) {
 				return x.unsafeXML(part)
 			}
+		case xml.StartElement:
+			if depth++; depth > maxXMLDepth {
+				return damaged(x.name, "document", fmt.Errorf("part %s nests elements more than %s deep; no real document does", part, thousands(maxXMLDepth)))
+			}
+		case xml.EndElement:
+			depth--
 		}
 		if err := visit(d, t); err != nil {
 			return err
@@ -123,12 +135,8 @@ type docxReader struct {
 }
 
 func (r *docxReader) readStyles(f *zip.File, what string) error {
-	data, err := r.x.readZipFile(f, what)
-	if err != nil {
-		return err
-	}
 	var id string
-	return r.x.walkXML(data, "styles.xml", func(d *xml.Decoder, t xml.Token) error {
+	return r.x.walkPart(f, what, func(d *xml.Decoder, t xml.Token) error {
 		se, ok := t.(xml.StartElement)
 		if !ok {
 			return nil
@@ -157,14 +165,10 @@ func (r *docxReader) readStyles(f *zip.File, what string) error {
 }
 
 func (r *docxReader) readNumbering(f *zip.File, what string) error {
-	data, err := r.x.readZipFile(f, what)
-	if err != nil {
-		return err
-	}
 	abstractFormats := map[string]map[string]string{} // abstractNumId → ilvl → numFmt
 	numToAbstract := map[string]string{}
 	var abstractID, level, numID string
-	err = r.x.walkXML(data, "numbering.xml", func(d *xml.Decoder, t xml.Token) error {
+	err := r.x.walkPart(f, what, func(d *xml.Decoder, t xml.Token) error {
 		se, ok := t.(xml.StartElement)
 		if !ok {
 			return nil
@@ -223,7 +227,8 @@ type docxBlock struct {
 	listItem bool
 }
 
-func (r *docxReader) readDocument(data []byte, part, what string) (string, error) {
+func (r *docxReader) readDocument(f *zip.File, what string) (string, error) {
+	part := f.Name
 	var (
 		blocks     []docxBlock
 		paragraphs []*docxParagraph
@@ -239,7 +244,7 @@ func (r *docxReader) readDocument(data []byte, part, what string) (string, error
 		}
 		blocks = append(blocks, docxBlock{text, listItem})
 	}
-	err := r.x.walkXML(data, part, func(d *xml.Decoder, t xml.Token) error {
+	err := r.x.walkPart(f, what, func(d *xml.Decoder, t xml.Token) error {
 		switch t := t.(type) {
 		case xml.StartElement:
 			depth++
@@ -353,6 +358,9 @@ func (r *docxReader) readDocument(data []byte, part, what string) (string, error
 			}
 		case xml.CharData:
 			if inText && skipDepth == 0 {
+				if err := r.x.spendBytes(t); err != nil {
+					return err
+				}
 				paragraphs[len(paragraphs)-1].text.Write(t)
 			}
 		}

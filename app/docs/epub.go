@@ -28,12 +28,8 @@ func (x *extraction) epub() (string, int, error) {
 	if container == nil {
 		return "", 0, damaged(x.name, what, fmt.Errorf("it has no META-INF/container.xml"))
 	}
-	data, err := x.readZipFile(container, what)
-	if err != nil {
-		return "", 0, err
-	}
 	var opfPath string
-	err = x.walkXML(data, container.Name, func(d *xml.Decoder, t xml.Token) error {
+	err = x.walkPart(container, what, func(d *xml.Decoder, t xml.Token) error {
 		if se, ok := t.(xml.StartElement); ok && se.Name.Local == "rootfile" && opfPath == "" {
 			opfPath = attr(se, "full-path")
 		}
@@ -66,6 +62,7 @@ func (x *extraction) epub() (string, int, error) {
 		}
 	}
 	chapters := 0
+	read, repeats := map[string]bool{}, 0
 	for i, href := range pkg.spine {
 		if err := x.check(); err != nil {
 			return "", 0, err
@@ -79,11 +76,15 @@ func (x *extraction) epub() (string, int, error) {
 			x.note("chapter %s is listed in the book but missing from it", name)
 			continue
 		}
-		data, err := x.readZipFile(f, what)
-		if err != nil {
-			return "", 0, err
+		// A chapter is read once, however often the spine lists it (under
+		// one id or many): EPUB allows each item in the spine once, and a
+		// book that repeats one is made to multiply its text.
+		if read[f.Name] {
+			repeats++
+			continue
 		}
-		text, err := x.htmlText(string(data))
+		read[f.Name] = true
+		text, err := x.chapterText(f, what)
 		if err != nil {
 			return "", 0, err
 		}
@@ -97,7 +98,20 @@ func (x *extraction) epub() (string, int, error) {
 		}
 		b.WriteString(text + "\n")
 	}
+	if repeats > 0 {
+		x.note("the book lists chapters it has already listed %d more times; each chapter was read once", repeats)
+	}
 	return strings.TrimSpace(b.String()), chapters, nil
+}
+
+// chapterText streams one chapter's XHTML through the HTML extractor.
+func (x *extraction) chapterText(f *zip.File, what string) (string, error) {
+	rc, err := x.openPart(f, what)
+	if err != nil {
+		return "", err
+	}
+	defer rc.Close()
+	return x.htmlText(rc, true)
 }
 
 type epubPackage struct {
@@ -107,15 +121,11 @@ type epubPackage struct {
 }
 
 func (x *extraction) readPackage(opf *zip.File, what string) (*epubPackage, error) {
-	data, err := x.readZipFile(opf, what)
-	if err != nil {
-		return nil, err
-	}
 	manifest := map[string]string{}
 	var idrefs []string
 	pkg := &epubPackage{}
 	var inTitle, inCreator bool
-	err = x.walkXML(data, opf.Name, func(d *xml.Decoder, t xml.Token) error {
+	err := x.walkPart(opf, what, func(d *xml.Decoder, t xml.Token) error {
 		switch t := t.(type) {
 		case xml.StartElement:
 			switch t.Name.Local {
@@ -163,11 +173,7 @@ func (x *extraction) encryptedParts(f *zip.File, what string) (map[string]bool, 
 	if f == nil {
 		return parts, nil
 	}
-	data, err := x.readZipFile(f, what)
-	if err != nil {
-		return nil, err
-	}
-	err = x.walkXML(data, f.Name, func(d *xml.Decoder, t xml.Token) error {
+	err := x.walkPart(f, what, func(d *xml.Decoder, t xml.Token) error {
 		if se, ok := t.(xml.StartElement); ok && se.Name.Local == "CipherReference" {
 			if uri := attr(se, "URI"); uri != "" {
 				parts[resolveHref("", uri)] = true

@@ -30,6 +30,12 @@ var (
 	// Limits.MaxZipEntries parts: a decompression bomb, or a document too
 	// large to read.
 	ErrUnpackLimit = errors.New("unpacked size over the limit")
+	// ErrTextLimit: the document's text is longer than Limits.MaxChars
+	// characters or Limits.MaxTokens tokens.
+	ErrTextLimit = errors.New("text over the limit")
+	// ErrNotAFile: the path names a folder, a device, a named pipe or a
+	// socket, which are refused before they are opened.
+	ErrNotAFile = errors.New("not a regular file")
 	// ErrUnsafe: the document holds a construct that is refused rather
 	// than interpreted (an XML DOCTYPE with entity declarations).
 	ErrUnsafe = errors.New("unsafe document construct")

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Format is what a document was read as.
@@ -47,18 +49,35 @@ type Limits struct {
 	MaxUnpackedBytes int64
 	// MaxZipEntries bounds the number of parts of a ZIP-based document.
 	MaxZipEntries int
+	// MaxChars bounds the characters of the extracted text: a document
+	// whose text would be longer is refused (ErrTextLimit) as soon as its
+	// text passes the bound, so that a small file made to expand (a
+	// chapter or a cell repeated thousands of times) never fills memory.
+	MaxChars int
+	// MaxTokens bounds the text's length in the model's tokens, which
+	// NewAttachment counts; counting stops as soon as it passes the bound.
+	MaxTokens int
 }
 
 // Default limits: a 100 MB file, 2,000 pages, two minutes, 500 MB unpacked
 // and 20,000 parts hold every real document we know of (a 50 MB text file
 // reads in well under a second), while a decompression bomb or a
 // pathological file fails fast.
+//
+// The text of one document is bounded at 16 million characters and 4
+// million tokens: four times the longest novels, and 15 times the largest
+// context the model takes (262,144 tokens), so that a document still fits
+// whole for the choice to keep its beginning or its end. Text that long
+// takes at most 64 MB (four bytes a character), which keeps an extraction
+// well inside a few hundred megabytes whatever the file.
 const (
 	DefaultMaxBytes         = 100 << 20
 	DefaultMaxPages         = 2000
 	DefaultTimeout          = 2 * time.Minute
 	DefaultMaxUnpackedBytes = 500 << 20
 	DefaultMaxZipEntries    = 20000
+	DefaultMaxChars         = 16_000_000
+	DefaultMaxTokens        = 4_000_000
 )
 
 func (l Limits) withDefaults() Limits {
@@ -76,6 +95,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxZipEntries == 0 {
 		l.MaxZipEntries = DefaultMaxZipEntries
+	}
+	if l.MaxChars == 0 {
+		l.MaxChars = DefaultMaxChars
+	}
+	if l.MaxTokens == 0 {
+		l.MaxTokens = DefaultMaxTokens
 	}
 	return l
 }
@@ -121,32 +146,109 @@ type Document struct {
 	// extraction (a page without text, a skipped part); each also appears
 	// in Text where it applies.
 	Notes []string
+	// maxTokens is the MaxTokens limit the document was extracted under,
+	// for NewAttachment (0: the default).
+	maxTokens int
 }
 
-// ExtractFile reads the file at path and extracts it; see Extract.
+// ExtractFile reads the file at path and extracts it; see Extract. Only a
+// regular file (or a link to one) is read: a folder, a device, a named
+// pipe or a socket is refused before it is opened (ErrNotAFile), since
+// reading one never ends or blocks. Limits.Timeout covers opening and
+// reading the file too, and ExtractFile returns when it passes even if
+// the system is still busy opening or reading it.
 func ExtractFile(ctx context.Context, path string, opts Options) (*Document, error) {
 	name := filepath.Base(path)
 	limits := opts.Limits.withDefaults()
-	f, err := os.Open(path)
+	if limits.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, limits.Timeout, ErrTimeLimit)
+		defer cancel()
+	}
+	type result struct {
+		data []byte
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		data, err := readFile(ctx, path, name, limits, opts.Progress)
+		done <- result{data, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			if ctx.Err() != nil {
+				return nil, stopped(ctx, name, limits.Timeout)
+			}
+			return nil, r.err
+		}
+		return Extract(ctx, name, r.data, opts)
+	case <-ctx.Done():
+		return nil, stopped(ctx, name, limits.Timeout)
+	}
+}
+
+// readFile opens and reads a regular file, refusing anything else before
+// opening it, and again after (it may have been replaced in between; it
+// is opened without blocking, so that a named pipe put there cannot hang
+// the open).
+func readFile(ctx context.Context, path, name string, limits Limits, progress func(Progress)) ([]byte, error) {
+	st, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", path, err)
+		return nil, openError(name, err)
+	}
+	if err := checkRegular(name, st); err != nil {
+		return nil, err
+	}
+	f, err := openNoBlock(path)
+	if err != nil {
+		return nil, openError(name, err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+	if st, err = f.Stat(); err != nil {
+		return nil, openError(name, err)
 	}
-	if st.IsDir() {
-		return nil, failure(name, ErrUnsupported, "is a folder; attach the files inside it instead")
+	if err := checkRegular(name, st); err != nil {
+		return nil, err
 	}
 	if limits.MaxBytes > 0 && st.Size() > limits.MaxBytes {
 		return nil, tooLarge(name, st.Size(), limits.MaxBytes)
 	}
-	data, err := readAll(ctx, name, f, st.Size(), limits.MaxBytes, opts.Progress)
-	if err != nil {
-		return nil, err
+	return readAll(ctx, name, f, st.Size(), limits.MaxBytes, progress)
+}
+
+// checkRegular refuses what is not a regular file, saying what it is.
+func checkRegular(name string, st os.FileInfo) error {
+	mode := st.Mode()
+	switch {
+	case mode.IsRegular():
+		return nil
+	case mode.IsDir():
+		return failure(name, ErrNotAFile, "is a folder; attach the files inside it instead")
+	case mode&os.ModeNamedPipe != 0:
+		return failure(name, ErrNotAFile, "is a named pipe, not a file; save what it carries to a file and attach that")
+	case mode&os.ModeSocket != 0:
+		return failure(name, ErrNotAFile, "is a socket, not a file; only files can be attached")
+	case mode&os.ModeDevice != 0:
+		return failure(name, ErrNotAFile, "is a device, not a file; only files can be attached")
+	default:
+		return failure(name, ErrNotAFile, "is not a regular file; only files can be attached")
 	}
-	return Extract(ctx, name, data, opts)
+}
+
+// openError says in plain words why a file could not be opened or read.
+func openError(name string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // the path is the name already said
+	}
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return &Error{Name: name, Kind: fs.ErrNotExist, Message: "does not exist (it may have been moved or deleted); check its name and folder"}
+	case errors.Is(err, fs.ErrPermission):
+		return &Error{Name: name, Kind: fs.ErrPermission, Message: "may not be read (permission denied); allow reading it, or copy it to a folder of yours and attach the copy"}
+	}
+	return &Error{Name: name, Kind: err, Message: fmt.Sprintf("could not be opened (%v)", err)}
 }
 
 // readAll reads a file with progress, checking ctx between chunks.
@@ -172,7 +274,11 @@ func readAll(ctx context.Context, name string, r io.Reader, size, limit int64, p
 			return data, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", name, err)
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is the name already said
+			}
+			return nil, &Error{Name: name, Kind: err, Message: fmt.Sprintf("could not be read (%v); check the disk it is on, or copy it elsewhere and attach the copy", err)}
 		}
 	}
 }
@@ -243,6 +349,10 @@ type extraction struct {
 	limits   Limits
 	progress func(Progress)
 	notes    []string
+	// chars counts the characters of text read so far (spend), and
+	// unpacked the bytes unpacked from a ZIP container's parts.
+	chars    int
+	unpacked int64
 }
 
 // check returns the context's error, for loops to call between steps.
@@ -265,6 +375,25 @@ func (x *extraction) checkPages(n int, unit string) error {
 		return failure(x.name, ErrTooManyPages, "has %d %s, over the limit of %d; attach a part of it (for a PDF, print the pages you need to a new PDF)", n, unit, x.limits.MaxPages)
 	}
 	return nil
+}
+
+// spendBytes and spendString count text against MaxChars as an extractor
+// reads it, so that the extraction stops as soon as the bound is passed.
+func (x *extraction) spendBytes(b []byte) error { return x.spend(utf8.RuneCount(b)) }
+
+func (x *extraction) spendString(s string) error { return x.spend(utf8.RuneCountInString(s)) }
+
+func (x *extraction) spend(n int) error {
+	x.chars += n
+	if x.limits.MaxChars > 0 && x.chars > x.limits.MaxChars {
+		return textLimit(x.name, x.limits.MaxChars)
+	}
+	return nil
+}
+
+// textLimit is the error of a document whose text is over MaxChars.
+func textLimit(name string, limit int) *Error {
+	return failure(name, ErrTextLimit, "has more than %s characters of text, the limit for one document (far more than the model can read at once); attach the part you need", thousands(limit))
 }
 
 func (x *extraction) note(format string, args ...any) string {
@@ -320,7 +449,13 @@ func (x *extraction) run() (*Document, error) {
 	if strings.TrimSpace(doc.Text) == "" {
 		return nil, failure(x.name, ErrEmpty, "holds no text (it is a %s with nothing written in it)", kind.typeName)
 	}
+	// What the extractors counted on the way is the text they read; the
+	// text written (table pipes, list marks, headings) is checked whole.
+	if x.limits.MaxChars > 0 && utf8.RuneCountInString(doc.Text) > x.limits.MaxChars {
+		return nil, textLimit(x.name, x.limits.MaxChars)
+	}
 	doc.Notes = x.notes
+	doc.maxTokens = x.limits.MaxTokens
 	return doc, nil
 }
 

@@ -262,7 +262,10 @@ func TestLimits(t *testing.T) {
 
 // A 50 MB text file: progress is reported as it is read and decoded, and
 // cancelling from the progress callback stops it with context.Canceled.
+// Its 50 million characters are over the default MaxChars, which is off
+// here (TestTextLimit tests it).
 func TestLargeFileProgressAndCancel(t *testing.T) {
+	noTextLimit := Limits{MaxChars: -1}
 	line := "Lilies of the valley flower in late spring; caf\xe9 \xab42\xbb.\n" // Windows-1252
 	data := bytes.Repeat([]byte(line), 50<<20/len(line)+1)
 	path := filepath.Join(t.TempDir(), "big.txt")
@@ -271,7 +274,7 @@ func TestLargeFileProgressAndCancel(t *testing.T) {
 	}
 	var reading, decoding atomic.Int64
 	var lastDone atomic.Int64
-	doc, err := ExtractFile(context.Background(), path, Options{Progress: func(p Progress) {
+	doc, err := ExtractFile(context.Background(), path, Options{Limits: noTextLimit, Progress: func(p Progress) {
 		switch p.Stage {
 		case "reading":
 			reading.Add(1)
@@ -294,7 +297,7 @@ func TestLargeFileProgressAndCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var calls atomic.Int64
-	_, err = ExtractFile(ctx, path, Options{Progress: func(p Progress) {
+	_, err = ExtractFile(ctx, path, Options{Limits: noTextLimit, Progress: func(p Progress) {
 		if p.Stage == "extracting" && calls.Add(1) == 3 {
 			cancel()
 		}

@@ -2,6 +2,7 @@ package docs
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"strconv"
 	"strings"
@@ -27,7 +28,7 @@ func (x *extraction) html() (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	out, err := x.htmlText(text)
+	out, err := x.htmlText(strings.NewReader(text), false)
 	return out, name, err
 }
 
@@ -63,9 +64,17 @@ const maxIndent = 8
 // preformatted text fenced, scripts and styles dropped, links kept as
 // their text (never followed). It streams tokens through the x/net/html
 // tokenizer rather than building a tree, so that nesting depth costs
-// nothing.
-func (x *extraction) htmlText(text string) (string, error) {
-	z := html.NewTokenizer(strings.NewReader(text))
+// nothing. Its text counts against MaxChars as it is read.
+//
+// A part streamed from a ZIP container (an EPUB chapter, bounded only by
+// its unpacked size) is read with the tokenizer's buffer bounded by
+// maxRun: the tokenizer holds one whole token, and no real chapter has a
+// text or a tag that long. A page given whole is in memory already.
+func (x *extraction) htmlText(r io.Reader, streamed bool) (string, error) {
+	z := html.NewTokenizer(r)
+	if streamed {
+		z.SetMaxBuf(maxRun)
+	}
 	h := &htmlWriter{}
 	for i := 0; ; i++ {
 		if i%4096 == 0 {
@@ -76,13 +85,24 @@ func (x *extraction) htmlText(text string) (string, error) {
 		tt := z.Next()
 		switch tt {
 		case html.ErrorToken:
-			if z.Err() == io.EOF {
+			err := z.Err()
+			var known *Error
+			switch {
+			case err == io.EOF:
 				return h.finish(), nil
+			case errors.As(err, &known):
+				return "", err // a limit, from the part's reader
+			case errors.Is(err, html.ErrBufferExceeded):
+				return "", failure(x.name, ErrTextLimit, "has a single piece of text or markup longer than %s; no real document does, and it was not read", FormatBytes(maxRun))
 			}
-			return "", damaged(x.name, "HTML page", z.Err())
+			return "", damaged(x.name, "HTML page", err)
 		case html.TextToken:
 			if h.skip == 0 {
-				h.text(string(z.Text()))
+				text := z.Text()
+				if err := x.spendBytes(text); err != nil {
+					return "", err
+				}
+				h.text(string(text))
 			}
 		case html.StartTagToken, html.SelfClosingTagToken:
 			name, hasAttr := z.TagName()
@@ -110,7 +130,16 @@ type htmlWriter struct {
 	preBuf strings.Builder
 	lists  []htmlList
 	tables []*tableBuilder
+	// deepLists and deepTables count the lists and tables open beyond
+	// maxNesting, read as part of the one around them.
+	deepLists, deepTables int
 }
+
+// maxNesting bounds the lists and tables kept open one inside another:
+// each holds its own state, and a page of a million nested tables (a few
+// megabytes, or a few kilobytes compressed in an EPUB) would hold a
+// million. Deeper ones are read as text of the innermost one kept.
+const maxNesting = 256
 
 type htmlList struct {
 	ordered bool
@@ -157,14 +186,23 @@ func (h *htmlWriter) start(name, alt string, selfClosing bool) {
 	}
 	w := h.breaks()
 	switch {
+	case name == "table" && len(h.tables) >= maxNesting:
+		h.deepTables++
+		return
 	case name == "table":
 		h.tables = append(h.tables, &tableBuilder{})
 		return
+	case (name == "tr" || name == "td" || name == "th") && h.deepTables > 0:
+		return // the rows and cells of a table read as text
 	case name == "tr" && len(h.tables) > 0:
 		h.tables[len(h.tables)-1].startRow()
 		return
 	case (name == "td" || name == "th") && len(h.tables) > 0:
 		h.tables[len(h.tables)-1].startCell()
+		return
+	case (name == "ul" || name == "ol") && len(h.lists) >= maxNesting:
+		h.deepLists++
+		w.lineBreak(1)
 		return
 	case name == "ul" || name == "ol":
 		// A list inside a list item continues on the next line.
@@ -219,6 +257,13 @@ func (h *htmlWriter) end(name string) {
 		return
 	}
 	switch {
+	case name == "table" && h.deepTables > 0:
+		h.deepTables--
+		return
+	case (name == "ul" || name == "ol") && h.deepLists > 0:
+		h.deepLists--
+		h.breaks().lineBreak(1)
+		return
 	case name == "table" && len(h.tables) > 0:
 		t := h.tables[len(h.tables)-1]
 		h.tables = h.tables[:len(h.tables)-1]

@@ -53,12 +53,28 @@ func (x *extraction) pdf() (string, int, error) {
 		if err := x.check(); err != nil {
 			return "", 0, err
 		}
+		if i <= len(leaves) {
+			if err := x.scanPage(leaves[i-1], i); err != nil {
+				var known *Error
+				if cerr := x.check(); cerr != nil {
+					return "", 0, cerr
+				} else if errors.As(err, &known) {
+					return "", 0, err
+				}
+				return "", 0, damaged(x.name, what, fmt.Errorf("page %d: %v", i, err))
+			}
+		}
 		glyphs, err := pageGlyphs(leaves, i)
 		if err != nil {
 			if err := x.check(); err != nil {
 				return "", 0, err
 			}
 			return "", 0, damaged(x.name, what, fmt.Errorf("page %d: %v", i, err))
+		}
+		for _, g := range glyphs {
+			if err := x.spendString(g.s); err != nil {
+				return "", 0, err
+			}
 		}
 		text := pdfPageText(glyphs)
 		if i > 1 {

@@ -100,6 +100,11 @@ var rtfCharacters = map[string]string{
 	"qmspace": " ", "zwj": "\u200d", "zwnj": "\u200c",
 }
 
+// maxRTFDepth bounds the nesting of groups: each open group keeps a state
+// of some 40 bytes, so that 100 MB of "{" would take gigabytes. Word
+// nests a few tens deep.
+const maxRTFDepth = 10000
+
 func (p *rtfParser) parse(data []byte) error {
 	for i := 0; i < len(data); {
 		if i&0xffff == 0 {
@@ -112,6 +117,9 @@ func (p *rtfParser) parse(data []byte) error {
 		case '{':
 			p.flushBytes()
 			p.skipChars = 0
+			if p.depth() >= maxRTFDepth {
+				return damaged(p.x.name, "RTF document", fmt.Errorf("it nests groups more than %s deep; no real document does", thousands(maxRTFDepth)))
+			}
 			p.stack = append(p.stack, *p.state())
 			i++
 			if bytes.HasPrefix(data[i:], []byte(`\*`)) {

@@ -10,13 +10,26 @@ import (
 
 // plainText reads text and Markdown: the decoded text as it is.
 func (x *extraction) plainText() (string, string, error) {
-	return x.decodeText(x.data)
+	return x.decodedText()
+}
+
+// decodedText decodes the file's text and counts it against MaxChars: the
+// text formats' output is their text, in a table or a fence.
+func (x *extraction) decodedText() (string, string, error) {
+	text, enc, err := x.decodeText(x.data)
+	if err != nil {
+		return "", "", err
+	}
+	if err := x.spendString(text); err != nil {
+		return "", "", err
+	}
+	return text, enc, nil
 }
 
 // code reads source code into a fenced block named by its language, so
 // that the model sees where the file starts and ends and what it is.
 func (x *extraction) code(language string) (string, string, error) {
-	text, enc, err := x.decodeText(x.data)
+	text, enc, err := x.decodedText()
 	if err != nil {
 		return "", "", err
 	}
@@ -44,7 +57,7 @@ func fence(language, text string) string {
 // programs do; a quoted field that never closes is an error, since the
 // rest of the file would silently become one cell.
 func (x *extraction) csv(tabs bool) (string, string, error) {
-	text, enc, err := x.decodeText(x.data)
+	text, enc, err := x.decodedText()
 	if err != nil {
 		return "", "", err
 	}
@@ -53,6 +66,14 @@ func (x *extraction) csv(tabs bool) (string, string, error) {
 		comma = '\t'
 	} else if first, _, _ := strings.Cut(text, "\n"); strings.Count(first, "\t") > 0 && !strings.Contains(first, ",") {
 		comma = '\t' // a .csv file that is tab-separated, as Excel exports "Unicode text"
+	}
+	// The reader holds a record's fields at once (some 40 bytes each), and
+	// every cell costs three characters of the table at least ("| x "):
+	// a table of more than a quarter of MaxChars cells would be over the
+	// text limit once written, so it is refused before it is read (15 MB
+	// of commas once took a gigabyte).
+	if cells := strings.Count(text, string(comma)) + strings.Count(text, "\n") + 1; x.limits.MaxChars > 0 && cells > x.limits.MaxChars/4 {
+		return "", "", failure(x.name, ErrTextLimit, "is a table of more than %s cells, which written out is over the limit of %s characters of text for one document; attach the part you need", thousands(x.limits.MaxChars/4), thousands(x.limits.MaxChars))
 	}
 	rows, err := x.readCSV(text, comma, false)
 	var parseErr *csv.ParseError
@@ -94,7 +115,7 @@ func (x *extraction) readCSV(text string, comma rune, lazy bool) ([][]string, er
 // json reads a JSON file into a fenced json block, after checking that it
 // is JSON: a broken file is reported with the line and column of the fault.
 func (x *extraction) json() (string, string, error) {
-	text, enc, err := x.decodeText(x.data)
+	text, enc, err := x.decodedText()
 	if err != nil {
 		return "", "", err
 	}

@@ -51,26 +51,75 @@ func zipFile(zr *zip.Reader, name string) *zip.File {
 	return nil
 }
 
-// readZipFile reads one part whole. The limit repeats the directory check,
-// in case a part is read from an archive that was not opened by openZip.
-func (x *extraction) readZipFile(f *zip.File, what string) ([]byte, error) {
+// openPart opens one part for reading as a stream. What it unpacks counts
+// against MaxUnpackedBytes across all the parts read, so that a document
+// that makes the extractor read one part many times (an EPUB whose spine
+// lists a chapter again and again under other names) cannot multiply the
+// work the directory check allowed.
+func (x *extraction) openPart(f *zip.File, what string) (io.ReadCloser, error) {
 	rc, err := f.Open()
 	if err != nil {
 		return nil, damaged(x.name, what, fmt.Errorf("part %s: %v", f.Name, err))
 	}
-	defer rc.Close()
-	limit := x.limits.MaxUnpackedBytes
-	if limit <= 0 {
-		limit = 1 << 62
+	return &partReader{ReadCloser: rc, x: x, part: f.Name, what: what}, nil
+}
+
+// partReader is an open part: its reads count against the unpacked budget
+// and fail once it is spent.
+type partReader struct {
+	io.ReadCloser
+	x    *extraction
+	part string
+	what string
+}
+
+func (p *partReader) Read(b []byte) (int, error) {
+	n, err := p.ReadCloser.Read(b)
+	p.x.unpacked += int64(n)
+	if limit := p.x.limits.MaxUnpackedBytes; limit > 0 && p.x.unpacked > limit {
+		return n, failure(p.x.name, ErrUnpackLimit, "unpacks to more than %s (the limit for a %s) while part %s is read; it may be a decompression bomb, and was not read", FormatBytes(limit), p.what, p.part)
 	}
-	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if err != nil && err != io.EOF {
+		err = damaged(p.x.name, p.what, fmt.Errorf("part %s: %v", p.part, err))
+	}
+	return n, err
+}
+
+// walkPart streams the XML tokens of one part to visit (see walkXML).
+func (x *extraction) walkPart(f *zip.File, what string, visit func(*xml.Decoder, xml.Token) error) error {
+	rc, err := x.openPart(f, what)
 	if err != nil {
-		return nil, damaged(x.name, what, fmt.Errorf("part %s: %v", f.Name, err))
+		return err
 	}
-	if int64(len(data)) > limit {
-		return nil, failure(x.name, ErrUnpackLimit, "part %s unpacks to more than %s; it may be a decompression bomb, and was not read", f.Name, FormatBytes(limit))
+	defer rc.Close()
+	return x.walkXML(rc, f.Name, visit)
+}
+
+// maxRun bounds the bytes between two '<' of an XML or XHTML part: the
+// longest text or tag a parser holds at once. No real document has 16 MB
+// of text without a single tag (Word splits text into runs and
+// paragraphs, a book into paragraphs); a part that does is made to fill
+// memory.
+const maxRun = 16 << 20
+
+// runGuard fails a read once more than maxRun bytes pass without a '<'.
+type runGuard struct {
+	r   io.Reader
+	run int
+	err error // returned once the run is too long
+}
+
+func (g *runGuard) Read(b []byte) (int, error) {
+	n, err := g.r.Read(b)
+	if i := bytes.IndexByte(b[:n], '<'); i < 0 {
+		g.run += n
+	} else if g.run += i; g.run <= maxRun {
+		g.run = n - bytes.LastIndexByte(b[:n], '<') - 1
 	}
-	return data, nil
+	if g.run > maxRun {
+		return 0, g.err
+	}
+	return n, err
 }
 
 // xmlDecoder reads an XML part of a document. Go's encoding/xml never
@@ -78,8 +127,8 @@ func (x *extraction) readZipFile(f *zip.File, what string) ([]byte, error) {
 // part would fail on its first entity reference anyway; a DOCTYPE is
 // refused up front instead (checkDirective), with a message that says why,
 // since no Office or EPUB writer produces one with entity declarations.
-func xmlDecoder(data []byte) *xml.Decoder {
-	d := xml.NewDecoder(bytes.NewReader(data))
+func xmlDecoder(r io.Reader) *xml.Decoder {
+	d := xml.NewDecoder(r)
 	d.Strict = true
 	return d
 }

@@ -39,8 +39,9 @@ type AttachmentView struct {
 	Done  int64  `json:"done,omitempty"`
 	Total int64  `json:"total,omitempty"`
 	Unit  string `json:"unit,omitempty"`
-	// Error, when State is failed, is written for the user and names the
-	// file and, for a type the model cannot read, the type.
+	// Error, when State is failed, is written for the user, to follow
+	// the file's name ("is a PNG image …; …"): what happened, for a type
+	// the model cannot read the type, and what to do.
 	Error      string            `json:"error,omitempty"`
 	Attachment *store.Attachment `json:"attachment,omitempty"`
 }
@@ -151,7 +152,9 @@ func (s *Service) SetFilePicker(pick func() ([]string, error)) {
 }
 
 // AttachFiles reads files given by path (dropped on the desktop window, or
-// chosen in its dialog). Each returns at once as a chip being read.
+// chosen in its dialog). Each returns at once as a chip being read. A path
+// that is not a regular file (a folder, a device, a named pipe, a socket)
+// fails without being opened (docs.ExtractFile).
 func (s *Service) AttachFiles(paths []string) []AttachmentView {
 	views := make([]AttachmentView, 0, len(paths))
 	for _, p := range paths {
@@ -258,7 +261,7 @@ func (s *Service) startAttachmentCharged(name string, charge int64, extract func
 		update(func(v *AttachmentView) {
 			v.Done, v.Total, v.Unit, v.Stage = 0, 0, "", ""
 			if err != nil {
-				v.State, v.Error = AttachmentFailed, attachmentError(v.Name, err)
+				v.State, v.Error = AttachmentFailed, attachmentError(err)
 				if s.attach.pending[v.ID] == p {
 					s.attach.held -= p.charge // its bytes are gone
 					p.charge = 0
@@ -315,17 +318,17 @@ func (s *Service) readAttachment(ctx context.Context, extract func(context.Conte
 	})
 }
 
-// attachmentError is the chip's message: the extractor's own messages
-// name the file and say what to do.
-func attachmentError(name string, err error) string {
+// attachmentError is the chip's message, which the chip shows after the
+// file's name: what happened and what to do, without the name again.
+func attachmentError(err error) string {
 	var de *docs.Error
 	switch {
 	case errors.As(err, &de):
-		return de.Error()
+		return de.Message
 	case errors.Is(err, context.Canceled):
-		return name + ": cancelled"
+		return "cancelled"
 	default:
-		return name + ": " + err.Error()
+		return err.Error()
 	}
 }
 
@@ -365,7 +368,7 @@ func (s *Service) readyAttachments(ids []string) ([]docs.Attachment, error) {
 		case p.view.State == AttachmentReading:
 			return nil, fmt.Errorf("%s is still being read: wait for its token count, or remove it", p.view.Name)
 		case p.view.State == AttachmentFailed:
-			return nil, errors.New(p.view.Error + " Remove it to send the rest.")
+			return nil, errors.New(p.view.Name + ": " + p.view.Error + " Remove it to send the rest.")
 		}
 		out = append(out, p.doc)
 	}

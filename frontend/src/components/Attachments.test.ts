@@ -82,7 +82,7 @@ describe('attachments', () => {
   it('says why a file cannot be read, and will not send it', async () => {
     await renderApp();
     const [id] = await upload('photo.png');
-    const message = "photo.png: is a PNG image (image/png); images can't be attached yet";
+    const message = "is a PNG image (image/png); images can't be attached yet";
     backend.finishAttachment(id, message);
     expect((await screen.findByTestId('attachment-error')).textContent).toBe(message);
     await fireEvent.input(messageBox(), { target: { value: 'What is in it?' } });
