@@ -243,6 +243,16 @@ describe('chat view', () => {
     await waitFor(() => expect(messageBox().value).toBe('hi')); // nothing typed is lost
   });
 
+  it('lists the keyboard shortcuts on Ctrl+/ and closes the list on Esc', async () => {
+    await renderApp();
+    await fireEvent.keyDown(window, { key: '/', ctrlKey: true });
+    const dialog = screen.getByRole('dialog', { name: 'Keyboard shortcuts' });
+    expect(within(dialog).getByText('New chat')).toBeTruthy();
+    expect(document.activeElement).toBe(within(dialog).getByRole('button', { name: 'Close' }));
+    await fireEvent.keyDown(dialog, { key: 'Escape' });
+    expect(screen.queryByRole('dialog', { name: 'Keyboard shortcuts' })).toBeNull();
+  });
+
   it('starts a new chat with Ctrl+N', async () => {
     await renderApp();
     const reply = await sendMessage('Hello');
