@@ -98,6 +98,12 @@ func (c *Client) stallTimeout() time.Duration {
 	return 60 * time.Second
 }
 
+// CheckMachineFor judges this computer against a model of modelBytes to be
+// downloaded into the cache, as Plan does, without asking the hub.
+func (c *Client) CheckMachineFor(modelBytes int64) Report {
+	return CheckMachine(Need{ModelBytes: modelBytes, DownloadBytes: modelBytes, DiskMargin: c.diskMargin()}, c.CacheDir)
+}
+
 func (c *Client) diskMargin() int64 {
 	if c.DiskMargin > 0 {
 		return c.DiskMargin

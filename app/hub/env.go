@@ -12,6 +12,12 @@ import (
 // DefaultRepo is the model the app downloads unless told otherwise.
 const DefaultRepo = "mlx-community/Qwen3.6-35B-A3B-4bit"
 
+// DefaultRepoBytes is about what DefaultRepo's files take (its listing on
+// the hub: 20.4 GB, almost all of it weights). The machine check uses it
+// when the hub cannot be asked; the listing's own figure replaces it once
+// the hub answers.
+const DefaultRepoBytes = 20_400_000_000
+
 // DefaultEndpoint is the Hugging Face hub.
 const DefaultEndpoint = "https://huggingface.co"
 

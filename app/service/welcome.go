@@ -84,8 +84,11 @@ type WelcomeInfo struct {
 	Findings []MachineFinding `json:"findings"`
 	// Error is why the plan could not be made (the hub out of reach, a
 	// token needed, …); ErrorKind as in DownloadState.
-	Error     string        `json:"error"`
-	ErrorKind string        `json:"errorKind"`
+	Error     string `json:"error"`
+	ErrorKind string `json:"errorKind"`
+	// Estimated is true when the hub could not be asked and Findings judge
+	// the model's usual size (SizeText) instead of its listing.
+	Estimated bool          `json:"estimated"`
 	Download  DownloadState `json:"download"`
 }
 
@@ -163,6 +166,14 @@ func (u *UI) Welcome(repo string) WelcomeInfo {
 	plan, err := s.hub.client.Plan(ctx, repo, "")
 	if err != nil {
 		info.Error, info.ErrorKind = err.Error(), errorKind(err)
+		// The machine check needs no network: for the default model it is
+		// made against the model's usual size, so that an offline first
+		// run still says whether this computer can run it.
+		if repo == hub.DefaultRepo && (info.ErrorKind == "network" || info.ErrorKind == "offline" || info.ErrorKind == "server") {
+			report := s.hub.client.CheckMachineFor(hub.DefaultRepoBytes)
+			info.CanRun, info.Findings, info.Estimated = report.CanRun(), findings(report), true
+			info.Dir, info.SizeText = s.hub.client.CacheDir, hub.FormatBytes(hub.DefaultRepoBytes)
+		}
 		return info
 	}
 	info.Size, info.ToDownload, info.Dir, info.Cached = plan.Size, plan.ToDownload, plan.Dir, plan.Cached

@@ -298,6 +298,16 @@ func TestWelcomeSaysTheHubCannotBeReached(t *testing.T) {
 			if info.ErrorKind != "network" || !strings.Contains(info.Error, "cannot reach "+endpoint) {
 				t.Fatalf("Welcome: kind %q, error %q; want network, naming %s", info.ErrorKind, info.Error, endpoint)
 			}
+			// The machine check needs no network: for the default model
+			// it judges the model's usual size.
+			start = time.Now()
+			def := ts.ui.Welcome("")
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("Welcome of the default model took %s, want under 2 s", took)
+			}
+			if def.ErrorKind != "network" || !def.Estimated || len(def.Findings) == 0 || def.SizeText != "20.4 GB" {
+				t.Fatalf("Welcome of the default model offline: %+v; want the network error with an estimated machine check", def)
+			}
 			next := downloadEvents(t, ts.Service)
 			start = time.Now()
 			if _, err := ts.ui.StartDownload(tinyRepo); err != nil {

@@ -87,10 +87,23 @@ describe('welcome view', () => {
   it('says what went wrong when the plan cannot be made', async () => {
     backend.welcome.error = 'mlx-community/Qwen3.6-35B-A3B-4bit: could not reach https://huggingface.co';
     backend.welcome.errorKind = 'network';
+    backend.welcome.findings = [];
     const view = await openWelcome();
     const alert = await within(view).findByTestId('welcome-error');
     expect(alert.textContent).toContain(errorAdvice.network);
     expect(alert.textContent).toContain('could not reach');
+    expect(within(view).queryByTestId('machine-check')).toBeNull();
+  });
+
+  it('still shows the machine check when the hub is out of reach', async () => {
+    backend.welcome.error = 'offline: cannot reach https://huggingface.co';
+    backend.welcome.errorKind = 'network';
+    backend.welcome.estimated = true;
+    backend.welcome.sizeText = '20.4 GB';
+    const view = await openWelcome();
+    await within(view).findByTestId('welcome-error');
+    expect(within(view).getByTestId('machine-check').textContent).toContain(backend.welcome.findings[0].message);
+    expect(within(view).getByTestId('machine-check-estimated').textContent).toContain('20.4 GB');
   });
 });
 

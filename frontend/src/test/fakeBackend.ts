@@ -247,6 +247,7 @@ export class FakeBackend implements Backend {
     ],
     error: '',
     errorKind: '',
+    estimated: false,
     download: {} as DownloadState,
   };
   download: DownloadState = {

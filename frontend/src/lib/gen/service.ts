@@ -348,6 +348,7 @@ export interface WelcomeInfo {
   findings: MachineFinding[];
   error: string;
   errorKind: string;
+  estimated: boolean;
   download: DownloadState;
 }
 
