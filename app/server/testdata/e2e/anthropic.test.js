@@ -52,7 +52,8 @@ test('streamed text matches the whole message', async () => {
 });
 
 test('thinking enabled streams a thinking block', async () => {
-  const stream = client.messages.stream({ max_tokens: 8, messages: hello, temperature: 0,
+  // Anthropic's smallest budget is 1,024 tokens, and max_tokens must be above it.
+  const stream = client.messages.stream({ max_tokens: 1040, messages: hello, temperature: 0,
     thinking: { type: 'enabled', budget_tokens: 1024 } });
   let thinking = '';
   stream.on('thinking', (t) => { thinking += t; });
