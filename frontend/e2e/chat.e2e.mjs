@@ -80,6 +80,14 @@ test('chat on the demo model: stream, stop, regenerate, edit, conversations, res
   assert.match(await page.getByTestId('demo-banner').innerText(), /Suzuran Tiny/);
   await shot(page, '01-empty');
   await checkAccessibility(page, 'empty chat');
+  // At 800 px the demo notice takes one line, and the empty chat offers
+  // questions the demo model answers.
+  await page.setViewportSize({ width: 800, height: 600 });
+  const bannerHeight = (await page.getByTestId('demo-banner').boundingBox()).height;
+  assert.ok(bannerHeight < 48, `the demo notice is ${bannerHeight}px high at 800 px`);
+  assert.ok((await page.getByRole('list', { name: 'Questions to try' }).getByRole('button').count()) >= 3);
+  await shot(page, '01-empty-800');
+  await page.setViewportSize({ width: 1100, height: 720 });
 
   // The message box grows with its lines, every line in view, up to a
   // third of the window; then it scrolls.

@@ -66,6 +66,18 @@ describe('chat view', () => {
     expect((screen.getByRole('button', { name: 'Send' }) as HTMLButtonElement).disabled).toBe(true);
   });
 
+  it('offers the demo model questions it answers, and lets its notice be dismissed', async () => {
+    localStorage.removeItem('suzuran.demoBannerDismissed');
+    await renderApp();
+    const suggestions = screen.getByRole('list', { name: 'Questions to try' });
+    await fireEvent.click(within(suggestions).getByRole('button', { name: 'Explain itertools.chain.' }));
+    await waitFor(() => expect(backend.ui.Send).toHaveBeenCalledWith(expect.objectContaining({ text: 'Explain itertools.chain.' })));
+    await fireEvent.click(screen.getByRole('button', { name: 'Dismiss the demo notice' }));
+    expect(screen.queryByTestId('demo-banner')).toBeNull();
+    expect(localStorage.getItem('suzuran.demoBannerDismissed')).toBe('1');
+    localStorage.removeItem('suzuran.demoBannerDismissed');
+  });
+
   it('sends on Enter, keeps Shift+Enter for a new line, ignores blank messages', async () => {
     await renderApp();
     await fireEvent.input(messageBox(), { target: { value: '   ' } });
