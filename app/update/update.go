@@ -21,10 +21,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"runtime"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/mod/semver"
@@ -221,7 +223,7 @@ func fetch(ctx context.Context, client *http.Client, feed, userAgent string) (re
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return release{}, fmt.Errorf("update check: %s did not answer in time; check the internet connection and try again", feed)
 		}
-		return release{}, fmt.Errorf("update check: cannot reach %s (%w); check the internet connection and try again", feed, err)
+		return release{}, &reachError{host: req.URL.Host, why: unreachableWhy(err), err: err}
 	}
 	defer resp.Body.Close()
 	switch {
@@ -315,4 +317,37 @@ func (c Checker) Daily(ctx context.Context, enabled func() bool, notify func(Res
 			notify(result)
 		}
 	}
+}
+
+// reachError is a feed that could not be reached. Its message says why in
+// words, without the transport's own text (which names the resolver's
+// address and the dial steps); the cause stays for errors.Is.
+type reachError struct {
+	host, why string
+	err       error
+}
+
+func (e *reachError) Error() string {
+	return fmt.Sprintf("update check: cannot reach %s: %s; check the internet connection and try again", e.host, e.why)
+}
+
+func (e *reachError) Unwrap() error { return e.err }
+
+// unreachableWhy names the reason a connection failed, for people.
+func unreachableWhy(err error) string {
+	var dns *net.DNSError
+	var op *net.OpError
+	switch {
+	case errors.As(err, &dns):
+		return "its name could not be looked up (no internet connection, or the network's name service is not answering)"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "it refused the connection"
+	case errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.EHOSTUNREACH):
+		return "there is no route to it (no network connection)"
+	case errors.As(err, &op) && op.Timeout():
+		return "it did not answer in time"
+	case strings.Contains(err.Error(), "certificate"):
+		return "its security certificate could not be checked (the system clock may be wrong, or a network filter is in the way)"
+	}
+	return "the connection failed"
 }

@@ -2,6 +2,7 @@ package update
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -178,6 +180,23 @@ func TestCheckUnreachable(t *testing.T) {
 	_, err := Checker{Feed: unreachableFeed(t), Current: "0.1.0"}.Check(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "cannot reach") || !strings.Contains(err.Error(), "try again") {
 		t.Fatalf("error %v, want one saying the feed cannot be reached and what to do", err)
+	}
+	if !strings.Contains(err.Error(), "refused the connection") || strings.Contains(err.Error(), "dial tcp") || !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("error %q: want why in words, without the transport's own text, and the cause kept", err)
+	}
+}
+
+// A name that cannot be looked up says so in words, not with the
+// transport's text (which names the resolver's address).
+func TestCheckUnknownName(t *testing.T) {
+	_, err := Checker{Feed: "https://releases.invalid/latest", Current: "0.1.0"}.Check(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "cannot reach releases.invalid: its name could not be looked up") {
+		t.Fatalf("error %v, want the name lookup named in words", err)
+	}
+	for _, raw := range []string{"lookup", "dial", ":53", "no such host"} {
+		if strings.Contains(err.Error(), raw) {
+			t.Errorf("error %q carries the transport's text %q", err, raw)
+		}
 	}
 }
 
