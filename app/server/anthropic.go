@@ -26,6 +26,11 @@ type messagesRequest struct {
 	Thinking   *struct {
 		Type string `json:"type"`
 	} `json:"thinking"`
+	// Claude Code's other fields: context_management (what it asks the
+	// server to clear from long conversations: nothing is stored here, so
+	// nothing to clear), metadata (a user id for abuse tracking) and
+	// output_config's effort have no meaning on a local model and are read
+	// as nothing; they are never refused.
 }
 
 type anthropicMessage struct {
@@ -67,13 +72,24 @@ func (req *messagesRequest) turn(countOnly bool) (*chatTurn, error) {
 			converted, err = userBlocks(m.Content.Value, param)
 		case "assistant":
 			converted, err = assistantBlocks(m.Content.Value, param)
+		case "system":
+			// Claude Code sends system messages inside messages beside the
+			// top-level system; they join it (systemFirst).
+			var text string
+			if text, err = textOf(m.Content.Value, param+".content"); err == nil {
+				converted = []chat.Message{{Role: "system", Content: text}}
+			}
 		default:
-			return nil, badRequest(param+".role", "%s.role %q: use user or assistant (the system prompt goes in system)", param, m.Role)
+			return nil, badRequest(param+".role", "%s.role %q: use user, assistant or system", param, m.Role)
 		}
 		if err != nil {
 			return nil, err
 		}
 		messages = append(messages, converted...)
+	}
+	messages = systemFirst(messages)
+	if !hasRole(messages, "user") && !hasRole(messages, "assistant") {
+		return nil, badRequest("messages", "messages: the conversation holds system messages only; add a user message")
 	}
 	tools, err := anthropicTools(req.Tools)
 	if err != nil {
@@ -98,17 +114,30 @@ func (req *messagesRequest) turn(countOnly bool) (*chatTurn, error) {
 			return nil, badRequest("tool_choice.type", "tool_choice.type %q: use auto, any, tool or none", typ)
 		}
 	}
-	var thinking *bool
+	// The Anthropic API thinks only when asked: no thinking field is
+	// thinking off, whatever the template's default. Adaptive leaves it to
+	// the model, which here means the model's own default (off for a model
+	// that cannot think, such as the demo model). A forced tool with
+	// thinking enabled is refused as Anthropic refuses it; with adaptive
+	// thinking a forced tool does not think, so that the answer starts at
+	// the call.
+	forced := choice == "required" || choice == "function"
+	off, on := false, true
+	thinking := &off
 	if req.Thinking != nil {
 		switch req.Thinking.Type {
-		case "enabled", "adaptive":
-			on := true
+		case "enabled":
+			if forced {
+				return nil, badRequest("thinking", "Thinking may not be enabled when tool_choice forces tool use: use tool_choice auto or none, or disable thinking")
+			}
 			thinking = &on
+		case "adaptive":
+			if !forced {
+				thinking = nil
+			}
 		case "disabled":
-			off := false
-			thinking = &off
 		default:
-			return nil, badRequest("thinking.type", "thinking.type %q: use enabled or disabled", req.Thinking.Type)
+			return nil, badRequest("thinking.type", "thinking.type %q: use enabled, adaptive or disabled", req.Thinking.Type)
 		}
 	}
 	return &chatTurn{
