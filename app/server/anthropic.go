@@ -306,6 +306,25 @@ func checkAnthropicModel(requested, served string) error {
 	return checkModel(requested, served)
 }
 
+// anthropicFits refuses a prompt or an answer bound that does not fit in the
+// context, in the Anthropic API's words: Claude Code reads "prompt is too
+// long: N tokens > M maximum" as the cue to compact the conversation, and
+// "input length and `max_tokens` exceed context limit: N + M > C" as the
+// cue to retry with a smaller max_tokens (it parses the numbers). The
+// prompt needs room for at least one answer token.
+func anthropicFits(promptTokens, maxTokens, contextTokens int) error {
+	if promptTokens >= contextTokens {
+		e := badRequest("messages", "prompt is too long: %d tokens > %d maximum", promptTokens, contextTokens-1)
+		e.Code = "context_length_exceeded"
+		return e
+	}
+	if promptTokens+maxTokens > contextTokens {
+		return badRequest("max_tokens", "input length and `max_tokens` exceed context limit: %d + %d > %d, decrease input length or `max_tokens` and try again",
+			promptTokens, maxTokens, contextTokens)
+	}
+	return nil
+}
+
 // stopReason is Anthropic's stop_reason.
 func stopReason(res *genResult) string {
 	switch {
@@ -354,7 +373,8 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	g, name, ok := s.startTurn(w, r, turn, turnStart{api: "messages", model: req.Model, stream: req.Stream, checkModel: checkAnthropicModel})
+	g, name, ok := s.startTurn(w, r, turn, turnStart{api: "messages", model: req.Model, stream: req.Stream, checkModel: checkAnthropicModel,
+		fits: anthropicFits})
 	if !ok {
 		return
 	}

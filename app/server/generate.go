@@ -389,6 +389,10 @@ type turnStart struct {
 	// submitErr, when set, rewrites an error of the submission (the
 	// Responses API names its own field for a prompt too long).
 	submitErr func(error) error
+	// fits, when set, checks the rendered prompt's length and the answer's
+	// bound against the context before submitting (the Anthropic API words
+	// these errors its own way, and Claude Code acts on the words).
+	fits func(promptTokens, maxTokens, contextTokens int) error
 }
 
 // startTurn does what every chat API does between its decoded turn and its
@@ -403,6 +407,9 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request, turn *chatTur
 	var p genParams
 	if err == nil {
 		p, err = s.prepare(e, turn)
+	}
+	if err == nil && o.fits != nil {
+		err = o.fits(len(p.prompt.IDs), p.maxTokens, e.ContextTokens())
 	}
 	if err != nil {
 		s.writeError(w, r, err)

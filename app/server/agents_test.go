@@ -1,0 +1,78 @@
+package server
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/suzuran-app/suzuran/engine"
+)
+
+// TestMessagesContextErrors: the Anthropic route words the context's
+// errors as Anthropic does, with the numbers where Claude Code's patterns
+// find them: "prompt is too long: N tokens > M maximum" (it compacts) and
+// "input length and `max_tokens` exceed context limit: N + M > C" (it
+// retries with max_tokens C - N - 1000, which must then be answered).
+func TestMessagesContextErrors(t *testing.T) {
+	const ctx = 256
+	ts := startServer(t, loadModel(t, fixtureDir, engine.LoadOptions{ContextTokens: ctx}), nil)
+	tooLong := regexp.MustCompile(`^prompt is too long: (\d+) tokens > (\d+) maximum$`)
+	overflow := regexp.MustCompile("^input length and `max_tokens` exceed context limit: (\\d+) \\+ (\\d+) > (\\d+)")
+	errorOf := func(res response) string {
+		t.Helper()
+		v := res.json(t)
+		if res.status != 400 || v["type"] != "error" || path(v, "error", "type") != "invalid_request_error" {
+			t.Fatalf("want a 400 in Anthropic's shape: %d %s", res.status, res.body)
+		}
+		return path(v, "error", "message").(string)
+	}
+
+	long := strings.Repeat("word ", 400)
+	msg := errorOf(post(t, ts.url+"/v1/messages", map[string]any{"max_tokens": 1, "messages": userMessage(long)}))
+	m := tooLong.FindStringSubmatch(msg)
+	if m == nil {
+		t.Fatalf("prompt over the context: %q", msg)
+	}
+	n, _ := strconv.Atoi(m[1])
+	if max, _ := strconv.Atoi(m[2]); n <= max || max != ctx-1 {
+		t.Errorf("%q: want N > M and M = %d", msg, ctx-1)
+	}
+	count := post(t, ts.url+"/v1/messages/count_tokens", map[string]any{"messages": userMessage(long)}).json(t)
+	if count["input_tokens"] != float64(n) {
+		t.Errorf("the error says %d tokens, count_tokens %v", n, count["input_tokens"])
+	}
+
+	body := map[string]any{"max_tokens": ctx, "temperature": 0, "messages": userMessage("Hi"), "thinking": map[string]any{"type": "disabled"}}
+	msg = errorOf(post(t, ts.url+"/v1/messages", body))
+	m = overflow.FindStringSubmatch(msg)
+	if m == nil {
+		t.Fatalf("max_tokens over the context: %q", msg)
+	}
+	in, _ := strconv.Atoi(m[1])
+	if m[2] != fmt.Sprint(ctx) || m[3] != fmt.Sprint(ctx) || in < 1 || in >= ctx {
+		t.Errorf("%q: want input + %d > %d", msg, ctx, ctx)
+	}
+	// What fits is answered: the prompt and max_tokens filling the context.
+	body["max_tokens"] = ctx - in
+	if res := post(t, ts.url+"/v1/messages", body); res.status != 200 {
+		t.Errorf("max_tokens %d with a %d-token prompt: %d %s", ctx-in, in, res.status, res.body)
+	}
+}
+
+// TestUnauthorizedNoRetry: every 401 says x-should-retry false, which the
+// SDKs and Claude Code obey instead of retrying a wrong key.
+func TestUnauthorizedNoRetry(t *testing.T) {
+	ts := startServer(t, loadModel(t, fixtureDir, engine.LoadOptions{}), func(c *Config) { c.APIKey = "sk-right" })
+	for _, p := range []string{"/v1/messages", "/v1/chat/completions", "/v1/responses", "/v1/models"} {
+		method := "POST"
+		if p == "/v1/models" {
+			method = "GET"
+		}
+		res := do(t, method, ts.url+p, map[string]any{"max_tokens": 1, "messages": userMessage("x")}, map[string]string{"x-api-key": "sk-wrong"})
+		if res.status != 401 || res.header.Get("X-Should-Retry") != "false" {
+			t.Errorf("%s: %d, x-should-retry %q", p, res.status, res.header.Get("X-Should-Retry"))
+		}
+	}
+}
