@@ -76,3 +76,29 @@ func TestUnauthorizedNoRetry(t *testing.T) {
 		}
 	}
 }
+
+// TestNoControlTokenText: the demo model, thinking, samples <|im_start|>
+// among its first tokens (greedy); the token is generated (its logprob
+// entry says so) but its text is never sent, streamed or not.
+func TestNoControlTokenText(t *testing.T) {
+	ts := startServer(t, loadModel(t, demoDir, engine.LoadOptions{}), nil)
+	body := map[string]any{"messages": userMessage("Hi"), "max_tokens": 8, "temperature": 0, "logprobs": true,
+		"chat_template_kwargs": map[string]any{"enable_thinking": true}}
+	v := post(t, ts.url+"/v1/chat/completions", body).json(t)
+	generated := false
+	for _, lp := range path(v, "choices", 0, "logprobs", "content").([]any) {
+		generated = generated || path(lp, "token") == "<|im_start|>"
+	}
+	if !generated {
+		t.Fatalf("the demo model no longer samples <|im_start|> here; pick another prompt: %v", v)
+	}
+	whole := fmt.Sprint(path(v, "choices", 0, "message", "reasoning_content"), path(v, "choices", 0, "message", "content"))
+	body["stream"] = true
+	delete(body, "logprobs") // the logprobs name the token, as they should
+	streamed := string(post(t, ts.url+"/v1/chat/completions", body).body)
+	for name, text := range map[string]string{"whole": whole, "streamed": streamed} {
+		if strings.Contains(text, "<|im_start|>") || strings.Contains(text, `\u003c|im_start|\u003e`) {
+			t.Errorf("%s: a control token as text: %s", name, text)
+		}
+	}
+}

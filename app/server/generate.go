@@ -312,7 +312,7 @@ func (g *generation) run(emit func(events []chat.Event, since time.Time) error) 
 						g.logprobs = append(g.logprobs, g.logprobEntry(id, ev.Logprobs[i]))
 					}
 				}
-				handle(ev.Text, len(ev.IDs), false, received)
+				handle(g.withoutSpecials(ev.Text, ev.IDs), len(ev.IDs), false, received)
 				continue
 			}
 			handle(ev.Text, 0, true, received)
@@ -349,6 +349,22 @@ done:
 	}
 	g.s.logGeneration(g, &res)
 	return res
+}
+
+// withoutSpecials drops the text of the special tokens among ids (control
+// tokens such as <|im_start|>, which a model may sample though it should
+// not) from text, the text the engine decoded for them: a client never
+// sees a control token as text. The end-of-sequence tokens bring no text.
+// A special token's text is its own ASCII string, complete in the event
+// that carries it.
+func (g *generation) withoutSpecials(text string, ids []int) string {
+	tok := g.e.Tokenizer()
+	for _, id := range ids {
+		if tok.IsSpecial(id) {
+			text = strings.Replace(text, tok.Decode([]int{id}), "", 1)
+		}
+	}
+	return text
 }
 
 // logGeneration records a finished generation; a cancelled one (client
