@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -100,5 +101,34 @@ func TestNoControlTokenText(t *testing.T) {
 		if strings.Contains(text, "<|im_start|>") || strings.Contains(text, `\u003c|im_start|\u003e`) {
 			t.Errorf("%s: a control token as text: %s", name, text)
 		}
+	}
+}
+
+// TestMessagesOutputFormat: output_config.format (a json_schema) constrains
+// the answer as response_format does, thinking or not: the text parses and
+// follows the schema. A build without constrained sampling refuses it,
+// naming the field; it is never ignored.
+func TestMessagesOutputFormat(t *testing.T) {
+	ts := startServer(t, loadModel(t, fixtureDir, engine.LoadOptions{}), nil)
+	schema := map[string]any{"type": "object", "properties": map[string]any{
+		"answer": map[string]any{"type": "string", "enum": []string{"yes", "no"}}}, "required": []string{"answer"}, "additionalProperties": false}
+	format := map[string]any{"format": map[string]any{"type": "json_schema", "schema": schema}}
+	res := post(t, ts.url+"/v1/messages", map[string]any{"max_tokens": 300, "temperature": 0, "messages": userMessage("JSON please"), "output_config": format})
+	v := res.json(t)
+	if constrain == nil {
+		if res.status != 400 || !strings.Contains(fmt.Sprint(path(v, "error", "message")), "output_config.format") {
+			t.Errorf("%d %s", res.status, res.body)
+		}
+		return
+	}
+	text, _ := path(v, "content", 0, "text").(string)
+	var out map[string]any
+	if err := json.Unmarshal([]byte(text), &out); err != nil || (out["answer"] != "yes" && out["answer"] != "no") || len(out) != 1 {
+		t.Errorf("output %q (%v): %s", text, err, res.body)
+	}
+	forced := post(t, ts.url+"/v1/messages", map[string]any{"max_tokens": 300, "messages": userMessage("x"), "output_config": format,
+		"tools": []any{map[string]any{"name": "f", "input_schema": map[string]any{"type": "object"}}}, "tool_choice": map[string]any{"type": "any"}})
+	if forced.status != 400 || !strings.Contains(string(forced.body), "output_config.format") {
+		t.Errorf("format with a forced tool: %d %s", forced.status, forced.body)
 	}
 }

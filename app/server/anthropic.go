@@ -26,11 +26,16 @@ type messagesRequest struct {
 	Thinking   *struct {
 		Type string `json:"type"`
 	} `json:"thinking"`
-	// Claude Code's other fields: context_management (what it asks the
-	// server to clear from long conversations: nothing is stored here, so
-	// nothing to clear), metadata (a user id for abuse tracking) and
-	// output_config's effort have no meaning on a local model and are read
-	// as nothing; they are never refused.
+	// OutputConfig's format (a json_schema) constrains the answer as
+	// OpenAI's response_format does. Claude Code's other fields:
+	// context_management (what it asks the server to clear from long
+	// conversations: nothing is stored here, so nothing to clear), metadata
+	// (a user id for abuse tracking) and output_config's effort have no
+	// meaning on a local model and are read as nothing; they are never
+	// refused.
+	OutputConfig *struct {
+		Format orderedJSON `json:"format"`
+	} `json:"output_config"`
 }
 
 type anthropicMessage struct {
@@ -114,6 +119,15 @@ func (req *messagesRequest) turn(countOnly bool) (*chatTurn, error) {
 			return nil, badRequest("tool_choice.type", "tool_choice.type %q: use auto, any, tool or none", typ)
 		}
 	}
+	var constraint *constraintSpec
+	if req.OutputConfig != nil {
+		if constraint, err = decodeResponseFormat(req.OutputConfig.Format, "output_config.format"); err != nil {
+			return nil, err
+		}
+		if constraint != nil && (choice == "required" || choice == "function") {
+			return nil, badRequest("output_config.format", "output_config.format and a forced tool_choice ask for two different answers: use tool_choice auto, or leave output_config.format out")
+		}
+	}
 	// The Anthropic API thinks only when asked: no thinking field is
 	// thinking off, whatever the template's default. Adaptive leaves it to
 	// the model, which here means the model's own default (off for a model
@@ -142,7 +156,7 @@ func (req *messagesRequest) turn(countOnly bool) (*chatTurn, error) {
 	}
 	return &chatTurn{
 		messages: messages, tools: tools, toolChoice: choice, toolName: name, thinking: thinking,
-		sampling: req.samplingFields, maxTokens: maxTokens, stop: req.StopSequences,
+		sampling: req.samplingFields, maxTokens: maxTokens, stop: req.StopSequences, constraint: constraint,
 	}, nil
 }
 
