@@ -54,10 +54,10 @@ function run(cmd, args, opts) {
 // startServe runs `suzuran serve --no-ui` with a scratch HOME, which makes
 // it install and serve the demo model (its folder name is how serve knows
 // the model cannot think).
-async function startServe(home) {
+async function startServe(home, env = {}) {
   if (!bin) throw new Error('set SUZURAN_BIN (make api-e2e does)');
   const child = spawn(bin, ['serve', '--no-ui', '--addr', '127.0.0.1:0', '--backend', 'cpu', '--log-requests'], {
-    stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH, HOME: home },
+    stdio: ['ignore', 'ignore', 'pipe'], env: { PATH: process.env.PATH, HOME: home, ...env },
   });
   let logs = '';
   child.stderr.setEncoding('utf8');
@@ -87,8 +87,8 @@ async function startServe(home) {
 }
 
 // requests are the server's request log lines for a path.
-function requests(path) {
-  return server.logs().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l))
+function requests(path, srv = server) {
+  return srv.logs().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l))
     .filter((e) => e.message === 'request' && e.path === path);
 }
 
@@ -134,10 +134,10 @@ after(async () => {
 // claudeRun runs `claude -p` with a short system prompt and the Read tool
 // (Claude Code's default prompt, 26,000 tokens, takes minutes to prefill
 // on two CPU cores).
-async function claudeRun(format) {
+async function claudeRun(format, srv = server, key = 'sk-ant-dummy') {
   current = `claude ${format}`;
-  const dir = scratchDir(`claude-${format}`);
-  const env = { ...offline(join(dir, 'home')), ANTHROPIC_BASE_URL: server.base, ANTHROPIC_API_KEY: 'sk-ant-dummy' };
+  const dir = scratchDir(`claude-${format}-${key}`);
+  const env = { ...offline(join(dir, 'home')), ANTHROPIC_BASE_URL: srv.base, ANTHROPIC_API_KEY: key };
   const args = ['-p', 'What does os.getcwd return?', '--output-format', format, '--system-prompt', 'Be brief.',
     '--tools', 'Read', '--no-session-persistence'];
   if (format === 'stream-json') args.push('--verbose');
@@ -208,4 +208,20 @@ test('codex exec with the Responses API completes', async () => {
   assert.ok(seen.length > 0 && seen.every((e) => e.status === 200), JSON.stringify(seen));
   // Codex's namespace and web_search tools were left out, with a log line.
   assert.match(server.logs(), /left out of the prompt/);
+});
+
+test('claude -p with a wrong key stops at the first 401', async () => {
+  // The 401 says x-should-retry: false; without it Claude Code retried a
+  // wrong key for minutes.
+  const keyed = await startServe(join(scratch, 'serve', 'home'), { SUZURAN_API_KEY: 'sk-right' });
+  try {
+    const r = await claudeRun('json', keyed, 'sk-wrong');
+    assert.notEqual(r.code, 0, r.stdout);
+    const result = JSON.parse(r.stdout);
+    assert.equal(result.is_error, true, r.stdout);
+    const seen = requests('/v1/messages', keyed);
+    assert.deepEqual(seen.map((e) => e.status), [401], keyed.logs());
+  } finally {
+    await keyed.stop();
+  }
 });
