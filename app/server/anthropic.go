@@ -27,6 +27,16 @@ type messagesRequest struct {
 		Type         string `json:"type"`
 		BudgetTokens *int   `json:"budget_tokens"`
 	} `json:"thinking"`
+	// OutputConfig's format (a json_schema) constrains the answer as
+	// OpenAI's response_format does. Claude Code's other fields:
+	// context_management (what it asks the server to clear from long
+	// conversations: nothing is stored here, so nothing to clear), metadata
+	// (a user id for abuse tracking) and output_config's effort have no
+	// meaning on a local model and are read as nothing; they are never
+	// refused.
+	OutputConfig *struct {
+		Format orderedJSON `json:"format"`
+	} `json:"output_config"`
 }
 
 // minThinkingBudget is the smallest thinking.budget_tokens Anthropic's API
@@ -72,13 +82,24 @@ func (req *messagesRequest) turn(countOnly bool) (*chatTurn, error) {
 			converted, err = userBlocks(m.Content.Value, param)
 		case "assistant":
 			converted, err = assistantBlocks(m.Content.Value, param)
+		case "system":
+			// Claude Code sends system messages inside messages beside the
+			// top-level system; they join it (systemFirst).
+			var text string
+			if text, err = textOf(m.Content.Value, param+".content"); err == nil {
+				converted = []chat.Message{{Role: "system", Content: text}}
+			}
 		default:
-			return nil, badRequest(param+".role", "%s.role %q: use user or assistant (the system prompt goes in system)", param, m.Role)
+			return nil, badRequest(param+".role", "%s.role %q: use user, assistant or system", param, m.Role)
 		}
 		if err != nil {
 			return nil, err
 		}
 		messages = append(messages, converted...)
+	}
+	messages = systemFirst(messages)
+	if !hasRole(messages, "user") && !hasRole(messages, "assistant") {
+		return nil, badRequest("messages", "messages: the conversation holds system messages only; add a user message")
 	}
 	tools, err := anthropicTools(req.Tools)
 	if err != nil {
@@ -103,17 +124,39 @@ func (req *messagesRequest) turn(countOnly bool) (*chatTurn, error) {
 			return nil, badRequest("tool_choice.type", "tool_choice.type %q: use auto, any, tool or none", typ)
 		}
 	}
-	var thinking *bool
+	var constraint *constraintSpec
+	if req.OutputConfig != nil {
+		if constraint, err = decodeResponseFormat(req.OutputConfig.Format, "output_config.format"); err != nil {
+			return nil, err
+		}
+		if constraint != nil && (choice == "required" || choice == "function") {
+			return nil, badRequest("output_config.format", "output_config.format and a forced tool_choice ask for two different answers: use tool_choice auto, or leave output_config.format out")
+		}
+	}
+	// The Anthropic API thinks only when asked: no thinking field is
+	// thinking off, whatever the template's default. Adaptive leaves it to
+	// the model, which here means the model's own default (off for a model
+	// that cannot think, such as the demo model). A forced tool with
+	// thinking enabled is refused as Anthropic refuses it; with adaptive
+	// thinking a forced tool does not think, so that the answer starts at
+	// the call.
+	forced := choice == "required" || choice == "function"
+	off, on := false, true
+	thinking := &off
 	if req.Thinking != nil {
 		switch req.Thinking.Type {
-		case "enabled", "adaptive":
-			on := true
+		case "enabled":
+			if forced {
+				return nil, badRequest("thinking", "Thinking may not be enabled when tool_choice forces tool use: use tool_choice auto or none, or disable thinking")
+			}
 			thinking = &on
+		case "adaptive":
+			if !forced {
+				thinking = nil
+			}
 		case "disabled":
-			off := false
-			thinking = &off
 		default:
-			return nil, badRequest("thinking.type", "thinking.type %q: use enabled or disabled", req.Thinking.Type)
+			return nil, badRequest("thinking.type", "thinking.type %q: use enabled, adaptive or disabled", req.Thinking.Type)
 		}
 		// The budget is checked as Anthropic checks it, so that a request
 		// this server takes is one the Anthropic API takes too.
@@ -128,7 +171,7 @@ func (req *messagesRequest) turn(countOnly bool) (*chatTurn, error) {
 	}
 	return &chatTurn{
 		messages: messages, tools: tools, toolChoice: choice, toolName: name, thinking: thinking,
-		sampling: req.samplingFields, maxTokens: maxTokens, stop: req.StopSequences,
+		sampling: req.samplingFields, maxTokens: maxTokens, stop: req.StopSequences, constraint: constraint,
 	}, nil
 }
 
@@ -292,6 +335,25 @@ func checkAnthropicModel(requested, served string) error {
 	return checkModel(requested, served)
 }
 
+// anthropicFits refuses a prompt or an answer bound that does not fit in the
+// context, in the Anthropic API's words: Claude Code reads "prompt is too
+// long: N tokens > M maximum" as the cue to compact the conversation, and
+// "input length and `max_tokens` exceed context limit: N + M > C" as the
+// cue to retry with a smaller max_tokens (it parses the numbers). The
+// prompt needs room for at least one answer token.
+func anthropicFits(promptTokens, maxTokens, contextTokens int) error {
+	if promptTokens >= contextTokens {
+		e := badRequest("messages", "prompt is too long: %d tokens > %d maximum", promptTokens, contextTokens-1)
+		e.Code = "context_length_exceeded"
+		return e
+	}
+	if promptTokens+maxTokens > contextTokens {
+		return badRequest("max_tokens", "input length and `max_tokens` exceed context limit: %d + %d > %d, decrease input length or `max_tokens` and try again",
+			promptTokens, maxTokens, contextTokens)
+	}
+	return nil
+}
+
 // stopReason is Anthropic's stop_reason.
 func stopReason(res *genResult) string {
 	switch {
@@ -340,7 +402,8 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	g, name, ok := s.startTurn(w, r, turn, turnStart{api: "messages", model: req.Model, stream: req.Stream, checkModel: checkAnthropicModel})
+	g, name, ok := s.startTurn(w, r, turn, turnStart{api: "messages", model: req.Model, stream: req.Stream, checkModel: checkAnthropicModel,
+		fits: anthropicFits})
 	if !ok {
 		return
 	}

@@ -25,16 +25,112 @@ func TestMessages(t *testing.T) {
 	if v["stop_reason"] != "max_tokens" || path(v, "usage", "output_tokens") != 6.0 || path(v, "usage", "input_tokens") == 0.0 {
 		t.Errorf("stop_reason/usage: %s", res.body)
 	}
-	// Thinking on (the template's default) gives a thinking block first.
-	if path(v, "content", 0, "type") != "thinking" {
-		t.Errorf("content: %s", res.body)
+	// As the Anthropic API: no thinking unless the request asks for it,
+	// whatever the template's default (which thinks).
+	if path(v, "content", 0, "type") != "text" || len(v["content"].([]any)) != 1 {
+		t.Errorf("a request without thinking: %s", res.body)
 	}
-	off := post(t, ts.url+"/v1/messages", map[string]any{"max_tokens": 6, "temperature": 0, "thinking": map[string]any{"type": "disabled"},
-		"messages": userMessage("Hi")}).json(t)
-	for _, block := range off["content"].([]any) {
-		if path(block, "type") == "thinking" {
-			t.Errorf("a thinking block with thinking disabled: %v", off["content"])
+	for _, thinking := range []string{"disabled", "adaptive", "enabled"} {
+		got := post(t, ts.url+"/v1/messages", map[string]any{"max_tokens": 6, "temperature": 0, "thinking": map[string]any{"type": thinking},
+			"messages": userMessage("Hi")}).json(t)
+		// Adaptive is the model's default: this one thinks (the template's
+		// default), the demo model does not (TestMessagesAdaptiveDemo).
+		want := thinking != "disabled"
+		if thinks := path(got, "content", 0, "type") == "thinking"; thinks != want {
+			t.Errorf("thinking %s: %v", thinking, got["content"])
 		}
+	}
+}
+
+// TestMessagesAdaptiveDemo: the demo model cannot think (serve and the app
+// set the thinking default off for it), so adaptive thinking answers
+// without a thinking block, as it does without the field.
+func TestMessagesAdaptiveDemo(t *testing.T) {
+	off := false
+	ts := startServer(t, loadModel(t, demoDir, engine.LoadOptions{}), func(c *Config) { c.ThinkingDefault = &off })
+	for _, body := range []map[string]any{
+		{"max_tokens": 8, "temperature": 0, "messages": userMessage("Hi"), "thinking": map[string]any{"type": "adaptive"}},
+		{"max_tokens": 8, "temperature": 0, "messages": userMessage("Hi")},
+	} {
+		res := post(t, ts.url+"/v1/messages", body)
+		v := res.json(t)
+		if res.status != 200 || path(v, "content", 0, "type") != "text" || len(v["content"].([]any)) != 1 {
+			t.Errorf("%v: %d %s", body["thinking"], res.status, res.body)
+		}
+	}
+}
+
+// TestMessagesForcedTool: a forced tool (tool_choice tool or any) answers
+// with the call from its first token, thinking or not asked; with thinking
+// enabled it is refused as Anthropic refuses it.
+func TestMessagesForcedTool(t *testing.T) {
+	ts := startServer(t, loadModel(t, fixtureDir, engine.LoadOptions{}), nil)
+	tools := []any{map[string]any{"name": "get_weather", "description": "Weather in a city",
+		"input_schema": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string", "enum": []any{"Paris", "Berlin"}}}, "required": []any{"city"}}}}
+	for _, choice := range []map[string]any{{"type": "tool", "name": "get_weather"}, {"type": "any"}} {
+		for _, thinking := range []any{nil, map[string]any{"type": "adaptive"}, map[string]any{"type": "disabled"}} {
+			body := map[string]any{"max_tokens": 200, "temperature": 0, "messages": userMessage("Weather in Paris?"), "tools": tools, "tool_choice": choice, "stream": true}
+			if thinking != nil {
+				body["thinking"] = thinking
+			}
+			res := post(t, ts.url+"/v1/messages", body)
+			if res.status != 200 {
+				t.Fatalf("%v %v: %d %s", choice, thinking, res.status, res.body)
+			}
+			var starts []any
+			for _, ev := range readSSE(t, res.body) {
+				if ev.name == "content_block_start" {
+					starts = append(starts, path(decodeEvent(t, ev), "content_block", "type"))
+				}
+			}
+			if len(starts) != 1 || starts[0] != "tool_use" {
+				t.Errorf("%v %v: blocks %v, want one tool_use", choice, thinking, starts)
+			}
+			if !strings.Contains(string(res.body), `"stop_reason":"tool_use"`) {
+				t.Errorf("%v %v: no stop_reason tool_use: %s", choice, thinking, res.body)
+			}
+		}
+		res := post(t, ts.url+"/v1/messages", map[string]any{"max_tokens": 2000, "messages": userMessage("x"), "tools": tools, "tool_choice": choice,
+			"thinking": map[string]any{"type": "enabled", "budget_tokens": 1024}})
+		v := res.json(t)
+		if res.status != 400 || v["type"] != "error" || path(v, "error", "type") != "invalid_request_error" ||
+			!strings.Contains(path(v, "error", "message").(string), "tool_choice forces tool use") {
+			t.Errorf("%v with thinking enabled: %d %s", choice, res.status, res.body)
+		}
+	}
+}
+
+// TestMessagesSystemInMessages: system messages inside messages (Claude
+// Code sends them beside the top-level system) join the one system message
+// at the start, in order, and the request is answered.
+func TestMessagesSystemInMessages(t *testing.T) {
+	body := `{"max_tokens": 4, "temperature": 0, "system": [{"type": "text", "text": "First."}], "messages": [
+		{"role": "system", "content": "Second."},
+		{"role": "user", "content": "Hi"},
+		{"role": "assistant", "content": "Hello."},
+		{"role": "system", "content": [{"type": "text", "text": "Third."}]},
+		{"role": "user", "content": "Again"}],
+		"context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+		"metadata": {"user_id": "u"}, "output_config": {"effort": "medium"}, "thinking": {"type": "adaptive"}}`
+	var req messagesRequest
+	if err := decodeJSON([]byte(body), &req); err != nil {
+		t.Fatal(err)
+	}
+	turn, err := req.turn(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, m := range turn.messages {
+		roles = append(roles, m.Role)
+	}
+	if strings.Join(roles, ",") != "system,user,assistant,user" || turn.messages[0].Content != "First.\n\nSecond.\n\nThird." {
+		t.Errorf("roles %v, system %q", roles, turn.messages[0].Content)
+	}
+	ts := startServer(t, loadModel(t, fixtureDir, engine.LoadOptions{}), nil)
+	res := post(t, ts.url+"/v1/messages", json.RawMessage(body))
+	if res.status != 200 {
+		t.Errorf("%d %s", res.status, res.body)
 	}
 }
 
@@ -145,7 +241,8 @@ func TestMessagesErrors(t *testing.T) {
 	}{
 		{"no max_tokens", map[string]any{"messages": msgs}, 400},
 		{"not JSON", "{", 400},
-		{"system role in messages", map[string]any{"max_tokens": 1, "messages": []any{map[string]any{"role": "system", "content": "x"}}}, 400},
+		{"system messages only", map[string]any{"max_tokens": 1, "messages": []any{map[string]any{"role": "system", "content": "x"}}}, 400},
+		{"unknown role", map[string]any{"max_tokens": 1, "messages": []any{map[string]any{"role": "tool", "content": "x"}}}, 400},
 		{"image block", map[string]any{"max_tokens": 1, "messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "image", "source": map[string]any{}}}}}}, 400},
 		{"server tool", map[string]any{"max_tokens": 1, "messages": msgs, "tools": []any{map[string]any{"type": "web_search_20250305", "name": "web_search"}}}, 400},
 		{"tool without schema", map[string]any{"max_tokens": 1, "messages": msgs, "tools": []any{map[string]any{"name": "f"}}}, 400},

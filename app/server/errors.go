@@ -139,6 +139,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 	}
+	if e.Status == http.StatusUnauthorized {
+		// A wrong key stays wrong: the SDKs (Anthropic's, OpenAI's) and
+		// Claude Code retry a 401 unless told not to.
+		w.Header().Set("X-Should-Retry", "false")
+	}
 	if e.Status == http.StatusUnauthorized && !isAPIPath(r.URL.Path) {
 		// The UI in a browser: the browser asks for the key as a password.
 		w.Header().Set("WWW-Authenticate", `Basic realm="Suzuran", charset="UTF-8"`)

@@ -312,7 +312,7 @@ func (g *generation) run(emit func(events []chat.Event, since time.Time) error) 
 						g.logprobs = append(g.logprobs, g.logprobEntry(id, ev.Logprobs[i]))
 					}
 				}
-				handle(ev.Text, len(ev.IDs), false, received)
+				handle(g.withoutSpecials(ev.Text, ev.IDs), len(ev.IDs), false, received)
 				continue
 			}
 			handle(ev.Text, 0, true, received)
@@ -349,6 +349,22 @@ done:
 	}
 	g.s.logGeneration(g, &res)
 	return res
+}
+
+// withoutSpecials drops the text of the special tokens among ids (control
+// tokens such as <|im_start|>, which a model may sample though it should
+// not) from text, the text the engine decoded for them: a client never
+// sees a control token as text. The end-of-sequence tokens bring no text.
+// A special token's text is its own ASCII string, complete in the event
+// that carries it.
+func (g *generation) withoutSpecials(text string, ids []int) string {
+	tok := g.e.Tokenizer()
+	for _, id := range ids {
+		if tok.IsSpecial(id) {
+			text = strings.Replace(text, tok.Decode([]int{id}), "", 1)
+		}
+	}
+	return text
 }
 
 // logGeneration records a finished generation; a cancelled one (client
@@ -389,6 +405,10 @@ type turnStart struct {
 	// submitErr, when set, rewrites an error of the submission (the
 	// Responses API names its own field for a prompt too long).
 	submitErr func(error) error
+	// fits, when set, checks the rendered prompt's length and the answer's
+	// bound against the context before submitting (the Anthropic API words
+	// these errors its own way, and Claude Code acts on the words).
+	fits func(promptTokens, maxTokens, contextTokens int) error
 }
 
 // startTurn does what every chat API does between its decoded turn and its
@@ -405,6 +425,9 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request, turn *chatTur
 		if p, err = s.prepare(e, turn); err != nil && o.submitErr != nil {
 			err = o.submitErr(err) // a prompt too long, found while encoding
 		}
+	}
+	if err == nil && o.fits != nil {
+		err = o.fits(len(p.prompt.IDs), p.maxTokens, e.ContextTokens())
 	}
 	if err != nil {
 		s.writeError(w, r, err)

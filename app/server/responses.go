@@ -34,6 +34,9 @@ type responsesRequest struct {
 	// TopLogprobs is checked (OpenAI's range, 0 to 20) but not answered:
 	// the output items carry no logprobs.
 	TopLogprobs *int `json:"top_logprobs"`
+
+	// dropped names the tools turn left out of the prompt, for the log.
+	dropped []string
 }
 
 func (req *responsesRequest) turn() (*chatTurn, error) {
@@ -54,7 +57,7 @@ func (req *responsesRequest) turn() (*chatTurn, error) {
 	if err != nil {
 		return nil, err
 	}
-	messages = append(messages, items...)
+	messages = systemFirst(append(messages, items...))
 	if len(messages) == 0 {
 		return nil, badRequest("input", "input is empty: send a string or a list of items")
 	}
@@ -62,8 +65,12 @@ func (req *responsesRequest) turn() (*chatTurn, error) {
 	if err != nil {
 		return nil, badRequest("max_output_tokens", "%v", strings.Replace(err.Error(), "max_completion_tokens", "max_output_tokens", 1))
 	}
-	tools, err := responsesTools(req.Tools)
+	tools, dropped, err := responsesTools(req.Tools)
 	if err != nil {
+		return nil, err
+	}
+	req.dropped = dropped
+	if err := checkChoiceRunnable(req.ToolChoice, req.Tools); err != nil {
 		return nil, err
 	}
 	choice, name, err := decodeToolChoice(req.ToolChoice, tools)
@@ -177,28 +184,70 @@ func responseItems(input any) ([]chat.Message, error) {
 	return nil, badRequest("input", "input must be a string or a list of items, not %s", kindOf(input))
 }
 
+// toolLabel names a tool in the log and in errors: its type, and its name
+// when it has one.
+func toolLabel(tool any) string {
+	label := fmt.Sprintf("%q", stringField(tool, "type"))
+	if name := stringField(tool, "name"); name != "" {
+		label += fmt.Sprintf(" %q", name)
+	}
+	return label
+}
+
+// checkChoiceRunnable refuses a tool_choice that forces a tool of a type
+// this server cannot run ({"type": "web_search"}, or a name of such a
+// tool): dropping it as responsesTools does would not do what was asked.
+func checkChoiceRunnable(choice, tools orderedJSON) error {
+	c, ok := choice.Value.(*chat.Object)
+	if !choice.Set || !ok {
+		return nil
+	}
+	typ := stringField(c, "type")
+	if typ != "" && typ != "function" && typ != "allowed_tools" {
+		return badRequest("tool_choice", "tool_choice forces a %q tool, which this server cannot run: it runs function tools only", typ)
+	}
+	name := stringField(c, "name")
+	if name == "" {
+		name = stringField(field(c, "function"), "name")
+	}
+	list, _ := tools.Value.([]any)
+	for _, tool := range list {
+		if stringField(tool, "type") != "function" && stringField(tool, "name") == name && name != "" {
+			return badRequest("tool_choice", "tool_choice forces the %s tool, which this server cannot run: it runs function tools only", toolLabel(tool))
+		}
+	}
+	return nil
+}
+
 // responsesTools turns Responses function tools ({"type": "function",
 // "name", "description", "parameters"}) into chat completions' shape.
-func responsesTools(v orderedJSON) ([]any, error) {
+// Tools of other types (OpenAI's hosted tools such as web_search, Codex's
+// namespace, custom and local_shell tools) are left out of the prompt, as
+// other local servers do: the model cannot call what nobody runs. dropped
+// names them for the log.
+func responsesTools(v orderedJSON) (tools []any, dropped []string, err error) {
 	if !v.Set || v.Value == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	list, ok := v.Value.([]any)
 	if !ok {
-		return nil, badRequest("tools", "tools must be a list, not %s", kindOf(v.Value))
+		return nil, nil, badRequest("tools", "tools must be a list, not %s", kindOf(v.Value))
 	}
-	var tools []any
 	for i, tool := range list {
 		param := fmt.Sprintf("tools[%d]", i)
+		if _, ok := tool.(*chat.Object); !ok {
+			return nil, nil, badRequest(param, "%s must be an object such as {\"type\": \"function\", \"name\": …}", param)
+		}
 		if typ := stringField(tool, "type"); typ != "function" {
-			return nil, badRequest(param+".type", "%s is a %q tool: this server runs function tools only", param, typ)
+			dropped = append(dropped, fmt.Sprintf("%s %s", param, toolLabel(tool)))
+			continue
 		}
 		if nested, ok := field(tool, "function").(*chat.Object); ok {
 			tool = nested // chat completions' shape, sent here by some clients
 		}
 		name := stringField(tool, "name")
 		if name == "" {
-			return nil, badRequest(param+".name", "%s.name must be a non-empty string", param)
+			return nil, nil, badRequest(param+".name", "%s.name must be a non-empty string", param)
 		}
 		fn := chat.NewObject()
 		fn.Set("name", name)
@@ -207,7 +256,7 @@ func responsesTools(v orderedJSON) ([]any, error) {
 		}
 		if params := field(tool, "parameters"); params != nil {
 			if _, ok := params.(*chat.Object); !ok {
-				return nil, badRequest(param+".parameters", "%s.parameters must be a JSON schema object", param)
+				return nil, nil, badRequest(param+".parameters", "%s.parameters must be a JSON schema object", param)
 			}
 			fn.Set("parameters", params)
 		}
@@ -216,7 +265,7 @@ func responsesTools(v orderedJSON) ([]any, error) {
 		wrapped.Set("function", fn)
 		tools = append(tools, wrapped)
 	}
-	return tools, nil
+	return tools, dropped, nil
 }
 
 // responseBuilder assembles a response's output items from parsed events,
@@ -346,6 +395,9 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if len(req.dropped) > 0 {
+		s.log.Info().Strs("tools", req.dropped).Msg("tools this server cannot run (it runs function tools) left out of the prompt")
 	}
 	g, name, ok := s.startTurn(w, r, turn, turnStart{api: "responses", model: req.Model, stream: req.Stream, checkModel: checkModel,
 		submitErr: func(err error) error {

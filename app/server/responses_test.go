@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -79,7 +80,8 @@ func TestResponsesErrors(t *testing.T) {
 		{"previous_response_id", map[string]any{"input": "x", "previous_response_id": "resp_1"}, "previous_response_id"},
 		{"no input", map[string]any{}, "input"},
 		{"unknown item", map[string]any{"input": []any{map[string]any{"type": "computer_call"}}}, "input[0].type"},
-		{"builtin tool", map[string]any{"input": "x", "tools": []any{map[string]any{"type": "web_search"}}}, "tools[0].type"},
+		{"forced builtin tool", map[string]any{"input": "x", "tools": []any{map[string]any{"type": "web_search"}}, "tool_choice": map[string]any{"type": "web_search"}}, "tool_choice"},
+		{"forced namespace tool", map[string]any{"input": "x", "tools": []any{map[string]any{"type": "namespace", "name": "mcp"}}, "tool_choice": map[string]any{"type": "function", "name": "mcp"}}, "tool_choice"},
 		{"bad format", map[string]any{"input": "x", "text": map[string]any{"format": map[string]any{"type": "yaml"}}}, "text.format.type"},
 		{"max_output_tokens 0", map[string]any{"input": "x", "max_output_tokens": 0}, "max_output_tokens"},
 		{"top_logprobs over 20", map[string]any{"input": "x", "top_logprobs": 21}, "top_logprobs"},
@@ -92,5 +94,50 @@ func TestResponsesErrors(t *testing.T) {
 	// store false is what stateless clients send: fine.
 	if res := post(t, ts.url+"/v1/responses", map[string]any{"input": "x", "store": false, "max_output_tokens": 1}); res.status != 200 {
 		t.Errorf("store false: %d %s", res.status, res.body)
+	}
+}
+
+// TestResponsesCodex: a request shaped as Codex sends it: instructions, a
+// developer message and a user message in input, tools of types the server
+// cannot run beside a function tool. The other tools are left out with a
+// log line, the system texts become one system message at the start, and
+// the request is answered.
+func TestResponsesCodex(t *testing.T) {
+	ts := startServer(t, loadModel(t, fixtureDir, engine.LoadOptions{}), nil)
+	body := map[string]any{"model": "mlx-4bit", "instructions": "You are Codex.", "max_output_tokens": 4, "temperature": 0, "store": false,
+		"input": []any{
+			map[string]any{"type": "message", "role": "developer", "content": []any{map[string]any{"type": "input_text", "text": "Sandbox: read-only."}}},
+			map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "List the files."}}},
+			map[string]any{"type": "message", "role": "developer", "content": "Be brief."},
+		},
+		"tools": []any{
+			map[string]any{"type": "function", "name": "shell", "parameters": map[string]any{"type": "object", "properties": map[string]any{"command": map[string]any{"type": "string"}}}},
+			map[string]any{"type": "namespace", "name": "mcp__docs", "tools": []any{}},
+			map[string]any{"type": "web_search"},
+			map[string]any{"type": "custom", "name": "apply_patch", "format": map[string]any{"type": "grammar"}},
+		},
+		"tool_choice": "auto", "parallel_tool_calls": false}
+	res := post(t, ts.url+"/v1/responses", body)
+	if res.status != 200 {
+		t.Fatalf("%d %s", res.status, res.body)
+	}
+	logs := ts.logs.String()
+	for _, want := range []string{`tools[1] \"namespace\" \"mcp__docs\"`, `tools[2] \"web_search\"`, `tools[3] \"custom\" \"apply_patch\"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the log does not name %s:\n%s", want, logs)
+		}
+	}
+	var req responsesRequest
+	data, _ := json.Marshal(body)
+	if err := decodeJSON(data, &req); err != nil {
+		t.Fatal(err)
+	}
+	turn, err := req.turn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(turn.messages) != 2 || turn.messages[0].Role != "system" || turn.messages[0].Content != "You are Codex.\n\nSandbox: read-only.\n\nBe brief." ||
+		turn.messages[1].Role != "user" || len(turn.tools) != 1 {
+		t.Errorf("messages %+v, %d tools", turn.messages, len(turn.tools))
 	}
 }
