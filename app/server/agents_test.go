@@ -40,9 +40,19 @@ func TestMessagesContextErrors(t *testing.T) {
 	if max, _ := strconv.Atoi(m[2]); n <= max || max != ctx-1 {
 		t.Errorf("%q: want N > M and M = %d", msg, ctx-1)
 	}
-	count := post(t, ts.url+"/v1/messages/count_tokens", map[string]any{"messages": userMessage(long)}).json(t)
-	if count["input_tokens"] != float64(n) {
-		t.Errorf("the error says %d tokens, count_tokens %v", n, count["input_tokens"])
+	// Counting stops at the context (a huge prompt costs no more than the
+	// context's worth of work): count_tokens refuses it in the same words.
+	if again := errorOf(post(t, ts.url+"/v1/messages/count_tokens", map[string]any{"messages": userMessage(long)})); again != msg {
+		t.Errorf("count_tokens says %q, messages %q", again, msg)
+	}
+	// A prompt that fits is counted exactly, and its refusal for max_tokens
+	// names the same count.
+	fits := map[string]any{"messages": userMessage(strings.Repeat("word ", 40))}
+	count := post(t, ts.url+"/v1/messages/count_tokens", fits).json(t)
+	fits["max_tokens"] = ctx
+	over := overflow.FindStringSubmatch(errorOf(post(t, ts.url+"/v1/messages", fits)))
+	if over == nil || over[1] != fmt.Sprint(count["input_tokens"]) {
+		t.Errorf("count_tokens %v, the max_tokens refusal %v", count["input_tokens"], over)
 	}
 
 	body := map[string]any{"max_tokens": ctx, "temperature": 0, "messages": userMessage("Hi"), "thinking": map[string]any{"type": "disabled"}}

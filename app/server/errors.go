@@ -136,6 +136,13 @@ func errorBody(flavor errFlavor, e *apiError) any {
 // not apiErrors are the server's fault: 500, logged.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := s.toAPIError(r, err)
+	var long *promptTooLong
+	if flavorOf(r) == anthropicErrors && errors.As(err, &long) {
+		// Anthropic's words, which Claude Code parses to compact the
+		// conversation; the count is what is known (at least the context).
+		e = &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "messages", Code: "context_length_exceeded",
+			Message: fmt.Sprintf("prompt is too long: %d tokens > %d maximum", long.tokens, long.context-1), cause: err}
+	}
 	if e.Status == http.StatusTooManyRequests || e.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
 	}

@@ -23,8 +23,8 @@ func EncodePrompt(e *engine.Engine, r chat.RenderRequest) (chat.Prompt, error) {
 	}
 	tok, ctx := e.Tokenizer(), e.ContextTokens()
 	if least := minPromptTokens(tok, r.Messages); least >= ctx {
-		return chat.Prompt{}, fmt.Errorf("%w: the messages' text alone is at least %d tokens, the context holds %d including the answer",
-			engine.ErrPromptTooLong, least, ctx)
+		return chat.Prompt{}, &promptTooLong{tokens: least, context: ctx,
+			msg: fmt.Sprintf("%v: the messages' text alone is at least %d tokens, the context holds %d including the answer", engine.ErrPromptTooLong, least, ctx)}
 	}
 	text, err := t.Render(r)
 	if err != nil {
@@ -32,8 +32,8 @@ func EncodePrompt(e *engine.Engine, r chat.RenderRequest) (chat.Prompt, error) {
 	}
 	ids, ok := tok.EncodeWithSpecialsUpTo(text, ctx-1)
 	if !ok {
-		return chat.Prompt{}, fmt.Errorf("%w: more than %d tokens, the context holds %d including the answer",
-			engine.ErrPromptTooLong, ctx-1, ctx)
+		return chat.Prompt{}, &promptTooLong{tokens: ctx, context: ctx,
+			msg: fmt.Sprintf("%v: more than %d tokens, the context holds %d including the answer", engine.ErrPromptTooLong, ctx-1, ctx)}
 	}
 	return chat.Prompt{Text: text, IDs: ids, Checkpoints: chat.PromptCheckpoints(tok, r, ids)}, nil
 }
@@ -64,3 +64,16 @@ func minPromptTokens(tok *tokenizer.Tokenizer, msgs []chat.Message) int {
 	}
 	return n
 }
+
+// promptTooLong is a prompt refused on the way, before it was counted
+// whole: tokens is what is known of its length, a lower bound at or past
+// the context (counting stops there, so that a huge prompt costs no more
+// than the context's worth of work).
+type promptTooLong struct {
+	tokens, context int
+	msg             string
+}
+
+func (e *promptTooLong) Error() string { return e.msg }
+
+func (e *promptTooLong) Unwrap() error { return engine.ErrPromptTooLong }
