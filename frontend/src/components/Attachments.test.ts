@@ -58,6 +58,7 @@ describe('attachments', () => {
 
     await fireEvent.input(messageBox(), { target: { value: 'How many irises?' } });
     expect(sendButton().disabled).toBe(true); // not while documents are read
+    expect(screen.getByTestId('send-blocked').textContent).toBe('Send is ready when the documents are read.');
 
     backend.finishAttachment(csv, stock);
     backend.finishAttachment(pdf, report);
@@ -87,8 +88,15 @@ describe('attachments', () => {
     expect((await screen.findByTestId('attachment-error')).textContent).toBe(message);
     await fireEvent.input(messageBox(), { target: { value: 'What is in it?' } });
     expect(sendButton().disabled).toBe(true);
+    // The disabled Send says why, on the control and beside it.
+    const reason = 'Remove photo.png to send: it could not be read.';
+    expect(screen.getByTestId('send-blocked').textContent).toBe(reason);
+    expect(sendButton().title).toBe(reason);
+    expect(sendButton().getAttribute('aria-describedby')).toBe('send-blocked');
     await fireEvent.click(screen.getByRole('button', { name: 'Remove photo.png' }));
     expect(sendButton().disabled).toBe(false);
+    expect(screen.queryByTestId('send-blocked')).toBeNull();
+    expect(sendButton().title).toBe('');
   });
 
   it.each([

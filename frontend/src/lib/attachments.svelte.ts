@@ -97,6 +97,18 @@ export class Attachments {
   }
 }
 
+/**
+ * Why the question cannot be sent yet because of its documents, in words
+ * shown beside Send: documents that could not be read must be removed
+ * first; documents being read must finish. Empty when they do not block.
+ */
+export function sendBlockedReason(failed: string[], reading: boolean): string {
+  if (failed.length === 1) return `Remove ${failed[0]} to send: it could not be read.`;
+  if (failed.length > 1) return `Remove the ${failed.length} documents that could not be read to send.`;
+  if (reading) return 'Send is ready when the documents are read.';
+  return '';
+}
+
 /** A size for the user, as the service writes it ("20.5 MB"). */
 function megabytes(n: number): string {
   return `${(n / 1e6).toFixed(1)} MB`;
