@@ -210,4 +210,33 @@ describe('attachment events', () => {
     expect(alert).toBeTruthy();
     expect(backend.ui.AttachData).not.toHaveBeenCalled();
   });
+
+  it('takes files dropped anywhere on the window, with an overlay saying what will happen', async () => {
+    await renderApp();
+    const file = new File(['iris,42\n'], 'stock.csv', { type: 'text/csv' });
+    const dataTransfer = { types: ['Files'], files: [file], dropEffect: 'none' };
+    // Far from the composer: the header.
+    const far = screen.getByTestId('version');
+    expect(screen.queryByTestId('drop-overlay')).toBeNull();
+    await fireEvent.dragEnter(far, { dataTransfer });
+    await fireEvent.dragOver(far, { dataTransfer });
+    const overlay = await screen.findByTestId('drop-overlay');
+    expect(overlay.textContent).toContain('Drop to attach to this message');
+    expect(overlay.textContent).toContain('PDF, Word, Excel');
+    // Crossing into a child and back keeps it; leaving the window hides it.
+    await fireEvent.dragEnter(messageBox(), { dataTransfer });
+    await fireEvent.dragLeave(far, { dataTransfer });
+    expect(screen.queryByTestId('drop-overlay')).not.toBeNull();
+    await fireEvent.dragLeave(messageBox(), { dataTransfer });
+    expect(screen.queryByTestId('drop-overlay')).toBeNull();
+    // Dragged text is not a file: no overlay.
+    await fireEvent.dragEnter(far, { dataTransfer: { types: ['text/plain'], files: [] } });
+    expect(screen.queryByTestId('drop-overlay')).toBeNull();
+
+    await fireEvent.dragEnter(far, { dataTransfer });
+    await fireEvent.drop(far, { dataTransfer });
+    expect(screen.queryByTestId('drop-overlay')).toBeNull();
+    await waitFor(() => expect(backend.ui.AttachData).toHaveBeenCalledWith('stock.csv', btoa('iris,42\n')));
+    expect(await screen.findAllByTestId('attachment-chip')).toHaveLength(1);
+  });
 });
