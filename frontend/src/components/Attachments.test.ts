@@ -239,4 +239,19 @@ describe('attachment events', () => {
     await waitFor(() => expect(backend.ui.AttachData).toHaveBeenCalledWith('stock.csv', btoa('iris,42\n')));
     expect(await screen.findAllByTestId('attachment-chip')).toHaveLength(1);
   });
+
+  it('shows the message\'s token count and the context left under the box, once typing pauses', async () => {
+    await renderApp();
+    expect(screen.queryByTestId('token-count')).toBeNull();
+    for (const value of ['How', 'How many', 'How many irises are there']) {
+      await fireEvent.input(messageBox(), { target: { value } });
+    }
+    // The fake counts words as tokens, the prompt 10 more, in a 4,096-token context.
+    await waitFor(() => expect(screen.getByTestId('token-count').textContent).toBe('5 tokens · 4,081 of 4,096 left'));
+    expect(backend.ui.CountTokens).toHaveBeenCalledTimes(1);
+    // A document read beside it counts too.
+    const [id] = await upload('stock.csv');
+    backend.finishAttachment(id, stock);
+    await waitFor(() => expect(screen.getByTestId('token-count').textContent).toBe('5 tokens + 1,234 in documents · 2,847 of 4,096 left'));
+  });
 });

@@ -226,6 +226,14 @@ export class FakeBackend implements Backend {
       this.pending.delete(id);
     }),
     CheckFit: vi.fn(async () => this.fit),
+    // Words stand in for tokens; the context is the fit's.
+    CountTokens: vi.fn(async (req) => {
+      const tokens = req.text.split(/\s+/).filter(Boolean).length;
+      const promptTokens = tokens + 10;
+      const documentTokens = (req.attachments ?? []).reduce((n, id) => n + (this.pending.get(id)?.attachment?.tokens ?? 0), 0);
+      const contextTokens = this.fit.contextTokens;
+      return { ready: true, tokens, promptTokens, documentTokens, contextTokens, leftTokens: contextTokens - promptTokens - documentTokens };
+    }),
   };
 
   /** What Welcome answers; the download starts idle. */

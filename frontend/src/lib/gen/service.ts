@@ -332,6 +332,21 @@ export interface Stats {
 }
 
 /**
+ * TokenCount is the composer's line under the box while the user types:
+ * how many tokens the message takes, and how much of the context is left
+ * once the conversation, the message and the documents waiting beside it
+ * are in.
+ */
+export interface TokenCount {
+  ready: boolean;
+  tokens: number;
+  promptTokens: number;
+  documentTokens: number;
+  contextTokens: number;
+  leftTokens: number;
+}
+
+/**
  * WelcomeInfo is what the welcome view explains before a download.
  */
 export interface WelcomeInfo {
@@ -401,6 +416,14 @@ export interface UI {
    * query keeps those whose title or text contains it.
    */
   Conversations(query: string): Promise<Conversation[]>;
+  /**
+   * CountTokens counts the message being written (req.Text) in its
+   * conversation with the loaded model's tokenizer, for the composer's
+   * running count. It never loads the model: with none loaded it answers
+   * Ready false. A text over MaxCountBytes is refused with an error that
+   * says so.
+   */
+  CountTokens(req: SendRequest): Promise<TokenCount>;
   /**
    * Delete removes a conversation (stopping its reply); Undelete brings it
    * back until the app quits.
@@ -518,4 +541,4 @@ export interface UI {
 }
 
 /** The names of UI's methods, for transports that call them by name. */
-export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "Delete", "DismissWelcome", "Download", "Edit", "Models", "PauseDownload", "PickFolder", "RecheckGPU", "Regenerate", "ReloadModel", "RemoveAttachment", "Rename", "Report", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "Undelete", "UseModel", "Welcome"] as const;
+export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "CountTokens", "Delete", "DismissWelcome", "Download", "Edit", "Models", "PauseDownload", "PickFolder", "RecheckGPU", "Regenerate", "ReloadModel", "RemoveAttachment", "Rename", "Report", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "Undelete", "UseModel", "Welcome"] as const;
