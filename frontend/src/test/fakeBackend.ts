@@ -19,6 +19,7 @@ import {
   type FitView,
   type Conversation,
   type Message,
+  type SendRequest,
   type Settings,
   type UI,
 } from '../lib/gen/service';
@@ -227,10 +228,10 @@ export class FakeBackend implements Backend {
     }),
     CheckFit: vi.fn(async () => this.fit),
     // Words stand in for tokens; the context is the fit's.
-    CountTokens: vi.fn(async (req) => {
+    CountTokens: vi.fn(async (req: SendRequest) => {
       const tokens = req.text.split(/\s+/).filter(Boolean).length;
       const promptTokens = tokens + 10;
-      const documentTokens = (req.attachments ?? []).reduce((n, id) => n + (this.pending.get(id)?.attachment?.tokens ?? 0), 0);
+      const documentTokens = (req.attachments ?? []).reduce((n: number, id: string) => n + (this.pending.get(id)?.attachment?.tokens ?? 0), 0);
       const contextTokens = this.fit.contextTokens;
       return { ready: true, tokens, promptTokens, documentTokens, contextTokens, leftTokens: contextTokens - promptTokens - documentTokens };
     }),
