@@ -121,6 +121,7 @@ export interface AttachmentView {
   unit?: string;
   error?: string;
   attachment?: Attachment;
+  encoding?: string;
 }
 
 /**
@@ -488,6 +489,12 @@ export interface UI {
    */
   Report(): Promise<string>;
   /**
+   * RereadAttachment reads a text file on the composer again from another
+   * character encoding (one of TextEncodings), when the detected one reads
+   * wrong; the returned chip, being read, replaces chip id.
+   */
+  RereadAttachment(id: string, encoding: string): Promise<AttachmentView>;
+  /**
    * SaveSettings validates and stores settings and returns them as saved (a
    * key generated when the API was exposed to the network).
    */
@@ -523,6 +530,10 @@ export interface UI {
    */
   Stop(conversationID: number): Promise<void>;
   /**
+   * TextEncodings are the encodings a text file's chip offers.
+   */
+  TextEncodings(): Promise<string[]>;
+  /**
    * Undelete undoes Delete.
    */
   Undelete(id: number): Promise<void>;
@@ -541,4 +552,4 @@ export interface UI {
 }
 
 /** The names of UI's methods, for transports that call them by name. */
-export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "CountTokens", "Delete", "DismissWelcome", "Download", "Edit", "Models", "PauseDownload", "PickFolder", "RecheckGPU", "Regenerate", "ReloadModel", "RemoveAttachment", "Rename", "Report", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "Undelete", "UseModel", "Welcome"] as const;
+export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "CountTokens", "Delete", "DismissWelcome", "Download", "Edit", "Models", "PauseDownload", "PickFolder", "RecheckGPU", "Regenerate", "ReloadModel", "RemoveAttachment", "Rename", "Report", "RereadAttachment", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "TextEncodings", "Undelete", "UseModel", "Welcome"] as const;
