@@ -254,4 +254,29 @@ describe('attachment events', () => {
     backend.finishAttachment(id, stock);
     await waitFor(() => expect(screen.getByTestId('token-count').textContent).toBe('5 tokens + 1,234 in documents · 2,847 of 4,096 left'));
   });
+
+  it('lets a text file be read again from another encoding, from a menu on its chip', async () => {
+    await renderApp();
+    const [id, csv] = await upload('note.txt', 'report.pdf');
+    const note: Attachment = { ...stock, name: 'note.txt', type: 'Plain text', format: 'text', tokens: 12 };
+    backend.finishAttachment(id, note, 'GB18030');
+    backend.finishAttachment(csv, report);
+    const menu = (await screen.findByRole('combobox', { name: 'Encoding of note.txt' })) as HTMLSelectElement;
+    // Only the text file has one.
+    expect(screen.getAllByTestId('attachment-encoding')).toHaveLength(1);
+    await waitFor(() => expect([...menu.options].map((o) => o.value)).toContain('Shift_JIS'));
+    expect(menu.value).toBe('GB18030');
+
+    await fireEvent.change(menu, { target: { value: 'Shift_JIS' } });
+    await waitFor(() => expect(backend.ui.RereadAttachment).toHaveBeenCalledWith(id, 'Shift_JIS'));
+    // The new chip takes the old one's place, being read, and the question waits for it.
+    const chips = await screen.findAllByTestId('attachment-chip');
+    expect(chips.map((c) => c.dataset.state)).toEqual(['reading', 'ready']);
+    const [next] = [...backend.rereadAs.keys()];
+    backend.finishAttachment(next, { ...note, tokens: 10 }, 'Shift_JIS');
+    await waitFor(() => expect((screen.getByRole('combobox', { name: 'Encoding of note.txt' }) as HTMLSelectElement).value).toBe('Shift_JIS'));
+    await fireEvent.input(messageBox(), { target: { value: 'Translate it' } });
+    await fireEvent.click(sendButton());
+    await waitFor(() => expect(backend.ui.Send).toHaveBeenCalledWith(expect.objectContaining({ attachments: [next, csv] })));
+  });
 });
