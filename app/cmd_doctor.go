@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"time"
@@ -55,11 +56,19 @@ kernels came from the app bundle's precompiled library or were compiled.`,
 			if devices != "" {
 				list = strings.Split(devices, ",")
 			}
-			r, err := runDoctor(dir, list, threads)
+			// Each check's line shows as it runs (the whole takes seconds to
+			// a minute); with --json they go to stderr, keeping stdout JSON.
+			out := cmd.OutOrStdout()
+			progress := out
+			if asJSON {
+				progress = cmd.ErrOrStderr()
+			}
+			fmt.Fprintln(progress, "Checking this machine:")
+			r, err := runDoctor(dir, list, threads, progress)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
+			fmt.Fprintln(progress)
 			if asJSON {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
@@ -142,8 +151,9 @@ func runFirstRun(cmd *cobra.Command, dir string, threads int, f firstRunFlags) e
 // threads (0 for all). The window's Settings and backend-error screens call
 // it too (with "", nil, 0) and show Report.WriteText's text or the JSON.
 // It takes seconds; the error is only for options it cannot act on.
-func runDoctor(model string, devices []string, threads int) (*doctor.Report, error) {
-	opt := doctor.Options{Devices: devices, Threads: threads}
+// progress, when not nil, gets each check's line as it runs.
+func runDoctor(model string, devices []string, threads int, progress io.Writer) (*doctor.Report, error) {
+	opt := doctor.Options{Devices: devices, Threads: threads, Progress: progress}
 	var err error
 	if opt.ModelDir, err = doctorModel(model); err != nil {
 		return nil, err
@@ -164,7 +174,7 @@ func runDoctor(model string, devices []string, threads int) (*doctor.Report, err
 // doctorJSON is the report of `suzuran doctor --json`, for the window's
 // "Copy report".
 func doctorJSON() (string, error) {
-	r, err := runDoctor("", nil, 0)
+	r, err := runDoctor("", nil, 0, nil)
 	if err != nil {
 		return "", err
 	}

@@ -27,6 +27,10 @@ func TestDoctorJSON(t *testing.T) {
 	if dec.More() {
 		t.Error("stdout holds more than one JSON value")
 	}
+	// The checks' progress goes to stderr, out of the JSON's way.
+	if !strings.Contains(stderr, "Checking this machine:\nSystem… ") || !strings.Contains(stderr, "Device emu: numeric check against the CPU backend… ok") {
+		t.Errorf("stderr lacks the progress lines:\n%s", stderr)
+	}
 	if !r.OK || len(r.Failed) != 0 || r.Schema != doctor.SchemaVersion || r.Version != version {
 		t.Fatalf("report: ok %v, failed %q, schema %d, version %q", r.OK, r.Failed, r.Schema, r.Version)
 	}
@@ -68,7 +72,24 @@ func TestDoctorTextReportsABrokenModel(t *testing.T) {
 	if err == nil {
 		t.Fatalf("doctor with a broken model exited 0\n%s", stdout)
 	}
-	if !strings.HasPrefix(stdout, "1 problem(s):\n  - model "+broken+": ") {
+	// Each check's line comes first, written as it ran; then the report,
+	// which starts with the problem.
+	progress, report, found := strings.Cut(stdout, "\n\n")
+	if !found {
+		t.Fatalf("no progress lines before the report:\n%s", stdout)
+	}
+	lines := strings.Split(progress, "\n")
+	wantLines := []string{"Checking this machine:", "System… ", "CPU backend on the demo model (", "Device emu: opening it and compiling the kernels… ok, ",
+		"Device emu: numeric check against the CPU backend… ok, relative error ", "Model " + broken + "… FAILED: "}
+	if len(lines) != len(wantLines) {
+		t.Fatalf("progress lines %q, want %d", lines, len(wantLines))
+	}
+	for i, want := range wantLines {
+		if !strings.HasPrefix(lines[i], want) || (i > 0 && !strings.HasSuffix(lines[i], " s)")) {
+			t.Errorf("progress line %d %q, want it to start with %q and end with its time", i, lines[i], want)
+		}
+	}
+	if !strings.HasPrefix(report, "1 problem(s):\n  - model "+broken+": ") {
 		t.Errorf("text report does not start with the model's problem:\n%s", stdout)
 	}
 	for _, want := range []string{"\nSystem\n  OS:      ", "\nCPU backend (", "\nDevice emu\n", "Numeric check vs CPU", "\nModel " + broken + ": FAILED: "} {

@@ -34,6 +34,33 @@ const demoNote = "using the demo model " + models.DemoName +
 	"for Qwen3.6-35B-A3B, run `suzuran pull` (it downloads mlx-community/Qwen3.6-35B-A3B-4bit), " +
 	`pass --model DIR, or set "model" in %s`
 
+// demoShortNote is what a command prints instead of demoNote once the
+// full note was shown on this machine.
+const demoShortNote = "using the demo model " + models.DemoName + "; `suzuran pull` downloads the real one"
+
+// demoNoteMarker is the file, in the user cache folder, whose presence
+// says the full demo note was shown on this machine.
+const demoNoteMarker = "demo-note-shown"
+
+// demoNoteOnce returns note the first time a command on this machine falls
+// back to the demo model, and demoShortNote after that: the marker file in
+// the user cache folder remembers it. Without a cache folder it stays
+// the full note, which loses nothing.
+func demoNoteOnce(note string) string {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return note
+	}
+	marker := filepath.Join(base, "suzuran", demoNoteMarker)
+	if _, err := os.Stat(marker); err == nil {
+		return demoShortNote
+	}
+	if os.MkdirAll(filepath.Dir(marker), 0o755) == nil {
+		_ = os.WriteFile(marker, []byte("The full note about the demo model was shown; commands now print one short line.\n"), 0o644)
+	}
+	return note
+}
+
 // settingsPath is the settings file that may name the default model.
 func settingsPath() (string, error) {
 	base, err := os.UserConfigDir()
@@ -105,7 +132,7 @@ func commandModel(cmd *cobra.Command, flag string) (string, error) {
 		return "", err
 	}
 	if note != "" {
-		fmt.Fprintln(cmd.ErrOrStderr(), note)
+		fmt.Fprintln(cmd.ErrOrStderr(), demoNoteOnce(note))
 	}
 	return dir, nil
 }

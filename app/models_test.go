@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -111,5 +112,36 @@ func TestCommandsDefaultToTheDemoModel(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "using the demo model "+models.DemoName) {
 		t.Errorf("bench without --model does not say it uses the demo model:\n%s", stderr)
+	}
+}
+
+// The demo model's full note shows once per machine (a marker in the user
+// cache folder remembers it); later commands print one short line.
+func TestDemoNoteOncePerMachine(t *testing.T) {
+	_, cache := isolate(t)
+	var notes []string
+	for range 2 {
+		root := newRootCmd()
+		var out, errOut bytes.Buffer
+		root.SetIn(strings.NewReader("Hello!"))
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		root.SetArgs([]string{"tokenize"})
+		if err := root.Execute(); err != nil {
+			t.Fatalf("tokenize: %v\n%s", err, errOut.String())
+		}
+		notes = append(notes, errOut.String())
+	}
+	if !strings.Contains(notes[0], "using the demo model "+models.DemoName) || !strings.Contains(notes[0], "suzuran pull") || !strings.Contains(notes[0], "--model") {
+		t.Errorf("first command's note %q, want the full note", notes[0])
+	}
+	if notes[1] != demoShortNote+"\n" {
+		t.Errorf("second command's note %q, want the one short line %q", notes[1], demoShortNote)
+	}
+	if len(demoShortNote) > 80 {
+		t.Errorf("the short note is %d characters; one terminal line is 80", len(demoShortNote))
+	}
+	if _, err := os.Stat(filepath.Join(cache, "suzuran", demoNoteMarker)); err != nil {
+		t.Errorf("no marker in the cache folder: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package docs
 
 import (
 	"bytes"
+	"fmt"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -13,6 +14,34 @@ import (
 	"golang.org/x/text/encoding/unicode/utf32"
 	"golang.org/x/text/transform"
 )
+
+// TextEncodings are the encodings a user can choose for a text file
+// (Options.Encoding) when the detected one reads wrong: UTF-8 and the
+// common legacy encodings of Japanese, Chinese, Korean, Cyrillic and
+// European text.
+var TextEncodings = []string{
+	"UTF-8", "Shift_JIS", "EUC-JP", "GB18030", "Big5", "EUC-KR",
+	"Windows-1251", "KOI8-R", "Windows-1252", "Windows-1250", "ISO-8859-2", "Windows-1253", "Windows-1254",
+}
+
+// textEncoding looks up one of TextEncodings (case does not matter); nil
+// for UTF-8.
+func textEncoding(name string) (encoding.Encoding, string, error) {
+	for _, known := range TextEncodings {
+		if !strings.EqualFold(known, name) {
+			continue
+		}
+		if known == "UTF-8" {
+			return nil, known, nil
+		}
+		enc, err := htmlindex.Get(known)
+		if err != nil {
+			break
+		}
+		return enc, known, nil
+	}
+	return nil, "", fmt.Errorf("no text encoding %q: choose one of %s", name, strings.Join(TextEncodings, ", "))
+}
 
 // bomEncoding recognises a Unicode byte order mark. UTF-32 LE is tested
 // before UTF-16 LE, whose mark is its prefix.
@@ -152,6 +181,16 @@ func canonicalName(whatwg string) string {
 // every megabyte. It returns the encoding's name. A byte order mark is
 // dropped; line endings become \n.
 func (x *extraction) decodeText(data []byte) (string, string, error) {
+	if x.encoding != "" {
+		enc, name, err := textEncoding(x.encoding)
+		if err != nil {
+			return "", "", err
+		}
+		if bomEnc, _, ok := bomEncoding(data); ok && name == "UTF-8" {
+			enc = bomEnc // the mark is not text
+		}
+		return x.decodeWith(data, enc, name)
+	}
 	enc, name, ok := bomEncoding(data)
 	if !ok {
 		enc, name = detectEncoding(data)

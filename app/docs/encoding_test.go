@@ -1,6 +1,8 @@
 package docs
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"golang.org/x/text/encoding"
@@ -52,5 +54,43 @@ func TestLegacyEncodingDetection(t *testing.T) {
 		if got, err := enc.NewDecoder().String(string(data)); err != nil || got != c.text {
 			t.Errorf("%q in %s: decoded as %q (%v)", c.text, c.name, got, err)
 		}
+	}
+}
+
+// The user's choice of encoding (Options.Encoding) decides how a text
+// file is decoded, whatever the detector would say; an unknown name is
+// refused with the list to choose from.
+func TestChosenEncoding(t *testing.T) {
+	const russian = "Ландыш майский, 6120 цветков"
+	koi8, err := charmap.KOI8R.NewEncoder().String(russian)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sjis, err := japanese.ShiftJIS.NewEncoder().String("シフトJISの文章 camellia 6120")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, data, encoding, want string
+	}{
+		{"notes.txt", koi8, "KOI8-R", russian},
+		{"notes.txt", koi8, "koi8-r", russian},
+		{"data.csv", "word\n" + koi8 + "\n", "KOI8-R", "| Ландыш майский | 6120 цветков |"},
+		{"note.txt", sjis, "Shift_JIS", "シフトJISの文章 camellia 6120"},
+		// Chosen wrong on purpose: what the user asked for is what they get.
+		{"note.txt", sjis, "GB18030", "僔僼僩JIS偺暥復 camellia 6120"},
+		{"bom.txt", "\xEF\xBB\xBFhello", "UTF-8", "hello"},
+	} {
+		doc, err := Extract(context.Background(), tc.name, []byte(tc.data), Options{Encoding: tc.encoding})
+		if err != nil {
+			t.Fatalf("%s as %s: %v", tc.name, tc.encoding, err)
+		}
+		if !strings.Contains(doc.Text, tc.want) || !strings.EqualFold(doc.Encoding, tc.encoding) {
+			t.Errorf("%s as %s: encoding %q, text %q; want it to hold %q", tc.name, tc.encoding, doc.Encoding, doc.Text, tc.want)
+		}
+	}
+	_, err = Extract(context.Background(), "notes.txt", []byte(koi8), Options{Encoding: "EBCDIC"})
+	if err == nil || !strings.Contains(err.Error(), "choose one of UTF-8, Shift_JIS") {
+		t.Errorf("unknown encoding: %v", err)
 	}
 }

@@ -121,6 +121,11 @@ type Options struct {
 	// Progress, when set, is called from the extracting goroutine as work
 	// advances (at most every megabyte or page); it must return quickly.
 	Progress func(Progress)
+	// Encoding, when set, is the character encoding a text file (plain
+	// text, Markdown, source code, CSV, TSV, JSON) is decoded from instead
+	// of the detected one: one of TextEncodings, as the user chose it when
+	// the detection read the file wrong. Other formats ignore it.
+	Encoding string
 }
 
 // Document is one extracted document.
@@ -306,7 +311,12 @@ func Extract(ctx context.Context, name string, data []byte, opts Options) (*Docu
 		ctx, cancel = context.WithTimeoutCause(ctx, limits.Timeout, ErrTimeLimit)
 		defer cancel()
 	}
-	job := &extraction{ctx: ctx, name: name, data: data, limits: limits, progress: opts.Progress}
+	if opts.Encoding != "" {
+		if _, _, err := textEncoding(opts.Encoding); err != nil {
+			return nil, err
+		}
+	}
+	job := &extraction{ctx: ctx, name: name, data: data, limits: limits, progress: opts.Progress, encoding: opts.Encoding}
 	type result struct {
 		doc *Document
 		err error
@@ -348,6 +358,7 @@ type extraction struct {
 	data     []byte
 	limits   Limits
 	progress func(Progress)
+	encoding string // Options.Encoding
 	notes    []string
 	// chars counts the characters of text read so far (spend), and
 	// unpacked the bytes unpacked from a ZIP container's parts.

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +45,10 @@ type AttachmentView struct {
 	// the model cannot read the type, and what to do.
 	Error      string            `json:"error,omitempty"`
 	Attachment *store.Attachment `json:"attachment,omitempty"`
+	// Encoding, for a text file that is read, is the character encoding
+	// it was decoded from ("UTF-8", "Shift_JIS"); the chip offers the
+	// others of TextEncodings (RereadAttachment). Empty for other formats.
+	Encoding string `json:"encoding,omitempty"`
 }
 
 // FitView is the budget check of a question's documents, shown before
@@ -100,6 +105,11 @@ type pendingAttachment struct {
 	// charge is what it counts against the budget; expire lets it go.
 	charge int64
 	expire *time.Timer
+	// extract reads the file again (RereadAttachment), kept for a text
+	// file once read; upload is the bytes of an upload it holds, which
+	// then stay charged beside the text.
+	extract func(context.Context, docs.Options) (*docs.Document, error)
+	upload  int64
 }
 
 // attachments holds the attachments of the composer until they are sent
@@ -226,9 +236,11 @@ func (s *Service) startAttachmentCharged(name string, charge int64, extract func
 	rand.Read(id[:])
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &pendingAttachment{
-		view:   AttachmentView{ID: hex.EncodeToString(id[:]), Name: baseName(name), State: AttachmentReading, Stage: "reading"},
-		cancel: cancel,
-		charge: charge,
+		view:    AttachmentView{ID: hex.EncodeToString(id[:]), Name: baseName(name), State: AttachmentReading, Stage: "reading"},
+		cancel:  cancel,
+		charge:  charge,
+		extract: extract,
+		upload:  charge,
 	}
 	s.attach.mu.Lock()
 	if s.attach.pending == nil {
@@ -262,6 +274,7 @@ func (s *Service) startAttachmentCharged(name string, charge int64, extract func
 			v.Done, v.Total, v.Unit, v.Stage = 0, 0, "", ""
 			if err != nil {
 				v.State, v.Error = AttachmentFailed, attachmentError(err)
+				p.extract = nil
 				if s.attach.pending[v.ID] == p {
 					s.attach.held -= p.charge // its bytes are gone
 					p.charge = 0
@@ -270,12 +283,17 @@ func (s *Service) startAttachmentCharged(name string, charge int64, extract func
 			}
 			p.doc = att
 			a := toStored(att)
-			v.State, v.Attachment = AttachmentReady, &a
-			// From now on it holds its text, not the file's bytes.
+			v.State, v.Attachment, v.Encoding = AttachmentReady, &a, att.Encoding
+			// From now on it holds its text, and a text file's upload
+			// too, to be read again with another encoding.
+			keep := p.upload
+			if att.Encoding == "" {
+				p.extract, keep = nil, 0
+			}
 			if s.attach.pending[v.ID] == p {
-				text := int64(len(att.Text))
-				s.attach.held += text - p.charge
-				p.charge = text
+				charge := int64(len(att.Text)) + keep
+				s.attach.held += charge - p.charge
+				p.charge = charge
 			}
 		})
 	}()
@@ -344,6 +362,36 @@ func (s *Service) RemoveAttachment(id string) {
 	if p != nil {
 		p.cancel()
 	}
+}
+
+// RereadAttachment reads a text file attached to the composer again,
+// decoded from encoding (one of docs.TextEncodings) instead of the one
+// detected. The chip id is replaced by the returned one, being read.
+func (s *Service) RereadAttachment(id, encoding string) (AttachmentView, error) {
+	i := slices.IndexFunc(docs.TextEncodings, func(e string) bool { return strings.EqualFold(e, encoding) })
+	if i < 0 {
+		return AttachmentView{}, fmt.Errorf("no text encoding %q: choose one of %s", encoding, strings.Join(docs.TextEncodings, ", "))
+	}
+	encoding = docs.TextEncodings[i]
+	s.attach.mu.Lock()
+	p := s.attach.pending[id]
+	switch {
+	case p == nil:
+		s.attach.mu.Unlock()
+		return AttachmentView{}, fmt.Errorf("attachment %s is gone (removed, or already sent): attach the file again", id)
+	case p.view.State != AttachmentReady || p.extract == nil:
+		s.attach.mu.Unlock()
+		return AttachmentView{}, fmt.Errorf("%s is not a text file that was read: only a text file can be read again with another encoding", p.view.Name)
+	}
+	extract, upload, name := p.extract, p.upload, p.view.Name
+	s.attach.forgetLocked(p)
+	s.attach.held += upload // the same bytes, held by the new reading
+	s.attach.mu.Unlock()
+	p.cancel()
+	return s.startAttachmentCharged(name, upload, func(ctx context.Context, o docs.Options) (*docs.Document, error) {
+		o.Encoding = encoding
+		return extract(ctx, o)
+	}), nil
 }
 
 // cancelAll stops the reading of every attachment (the app is closing).
@@ -576,6 +624,16 @@ func (u *UI) ChooseFiles() ([]AttachmentView, error) {
 // RemoveAttachment takes an attachment off the composer, cancelling its
 // reading if it is still being read.
 func (u *UI) RemoveAttachment(id string) { u.s.RemoveAttachment(id) }
+
+// RereadAttachment reads a text file on the composer again from another
+// character encoding (one of TextEncodings), when the detected one reads
+// wrong; the returned chip, being read, replaces chip id.
+func (u *UI) RereadAttachment(id, encoding string) (AttachmentView, error) {
+	return u.s.RereadAttachment(id, encoding)
+}
+
+// TextEncodings are the encodings a text file's chip offers.
+func (u *UI) TextEncodings() []string { return slices.Clone(docs.TextEncodings) }
 
 // CheckFit says whether a question's attachments fit in the context beside
 // the conversation, with the numbers; the window asks it before Send and,

@@ -346,3 +346,56 @@ func TestAttachProgressAndCancel(t *testing.T) {
 		}
 	}
 }
+
+// A text file read from the wrong encoding is read again from the one the
+// user chooses: a new chip replaces the old, with the text decoded as
+// asked; other chips and unknown encodings are refused, saying why.
+func TestRereadAttachmentWithAnotherEncoding(t *testing.T) {
+	svc := newTestService(t, mustDemo(t))
+	// "Lily of the valley" in Russian, in KOI8-R.
+	koi8 := []byte{0xEC, 0xC1, 0xCE, 0xC4, 0xD9, 0xDB, 0x20, 0xCD, 0xC1, 0xCA, 0xD3, 0xCB, 0xC9, 0xCA, 0x20, '6', '1', '2', '0'}
+	v := attachData(t, svc, "notes.txt", koi8)
+	if v.State != AttachmentReady || v.Encoding == "" {
+		t.Fatalf("attached %+v: want it read, with its encoding", v)
+	}
+	if _, err := svc.ui.RereadAttachment(v.ID, "EBCDIC"); err == nil || !strings.Contains(err.Error(), "choose one of UTF-8") {
+		t.Errorf("unknown encoding: %v", err)
+	}
+	next, err := svc.ui.RereadAttachment(v.ID, "koi8-r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.ID == v.ID || next.State != AttachmentReading || next.Name != "notes.txt" {
+		t.Fatalf("reread returned %+v", next)
+	}
+	got := waitAttached(t, svc.Service, next.ID)
+	if got.State != AttachmentReady || got.Encoding != "KOI8-R" {
+		t.Fatalf("read again: %+v", got)
+	}
+	svc.attach.mu.Lock()
+	text := svc.attach.pending[next.ID].doc.Text
+	_, old := svc.attach.pending[v.ID]
+	held, charge := svc.attach.held, svc.attach.pending[next.ID].charge
+	svc.attach.mu.Unlock()
+	if !strings.Contains(text, "Ландыш майский 6120") || old {
+		t.Errorf("text %q (old chip still there: %v); want the KOI8-R reading alone", text, old)
+	}
+	// Its text and its upload are held, once.
+	if want := int64(len(text) + len(koi8)); charge != want || held != want {
+		t.Errorf("held %d, charge %d; want %d (text and upload)", held, charge, want)
+	}
+	if _, err := svc.ui.RereadAttachment(v.ID, "KOI8-R"); err == nil || !strings.Contains(err.Error(), "attach the file again") {
+		t.Errorf("the replaced chip: %v", err)
+	}
+	csv := attachData(t, svc, "x.pdf", []byte("%PDF-1.4 not really"))
+	if _, err := svc.ui.RereadAttachment(csv.ID, "KOI8-R"); err == nil || !strings.Contains(err.Error(), "only a text file") {
+		t.Errorf("a file that is not text (%s): %v", csv.State, err)
+	}
+	svc.ui.RemoveAttachment(next.ID)
+	svc.ui.RemoveAttachment(csv.ID)
+	svc.attach.mu.Lock()
+	defer svc.attach.mu.Unlock()
+	if svc.attach.held != 0 {
+		t.Errorf("%d bytes held with no chip left", svc.attach.held)
+	}
+}

@@ -58,6 +58,23 @@ type Options struct {
 	Devices []string
 	// Threads for the CPU backend and the emulator; 0 means all CPUs.
 	Threads int
+	// Progress, when set, gets one line per check as it runs: its name
+	// when it starts, then its result and how long it took, so that a
+	// person watching knows what the seconds are spent on.
+	Progress io.Writer
+}
+
+// progress writes the start of a check's line and returns the function
+// that ends it with the result and the check's time.
+func (o Options) progress(format string, args ...any) func(result string) {
+	if o.Progress == nil {
+		return func(string) {}
+	}
+	fmt.Fprintf(o.Progress, format+"… ", args...)
+	start := time.Now()
+	return func(result string) {
+		fmt.Fprintf(o.Progress, "%s (%.1f s)\n", result, time.Since(start).Seconds())
+	}
 }
 
 // Report is everything Run found. Its JSON form is what
@@ -193,7 +210,9 @@ func Run(opt Options) (*Report, error) {
 		}
 	}
 	start := time.Now()
+	done := opt.progress("System")
 	r := &Report{Schema: SchemaVersion, Time: start.UTC(), System: system(), Devices: []Device{}, Failed: []string{}}
+	done(fmt.Sprintf("%s, %s, %s", r.System.OSVersion, r.System.Chip, gib(r.System.MemoryBytes)))
 	r.CPU.Threads = opt.Threads
 	if r.CPU.Threads <= 0 {
 		r.CPU.Threads = runtime.NumCPU()
@@ -204,6 +223,7 @@ func Run(opt Options) (*Report, error) {
 	var check *checkModel
 	var ref *logits.Output
 	if opt.DemoDir != "" {
+		done := opt.progress("CPU backend on the demo model (%d threads)", r.CPU.Threads)
 		var err error
 		if check, err = openCheckModel(opt.DemoDir); err == nil {
 			defer check.close()
@@ -215,15 +235,27 @@ func Run(opt Options) (*Report, error) {
 		} else {
 			r.CPU.OK = true
 		}
+		done(okText(r.CPU.OK, r.CPU.Error))
 	}
 
 	for _, name := range devices {
 		d := Device{Backend: name, Kernels: []KernelFamily{}}
+		done := opt.progress("Device %s: opening it and compiling the kernels", name)
 		dev, closeDev := probes[name](opt, &d)
+		broken := 0
 		for _, k := range d.Kernels {
 			if !k.OK {
+				broken++
 				r.fail("%s: %s does not compile", name, k.File)
 			}
+		}
+		switch {
+		case dev == nil:
+			done("FAILED: " + d.Error)
+		case broken > 0:
+			done(fmt.Sprintf("FAILED: %d of %d kernel files do not compile", broken, len(d.Kernels)))
+		default:
+			done(fmt.Sprintf("ok, %d kernel files compile", len(d.Kernels)))
 		}
 		if dev == nil {
 			r.fail("%s: %s", name, d.Error)
@@ -240,9 +272,13 @@ func Run(opt Options) (*Report, error) {
 			d.Numeric = &NumericCheck{Error: "skipped: this GPU is below the Apple7 family the kernels need"}
 			r.fail("%s: the GPU is below Apple7 (M1); use --backend cpu", name)
 		default:
+			done := opt.progress("Device %s: numeric check against the CPU backend", name)
 			d.Numeric = check.compare(dev, ref)
 			if !d.Numeric.OK {
 				r.fail("%s: numeric check: %s", name, d.Numeric.Error)
+				done("FAILED: " + d.Numeric.Error)
+			} else {
+				done(fmt.Sprintf("ok, relative error %.3g", d.Numeric.RelativeError))
 			}
 		}
 		closeDev()
@@ -250,7 +286,9 @@ func Run(opt Options) (*Report, error) {
 	}
 
 	if opt.ModelDir != "" {
+		done := opt.progress("Model %s", opt.ModelDir)
 		r.Model = validateModel(opt.ModelDir)
+		done(okText(r.Model.OK, r.Model.Error))
 		if !r.Model.OK {
 			r.fail("model %s: %s", opt.ModelDir, r.Model.Error)
 		}

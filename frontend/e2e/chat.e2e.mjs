@@ -429,3 +429,74 @@ test('documents: attach a CSV and ask, an image refused, a document too long for
   await page.close();
   assert.equal(await stopServer(server), 0);
 });
+
+test('composer: the count while typing, why Send waits, a drop anywhere, a text file read again from another encoding, the model menu', async () => {
+  const settingsPath = join(dir, 'composer-settings.json');
+  writeFileSync(settingsPath, JSON.stringify({ welcome_seen: true }));
+  const server = await startServer(['--db', join(dir, 'composer.db'), '--settings', settingsPath]);
+  const page = await newPage(server.url);
+  const box = page.getByRole('textbox', { name: 'Message' });
+
+  // The count, by the model's own tokenizer, once typing pauses.
+  await box.fill('What does os.path.join do?');
+  const count = page.getByTestId('token-count');
+  await count.waitFor();
+  assert.match(await count.innerText(), /^\d+ tokens · [\d,]+ of [\d,]+ left$/);
+
+  // A refused file: Send says why it waits.
+  const image = await attach(page, 'photo.png', 'image/png', pngPixel);
+  const send = page.getByRole('button', { name: 'Send', exact: true });
+  assert.equal(await send.isDisabled(), true);
+  assert.equal(await page.getByTestId('send-blocked').innerText(), 'Remove photo.png to send: it could not be read.');
+  assert.equal(await send.getAttribute('aria-describedby'), 'send-blocked');
+  await shot(page, '11-send-blocked');
+  await image.getByRole('button', { name: 'Remove photo.png' }).click();
+  assert.equal(await send.isDisabled(), false);
+
+  // Files dragged over the header: the overlay says what a drop does, and
+  // the drop attaches. "Ландыш майский" in KOI8-R.
+  const koi8 = [0xec, 0xc1, 0xce, 0xc4, 0xd9, 0xdb, 0x20, 0xcd, 0xc1, 0xca, 0xd3, 0xcb, 0xc9, 0xca, 0x0a];
+  const transfer = await page.evaluateHandle((bytes) => {
+    const dt = new DataTransfer();
+    dt.items.add(new File([new Uint8Array(bytes)], 'notes.txt', { type: 'text/plain' }));
+    return dt;
+  }, koi8);
+  const header = page.locator('header');
+  await header.dispatchEvent('dragenter', { dataTransfer: transfer });
+  await header.dispatchEvent('dragover', { dataTransfer: transfer });
+  const overlay = page.getByTestId('drop-overlay');
+  await overlay.waitFor();
+  assert.match(await overlay.innerText(), /Drop to attach to this message/);
+  await shot(page, '12-drop-overlay');
+  await header.dispatchEvent('drop', { dataTransfer: transfer });
+  await overlay.waitFor({ state: 'detached' });
+  const chips = page.getByRole('list', { name: 'Attachments' });
+  await chips.locator('[data-testid=attachment-chip][aria-label="notes.txt"][data-state=ready]').waitFor({ timeout: 30_000 });
+
+  // Read again as KOI8-R from the chip's menu.
+  const encoding = page.getByRole('combobox', { name: 'Encoding of notes.txt' });
+  assert.notEqual(await encoding.inputValue(), 'KOI8-R');
+  await encoding.selectOption('KOI8-R');
+  await chips.locator('[data-testid=attachment-chip][aria-label="notes.txt"][data-state=ready]').waitFor({ timeout: 30_000 });
+  await page.waitForFunction(() => document.querySelector('[data-testid=attachment-encoding]')?.value === 'KOI8-R');
+  assert.equal(await chips.getByTestId('attachment-chip').count(), 1);
+  // The count takes in the document read.
+  await page.waitForFunction(() => / \+ \d+ in documents · /.test(document.querySelector('[data-testid=token-count]')?.textContent ?? ''));
+  await shot(page, '13-encoding');
+  await checkAccessibility(page, 'composer with a text file');
+
+  // The model's name in the header opens the model menu.
+  await page.getByTestId('model-state').click();
+  const menu = page.getByRole('menu', { name: 'Models' });
+  await menu.waitFor();
+  const demo = menu.getByRole('menuitemradio', { name: /Suzuran Tiny \(demo\)/ });
+  assert.equal(await demo.getAttribute('aria-checked'), 'true');
+  await shot(page, '14-model-menu');
+  await checkAccessibility(page, 'model menu');
+  await page.keyboard.press('Escape');
+  await menu.waitFor({ state: 'detached' });
+
+  assert.deepEqual(page.errors, []);
+  await page.close();
+  assert.equal(await stopServer(server), 0);
+});

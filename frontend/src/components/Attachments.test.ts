@@ -58,6 +58,7 @@ describe('attachments', () => {
 
     await fireEvent.input(messageBox(), { target: { value: 'How many irises?' } });
     expect(sendButton().disabled).toBe(true); // not while documents are read
+    expect(screen.getByTestId('send-blocked').textContent).toBe('Send is ready when the documents are read.');
 
     backend.finishAttachment(csv, stock);
     backend.finishAttachment(pdf, report);
@@ -87,8 +88,15 @@ describe('attachments', () => {
     expect((await screen.findByTestId('attachment-error')).textContent).toBe(message);
     await fireEvent.input(messageBox(), { target: { value: 'What is in it?' } });
     expect(sendButton().disabled).toBe(true);
+    // The disabled Send says why, on the control and beside it.
+    const reason = 'Remove photo.png to send: it could not be read.';
+    expect(screen.getByTestId('send-blocked').textContent).toBe(reason);
+    expect(sendButton().title).toBe(reason);
+    expect(sendButton().getAttribute('aria-describedby')).toBe('send-blocked');
     await fireEvent.click(screen.getByRole('button', { name: 'Remove photo.png' }));
     expect(sendButton().disabled).toBe(false);
+    expect(screen.queryByTestId('send-blocked')).toBeNull();
+    expect(sendButton().title).toBe('');
   });
 
   it.each([
@@ -201,5 +209,74 @@ describe('attachment events', () => {
     const alert = await screen.findByText(/scan\.pdf is 25\.1 MB: the window attaches files of up to 25\.1 MB/);
     expect(alert).toBeTruthy();
     expect(backend.ui.AttachData).not.toHaveBeenCalled();
+  });
+
+  it('takes files dropped anywhere on the window, with an overlay saying what will happen', async () => {
+    await renderApp();
+    const file = new File(['iris,42\n'], 'stock.csv', { type: 'text/csv' });
+    const dataTransfer = { types: ['Files'], files: [file], dropEffect: 'none' };
+    // Far from the composer: the header.
+    const far = screen.getByTestId('version');
+    expect(screen.queryByTestId('drop-overlay')).toBeNull();
+    await fireEvent.dragEnter(far, { dataTransfer });
+    await fireEvent.dragOver(far, { dataTransfer });
+    const overlay = await screen.findByTestId('drop-overlay');
+    expect(overlay.textContent).toContain('Drop to attach to this message');
+    expect(overlay.textContent).toContain('PDF, Word, Excel');
+    // Crossing into a child and back keeps it; leaving the window hides it.
+    await fireEvent.dragEnter(messageBox(), { dataTransfer });
+    await fireEvent.dragLeave(far, { dataTransfer });
+    expect(screen.queryByTestId('drop-overlay')).not.toBeNull();
+    await fireEvent.dragLeave(messageBox(), { dataTransfer });
+    expect(screen.queryByTestId('drop-overlay')).toBeNull();
+    // Dragged text is not a file: no overlay.
+    await fireEvent.dragEnter(far, { dataTransfer: { types: ['text/plain'], files: [] } });
+    expect(screen.queryByTestId('drop-overlay')).toBeNull();
+
+    await fireEvent.dragEnter(far, { dataTransfer });
+    await fireEvent.drop(far, { dataTransfer });
+    expect(screen.queryByTestId('drop-overlay')).toBeNull();
+    await waitFor(() => expect(backend.ui.AttachData).toHaveBeenCalledWith('stock.csv', btoa('iris,42\n')));
+    expect(await screen.findAllByTestId('attachment-chip')).toHaveLength(1);
+  });
+
+  it('shows the message\'s token count and the context left under the box, once typing pauses', async () => {
+    await renderApp();
+    expect(screen.queryByTestId('token-count')).toBeNull();
+    for (const value of ['How', 'How many', 'How many irises are there']) {
+      await fireEvent.input(messageBox(), { target: { value } });
+    }
+    // The fake counts words as tokens, the prompt 10 more, in a 4,096-token context.
+    await waitFor(() => expect(screen.getByTestId('token-count').textContent).toBe('5 tokens · 4,081 of 4,096 left'));
+    expect(backend.ui.CountTokens).toHaveBeenCalledTimes(1);
+    // A document read beside it counts too.
+    const [id] = await upload('stock.csv');
+    backend.finishAttachment(id, stock);
+    await waitFor(() => expect(screen.getByTestId('token-count').textContent).toBe('5 tokens + 1,234 in documents · 2,847 of 4,096 left'));
+  });
+
+  it('lets a text file be read again from another encoding, from a menu on its chip', async () => {
+    await renderApp();
+    const [id, csv] = await upload('note.txt', 'report.pdf');
+    const note: Attachment = { ...stock, name: 'note.txt', type: 'Plain text', format: 'text', tokens: 12 };
+    backend.finishAttachment(id, note, 'GB18030');
+    backend.finishAttachment(csv, report);
+    const menu = (await screen.findByRole('combobox', { name: 'Encoding of note.txt' })) as HTMLSelectElement;
+    // Only the text file has one.
+    expect(screen.getAllByTestId('attachment-encoding')).toHaveLength(1);
+    await waitFor(() => expect([...menu.options].map((o) => o.value)).toContain('Shift_JIS'));
+    expect(menu.value).toBe('GB18030');
+
+    await fireEvent.change(menu, { target: { value: 'Shift_JIS' } });
+    await waitFor(() => expect(backend.ui.RereadAttachment).toHaveBeenCalledWith(id, 'Shift_JIS'));
+    // The new chip takes the old one's place, being read, and the question waits for it.
+    const chips = await screen.findAllByTestId('attachment-chip');
+    expect(chips.map((c) => c.dataset.state)).toEqual(['reading', 'ready']);
+    const [next] = [...backend.rereadAs.keys()];
+    backend.finishAttachment(next, { ...note, tokens: 10 }, 'Shift_JIS');
+    await waitFor(() => expect((screen.getByRole('combobox', { name: 'Encoding of note.txt' }) as HTMLSelectElement).value).toBe('Shift_JIS'));
+    await fireEvent.input(messageBox(), { target: { value: 'Translate it' } });
+    await fireEvent.click(sendButton());
+    await waitFor(() => expect(backend.ui.Send).toHaveBeenCalledWith(expect.objectContaining({ attachments: [next, csv] })));
   });
 });

@@ -78,6 +78,25 @@ export class Attachments {
     for (const view of await this.ui().ChooseFiles()) this.put(view);
   }
 
+  /** The encodings a text file's chip offers; loaded when a chip first needs them. */
+  encodings: string[] = $state([]);
+
+  async loadEncodings(): Promise<void> {
+    if (this.encodings.length === 0) this.encodings = await this.ui().TextEncodings();
+  }
+
+  /**
+   * Reads a text file's chip again from another encoding: the service
+   * answers with a new chip, being read, which takes the old one's place.
+   */
+  async reread(id: string, encoding: string): Promise<void> {
+    const view = await this.ui().RereadAttachment(id, encoding);
+    this.removed.add(id);
+    // Its events may have come first and added it already.
+    const next = this.items.find((a) => a.id === view.id) ?? view;
+    this.items = this.items.filter((a) => a.id !== view.id).map((a) => (a.id === id ? next : a));
+  }
+
   async remove(id: string): Promise<void> {
     this.removed.add(id);
     this.items = this.items.filter((a) => a.id !== id);
@@ -95,6 +114,18 @@ export class Attachments {
     this.items = [];
     this.pendingFit = null;
   }
+}
+
+/**
+ * Why the question cannot be sent yet because of its documents, in words
+ * shown beside Send: documents that could not be read must be removed
+ * first; documents being read must finish. Empty when they do not block.
+ */
+export function sendBlockedReason(failed: string[], reading: boolean): string {
+  if (failed.length === 1) return `Remove ${failed[0]} to send: it could not be read.`;
+  if (failed.length > 1) return `Remove the ${failed.length} documents that could not be read to send.`;
+  if (reading) return 'Send is ready when the documents are read.';
+  return '';
 }
 
 /** A size for the user, as the service writes it ("20.5 MB"). */

@@ -19,6 +19,7 @@ import {
   type FitView,
   type Conversation,
   type Message,
+  type SendRequest,
   type Settings,
   type UI,
 } from '../lib/gen/service';
@@ -54,6 +55,8 @@ export class FakeBackend implements Backend {
   nextID = 1;
   /** Attachments as the service holds them before a send, by id. */
   pending = new Map<string, AttachmentView>();
+  /** The encoding each chip read again was asked to be read from. */
+  rereadAs = new Map<string, string>();
   /** What CheckFit answers. */
   fit: FitView = {
     fits: true,
@@ -226,6 +229,23 @@ export class FakeBackend implements Backend {
       this.pending.delete(id);
     }),
     CheckFit: vi.fn(async () => this.fit),
+    TextEncodings: vi.fn(async () => ['UTF-8', 'Shift_JIS', 'EUC-JP', 'GB18030', 'Big5', 'EUC-KR', 'Windows-1251']),
+    RereadAttachment: vi.fn(async (id: string, encoding: string) => {
+      const old = this.pending.get(id);
+      if (!old) throw new Error(`attachment ${id} is gone (removed, or already sent): attach the file again`);
+      this.pending.delete(id);
+      const view = this.newAttachment(old.name);
+      this.rereadAs.set(view.id, encoding);
+      return view;
+    }),
+    // Words stand in for tokens; the context is the fit's.
+    CountTokens: vi.fn(async (req: SendRequest) => {
+      const tokens = req.text.split(/\s+/).filter(Boolean).length;
+      const promptTokens = tokens + 10;
+      const documentTokens = (req.attachments ?? []).reduce((n: number, id: string) => n + (this.pending.get(id)?.attachment?.tokens ?? 0), 0);
+      const contextTokens = this.fit.contextTokens;
+      return { ready: true, tokens, promptTokens, documentTokens, contextTokens, leftTokens: contextTokens - promptTokens - documentTokens };
+    }),
   };
 
   /** What Welcome answers; the download starts idle. */
@@ -272,8 +292,9 @@ export class FakeBackend implements Backend {
   }
 
   /** Ends the reading of an attachment as the service would: read, or failed. */
-  finishAttachment(id: string, result: Attachment | string) {
+  finishAttachment(id: string, result: Attachment | string, encoding?: string) {
     const view = { ...this.pending.get(id)! };
+    if (encoding) view.encoding = encoding;
     if (typeof result === 'string') {
       view.state = AttachmentState.Failed;
       view.error = result;

@@ -121,6 +121,7 @@ export interface AttachmentView {
   unit?: string;
   error?: string;
   attachment?: Attachment;
+  encoding?: string;
 }
 
 /**
@@ -332,6 +333,21 @@ export interface Stats {
 }
 
 /**
+ * TokenCount is the composer's line under the box while the user types:
+ * how many tokens the message takes, and how much of the context is left
+ * once the conversation, the message and the documents waiting beside it
+ * are in.
+ */
+export interface TokenCount {
+  ready: boolean;
+  tokens: number;
+  promptTokens: number;
+  documentTokens: number;
+  contextTokens: number;
+  leftTokens: number;
+}
+
+/**
  * WelcomeInfo is what the welcome view explains before a download.
  */
 export interface WelcomeInfo {
@@ -402,6 +418,14 @@ export interface UI {
    */
   Conversations(query: string): Promise<Conversation[]>;
   /**
+   * CountTokens counts the message being written (req.Text) in its
+   * conversation with the loaded model's tokenizer, for the composer's
+   * running count. It never loads the model: with none loaded it answers
+   * Ready false. A text over MaxCountBytes is refused with an error that
+   * says so.
+   */
+  CountTokens(req: SendRequest): Promise<TokenCount>;
+  /**
    * Delete removes a conversation (stopping its reply); Undelete brings it
    * back until the app quits.
    */
@@ -465,6 +489,12 @@ export interface UI {
    */
   Report(): Promise<string>;
   /**
+   * RereadAttachment reads a text file on the composer again from another
+   * character encoding (one of TextEncodings), when the detected one reads
+   * wrong; the returned chip, being read, replaces chip id.
+   */
+  RereadAttachment(id: string, encoding: string): Promise<AttachmentView>;
+  /**
    * SaveSettings validates and stores settings and returns them as saved (a
    * key generated when the API was exposed to the network).
    */
@@ -500,6 +530,10 @@ export interface UI {
    */
   Stop(conversationID: number): Promise<void>;
   /**
+   * TextEncodings are the encodings a text file's chip offers.
+   */
+  TextEncodings(): Promise<string[]>;
+  /**
    * Undelete undoes Delete.
    */
   Undelete(id: number): Promise<void>;
@@ -518,4 +552,4 @@ export interface UI {
 }
 
 /** The names of UI's methods, for transports that call them by name. */
-export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "Delete", "DismissWelcome", "Download", "Edit", "Models", "PauseDownload", "PickFolder", "RecheckGPU", "Regenerate", "ReloadModel", "RemoveAttachment", "Rename", "Report", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "Undelete", "UseModel", "Welcome"] as const;
+export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "CountTokens", "Delete", "DismissWelcome", "Download", "Edit", "Models", "PauseDownload", "PickFolder", "RecheckGPU", "Regenerate", "ReloadModel", "RemoveAttachment", "Rename", "Report", "RereadAttachment", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "TextEncodings", "Undelete", "UseModel", "Welcome"] as const;
