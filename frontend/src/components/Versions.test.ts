@@ -3,7 +3,7 @@ import { cleanup, fireEvent, render, screen, waitFor, within } from '@testing-li
 import App from '../App.svelte';
 import { FakeBackend } from '../test/fakeBackend';
 import { formatDuration, versionNav } from '../lib/chat.svelte';
-import type { Message } from '../lib/gen/service';
+import { EventType, type Message } from '../lib/gen/service';
 
 let backend: FakeBackend;
 
@@ -51,8 +51,20 @@ describe('versions of answers and questions', () => {
     await renderApp();
     backend.stream(await ask('What does json.dumps do?'), [{ content: 'First answer' }]);
     await screen.findByText('First answer');
+    // The new reply's event comes while the reload is on its way, as it
+    // may over the network: the window keeps its copy, and the reload's
+    // versions.
+    const read = backend.ui.Conversation;
+    backend.ui.Conversation = vi.fn(async (id: number) => {
+      const view = await read(id);
+      const r = lastReply();
+      backend.emit({ type: EventType.Message, conversationId: id, messageId: r.id, message: { ...r } });
+      return view;
+    });
     await fireEvent.click(screen.getByRole('button', { name: 'Regenerate' }));
     await waitFor(() => expect(backend.ui.Regenerate).toHaveBeenCalled());
+    // Numbered at once, while the new answer is written.
+    await waitFor(() => expect(screen.getByTestId('version-label').textContent).toBe('2/2'));
     backend.stream(lastReply(), [{ content: 'Second answer' }]);
     await screen.findByText('Second answer');
     // The nav stays after the answer ends, though its events do not carry it.

@@ -330,7 +330,9 @@ export class ChatState {
       if (this.current?.id !== id) return;
       this.messages = view.messages.map((loaded) => {
         const newer = (this.messageEvents.get(loaded.id) ?? 0) > asked;
-        return (newer && this.messages.find((m) => m.id === loaded.id)) || loaded;
+        const mine = newer && this.messages.find((m) => m.id === loaded.id);
+        // Its events do not carry its versions: those come from the reload.
+        return mine ? { ...mine, versions: loaded.versions } : loaded;
       });
     });
   }

@@ -203,7 +203,10 @@ export class FakeBackend implements Backend {
     Stop: vi.fn(async () => {}),
     Regenerate: vi.fn(async (conversationId: number) => {
       const q = this.branch(conversationId).filter((m) => m.role === 'user').pop()!;
-      return { ...this.addMessage(conversationId, 'assistant', '', MessageStatus.Streaming, q.id) };
+      const reply = this.addMessage(conversationId, 'assistant', '', MessageStatus.Streaming, q.id);
+      // As the service does: the new reply's event, without its versions.
+      this.emit({ type: EventType.Message, conversationId, messageId: reply.id, message: { ...reply } });
+      return { ...reply };
     }),
     Edit: vi.fn(async (messageId: number, text: string) => {
       const old = this.messages.find((m) => m.id === messageId)!;
