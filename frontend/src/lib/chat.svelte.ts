@@ -120,11 +120,13 @@ export class ChatState {
       this.current = view.conversation;
       this.messages = view.messages;
       this.view = 'chat';
+      this.exported = '';
     });
   }
 
   newChat(): void {
     this.current = null;
+    this.exported = '';
     this.messages = [];
     this.prefill = null;
     this.view = 'chat';
