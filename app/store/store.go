@@ -12,6 +12,12 @@
 // missing ones in one transaction each, so a database written by any
 // earlier version of the app opens in this one.
 //
+// A conversation's messages form a tree: each follows its parent, so that
+// an answer regenerated or a question edited is another version beside the
+// earlier one rather than its replacement. The conversation shows, and the
+// model reads, one branch: the one that ends at its leaf (ShowVersion
+// moves it).
+//
 // A reply being generated is a message with status "streaming", rewritten as
 // it grows. A process that dies mid-reply leaves it so; the next Open marks
 // every such message "interrupted", which is how the UI knows to offer
