@@ -305,7 +305,7 @@ test('versions of an answer, export and import, jump to the latest', async () =>
   await reply.getByTestId('version-label').filter({ hasText: '2/2' }).waitFor();
   await page.waitForFunction(() => document.querySelectorAll('[data-testid=message]')[1]?.getAttribute('data-status') === 'complete');
   await reply.getByTestId('stats').waitFor();
-  await shot(page, '10-versions-2-of-2');
+  await shot(page, '20-versions-2-of-2');
   await reply.getByRole('button', { name: 'Previous version of this answer' }).click();
   await reply.getByTestId('version-label').filter({ hasText: '1/2' }).waitFor();
   assert.equal(await reply.getByTestId('answer').innerText(), firstText);
@@ -315,7 +315,7 @@ test('versions of an answer, export and import, jump to the latest', async () =>
   assert.match(await meta.innerText(), /Suzuran Tiny/);
   // Shown on hover (after a short fade).
   await page.waitForFunction((el) => getComputedStyle(el).opacity === '1', await meta.elementHandle());
-  await shot(page, '10-versions-1-of-2');
+  await shot(page, '20-versions-1-of-2');
   await checkAccessibility(page, 'versions');
   // The next question goes on from the version shown, which stays 1/2.
   await ask(page, 'And json.loads?');
@@ -344,11 +344,11 @@ test('versions of an answer, export and import, jump to the latest', async () =>
   await page.getByText('And json.loads?').waitFor();
   assert.equal(await page.getByTestId('message').count(), 4);
   assert.equal(await page.getByTestId('message').nth(1).getByTestId('version-label').innerText(), '1/2');
-  await shot(page, '11-imported');
+  await shot(page, '21-imported');
   // A file that is not an export is refused, and nothing is added.
   await page.getByTestId('import-file').setInputFiles({ name: 'broken.json', mimeType: 'application/json', buffer: Buffer.from('{"format": "suzuran.conv') });
   await page.getByRole('alert').filter({ hasText: 'cannot be imported: it is not valid JSON' }).waitFor();
-  await shot(page, '11-import-refused');
+  await shot(page, '21-import-refused');
   assert.equal(await nav.locator('button.open').count(), 2);
   await page.getByRole('alert').getByRole('button', { name: 'Dismiss' }).click();
 
@@ -361,7 +361,7 @@ test('versions of an answer, export and import, jump to the latest', async () =>
   await list.evaluate((el) => el.scrollTo({ top: 0 }));
   const jump = page.getByTestId('jump-latest');
   await jump.waitFor();
-  await shot(page, '12-jump-to-latest');
+  await shot(page, '22-jump-to-latest');
   await jump.click();
   await jump.waitFor({ state: 'detached' });
   await page.waitForFunction(() => {
