@@ -175,6 +175,9 @@ func (d *desktop) startup(ctx context.Context) {
 	d.svc.SetFolderPicker(func(title string) (string, error) {
 		return wailsruntime.OpenDirectoryDialog(ctx, wailsruntime.OpenDialogOptions{Title: title})
 	})
+	d.svc.SetSavePicker(func(name string) (string, error) {
+		return wailsruntime.SaveFileDialog(ctx, wailsruntime.SaveDialogOptions{Title: "Export the conversation", DefaultFilename: name})
+	})
 	go d.forward(ctx, events)
 	go func() {
 		// On macOS the window opens near the menu bar, and the global

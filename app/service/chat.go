@@ -163,13 +163,22 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		s.setLive(reply)
 		s.events.publish(ev)
 	}
+	// The thinking lasts from its first text to the answer's first text
+	// (or the end, for a reply that is all thoughts).
+	var thinkFrom, thinkTo time.Time
 	take := func(events []chat.Event) {
 		for _, ev := range events {
 			switch ev.Kind {
 			case chat.ReasoningDelta:
+				if thinkFrom.IsZero() && ev.Text != "" {
+					thinkFrom = time.Now()
+				}
 				reply.Reasoning += ev.Text
 				pendingReasoning.WriteString(ev.Text)
 			case chat.ContentDelta, chat.ToolCallArguments:
+				if !thinkFrom.IsZero() && thinkTo.IsZero() && ev.Text != "" {
+					thinkTo = time.Now()
+				}
 				reply.Content += ev.Text
 				pendingContent.WriteString(ev.Text)
 			}
@@ -238,6 +247,13 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		TimeToFirstMS:   float64((st.QueueWait + st.PrefillDuration).Microseconds()) / 1000,
 		TokensPerSecond: st.DecodeTokensPerSecond(),
 		FinishReason:    st.FinishReason,
+		Model:           modelName(e.Dir()),
+	}
+	if !thinkFrom.IsZero() {
+		if thinkTo.IsZero() {
+			thinkTo = time.Now()
+		}
+		stats.ThinkingMS = float64(thinkTo.Sub(thinkFrom).Microseconds()) / 1000
 	}
 	if pacedOut {
 		// The reply keeps only what was shown, and so do its counts.

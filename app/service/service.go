@@ -121,6 +121,8 @@ type Service struct {
 	welcomeSeen bool
 	// pickFolder is the desktop's folder dialog; nil in a browser.
 	pickFolder func(title string) (string, error)
+	// pickSave is the desktop's save dialog; nil in a browser.
+	pickSave func(name string) (string, error)
 
 	pace time.Duration
 	// report is Options.Report.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -212,6 +213,10 @@ func TestStopRegenerateEditContinue(t *testing.T) {
 	if stopped.Status != store.StatusStopped || stopped.Stats == nil || stopped.Stats.FinishReason != "cancelled" {
 		t.Fatalf("after Stop: %+v", stopped)
 	}
+	// The reply says which model wrote it and how long it thought.
+	if stopped.Stats.Model == "" || (stopped.Reasoning != "" && stopped.Stats.ThinkingMS <= 0) {
+		t.Errorf("stopped reply's stats %+v: want the model's name and the thinking time", stopped.Stats)
+	}
 	// The paced window runs behind the engine; the stopped reply counts
 	// only the tokens it shows (each shown as at least one character; the
 	// thinking tags, which the text leaves out, are a few tokens more).
@@ -233,7 +238,7 @@ func TestStopRegenerateEditContinue(t *testing.T) {
 		t.Errorf("Continue did not extend the reply: %d bytes before, %d after", len(before), len(after))
 	}
 
-	// Regenerate replaces the last reply.
+	// Regenerate adds a version of the last reply.
 	regen, err := s.ui.Regenerate(res.Conversation.ID, false)
 	if err != nil {
 		t.Fatal(err)
@@ -242,11 +247,20 @@ func TestStopRegenerateEditContinue(t *testing.T) {
 	s.ui.Stop(res.Conversation.ID)
 	waitReply(t, s.Service, regen.ID)
 	view, _ := s.ui.Conversation(res.Conversation.ID)
-	if len(view.Messages) != 2 || view.Messages[1].ID != regen.ID {
+	if len(view.Messages) != 2 || view.Messages[1].ID != regen.ID ||
+		!slices.Equal(view.Messages[1].Versions, []int64{res.Reply.ID, regen.ID}) {
 		t.Fatalf("after Regenerate: %+v", view.Messages)
 	}
+	// The first version is still there and can be shown.
+	view, err = s.ui.ShowVersion(res.Reply.ID)
+	if err != nil || len(view.Messages) != 2 || view.Messages[1].Content != continued.Content {
+		t.Fatalf("showing the first answer: %+v, %v", view.Messages, err)
+	}
+	if _, err := s.ui.ShowVersion(regen.ID); err != nil {
+		t.Fatal(err)
+	}
 
-	// Edit rewrites the question and answers it again.
+	// Edit asks the question again as another version of it.
 	edited, err := s.ui.Edit(res.Question.ID, "A short story", false)
 	if err != nil {
 		t.Fatal(err)
@@ -255,8 +269,15 @@ func TestStopRegenerateEditContinue(t *testing.T) {
 	s.ui.Stop(res.Conversation.ID)
 	waitReply(t, s.Service, edited.Reply.ID)
 	view, _ = s.ui.Conversation(res.Conversation.ID)
-	if len(view.Messages) != 2 || view.Messages[0].Content != "A short story" || view.Messages[1].ID != edited.Reply.ID {
+	if len(view.Messages) != 2 || view.Messages[0].Content != "A short story" || view.Messages[1].ID != edited.Reply.ID ||
+		len(view.Messages[0].Versions) != 2 {
 		t.Fatalf("after Edit: %+v", view.Messages)
+	}
+	// The question before the edit keeps its answers.
+	view, err = s.ui.ShowVersion(res.Question.ID)
+	if err != nil || len(view.Messages) != 2 || view.Messages[0].Content != "Write a long story" ||
+		view.Messages[1].ID != regen.ID || len(view.Messages[1].Versions) != 2 {
+		t.Fatalf("showing the question before the edit: %+v, %v", view.Messages, err)
 	}
 	if _, err := s.ui.Edit(edited.Reply.ID, "x", false); err == nil {
 		t.Error("editing a reply was accepted")

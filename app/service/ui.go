@@ -155,7 +155,8 @@ func (u *UI) Stop(conversationID int64) {
 	u.s.stopAndWait(conversationID)
 }
 
-// Regenerate replaces a conversation's last reply with a new one.
+// Regenerate answers a conversation's last question again. The earlier
+// answers stay, as versions of this one (ShowVersion).
 func (u *UI) Regenerate(conversationID int64, think bool) (store.Message, error) {
 	ctx := context.Background()
 	u.s.stopAndWait(conversationID)
@@ -167,14 +168,36 @@ func (u *UI) Regenerate(conversationID int64, think bool) (store.Message, error)
 	if last == nil {
 		return store.Message{}, errors.New("this conversation has no question to answer again")
 	}
-	if err := u.s.store.DeleteMessagesAfter(ctx, conversationID, last.ID); err != nil {
-		return store.Message{}, err
+	reply, err := u.s.store.AddMessage(ctx, store.Message{
+		ConversationID: conversationID, ParentID: last.ID, Role: "assistant", Status: store.StatusStreaming,
+	})
+	if err != nil {
+		return reply, err
 	}
-	return u.s.newReply(conversationID, think)
+	u.s.startReply(reply, think)
+	return reply, nil
 }
 
-// Edit replaces a question's text, drops everything after it, and answers
-// it again.
+// ShowVersion shows the version of a message with this id (an answer
+// regenerated, a question edited), and what follows it: the conversation
+// goes on from that branch. It is refused while a reply is written.
+func (u *UI) ShowVersion(messageID int64) (ConversationView, error) {
+	ctx := context.Background()
+	m, err := u.s.store.Message(ctx, messageID)
+	if err != nil {
+		return ConversationView{}, err
+	}
+	if u.s.busy(m.ConversationID) {
+		return ConversationView{}, errors.New("a reply is still being written: stop it first, then look at the other versions")
+	}
+	if err := u.s.store.ShowVersion(ctx, messageID); err != nil {
+		return ConversationView{}, err
+	}
+	return u.Conversation(m.ConversationID)
+}
+
+// Edit asks a question again with new text, as another version of it:
+// the earlier version and its answers stay (ShowVersion).
 func (u *UI) Edit(messageID int64, text string, think bool) (SendResult, error) {
 	ctx := context.Background()
 	text = strings.TrimSpace(text)
@@ -193,15 +216,13 @@ func (u *UI) Edit(messageID int64, text string, think bool) (SendResult, error) 
 	if err != nil {
 		return SendResult{}, err
 	}
-	q.Content = text
-	if err := u.s.store.UpdateMessage(ctx, q); err != nil {
+	q, reply, err := u.s.store.AddQuestionVersion(ctx, messageID, store.Message{Content: text},
+		store.Message{Role: "assistant", Status: store.StatusStreaming})
+	if err != nil {
 		return SendResult{}, err
 	}
-	if err := u.s.store.DeleteMessagesAfter(ctx, q.ConversationID, q.ID); err != nil {
-		return SendResult{}, err
-	}
-	reply, err := u.s.newReply(q.ConversationID, think)
-	return SendResult{Conversation: c, Question: q, Reply: reply}, err
+	u.s.startReply(reply, think)
+	return SendResult{Conversation: c, Question: q, Reply: reply}, nil
 }
 
 // Continue goes on with a reply that was stopped or interrupted, from
@@ -250,18 +271,6 @@ func (u *UI) RecheckGPU() error { return u.s.RecheckGPU() }
 // Report is the report of `suzuran doctor --json`, which the window's
 // "Copy report" puts on the clipboard. It takes seconds.
 func (u *UI) Report() (string, error) { return u.s.Report() }
-
-// newReply adds an empty reply to a conversation and starts writing it.
-func (s *Service) newReply(conversation int64, think bool) (store.Message, error) {
-	reply, err := s.store.AddMessage(context.Background(), store.Message{
-		ConversationID: conversation, Role: "assistant", Status: store.StatusStreaming,
-	})
-	if err != nil {
-		return reply, err
-	}
-	s.startReply(reply, think)
-	return reply, nil
-}
 
 // startReply announces a stored empty reply and starts writing it.
 func (s *Service) startReply(reply store.Message, think bool) {

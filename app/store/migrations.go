@@ -55,6 +55,18 @@ var migrations = []string{
 		original_tokens INTEGER NOT NULL DEFAULT 0
 	);
 	CREATE INDEX attachments_by_message ON attachments (message_id, position);`,
+
+	// 4: versions. A message follows its parent (NULL for a conversation's
+	// first question); a regenerated answer is a second child of the same
+	// question, an edited question a second child of the same parent. The
+	// conversation shows the branch that ends at leaf_id. Existing
+	// conversations are one branch: each message follows the one before.
+	`ALTER TABLE messages ADD COLUMN parent_id INTEGER REFERENCES messages(id) ON DELETE CASCADE;
+	ALTER TABLE conversations ADD COLUMN leaf_id INTEGER;
+	UPDATE messages SET parent_id = (SELECT MAX(p.id) FROM messages p
+		WHERE p.conversation_id = messages.conversation_id AND p.id < messages.id);
+	UPDATE conversations SET leaf_id = (SELECT MAX(m.id) FROM messages m WHERE m.conversation_id = conversations.id);
+	CREATE INDEX messages_by_parent ON messages (parent_id);`,
 }
 
 // migrate brings db's schema to version target, one transaction per step,

@@ -12,6 +12,12 @@
 // missing ones in one transaction each, so a database written by any
 // earlier version of the app opens in this one.
 //
+// A conversation's messages form a tree: each follows its parent, so that
+// an answer regenerated or a question edited is another version beside the
+// earlier one rather than its replacement. The conversation shows, and the
+// model reads, one branch: the one that ends at its leaf (ShowVersion
+// moves it).
+//
 // A reply being generated is a message with status "streaming", rewritten as
 // it grows. A process that dies mid-reply leaves it so; the next Open marks
 // every such message "interrupted", which is how the UI knows to offer
@@ -75,6 +81,12 @@ type Message struct {
 	CreatedAt int64  `json:"createdAt"`
 	// Attachments are the documents sent with a question, in order.
 	Attachments []Attachment `json:"attachments,omitempty"`
+	// ParentID is the message this one follows, 0 for the first question.
+	ParentID int64 `json:"parentId,omitempty"`
+	// Versions are the ids of this message and the others that follow the
+	// same parent (answers regenerated, questions edited), oldest first;
+	// absent when there is only this one.
+	Versions []int64 `json:"versions,omitempty"`
 }
 
 // Attachment is a document attached to a question: the text the model
@@ -107,6 +119,11 @@ type Stats struct {
 	TimeToFirstMS   float64 `json:"timeToFirstMs"`
 	TokensPerSecond float64 `json:"tokensPerSecond"`
 	FinishReason    string  `json:"finishReason"`
+	// ThinkingMS is how long the model thought before it answered, 0
+	// when it did not think.
+	ThinkingMS float64 `json:"thinkingMs,omitempty"`
+	// Model is the name of the model that wrote the reply.
+	Model string `json:"model,omitempty"`
 }
 
 // ErrNotFound is wrapped by the errors of calls naming a conversation or a
@@ -459,9 +476,16 @@ func (s *Store) Conversation(ctx context.Context, id int64) (Conversation, []Mes
 	return c, msgs, err
 }
 
+// messages returns the shown branch of a conversation: the messages from
+// its first question to its leaf, each with its versions.
 func (s *Store) messages(ctx context.Context, conversation int64) ([]Message, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, conversation_id, role, content, reasoning, status, error, stats, created_at
-		FROM messages WHERE conversation_id = ? ORDER BY id`, conversation)
+	rows, err := s.db.QueryContext(ctx, `WITH RECURSIVE path(id) AS (
+			SELECT COALESCE(c.leaf_id, (SELECT MAX(m.id) FROM messages m WHERE m.conversation_id = c.id))
+				FROM conversations c WHERE c.id = ?1
+			UNION ALL
+			SELECT m.parent_id FROM messages m JOIN path ON m.id = path.id WHERE m.parent_id IS NOT NULL)
+		SELECT `+messageColumns+` FROM messages
+		WHERE conversation_id = ?1 AND id IN (SELECT id FROM path) ORDER BY id`, conversation)
 	if err != nil {
 		return nil, fmt.Errorf("reading the messages of conversation %d: %w", conversation, err)
 	}
@@ -481,6 +505,9 @@ func (s *Store) messages(ctx context.Context, conversation int64) ([]Message, er
 	byID := map[int64]*Message{}
 	for i := range msgs {
 		byID[msgs[i].ID] = &msgs[i]
+	}
+	if err := s.versions(ctx, conversation, msgs); err != nil {
+		return nil, err
 	}
 	atts, err := s.db.QueryContext(ctx, `SELECT a.message_id, a.name, a.size, a.sha256, a.format, a.type, a.pages,
 		a.page_unit, a.tokens, a.text, a.kept, a.original_tokens
@@ -506,10 +533,13 @@ func (s *Store) messages(ctx context.Context, conversation int64) ([]Message, er
 
 type scanner interface{ Scan(...any) error }
 
+// messageColumns are what scanMessage reads, in its order.
+const messageColumns = `id, conversation_id, role, content, reasoning, status, error, stats, created_at, COALESCE(parent_id, 0)`
+
 func scanMessage(row scanner) (Message, error) {
 	var m Message
 	var stats sql.NullString
-	if err := row.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Reasoning, &m.Status, &m.Error, &stats, &m.CreatedAt); err != nil {
+	if err := row.Scan(&m.ID, &m.ConversationID, &m.Role, &m.Content, &m.Reasoning, &m.Status, &m.Error, &stats, &m.CreatedAt, &m.ParentID); err != nil {
 		return m, err
 	}
 	if stats.Valid && stats.String != "" {
@@ -523,8 +553,7 @@ func scanMessage(row scanner) (Message, error) {
 
 // Message returns one message.
 func (s *Store) Message(ctx context.Context, id int64) (Message, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT id, conversation_id, role, content, reasoning, status, error, stats, created_at
-		FROM messages WHERE id = ?`, id)
+	row := s.db.QueryRowContext(ctx, `SELECT `+messageColumns+` FROM messages WHERE id = ?`, id)
 	m, err := scanMessage(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, fmt.Errorf("message %d: %w", id, ErrNotFound)
@@ -587,9 +616,25 @@ func (s *Store) AddMessage(ctx context.Context, m Message) (Message, error) {
 	return m, tx.Commit()
 }
 
-// insertMessage is AddMessage within a transaction.
+// insertMessage is AddMessage within a transaction: m follows m.ParentID,
+// or, when that is 0, the end of the conversation's shown branch. It
+// becomes the end of the shown branch.
 func insertMessage(ctx context.Context, tx *sql.Tx, m Message) (Message, error) {
+	parent := sql.NullInt64{Int64: m.ParentID, Valid: m.ParentID != 0}
+	if !parent.Valid {
+		if err := tx.QueryRowContext(ctx, `SELECT leaf_id FROM conversations WHERE id = ?`, m.ConversationID).Scan(&parent); err != nil {
+			return m, fmt.Errorf("adding a message to conversation %d: %w", m.ConversationID, err)
+		}
+	}
+	return insertMessageUnder(ctx, tx, m, parent)
+}
+
+// insertMessageUnder adds m after parent (the first question when parent
+// is not Valid) and makes it the end of the shown branch.
+func insertMessageUnder(ctx context.Context, tx *sql.Tx, m Message, parent sql.NullInt64) (Message, error) {
 	m.CreatedAt = now()
+	m.ParentID = parent.Int64
+	m.Versions = nil
 	if m.Status == "" {
 		m.Status = StatusComplete
 	}
@@ -597,8 +642,8 @@ func insertMessage(ctx context.Context, tx *sql.Tx, m Message) (Message, error) 
 	if err != nil {
 		return m, err
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO messages (conversation_id, role, content, reasoning, status, error, stats, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, m.ConversationID, m.Role, m.Content, m.Reasoning, m.Status, m.Error, stats, m.CreatedAt)
+	res, err := tx.ExecContext(ctx, `INSERT INTO messages (conversation_id, role, content, reasoning, status, error, stats, created_at, parent_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, m.ConversationID, m.Role, m.Content, m.Reasoning, m.Status, m.Error, stats, m.CreatedAt, parent)
 	if err != nil {
 		return m, fmt.Errorf("adding a message to conversation %d: %w", m.ConversationID, err)
 	}
@@ -610,7 +655,7 @@ func insertMessage(ctx context.Context, tx *sql.Tx, m Message) (Message, error) 
 			return m, fmt.Errorf("saving the attachment %s: %w", a.Name, err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = ? WHERE id = ?`, m.CreatedAt, m.ConversationID); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = ?, leaf_id = ? WHERE id = ?`, m.CreatedAt, m.ID, m.ConversationID); err != nil {
 		return m, err
 	}
 	return m, nil
@@ -628,17 +673,27 @@ func (s *Store) UpdateMessage(ctx context.Context, m Message) error {
 		m.Content, m.Reasoning, m.Status, m.Error, stats, m.ID)
 }
 
-// DeleteMessagesAfter removes the messages of a conversation that come
-// after message id (for regenerating or editing and resending).
+// DeleteMessagesAfter removes the messages that follow message id, on
+// every branch, and makes id the end of the shown branch (a reply
+// continued from where it stopped). Other branches of the conversation
+// stay.
 func (s *Store) DeleteMessagesAfter(ctx context.Context, conversation, id int64) error {
 	if err := s.writable(); err != nil {
 		return err
 	}
-	_, err := s.db.ExecContext(ctx, `DELETE FROM messages WHERE conversation_id = ? AND id > ?`, conversation, id)
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	// The children go, and their own children with them (ON DELETE CASCADE).
+	if _, err := tx.ExecContext(ctx, `DELETE FROM messages WHERE conversation_id = ? AND parent_id = ?`, conversation, id); err != nil {
 		return fmt.Errorf("removing the messages after %d: %w", id, err)
 	}
-	return nil
+	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET leaf_id = ? WHERE id = ?`, id, conversation); err != nil {
+		return fmt.Errorf("removing the messages after %d: %w", id, err)
+	}
+	return tx.Commit()
 }
 
 func encodeStats(st *Stats) (any, error) {

@@ -10,7 +10,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
@@ -216,7 +216,8 @@ test('chat on the demo model: stream, stop, regenerate, edit, conversations, res
     const items = document.querySelectorAll('[data-testid=message]');
     return items.length === 2 && items[1].getAttribute('data-status') === 'complete';
   });
-  assert.equal(await page.getByTestId('message').first().innerText(), 'What does json.loads do?\nEdit\nCopy');
+  // The question before the edit stays, as version 1 of 2.
+  assert.match(await page.getByTestId('message').first().innerText(), /^What does json\.loads do\?\nEdit\nCopy\n2\/2/);
 
   // Conversations: a second one, then rename, search, delete and undo.
   await page.getByRole('button', { name: 'New chat' }).click();
@@ -279,6 +280,98 @@ test('chat on the demo model: stream, stop, regenerate, edit, conversations, res
   assert.deepEqual(page.errors, []);
   await page.close();
   assert.equal(await stopServer(server), 0);
+});
+
+test('versions of an answer, export and import, jump to the latest', async () => {
+  // A database and settings of its own: a first run, on the same demo model.
+  const own = mkdtempSync(join(tmpdir(), 'suzuran-e2e-versions-'));
+  const server = await startServe(binary, ['--addr', '127.0.0.1:0', '--pace', '10ms',
+    '--db', join(own, 'suzuran.db'), '--settings', join(own, 'settings.json')], {
+    ...process.env,
+    XDG_CACHE_HOME: join(dir, 'cache'),
+    XDG_CONFIG_HOME: join(own, 'config'),
+    HF_HOME: join(dir, 'hf'),
+    HF_HUB_OFFLINE: '1',
+  });
+  const page = await newPage(server.url);
+  const welcome = page.getByRole('region', { name: 'Get the model' });
+  await welcome.getByRole('button', { name: 'Back to chat' }).click();
+  await welcome.waitFor({ state: 'detached' });
+
+  // Regenerate keeps the first answer as version 1 of 2.
+  const reply = await ask(page, 'What does json.dumps do?');
+  const firstText = await reply.getByTestId('answer').innerText();
+  await reply.getByRole('button', { name: 'Regenerate' }).click();
+  await reply.getByTestId('version-label').filter({ hasText: '2/2' }).waitFor();
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid=message]')[1]?.getAttribute('data-status') === 'complete');
+  await reply.getByTestId('stats').waitFor();
+  await shot(page, '20-versions-2-of-2');
+  await reply.getByRole('button', { name: 'Previous version of this answer' }).click();
+  await reply.getByTestId('version-label').filter({ hasText: '1/2' }).waitFor();
+  assert.equal(await reply.getByTestId('answer').innerText(), firstText);
+  // On hover: when, and by which model.
+  await reply.hover();
+  const meta = reply.getByTestId('meta');
+  assert.match(await meta.innerText(), /Suzuran Tiny/);
+  // Shown on hover (after a short fade).
+  await page.waitForFunction((el) => getComputedStyle(el).opacity === '1', await meta.elementHandle());
+  await shot(page, '20-versions-1-of-2');
+  await checkAccessibility(page, 'versions');
+  // The next question goes on from the version shown, which stays 1/2.
+  await ask(page, 'And json.loads?');
+  assert.equal(await reply.getByTestId('version-label').innerText(), '1/2');
+
+  // Export: a download in the browser, Markdown of the branch shown and
+  // JSON of every version.
+  const exportAs = async (name) => {
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name }).click()]);
+    return { name: download.suggestedFilename(), path: await download.path() };
+  };
+  const md = await exportAs('Export Markdown');
+  assert.equal(md.name, 'What does json.dumps do.md');
+  const mdText = readFileSync(md.path, 'utf8');
+  assert.ok(mdText.startsWith('# What does json.dumps do?') && mdText.includes('And json.loads?'), mdText);
+  const js = await exportAs('Export JSON');
+  const exported = JSON.parse(readFileSync(js.path, 'utf8'));
+  assert.equal(exported.format, 'suzuran.conversation');
+  assert.equal(exported.messages.length, 5, 'two questions, three answers');
+  await page.getByText('Downloaded What does json.dumps do.json').waitFor();
+
+  // Import it: a new conversation, with both versions of the first answer.
+  const nav = page.getByRole('navigation', { name: 'Conversations' });
+  await page.getByTestId('import-file').setInputFiles(js.path);
+  await page.waitForFunction(() => document.querySelectorAll('nav button.open').length === 2);
+  await page.getByText('And json.loads?').waitFor();
+  assert.equal(await page.getByTestId('message').count(), 4);
+  assert.equal(await page.getByTestId('message').nth(1).getByTestId('version-label').innerText(), '1/2');
+  await shot(page, '21-imported');
+  // A file that is not an export is refused, and nothing is added.
+  await page.getByTestId('import-file').setInputFiles({ name: 'broken.json', mimeType: 'application/json', buffer: Buffer.from('{"format": "suzuran.conv') });
+  await page.getByRole('alert').filter({ hasText: 'cannot be imported: it is not valid JSON' }).waitFor();
+  await shot(page, '21-import-refused');
+  assert.equal(await nav.locator('button.open').count(), 2);
+  await page.getByRole('alert').getByRole('button', { name: 'Dismiss' }).click();
+
+  // Scrolled up in a long conversation, a button jumps to the latest.
+  for (const q of ['What does os.path.join do?', 'What does itertools.pairwise do?', 'What does collections.Counter do?']) {
+    await ask(page, q);
+  }
+  await page.setViewportSize({ width: 800, height: 420 });
+  const list = page.getByRole('main', { name: 'Conversation' });
+  await list.evaluate((el) => el.scrollTo({ top: 0 }));
+  const jump = page.getByTestId('jump-latest');
+  await jump.waitFor();
+  await shot(page, '22-jump-to-latest');
+  await jump.click();
+  await jump.waitFor({ state: 'detached' });
+  await page.waitForFunction(() => {
+    const el = document.querySelector('main.conversation');
+    return el.scrollHeight - el.scrollTop - el.clientHeight < 4;
+  });
+  assert.deepEqual(page.errors, []);
+  await page.close();
+  assert.equal(await stopServer(server), 0);
+  rmSync(own, { recursive: true, force: true });
 });
 
 test('the server lost mid-answer: interrupted, reconnecting, then back by itself', async () => {

@@ -11,6 +11,7 @@ import {
   type APIState,
   type DownloadState,
   type Conversation,
+  type ExportFile,
   type Event,
   type Message,
   type ModelState,
@@ -119,11 +120,13 @@ export class ChatState {
       this.current = view.conversation;
       this.messages = view.messages;
       this.view = 'chat';
+      this.exported = '';
     });
   }
 
   newChat(): void {
     this.current = null;
+    this.exported = '';
     this.messages = [];
     this.prefill = null;
     this.view = 'chat';
@@ -179,6 +182,49 @@ export class ChatState {
     const result = await this.guard(() => this.ui.Edit(messageId, text, this.think));
     if (result) await this.reloadCurrent();
     return result !== undefined;
+  }
+
+  /**
+   * Shows another version of a message (an answer regenerated, a question
+   * edited) and the branch that follows it; the next question goes on from
+   * there.
+   */
+  async showVersion(messageId: number): Promise<void> {
+    const id = this.current?.id;
+    const view = await this.guard(() => this.ui.ShowVersion(messageId));
+    if (view && this.current?.id === id) this.messages = view.messages;
+  }
+
+  /** What the window says after an export: where the file went. */
+  exported = $state('');
+
+  /**
+   * Exports the open conversation: into a file chosen in the desktop's save
+   * dialog, or, in a browser, as a download.
+   */
+  async exportCurrent(format: 'markdown' | 'json', download: (file: ExportFile) => void = downloadFile): Promise<void> {
+    if (!this.current) return;
+    const id = this.current.id;
+    this.exported = '';
+    await this.guard(async () => {
+      const saved = await this.ui.SaveExport(id, format);
+      if (saved.dialog) {
+        if (saved.path) this.exported = `Saved to ${saved.path}`;
+        return;
+      }
+      const file = await this.ui.Export(id, format);
+      download(file);
+      this.exported = `Downloaded ${file.name}`;
+    });
+  }
+
+  /** Imports a conversation from the text of an exported JSON file and opens it. */
+  async importText(text: string): Promise<boolean> {
+    const c = await this.guard(() => this.ui.Import(text));
+    if (!c) return false;
+    await this.guard(() => this.refreshList());
+    await this.open(c.id);
+    return true;
   }
 
   async continueReply(messageId: number): Promise<void> {
@@ -286,13 +332,18 @@ export class ChatState {
       if (this.current?.id !== id) return;
       this.messages = view.messages.map((loaded) => {
         const newer = (this.messageEvents.get(loaded.id) ?? 0) > asked;
-        return (newer && this.messages.find((m) => m.id === loaded.id)) || loaded;
+        const mine = newer && this.messages.find((m) => m.id === loaded.id);
+        // Its events do not carry its versions: those come from the reload.
+        return mine ? { ...mine, versions: loaded.versions } : loaded;
       });
     });
   }
 
   private upsert(message: Message): void {
     const i = this.messages.findIndex((m) => m.id === message.id);
+    // A reply's events do not repeat its versions; a new version is a
+    // new message, which comes with a reload.
+    if (i >= 0 && !message.versions && this.messages[i].versions) message = { ...message, versions: this.messages[i].versions };
     if (i >= 0) this.messages[i] = message;
     else {
       this.messages.push(message);
@@ -404,4 +455,40 @@ export function append(m: Message, field: 'content' | 'reasoning', text: string,
   if (at > have) return false;
   if (at + text.length > have) m[field] += text.slice(have - at);
   return true;
+}
+
+/** Where a message stands among its versions: 1-based, and its neighbours' ids. */
+export interface VersionNav {
+  index: number;
+  count: number;
+  prev: number | null;
+  next: number | null;
+}
+
+/** The version navigation of a message; null when it has only one version. */
+export function versionNav(m: Message): VersionNav | null {
+  const v = m.versions ?? [];
+  const i = v.indexOf(m.id);
+  if (v.length < 2 || i < 0) return null;
+  return { index: i + 1, count: v.length, prev: i > 0 ? v[i - 1] : null, next: i < v.length - 1 ? v[i + 1] : null };
+}
+
+/** Saves a file in a browser: a download of its text. */
+export function downloadFile(file: ExportFile): void {
+  const url = URL.createObjectURL(new Blob([file.text], { type: file.mime }));
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = file.name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+/** How long, said shortly: 850 ms, 3.2 s, 1 min 5 s. */
+export function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  const s = Math.round(ms / 1000);
+  return `${Math.floor(s / 60)} min ${s % 60} s`;
 }

@@ -104,10 +104,32 @@ export class FakeBackend implements Backend {
     return c;
   }
 
-  addMessage(conversationId: number, role: string, content: string, status: string = MessageStatus.Complete): Message {
-    const m: Message = { id: this.nextID++, conversationId, role, content, reasoning: '', status, createdAt: 0 };
+  /** The last message of each conversation's shown branch, by conversation id. */
+  leaf = new Map<number, number>();
+
+  addMessage(
+    conversationId: number,
+    role: string,
+    content: string,
+    status: string = MessageStatus.Complete,
+    parentId: number | undefined = this.leaf.get(conversationId),
+  ): Message {
+    const m: Message = { id: this.nextID++, conversationId, role, content, reasoning: '', status, createdAt: Date.now() };
+    if (parentId) m.parentId = parentId;
     this.messages.push(m);
+    this.leaf.set(conversationId, m.id);
     return m;
+  }
+
+  /** The shown branch of a conversation, each message with its versions, as the store gives it. */
+  branch(conversationId: number): Message[] {
+    const all = this.messages.filter((m) => m.conversationId === conversationId);
+    const out: Message[] = [];
+    for (let m = all.find((x) => x.id === this.leaf.get(conversationId)); m; m = all.find((x) => x.id === m!.parentId)) {
+      const versions = all.filter((x) => (x.parentId ?? 0) === (m!.parentId ?? 0)).map((x) => x.id);
+      out.unshift(versions.length > 1 ? { ...m, versions } : { ...m });
+    }
+    return structuredClone(out);
   }
 
   ui: UI = {
@@ -125,7 +147,33 @@ export class FakeBackend implements Backend {
     Conversation: vi.fn(async (id: number) => {
       const c = this.conversations.find((x) => x.id === id && !this.deleted.has(id));
       if (!c) throw new Error(`conversation ${id}: not found`);
-      return { conversation: c, messages: structuredClone(this.messages.filter((m) => m.conversationId === id)) };
+      return { conversation: c, messages: this.branch(id) };
+    }),
+    ShowVersion: vi.fn(async (messageId: number) => {
+      const m = this.messages.find((x) => x.id === messageId)!;
+      let leaf = m.id;
+      for (let child = this.messages.filter((x) => x.parentId === leaf).pop(); child; child = this.messages.filter((x) => x.parentId === leaf).pop()) {
+        leaf = child.id;
+      }
+      this.leaf.set(m.conversationId, leaf);
+      return this.ui.Conversation(m.conversationId);
+    }),
+    Export: vi.fn(async (id: number, format: string) => ({
+      name: format === 'json' ? `chat-${id}.json` : `chat-${id}.md`,
+      mime: format === 'json' ? 'application/json' : 'text/markdown',
+      text: JSON.stringify(this.branch(id)),
+    })),
+    SaveExport: vi.fn(async () => ({ dialog: false, path: '' })),
+    Import: vi.fn(async (text: string) => {
+      let msgs: Message[];
+      try {
+        msgs = JSON.parse(text);
+      } catch {
+        throw new Error('this file cannot be imported: it is not valid JSON: choose a file made by Export as JSON');
+      }
+      const c = this.addConversation('Imported');
+      for (const m of msgs) this.addMessage(c.id, m.role, m.content);
+      return c;
     }),
     Rename: vi.fn(async (id: number, title: string) => {
       const c = this.conversations.find((x) => x.id === id);
@@ -157,17 +205,20 @@ export class FakeBackend implements Backend {
     }),
     Stop: vi.fn(async () => {}),
     Regenerate: vi.fn(async (conversationId: number) => {
-      const last = this.messages.filter((m) => m.conversationId === conversationId && m.role === 'assistant').pop();
-      this.messages = this.messages.filter((m) => m !== last);
-      return { ...this.addMessage(conversationId, 'assistant', '', MessageStatus.Streaming) };
+      const q = this.branch(conversationId).filter((m) => m.role === 'user').pop()!;
+      const reply = this.addMessage(conversationId, 'assistant', '', MessageStatus.Streaming, q.id);
+      // As the service does: the new reply's event, without its versions.
+      this.emit({ type: EventType.Message, conversationId, messageId: reply.id, message: { ...reply } });
+      return { ...reply };
     }),
     Edit: vi.fn(async (messageId: number, text: string) => {
-      const q = this.messages.find((m) => m.id === messageId)!;
-      q.content = text;
-      this.messages = this.messages.filter((m) => m.conversationId !== q.conversationId || m.id <= q.id);
-      const c = this.conversations.find((x) => x.id === q.conversationId)!;
+      const old = this.messages.find((m) => m.id === messageId)!;
+      const c = this.conversations.find((x) => x.id === old.conversationId)!;
+      const q = this.addMessage(c.id, 'user', text, MessageStatus.Complete, old.parentId ?? 0);
+      if (!old.parentId) delete q.parentId;
+      if (old.attachments) q.attachments = old.attachments;
       const reply = this.addMessage(c.id, 'assistant', '', MessageStatus.Streaming);
-      return { conversation: c, question: q, reply };
+      return { conversation: c, question: { ...q }, reply };
     }),
     Continue: vi.fn(async (messageId: number) => {
       const m = this.messages.find((x) => x.id === messageId)!;
@@ -332,7 +383,9 @@ export class FakeBackend implements Backend {
         timeToFirstMs: 85,
         tokensPerSecond: 41.25,
         finishReason: 'stop',
+        model: 'Suzuran Tiny',
       };
+      if (stored.reasoning) stored.stats.thinkingMs = 3200;
       this.emit({ type: EventType.Message, conversationId: reply.conversationId, messageId: reply.id, message: { ...stored } });
     }
   }

@@ -185,6 +185,15 @@ export interface Event {
 }
 
 /**
+ * ExportFile is an exported conversation: a file name, its type and text.
+ */
+export interface ExportFile {
+  name: string;
+  mime: string;
+  text: string;
+}
+
+/**
  * FitView is the budget check of a question's documents, shown before
  * sending when they do not fit, with the choices to keep the beginning of
  * each, keep the end, or cancel.
@@ -224,6 +233,8 @@ export interface Message {
   stats?: Stats;
   createdAt: number;
   attachments?: Attachment[];
+  parentId?: number;
+  versions?: number[];
 }
 
 /**
@@ -264,6 +275,15 @@ export interface Sampling {
   top_k: number;
   min_p: number;
   presence_penalty: number;
+}
+
+/**
+ * SaveResult says where SaveExport wrote the file: Dialog is false where
+ * there is no save dialog (a browser), Path "" when the user cancelled.
+ */
+export interface SaveResult {
+  dialog: boolean;
+  path: string;
 }
 
 /**
@@ -330,6 +350,8 @@ export interface Stats {
   timeToFirstMs: number;
   tokensPerSecond: number;
   finishReason: string;
+  thinkingMs?: number;
+  model?: string;
 }
 
 /**
@@ -440,10 +462,21 @@ export interface UI {
    */
   Download(): Promise<DownloadState>;
   /**
-   * Edit replaces a question's text, drops everything after it, and answers
-   * it again.
+   * Edit asks a question again with new text, as another version of it:
+   * the earlier version and its answers stay (ShowVersion).
    */
   Edit(messageID: number, text: string, think: boolean): Promise<SendResult>;
+  /**
+   * Export writes a conversation as "markdown" (the branch shown, to read)
+   * or "json" (every version, to import again).
+   */
+  Export(conversationID: number, format: string): Promise<ExportFile>;
+  /**
+   * Import stores a conversation from the JSON of Export as a new
+   * conversation. A file that is not one is refused, with what is wrong,
+   * and nothing is stored.
+   */
+  Import(text: string): Promise<Conversation>;
   /**
    * Models lists the models to choose from: the demo model, and the models
    * found in the Hugging Face cache and LM Studio's folders (those that
@@ -467,7 +500,8 @@ export interface UI {
    */
   RecheckGPU(): Promise<void>;
   /**
-   * Regenerate replaces a conversation's last reply with a new one.
+   * Regenerate answers a conversation's last question again. The earlier
+   * answers stay, as versions of this one (ShowVersion).
    */
   Regenerate(conversationID: number, think: boolean): Promise<Message>;
   /**
@@ -495,6 +529,13 @@ export interface UI {
    */
   RereadAttachment(id: string, encoding: string): Promise<AttachmentView>;
   /**
+   * SaveExport exports a conversation (as Export) into a file chosen with
+   * the desktop's save dialog and returns its path, "" when cancelled. In a
+   * browser, which has no dialog, it returns ok false: download the file of
+   * Export instead.
+   */
+  SaveExport(conversationID: number, format: string): Promise<SaveResult>;
+  /**
    * SaveSettings validates and stores settings and returns them as saved (a
    * key generated when the API was exposed to the network).
    */
@@ -512,6 +553,12 @@ export interface UI {
    * Settings returns the settings.
    */
   Settings(): Promise<Settings>;
+  /**
+   * ShowVersion shows the version of a message with this id (an answer
+   * regenerated, a question edited), and what follows it: the conversation
+   * goes on from that branch. It is refused while a reply is written.
+   */
+  ShowVersion(messageID: number): Promise<ConversationView>;
   /**
    * StartDownload starts downloading repo ("" is the default model) in the
    * background, or resumes a paused download where it stopped. Its progress
@@ -552,4 +599,4 @@ export interface UI {
 }
 
 /** The names of UI's methods, for transports that call them by name. */
-export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "CountTokens", "Delete", "DismissWelcome", "Download", "Edit", "Models", "PauseDownload", "PickFolder", "RecheckGPU", "Regenerate", "ReloadModel", "RemoveAttachment", "Rename", "Report", "RereadAttachment", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "TextEncodings", "Undelete", "UseModel", "Welcome"] as const;
+export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "CountTokens", "Delete", "DismissWelcome", "Download", "Edit", "Export", "Import", "Models", "PauseDownload", "PickFolder", "RecheckGPU", "Regenerate", "ReloadModel", "RemoveAttachment", "Rename", "Report", "RereadAttachment", "SaveExport", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "ShowVersion", "StartDownload", "State", "Stop", "TextEncodings", "Undelete", "UseModel", "Welcome"] as const;
