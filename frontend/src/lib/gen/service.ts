@@ -237,6 +237,8 @@ export interface ModelChoice {
   current: boolean;
   valid: boolean;
   problem: string;
+  removable: boolean;
+  frees: number;
 }
 
 /**
@@ -252,6 +254,15 @@ export interface ModelState {
   backend: string;
   checking: boolean;
   fallback: string;
+}
+
+/**
+ * RemovedModel is what RemoveModel deleted.
+ */
+export interface RemovedModel {
+  name: string;
+  dir: string;
+  freed: number;
 }
 
 /**
@@ -456,6 +467,13 @@ export interface UI {
    */
   RemoveAttachment(id: string): Promise<void>;
   /**
+   * RemoveModel deletes the downloaded model in dir (a folder from Models)
+   * from the disk, and returns what it freed. The current model is first
+   * switched to the demo. The demo model, and folders Models does not list
+   * as a model, are refused and nothing is deleted.
+   */
+  RemoveModel(dir: string): Promise<RemovedModel>;
+  /**
    * Rename sets a conversation's title.
    */
   Rename(id: number, title: string): Promise<void>;
@@ -518,4 +536,4 @@ export interface UI {
 }
 
 /** The names of UI's methods, for transports that call them by name. */
-export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "Delete", "DismissWelcome", "Download", "Edit", "Models", "PauseDownload", "PickFolder", "RecheckGPU", "Regenerate", "ReloadModel", "RemoveAttachment", "Rename", "Report", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "Undelete", "UseModel", "Welcome"] as const;
+export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "Delete", "DismissWelcome", "Download", "Edit", "Models", "PauseDownload", "PickFolder", "RecheckGPU", "Regenerate", "ReloadModel", "RemoveAttachment", "RemoveModel", "Rename", "Report", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "StartDownload", "State", "Stop", "Undelete", "UseModel", "Welcome"] as const;
