@@ -115,6 +115,10 @@ describe('leaving settings with unsaved changes', () => {
     await fireEvent.click(screen.getByRole('button', { name: /New chat/ }));
     let ask = within(view).getByRole('alertdialog', { name: 'Unsaved changes' });
     await waitFor(() => expect(document.activeElement).toBe(within(ask).getByRole('button', { name: 'Save and leave' })));
+    await fireEvent.keyDown(ask, { key: 'Escape' });
+    expect(within(view).queryByRole('alertdialog')).toBeNull();
+    await fireEvent.click(screen.getByRole('button', { name: /New chat/ }));
+    ask = within(view).getByRole('alertdialog', { name: 'Unsaved changes' });
     await fireEvent.click(within(ask).getByRole('button', { name: 'Keep editing' }));
     expect(screen.getByRole('region', { name: 'Settings' })).toBe(view);
     expect((prompt as HTMLTextAreaElement).value).toBe('Answer briefly.');
@@ -157,10 +161,14 @@ describe('removing a model', () => {
     expect(within(list).getAllByRole('button', { name: /^Remove/ }).length).toBe(1);
     await fireEvent.click(within(list).getByRole('button', { name: 'Remove mlx-community/Qwen3.6-35B-A3B-4bit' }));
     const ask = within(list).getByRole('alertdialog');
+    expect(document.activeElement).toBe(within(ask).getByRole('button', { name: 'Cancel' }));
     expect(ask.textContent).toContain('This frees 20.4 GB.');
     expect(ask.textContent).toContain('switches to the demo model first');
-    // Cancel keeps it.
-    await fireEvent.click(within(ask).getByRole('button', { name: 'Cancel' }));
+    // Esc or Cancel keeps it.
+    await fireEvent.keyDown(ask, { key: 'Escape' });
+    expect(within(list).queryByRole('alertdialog')).toBeNull();
+    await fireEvent.click(within(list).getByRole('button', { name: 'Remove mlx-community/Qwen3.6-35B-A3B-4bit' }));
+    await fireEvent.click(within(list).getByRole('button', { name: 'Cancel' }));
     expect(backend.ui.RemoveModel).not.toHaveBeenCalled();
     await fireEvent.click(within(list).getByRole('button', { name: 'Remove mlx-community/Qwen3.6-35B-A3B-4bit' }));
     await fireEvent.click(within(list).getByRole('button', { name: 'Remove and free 20.4 GB' }));
