@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { cleanup, fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
 import App from '../App.svelte';
 import { FakeBackend } from '../test/fakeBackend';
@@ -88,6 +88,18 @@ describe('settings form', () => {
     expect(within(view).queryByTestId('error-origins')).toBeNull();
   });
 
+  it('says beside the Local API switch why the API did not start, not as a toast', async () => {
+    vi.mocked(backend.ui.SetAPIEnabled).mockRejectedValueOnce(new Error('port 8080: address already in use (choose another port in Settings)'));
+    const view = await openSettings();
+    const toggle = within(view).getByRole('checkbox', { name: /Local API on/ });
+    await fireEvent.click(toggle);
+    const error = await within(view).findByTestId('error-api');
+    expect(error.textContent).toContain('address already in use');
+    expect(toggle.getAttribute('aria-describedby')).toBe('error-api');
+    expect(screen.getAllByRole('alert')).toEqual([error]);
+    expect((toggle as HTMLInputElement).checked).toBe(false);
+  });
+
   it('titles its boxes with headings, the page heading first, and uses only the app\'s button styles', async () => {
     const view = await openSettings();
     await waitFor(() => expect(within(view).getAllByRole('radio').length).toBe(1));
@@ -138,6 +150,15 @@ describe('leaving settings with unsaved changes', () => {
     await fireEvent.click(within(again).getByRole('button', { name: 'Save and leave' }));
     await waitFor(() => expect(screen.queryByRole('region', { name: 'Settings' })).toBeNull());
     expect(backend.settings.system_prompt).toBe('Be kind.');
+  });
+
+  it('asks before the model box\'s Download leaves too', async () => {
+    const view = await openSettings();
+    await fireEvent.input(within(view).getByRole('textbox', { name: 'System prompt' }), { target: { value: 'x' } });
+    await fireEvent.click(within(view).getByRole('button', { name: /^Download Qwen/ }));
+    const ask = within(view).getByRole('alertdialog', { name: 'Unsaved changes' });
+    await fireEvent.click(within(ask).getByRole('button', { name: 'Discard changes' }));
+    await screen.findByRole('region', { name: 'Get the model' });
   });
 
   it('leaves at once when nothing changed', async () => {
