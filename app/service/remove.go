@@ -42,6 +42,17 @@ func removalDir(c ModelChoice) (string, error) {
 		if !c.Valid {
 			return "", fmt.Errorf("%s is not a model folder Suzuran can use (%s); remove it in Finder if you want it gone", c.Dir, c.Problem)
 		}
+		// A model's own folder holds its files only; one with folders in
+		// it holds more than the model.
+		entries, err := os.ReadDir(c.Dir)
+		if err != nil {
+			return "", fmt.Errorf("reading %s: %w", c.Dir, err)
+		}
+		for _, e := range entries {
+			if e.IsDir() {
+				return "", fmt.Errorf("%s holds the folder %s besides the model's files; remove the model in Finder", c.Dir, e.Name())
+			}
+		}
 		return filepath.Clean(c.Dir), nil
 	}
 }

@@ -99,3 +99,69 @@ func TestRemoveModelDeletesTheCacheFolder(t *testing.T) {
 		t.Errorf("after removing the current model the model is %+v, want the demo", m)
 	}
 }
+
+// TestRemoveModelDeletesAnLMStudioFolder: a model in LM Studio's folder is
+// removed as its own folder, the space freed being its files; one whose
+// folder holds another folder is not offered, and RemoveModel refuses it.
+func TestRemoveModelDeletesAnLMStudioFolder(t *testing.T) {
+	withHub(t)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	copyModel := func(dir string) int64 {
+		var n int64
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		files, _ := os.ReadDir(tinyMLX)
+		for _, f := range files {
+			data, err := os.ReadFile(filepath.Join(tinyMLX, f.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(dir, f.Name()), data, 0o644)
+			n += int64(len(data))
+		}
+		return n
+	}
+	root := filepath.Join(home, ".lmstudio", "models", "test-org")
+	plain := filepath.Join(root, "tiny")
+	bytes := copyModel(plain)
+	mixed := filepath.Join(root, "mixed")
+	copyModel(mixed)
+	os.MkdirAll(filepath.Join(mixed, "notes"), 0o755)
+	ts := newTestService(t, demoModel(t))
+
+	choices, err := ts.ui.Models()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]ModelChoice{}
+	for _, c := range choices {
+		found[c.Dir] = c
+	}
+	if c := found[plain]; !c.Removable || c.Frees != bytes || c.Source != "LM Studio" {
+		t.Errorf("%s listed as %+v, want removable freeing %d bytes", plain, c, bytes)
+	}
+	if c, ok := found[mixed]; !ok || c.Removable {
+		t.Errorf("%s listed as %+v (%v), want listed, not removable", mixed, c, ok)
+	}
+	if _, err := ts.ui.RemoveModel(mixed); err == nil || !strings.Contains(err.Error(), "notes") {
+		t.Errorf("removing a folder holding a folder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(mixed, "config.json")); err != nil {
+		t.Errorf("the refused folder lost its files: %v", err)
+	}
+	got, err := ts.ui.RemoveModel(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Dir != plain || got.Freed != bytes {
+		t.Errorf("removed %+v, want %s freeing %d", got, plain, bytes)
+	}
+	if _, err := os.Lstat(plain); !os.IsNotExist(err) {
+		t.Errorf("%s is still there: %v", plain, err)
+	}
+	if m := ts.ModelState(); !m.Demo {
+		t.Errorf("removing a model not in use changed the model: %+v", m)
+	}
+}
