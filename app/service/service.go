@@ -399,7 +399,9 @@ func (s *Service) SaveSettings(next Settings) (Settings, error) {
 	s.mu.Unlock()
 	s.events.publish(Event{Type: EventSettings, Settings: &next})
 
-	if apiOn && (prev.APIPort != next.APIPort || prev.APILAN != next.APILAN || prev.APIKey != next.APIKey ||
+	// Under suzuran serve the API is the server's own, configured by its
+	// command line (s.api is nil): nothing restarts, the values are saved.
+	if apiOn && s.api != nil && (prev.APIPort != next.APIPort || prev.APILAN != next.APILAN || prev.APIKey != next.APIKey ||
 		fmt.Sprint(prev.APICORSOrigins) != fmt.Sprint(next.APICORSOrigins)) {
 		s.SetAPIEnabled(false)
 		if _, err := s.SetAPIEnabled(true); err != nil {

@@ -576,3 +576,23 @@ func TestGlobalShortcutSetting(t *testing.T) {
 		t.Errorf("without Options.Shortcut the state says %+v", state)
 	}
 }
+
+// TestSavingAPISettingsUnderServe: under suzuran serve the API is the
+// server's own; saving its port, exposure and origins stores them without
+// an error about restarting an API this process does not manage.
+func TestSavingAPISettingsUnderServe(t *testing.T) {
+	s := newTestService(t, demo(t))
+	s.SetServedAPI("http://127.0.0.1:11435", false)
+	next := s.ui.Settings()
+	next.APIPort, next.APILAN, next.APICORSOrigins = 9999, true, []string{"http://localhost:3000"}
+	saved, err := s.ui.SaveSettings(next)
+	if err != nil {
+		t.Fatalf("saving under serve: %v", err)
+	}
+	if saved.APIPort != 9999 || saved.APIKey == "" || s.ui.Settings().APIPort != 9999 {
+		t.Errorf("saved %+v", saved)
+	}
+	if st := s.APIState(); !st.Enabled || st.URL != "http://127.0.0.1:11435" {
+		t.Errorf("the served API's state changed: %+v", st)
+	}
+}

@@ -103,6 +103,10 @@ type ModelChoice struct {
 	Valid   bool   `json:"valid"`
 	// Problem names the file at fault and what to do when it is not valid.
 	Problem string `json:"problem"`
+	// Removable says RemoveModel may delete it; Frees is the disk space
+	// that gives back.
+	Removable bool  `json:"removable"`
+	Frees     int64 `json:"frees"`
 }
 
 // downloader is the service's side of hub.Downloads.
@@ -376,6 +380,9 @@ func choice(f hub.Found, current string) ModelChoice {
 	}
 	if f.Err != nil {
 		c.Problem = f.Err.Error()
+	}
+	if dir, err := removalDir(c); err == nil {
+		c.Removable, c.Frees = true, diskBytes(dir)
 	}
 	return c
 }

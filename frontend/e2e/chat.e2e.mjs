@@ -256,6 +256,22 @@ test('chat on the demo model: stream, stop, regenerate, edit, conversations, res
   await settings.getByText('Saved.').waitFor();
   await shot(page, '05-settings');
   await checkAccessibility(page, 'settings');
+  // The API's port and origins save under serve without an error; the form
+  // shows them as stored and says what a restart of serve takes.
+  await settings.getByRole('spinbutton', { name: 'Port' }).fill('11999');
+  await settings.getByRole('textbox', { name: /Allowed web origins/ }).fill(' http://localhost:3000/ ');
+  await settings.getByRole('button', { name: 'Save' }).click();
+  await settings.getByTestId('serve-restart').waitFor();
+  assert.equal(await page.getByRole('alert').count(), 0);
+  assert.equal(await settings.getByRole('textbox', { name: /Allowed web origins/ }).inputValue(), 'http://localhost:3000');
+  assert.match(await settings.getByTestId('serve-restart').innerText(), /suzuran serve --addr 127\.0\.0\.1:11999 --cors http:\/\/localhost:3000/);
+  await settings.getByTestId('serve-restart').scrollIntoViewIfNeeded();
+  await shot(page, '05-settings-serve-restart');
+  // The boxes in the dark theme: the theme's borders, the heading first.
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await settings.evaluate((el) => (el.scrollTop = 0));
+  await shot(page, '05-settings-dark');
+  await page.emulateMedia({ colorScheme: null });
   assert.deepEqual(page.errors, []);
   await page.close();
 

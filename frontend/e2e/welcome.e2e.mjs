@@ -12,9 +12,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
 
 const root = resolve(import.meta.dirname, '../..');
@@ -182,5 +182,25 @@ test('first run: welcome view, machine check, download from the hub, the new mod
   const choices = page.getByTestId('model-choices');
   await choices.getByText('Suzuran Tiny (demo)').waitFor();
   await choices.getByText(repo).waitFor();
+
+  // Removing the downloaded model, in use: a confirmation says what it
+  // frees; the app switches to the demo and the cache's folder is gone.
+  const cached = dirname(dirname(saved.model));
+  assert.ok(existsSync(cached));
+  assert.equal(await choices.getByRole('button', { name: /^Remove Suzuran Tiny/ }).count(), 0);
+  await choices.getByRole('button', { name: `Remove ${repo}` }).click();
+  const ask = choices.getByRole('alertdialog', { name: `Remove ${repo}` });
+  assert.match(await ask.innerText(), /This frees [\d.]+ [kM]B\. Suzuran switches to the demo model first\./);
+  await page.screenshot({ path: join(shots, '14-remove-model.png') });
+  await ask.getByRole('button', { name: /^Remove and free / }).click();
+  assert.match(await page.getByTestId('model-removed').innerText(), new RegExp(`^Removed ${repo}: [\\d.]+ [kM]B freed\\.$`));
+  assert.equal(existsSync(cached), false, `${cached} is still there`);
+  await page.waitForFunction(
+    () => document.querySelector('[data-testid=model-state]')?.textContent.trim() === 'Suzuran Tiny',
+    null,
+    { timeout: 60_000 },
+  );
+  await choices.getByText(repo).waitFor({ state: 'detached' });
+  assert.equal(JSON.parse(readFileSync(settings, 'utf8')).model, '');
   assert.deepEqual(errors, []);
 });

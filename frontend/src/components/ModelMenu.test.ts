@@ -8,9 +8,9 @@ let backend: FakeBackend;
 beforeEach(() => {
   backend = new FakeBackend();
   backend.models = [
-    { name: 'Suzuran Tiny', dir: '/m', source: 'demo', size: 0, demo: true, current: true, valid: true, problem: '' },
-    { name: 'Qwen3.6-35B-A3B-4bit', dir: '/models/qwen', source: 'Hugging Face cache', size: 20e9, demo: false, current: false, valid: true, problem: '' },
-    { name: 'broken', dir: '/models/broken', source: 'LM Studio', size: 0, demo: false, current: false, valid: false, problem: 'config.json is missing' },
+    { name: 'Suzuran Tiny', dir: '/m', source: 'demo', size: 0, demo: true, current: true, valid: true, problem: '', removable: false, frees: 0 },
+    { name: 'Qwen3.6-35B-A3B-4bit', dir: '/models/qwen', source: 'Hugging Face cache', size: 20e9, demo: false, current: false, valid: true, problem: '', removable: false, frees: 0 },
+    { name: 'broken', dir: '/models/broken', source: 'LM Studio', size: 0, demo: false, current: false, valid: false, problem: 'config.json is missing', removable: false, frees: 0 },
   ];
 });
 afterEach(() => cleanup());

@@ -110,8 +110,8 @@ describe('welcome view', () => {
 describe('model picker', () => {
   it('lists the demo and found models, switches, and names the file of one that cannot be used', async () => {
     backend.models.push(
-      { name: 'mlx-community/Qwen3.6-35B-A3B-4bit', dir: '/hub/snap', source: 'Hugging Face cache', size: 20_400_000_000, demo: false, current: false, valid: true, problem: '' },
-      { name: 'broken', dir: '/lm/broken', source: 'LM Studio', size: 10, demo: false, current: false, valid: false, problem: '/lm/broken/model.safetensors: truncated; download the model again' },
+      { name: 'mlx-community/Qwen3.6-35B-A3B-4bit', dir: '/hub/snap', source: 'Hugging Face cache', size: 20_400_000_000, demo: false, current: false, valid: true, problem: '', removable: true, frees: 20_400_000_000 },
+      { name: 'broken', dir: '/lm/broken', source: 'LM Studio', size: 10, demo: false, current: false, valid: false, problem: '/lm/broken/model.safetensors: truncated; download the model again', removable: false, frees: 0 },
     );
     render(App, { backend });
     await screen.findByTestId('version');

@@ -235,6 +235,8 @@ export class FakeBackend implements Backend {
           throw new Error(`CORS origin "${origin}": write a scheme and host, such as http://localhost:3000`);
         }
       }
+      // As the service does: origins trimmed, without a trailing slash.
+      s = { ...s, api_cors_origins: s.api_cors_origins.map((o) => o.trim().replace(/\/+$/, '')).filter((o) => o) };
       this.settings = { ...s, api_key: s.api_lan && !s.api_key ? 'sk-suzuran-test' : s.api_key };
       return this.settings;
     }),
@@ -268,6 +270,13 @@ export class FakeBackend implements Backend {
       if (!c.valid) throw new Error(`${dir} cannot be used: ${c.problem}`);
       for (const m of this.models) m.current = m === c;
       return { ...c };
+    }),
+    RemoveModel: vi.fn(async (dir: string) => {
+      const c = this.models.find((m) => m.dir === dir);
+      if (!c || c.demo || !c.removable) throw new Error(`${dir} is not one of the models Suzuran lists; nothing was removed`);
+      if (c.current) for (const m of this.models) m.current = m.demo;
+      this.models = this.models.filter((m) => m !== c);
+      return { name: c.name, dir: c.dir, freed: c.frees };
     }),
     CanPickFolder: vi.fn(async () => false),
     PickFolder: vi.fn(async () => ''),
@@ -326,7 +335,7 @@ export class FakeBackend implements Backend {
     bytesPerSecond: 0, secondsLeft: -1, line: '', error: '', errorKind: '', dir: '',
   };
   models: ModelChoice[] = [
-    { name: 'Suzuran Tiny', dir: '/m', source: 'demo', size: 0, demo: true, current: true, valid: true, problem: '' },
+    { name: 'Suzuran Tiny', dir: '/m', source: 'demo', size: 0, demo: true, current: true, valid: true, problem: '', removable: false, frees: 0 },
   ];
 
   /** Changes the download and sends the event the service would. */

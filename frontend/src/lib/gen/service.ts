@@ -249,6 +249,8 @@ export interface ModelChoice {
   current: boolean;
   valid: boolean;
   problem: string;
+  removable: boolean;
+  frees: number;
 }
 
 /**
@@ -264,6 +266,15 @@ export interface ModelState {
   backend: string;
   checking: boolean;
   fallback: string;
+}
+
+/**
+ * RemovedModel is what RemoveModel deleted.
+ */
+export interface RemovedModel {
+  name: string;
+  dir: string;
+  freed: number;
 }
 
 /**
@@ -514,6 +525,13 @@ export interface UI {
    */
   RemoveAttachment(id: string): Promise<void>;
   /**
+   * RemoveModel deletes the downloaded model in dir (a folder from Models)
+   * from the disk, and returns what it freed. The current model is first
+   * switched to the demo. The demo model, and folders Models does not list
+   * as a model, are refused and nothing is deleted.
+   */
+  RemoveModel(dir: string): Promise<RemovedModel>;
+  /**
    * Rename sets a conversation's title.
    */
   Rename(id: number, title: string): Promise<void>;
@@ -599,4 +617,4 @@ export interface UI {
 }
 
 /** The names of UI's methods, for transports that call them by name. */
-export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "CountTokens", "Delete", "DismissWelcome", "Download", "Edit", "Export", "Import", "Models", "PauseDownload", "PickFolder", "RecheckGPU", "Regenerate", "ReloadModel", "RemoveAttachment", "Rename", "Report", "RereadAttachment", "SaveExport", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "ShowVersion", "StartDownload", "State", "Stop", "TextEncodings", "Undelete", "UseModel", "Welcome"] as const;
+export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "CountTokens", "Delete", "DismissWelcome", "Download", "Edit", "Export", "Import", "Models", "PauseDownload", "PickFolder", "RecheckGPU", "Regenerate", "ReloadModel", "RemoveAttachment", "RemoveModel", "Rename", "Report", "RereadAttachment", "SaveExport", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "ShowVersion", "StartDownload", "State", "Stop", "TextEncodings", "Undelete", "UseModel", "Welcome"] as const;
