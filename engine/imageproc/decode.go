@@ -211,7 +211,12 @@ func DecodeLimit(data []byte, limit int) (*RGB, Info, error) {
 	if int64(b.Dx())*int64(b.Dy()) > int64(limit) || b.Dx() <= 0 || b.Dy() <= 0 {
 		return nil, info, fmt.Errorf("the %s decodes to %d × %d pixels, not the size its header declares: the file is damaged", formatName(info.Format), b.Dx(), b.Dy())
 	}
-	img := toRGB(m)
+	var img *RGB
+	if yc, ok := webpYCbCr(info.Format, m); ok {
+		img = webpToRGB(yc)
+	} else {
+		img = toRGB(m)
+	}
 	if info.Orientation > 1 {
 		img = orient(img, info.Orientation)
 	}
@@ -277,6 +282,22 @@ func toRGB(m image.Image) *RGB {
 				}
 				i := 3 * (y*w + x)
 				p[i], p[i+1], p[i+2] = c.R, c.G, c.B
+			}
+		}
+	case *image.NRGBA64: // 16-bit PNG with alpha: the high bytes
+		for y := 0; y < h; y++ {
+			row := m.Pix[y*m.Stride:]
+			for x := 0; x < w; x++ {
+				i := 3 * (y*w + x)
+				p[i], p[i+1], p[i+2] = row[8*x], row[8*x+2], row[8*x+4]
+			}
+		}
+	case *image.Gray16:
+		for y := 0; y < h; y++ {
+			row := m.Pix[y*m.Stride:]
+			for x := 0; x < w; x++ {
+				i := 3 * (y*w + x)
+				p[i], p[i+1], p[i+2] = row[2*x], row[2*x], row[2*x]
 			}
 		}
 	case *image.Gray:
