@@ -23,6 +23,13 @@
 // reports that position, so that the engine can snapshot its state there
 // and reuse it on the next turn.
 //
+// Images enter a message as ImagePart values in its list of content
+// parts: the template sees {"type": "image"} and prints
+// <|vision_start|><|image_pad|><|vision_end|> as the checkpoint says, and
+// the rendered prompt repeats <|image_pad|> to the image's merged token
+// count, as transformers' processor does; Prompt.Images lists the images in
+// the order of their runs.
+//
 // Parser splits generated text into reasoning (between <think> and
 // </think>), content, and Qwen3.5/3.6 tool calls
 //

@@ -233,6 +233,10 @@ func toValue(v any) (jinja.Value, error) {
 			return jinja.Undefined(), fmt.Errorf("number %s: %w", s, err)
 		}
 		return floatValue(f)
+	case ImagePart, *ImagePart:
+		d := jinja.NewDict()
+		d.AsDict().Set("type", jinja.NewString("image"))
+		return d, nil
 	case *Object:
 		d := jinja.NewDict()
 		for _, k := range x.keys {

@@ -134,7 +134,8 @@ func compile(source, origin string) (*Template, error) {
 	return &Template{tmpl: tmpl, Source: source, origin: origin, specials: map[string]string{}}, nil
 }
 
-// Render returns the prompt text for req. Errors raised by the template
+// Render returns the prompt text for req, each ImagePart's <|image_pad|>
+// repeated to its token count. Errors raised by the template
 // itself (raise_exception, such as "No user query found in messages.") come
 // back with the template's own message.
 func (t *Template) Render(req RenderRequest) (string, error) {
@@ -146,7 +147,7 @@ func (t *Template) Render(req RenderRequest) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("chat template %s: %w", t.origin, err)
 	}
-	return out, nil
+	return expandImages(out, req.Messages)
 }
 
 // variables builds the template's variables the way transformers'
@@ -273,6 +274,9 @@ type Prompt struct {
 	// Checkpoints are the positions worth snapshotting for the next turn
 	// (see PromptCheckpoints).
 	Checkpoints []int
+	// Images are the request's ImageParts in prompt order: the k-th run of
+	// <|image_pad|> ids is the k-th image's.
+	Images []ImagePart
 }
 
 // Encode renders req and tokenizes the result, special tokens included.
@@ -282,7 +286,7 @@ func (t *Template) Encode(tok *tokenizer.Tokenizer, req RenderRequest) (Prompt, 
 		return Prompt{}, err
 	}
 	ids := tok.EncodeWithSpecials(text)
-	return Prompt{Text: text, IDs: ids, Checkpoints: PromptCheckpoints(tok, req, ids)}, nil
+	return Prompt{Text: text, IDs: ids, Checkpoints: PromptCheckpoints(tok, req, ids), Images: req.Images()}, nil
 }
 
 // assistantHeader is how Qwen templates open an assistant turn.
