@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/suzuran-app/suzuran/app/docs"
+	"github.com/suzuran-app/suzuran/engine/imageproc"
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
 
@@ -21,6 +22,8 @@ type extractOutput struct {
 	Attachments []docs.Attachment `json:"attachments"`
 	// BlockTokens counts the whole document block as the prompt holds it.
 	BlockTokens int `json:"block_tokens"`
+	// Images are the image files, with their token cost.
+	Images []imageRecord `json:"images,omitempty"`
 	// Errors name the files that could not be read, and why.
 	Errors []string `json:"errors,omitempty"`
 }
@@ -33,6 +36,7 @@ func newExtractCmd() *cobra.Command {
 		maxPages int
 		maxChars int
 		maxToks  int
+		maxPix   int
 		timeout  time.Duration
 	)
 	cmd := &cobra.Command{
@@ -46,7 +50,10 @@ the attachment records a conversation stores (text, name, size, SHA-256, pages,
 tokens) and the block's token count.
 
 Formats: text, Markdown, source code, CSV/TSV, JSON, HTML, PDF, DOCX, XLSX,
-EPUB and RTF. A file that cannot be read is reported, and the others are still
+EPUB and RTF. Images (PNG, JPEG, GIF, WebP, BMP, TIFF) are listed on stderr
+with their size, the size the model sees them at and their token cost (in
+--json, as "images"); they are not part of the document block. A file that
+cannot be read is reported, and the others are still
 printed; the command then exits with an error. Only regular files are read: a
 folder, a device, a named pipe or a socket is refused without being opened.`,
 		Args: cobra.MinimumNArgs(1),
@@ -64,7 +71,28 @@ folder, a device, a named pipe or a socket is refused without being opened.`,
 			opts := docs.Options{Limits: docs.Limits{MaxBytes: maxBytes, MaxPages: maxPages, Timeout: timeout, MaxChars: maxChars, MaxTokens: maxToks}}
 			stderr := cmd.ErrOrStderr()
 			var out extractOutput
+			var imageCfg *imageproc.Config
 			for _, path := range args {
+				if isImageFile(path) {
+					if imageCfg == nil {
+						cfg, note := imageProcessor(modelDir, maxPix)
+						if note != "" {
+							fmt.Fprintln(stderr, note)
+						}
+						imageCfg = &cfg
+					}
+					rec, err := extractImage(path, *imageCfg)
+					if err != nil {
+						fmt.Fprintln(stderr, err)
+						out.Errors = append(out.Errors, err.Error())
+						continue
+					}
+					out.Images = append(out.Images, rec)
+					if !asJSON {
+						fmt.Fprintln(stderr, describeImage(rec))
+					}
+					continue
+				}
 				progress := newProgressLine(stderr)
 				opts.Progress = progress.extraction
 				att, err := extractOne(ctx, path, tok, opts, progress)
@@ -101,6 +129,7 @@ folder, a device, a named pipe or a socket is refused without being opened.`,
 	f.IntVar(&maxPages, "max-pages", 0, fmt.Sprintf("most PDF pages, XLSX sheets or EPUB chapters (default %d)", docs.DefaultMaxPages))
 	f.IntVar(&maxChars, "max-chars", 0, fmt.Sprintf("most characters of text one file may give (default %d)", docs.DefaultMaxChars))
 	f.IntVar(&maxToks, "max-tokens", 0, fmt.Sprintf("most tokens of text one file may give (default %d)", docs.DefaultMaxTokens))
+	f.IntVar(&maxPix, "max-pixels", imageproc.DefaultMaxPixels, "largest image the model sees, in pixels (its token cost is a 32 × 32 pixel square a token)")
 	f.DurationVar(&timeout, "timeout", 0, fmt.Sprintf("longest time one file may take, opening it included (default %v)", docs.DefaultTimeout))
 	return cmd
 }

@@ -11,6 +11,7 @@ import (
 	"image/png"
 	"io"
 	"os"
+	"strings"
 
 	"golang.org/x/image/bmp"
 	"golang.org/x/image/tiff"
@@ -249,7 +250,9 @@ func formatName(format string) string {
 }
 
 func corrupt(format string, err error) error {
-	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+	// png reports a file cut inside its pixel data as "not enough pixel
+	// data", the others as an unexpected EOF.
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "not enough pixel data") || strings.Contains(err.Error(), "unexpected EOF") {
 		return fmt.Errorf("the %s file is cut short (%v): the file is incomplete, save or download it again", formatName(format), err)
 	}
 	return fmt.Errorf("the %s file is damaged or uses a variant that is not read (%v): open it in an image viewer and export it again as PNG or JPEG", formatName(format), err)

@@ -1,9 +1,11 @@
 package imageproc
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // fuzzLimit keeps the fuzzer's images small (4 MP) so that a header it
@@ -31,6 +33,12 @@ func FuzzDecode(f *testing.F) {
 	f.Add(rawPNG(30000, 30000, 2, 8, nil))
 	f.Add(rawPNG(3, 2, 4, 8, [][]byte{{1, 2, 3, 4, 5, 6}, {7, 8, 9, 10, 11, 12}}))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// A watchdog: a 4 MP image decodes in well under a second even on
+		// this loaded machine, so a file still decoding after 10 s is a
+		// hang (which would never return to a deferred check); the panic
+		// makes the fuzzer keep the input.
+		watchdog := time.AfterFunc(10*time.Second, func() { panic(fmt.Sprintf("decoding %d bytes did not finish in 10 s", len(data))) })
+		defer watchdog.Stop()
 		img, info, err := DecodeLimit(data, fuzzLimit)
 		if err != nil {
 			if img != nil {
