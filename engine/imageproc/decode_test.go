@@ -471,3 +471,23 @@ func TestDecodeErrorsNameTheLimit(t *testing.T) {
 		t.Errorf("Probe: %v", err)
 	}
 }
+
+// TestWebPAsLibwebp: lossy WebP files of odd and even sizes decode to
+// libwebp's own output (ImageMagick's decode, testdata/README.md) sample
+// for sample: the chroma upsampling and the colour conversion are
+// libwebp's, as PIL's.
+func TestWebPAsLibwebp(t *testing.T) {
+	for _, name := range []string{"odd", "even"} {
+		img, _, err := DecodeFile(filepath.Join("testdata", name+".webp"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, _, err := DecodeFile(filepath.Join("testdata", name+"-libwebp.png"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := meanAbsDiff(t, img, ref); d != 0 {
+			t.Errorf("%s.webp: %.3f levels from libwebp's decode on average", name, d)
+		}
+	}
+}
