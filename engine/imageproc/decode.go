@@ -215,6 +215,8 @@ func DecodeLimit(data []byte, limit int) (*RGB, Info, error) {
 	var img *RGB
 	if yc, ok := webpYCbCr(info.Format, m); ok {
 		img = webpToRGB(yc)
+	} else if yc, ok := jpegYCbCr(info.Format, m); ok {
+		img = jpegToRGB(yc)
 	} else {
 		img = toRGB(m)
 	}
