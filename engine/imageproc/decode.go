@@ -35,8 +35,8 @@ var (
 	// ErrFormat is returned for data that is no image format this package
 	// reads.
 	ErrFormat = errors.New("not an image this app reads (PNG, JPEG, GIF, WebP, BMP or TIFF)")
-	// ErrHEIC is returned for HEIC/HEIF images.
-	ErrHEIC = errors.New("HEIC images are not read: convert it to JPEG or PNG first (on a Mac: open it in Preview, File > Export, Format JPEG)")
+	// ErrHEIC is returned for HEIC/HEIF images off macOS.
+	ErrHEIC = errors.New("HEIC images are read only on macOS: convert it to JPEG or PNG first (on a Mac: open it in Preview, File > Export, Format JPEG)")
 )
 
 // Info describes a decoded (or probed) image.
@@ -162,7 +162,7 @@ func probe(data []byte, limit int) (Info, error) {
 	case "":
 		return info, ErrFormat
 	case "heic":
-		return info, ErrHEIC
+		return heicProbe(data, limit)
 	case "avif":
 		return info, errors.New("AVIF images are not read: convert it to JPEG or PNG first")
 	}
@@ -203,6 +203,14 @@ func DecodeLimit(data []byte, limit int) (*RGB, Info, error) {
 	info, err := probe(data, limit)
 	if err != nil {
 		return nil, info, err
+	}
+	if info.Format == "heic" {
+		img, err := heicDecode(data, info)
+		if err != nil {
+			return nil, info, err
+		}
+		info.Width, info.Height = img.Width, img.Height
+		return img, info, nil
 	}
 	m, err := decodeSafely(codecs[info.Format].decode, data)
 	if err != nil {

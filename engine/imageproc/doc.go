@@ -8,7 +8,8 @@
 //   - Decode (Decode, Probe): PNG, JPEG (EXIF orientation applied, as
 //     transformers' load_image applies ImageOps.exif_transpose), GIF (the
 //     first frame; an animated GIF says so in Info.Note), WebP, BMP and TIFF.
-//     HEIC is refused with a message saying to convert it (ErrHEIC). The
+//     HEIC is read on macOS by the system's ImageIO (through purego), and
+//     refused elsewhere with a message saying to convert it (ErrHEIC). The
 //     size is read from the header first, and an image over MaxDecodePixels
 //     is refused before its pixels are allocated.
 //   - Convert to 8-bit RGB as PIL's convert("RGB") does, which is what
