@@ -221,12 +221,29 @@ func DecodeLimit(data []byte, limit int) (*RGB, Info, error) {
 		return nil, info, fmt.Errorf("the %s decodes to %d × %d pixels, not the size its header declares: the file is damaged", formatName(info.Format), b.Dx(), b.Dy())
 	}
 	var img *RGB
-	if yc, ok := webpYCbCr(info.Format, m); ok {
-		img = webpToRGB(yc)
-	} else if yc, ok := jpegYCbCr(info.Format, m); ok {
-		img = jpegToRGB(yc)
-	} else {
+	switch {
+	case info.Format == "gif":
+		if pm, ok := m.(*image.Paletted); ok {
+			img, _ = gifToRGB(data, pm, info.Width, info.Height)
+		}
+	case info.Format == "webp":
+		if yc, ok := webpYCbCr(info.Format, m); ok {
+			img = webpToRGB(yc)
+		}
+	case info.Format == "jpeg":
+		if yc, ok := jpegYCbCr(info.Format, m); ok {
+			img = jpegToRGB(yc)
+		}
+	}
+	if img == nil {
 		img = toRGB(m)
+	}
+	sw, sh := info.Width, info.Height // the stored size, before orientation
+	if info.Orientation >= 5 {
+		sw, sh = sh, sw
+	}
+	if img.Width != sw || img.Height != sh {
+		return nil, info, fmt.Errorf("the %s decodes to %d × %d pixels, not the %d × %d its header declares: the file is damaged", formatName(info.Format), img.Width, img.Height, sw, sh)
 	}
 	if info.Orientation > 1 {
 		img = orient(img, info.Orientation)

@@ -2,6 +2,7 @@ package imageproc
 
 import (
 	"bytes"
+	"compress/lzw"
 	"compress/zlib"
 	"encoding/binary"
 	"errors"
@@ -530,6 +531,56 @@ func TestJPEGAsLibjpeg(t *testing.T) {
 		t.Logf("%s: mean %.3f, max %.0f levels from libjpeg", name, mean, worst)
 		if mean > 0.1 || worst > 4 {
 			t.Errorf("%s.jpg: %.3f levels from libjpeg's decode on average, %.0f at most (bounds 0.1, 4)", name, mean, worst)
+		}
+	}
+}
+
+// handGIF writes an 8 × 8 GIF with a global table of four colours whose
+// first frame covers (2,2)-(6,6), index 1 marked transparent: what PIL
+// shows is the palette's colour under transparent pixels, and the
+// transparent index's colour outside the frame.
+func handGIF(t *testing.T) []byte {
+	var b bytes.Buffer
+	b.WriteString("GIF89a")
+	binary.Write(&b, binary.LittleEndian, []uint16{8, 8})
+	b.Write([]byte{0x81, 0, 0}) // global table of 4 entries
+	b.Write([]byte{10, 20, 30, 200, 100, 50, 0, 255, 0, 255, 255, 255})
+	b.Write([]byte{0x21, 0xf9, 4, 1, 0, 0, 1, 0}) // transparent index 1
+	b.Write([]byte{0x2c})
+	binary.Write(&b, binary.LittleEndian, []uint16{2, 2, 4, 4})
+	b.WriteByte(0)
+	b.WriteByte(2) // LZW minimum code size
+	var z bytes.Buffer
+	lw := lzw.NewWriter(&z, lzw.LSB, 2)
+	lw.Write([]byte{0, 1, 2, 3, 1, 1, 2, 2, 3, 3, 0, 0, 1, 2, 3, 0})
+	lw.Close()
+	b.WriteByte(byte(z.Len()))
+	b.Write(z.Bytes())
+	b.Write([]byte{0, 0x3b})
+	return b.Bytes()
+}
+
+func TestGIFAsPIL(t *testing.T) {
+	img, info, err := Decode(handGIF(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.Width != 8 || img.Height != 8 || info.Width != 8 {
+		t.Fatalf("%d × %d, info %+v: not the logical screen", img.Width, img.Height, info)
+	}
+	at := func(x, y int) []uint8 { return img.Pix[3*(8*y+x):][:3] }
+	for _, c := range []struct {
+		x, y int
+		want []uint8
+	}{
+		{0, 0, []uint8{200, 100, 50}}, // outside the frame: the transparent index's colour
+		{2, 2, []uint8{10, 20, 30}},   // index 0
+		{3, 2, []uint8{200, 100, 50}}, // index 1, transparent: its palette colour
+		{5, 2, []uint8{255, 255, 255}},
+		{7, 7, []uint8{200, 100, 50}},
+	} {
+		if got := at(c.x, c.y); !bytes.Equal(got, c.want) {
+			t.Errorf("(%d,%d): %v, want %v", c.x, c.y, got, c.want)
 		}
 	}
 }
