@@ -16,7 +16,11 @@
 //     transformers' convert_to_rgb calls: alpha is dropped, not composited
 //     (a pixel keeps its stored colour whatever its opacity), grey is
 //     repeated in the three channels, 16-bit samples keep their high byte,
-//     CMYK becomes (255-C)(255-K)/255 rounded as PIL's MULDIV255.
+//     CMYK becomes (255-C)(255-K)/255 rounded as PIL's MULDIV255. The
+//     colours are those of the libraries PIL decodes with: JPEG chroma
+//     upsampled and converted as libjpeg does (within its inverse DCT's
+//     rounding), lossy WebP as libwebp does (exactly), a GIF's first frame
+//     on its logical screen with every index's palette colour.
 //   - SmartResize: the size is rounded to multiples of patch × merge (32)
 //     keeping the aspect ratio, with the pixel count between the minimum and
 //     maximum (size.shortest_edge and size.longest_edge, pixel counts).
