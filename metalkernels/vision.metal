@@ -175,3 +175,17 @@ kernel void vision_attention_f32(constant VisionAttnParams& p [[buffer(0)]],
         }
     }
 }
+
+// x += d per row (the residual adds and the position embeddings).
+// Grid: x = rows; threads per threadgroup = 32.
+kernel void add_rows_f32(constant VisionRowParams& p [[buffer(0)]],
+                         device float* x [[buffer(1)]],
+                         const device float* d [[buffer(2)]],
+                         uint row [[threadgroup_position_in_grid]],
+                         uint lane [[thread_index_in_simdgroup]]) {
+    device float* xr = x + ulong(row) * p.x_stride;
+    const device float* dr = d + ulong(row) * p.y_stride;
+    for (uint j = lane; j < p.width; j += 32) {
+        xr[j] += dr[j];
+    }
+}

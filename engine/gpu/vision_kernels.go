@@ -63,3 +63,11 @@ func (e *encoder) visionAttention(qkv loc, rows, heads, headDim, segment int, ou
 			Segment: u32(segment), OutStride: u32(W), Scale: float32(1 / math.Sqrt(float64(headDim)))})),
 		qkv.arg(1), out.arg(2))
 }
+
+// addRows records x += d per row (x and d of one shape).
+func (e *encoder) addRows(x, d *act) {
+	e.dispatch("add_rows_f32", device.Size3{X: x.rows}, device.Size3{X: simdWidth},
+		x.bytes()+d.bytes(), x.bytes(),
+		bytesArg(0, pack(&visionRowParams{Width: u32(x.width), XStride: u32(x.stride), YStride: u32(d.stride)})),
+		x.arg(1), d.arg(2))
+}
