@@ -35,13 +35,14 @@ func TestLogitsCommandImages(t *testing.T) {
 		return tn
 	}
 	promptT := get(ref, "mlx.two_images.prompt_ids")
+	pixels := pixelValuesFile(t, ref, "image2", "image0")
 	out := filepath.Join(t.TempDir(), "out.safetensors")
 	cmd := newLogitsCmd()
 	cmd.SetOut(&bytes.Buffer{})
 	imgs := filepath.Join(vlFixture, "images")
 	cmd.SetArgs([]string{"--model", filepath.Join(vlFixture, "mlx-4bit"), "--ids", promptFlag(promptT), "--gen", "8",
 		"--image", filepath.Join(imgs, "image2.png"), "--image", filepath.Join(imgs, "image0.png"),
-		"--pixel-values", refPath, "--out", out, "--precision", "exact"})
+		"--pixel-values", pixels, "--out", out, "--precision", "exact"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
@@ -76,10 +77,15 @@ func TestLogitsCommandImages(t *testing.T) {
 	if got, want := get(f, "position_ids"), get(ref, "mlx.two_images.position_ids"); !bytes.Equal(got.Data, want.Data) || !slices.Equal(got.Shape, want.Shape) {
 		t.Error("position_ids differ from the reference's")
 	}
+	px, err := safetensors.Open(pixels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer px.Close()
 	for k, name := range []string{"image2", "image0"} {
 		for _, part := range []string{"pixel_values", "grid_thw"} {
 			got := get(f, "image"+string(rune('0'+k))+"."+part)
-			if !bytes.Equal(got.Data, get(ref, name+"."+part).Data) {
+			if !bytes.Equal(got.Data, get(px, name+"."+part).Data) {
 				t.Errorf("image%d.%s is not %s.%s", k, part, name, part)
 			}
 		}
@@ -98,6 +104,7 @@ func TestLogitsCommandImageErrors(t *testing.T) {
 	defer ref.Close()
 	promptT, _ := ref.Tensor("hf.single.prompt_ids")
 	ids := promptFlag(promptT)
+	refPath = pixelValuesFile(t, ref, "image0")
 	short := strings.Replace(ids, "1019,", "", 1)
 	model := filepath.Join(vlFixture, "hf-bf16")
 	img := filepath.Join(vlFixture, "images", "image0.png")
@@ -141,4 +148,34 @@ func rel(got, want []float32) float64 {
 		m = max(m, math.Abs(float64(want[i])))
 	}
 	return d / m
+}
+
+// pixelValuesFile writes the named images' NAME.pixel_values F32 and
+// NAME.grid_thw, as the image processor's reference gives them, from the
+// fixture's uint8 codes (pixel = float32((u − 127.5)/127.5), bit for bit;
+// engine/internal/fixtures/testdata/README.md).
+func pixelValuesFile(t *testing.T, ref *safetensors.File, names ...string) string {
+	t.Helper()
+	var specs []safetensors.TensorSpec
+	var data [][]byte
+	for _, n := range names {
+		codes, ok1 := ref.Tensor(n + ".pixel_codes")
+		grid, ok2 := ref.Tensor(n + ".grid_thw")
+		if !ok1 || !ok2 {
+			t.Fatalf("no %s.pixel_codes or %s.grid_thw", n, n)
+		}
+		px := make([]byte, 4*len(codes.Data))
+		for i, u := range codes.Data {
+			binary.LittleEndian.PutUint32(px[4*i:], math.Float32bits(float32((float64(u)-127.5)/127.5)))
+		}
+		specs = append(specs,
+			safetensors.TensorSpec{Name: n + ".pixel_values", DType: safetensors.F32, Shape: codes.Shape},
+			safetensors.TensorSpec{Name: n + ".grid_thw", DType: safetensors.I32, Shape: grid.Shape})
+		data = append(data, px, grid.Data)
+	}
+	path := filepath.Join(t.TempDir(), "pixels.safetensors")
+	if err := safetensors.WriteFile(path, specs, data, nil); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
