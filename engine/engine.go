@@ -303,6 +303,8 @@ type Engine struct {
 	free   []model.Sequence // sequences no request holds
 	empty  model.Snapshot   // a sequence at position 0
 	cache  *prefixCache
+	// embeds keeps the latest images' embeddings by hash (images.go).
+	embeds embedCache
 	used   int64 // SequenceBytes reserved by active
 	// peakBatch is the most sequences one decode step has served (read by
 	// tests once the engine has closed).

@@ -116,11 +116,15 @@ func (g *generation) encodeImages() error {
 		if g.cancelled() {
 			return errCancelled
 		}
-		out, err := enc.EncodeImage(vw, &g.job.req.Images[r.image])
-		if err != nil {
-			return fmt.Errorf("image %d: %w", r.image, err)
+		im := &g.job.req.Images[r.image]
+		out := g.e.embeds.get(im.Hash, im.Grid, r.n*W)
+		if out == nil {
+			if out, err = enc.EncodeImage(vw, im); err != nil {
+				return fmt.Errorf("image %d: %w", r.image, err)
+			}
+			g.stats.ImagesEncoded++
+			g.e.embeds.put(im.Hash, im.Grid, out)
 		}
-		g.stats.ImagesEncoded++
 		for i := range r.n {
 			g.embeds[r.start+i] = out[i*W : (i+1)*W]
 		}
@@ -137,4 +141,49 @@ func (g *generation) input(lo, hi int) model.Input {
 		in.Embeds = g.embeds[lo:hi]
 	}
 	return in
+}
+
+// embedCacheBytes bounds the embeddings kept by image hash: 64 MiB, eight
+// 1,024-token images of the full-size model (2048 floats a token), so that
+// the same image in another conversation (or after the prefix cache let
+// its snapshot go) is not encoded again.
+const embedCacheBytes = 64 << 20
+
+// embedCache holds the latest images' embeddings by hash, the least
+// recently used dropped first. Only the engine goroutine uses it.
+type embedCache struct {
+	entries []embedEntry // least recently used first
+	bytes   int
+}
+
+type embedEntry struct {
+	hash   [32]byte
+	grid   [3]int // the same bytes resized for another size limit differ
+	embeds []float32
+}
+
+// get returns the embeddings of the image with hash and grid, when they
+// are kept and have n values, and marks them used.
+func (c *embedCache) get(hash [32]byte, grid [3]int, n int) []float32 {
+	for i, e := range c.entries {
+		if e.hash == hash && e.grid == grid && len(e.embeds) == n {
+			c.entries = append(append(c.entries[:i:i], c.entries[i+1:]...), e)
+			return e.embeds
+		}
+	}
+	return nil
+}
+
+// put keeps embeds for hash, dropping the oldest entries past the bound.
+func (c *embedCache) put(hash [32]byte, grid [3]int, embeds []float32) {
+	size := 4 * len(embeds)
+	if size > embedCacheBytes {
+		return
+	}
+	for c.bytes+size > embedCacheBytes && len(c.entries) > 0 {
+		c.bytes -= 4 * len(c.entries[0].embeds)
+		c.entries = c.entries[1:]
+	}
+	c.entries = append(c.entries, embedEntry{hash: hash, grid: grid, embeds: embeds})
+	c.bytes += size
 }

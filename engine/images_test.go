@@ -41,8 +41,8 @@ const imageTolerance = 1e-4
 // TestImagesAnswerAndFollowUp: a request with an image gives transformers'
 // greedy continuation; a follow-up that starts with the same prompt
 // restores it from the prefix cache and runs the tower on nothing; the same
-// tokens with another image of the same token count match only up to the
-// image.
+// image after other text takes its kept embeddings; the same tokens with
+// another image of the same token count match only up to the image.
 func TestImagesAnswerAndFollowUp(t *testing.T) {
 	c := visionCase(t, "hf-bf16/single")
 	e := loadVision(t, c, LoadOptions{})
@@ -66,14 +66,27 @@ func TestImagesAnswerAndFollowUp(t *testing.T) {
 		t.Fatalf("follow-up from the cache gives %v, computed afresh %v (%d images encoded)", got, want, st.ImagesEncoded)
 	}
 
-	// Another image with the same number of tokens: the cache must not
+	// The same image after other text: nothing of the prefix cache fits,
+	// the embeddings kept by the image's hash do, and the answer is the
+	// one computed afresh.
+	other := slices.Concat([]int{5, 6, 7}, c.Prompt)
+	got, _, st = collect(t, e, Request{Prompt: other, Images: c.Images, MaxTokens: 4})
+	if st.ImagesEncoded != 0 || st.CachedTokens != 0 {
+		t.Fatalf("the image after other text: %d images encoded, %d tokens cached; want 0, 0", st.ImagesEncoded, st.CachedTokens)
+	}
+	want, _, _ = collect(t, fresh, Request{Prompt: other, Images: c.Images, MaxTokens: 4})
+	if !slices.Equal(got, want) {
+		t.Fatalf("with kept embeddings: %v, computed afresh %v", got, want)
+	}
+
+	// Another image with the same number of tokens: neither cache may
 	// take it for the first one.
-	other := fixtures.LoadImage(t, c.Dir+"/../reference.safetensors", "image1")
-	if model.Patches(other.Grid) != model.Patches(c.Images[0].Grid) {
-		t.Fatalf("image1 has %d patches, image0 %d: the test needs two of one size", model.Patches(other.Grid), model.Patches(c.Images[0].Grid))
+	im1 := fixtures.LoadImage(t, c.Dir+"/../reference.safetensors", "image1")
+	if model.Patches(im1.Grid) != model.Patches(c.Images[0].Grid) {
+		t.Fatalf("image1 has %d patches, image0 %d: the test needs two of one size", model.Patches(im1.Grid), model.Patches(c.Images[0].Grid))
 	}
 	first := slices.Index(c.Prompt, e.Config().Vision.ImageTokenID)
-	_, _, st = collect(t, e, Request{Prompt: c.Prompt, Images: []model.Image{other}, MaxTokens: 1})
+	_, _, st = collect(t, e, Request{Prompt: c.Prompt, Images: []model.Image{im1}, MaxTokens: 1})
 	if st.ImagesEncoded != 1 || st.CachedTokens > first {
 		t.Fatalf("another image: %d images encoded, %d tokens cached; want 1 and at most the %d before the image", st.ImagesEncoded, st.CachedTokens, first)
 	}
