@@ -12,22 +12,33 @@ import (
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/cpu"
 	"github.com/suzuran-app/suzuran/engine/logits"
+	"github.com/suzuran-app/suzuran/engine/model"
 )
 
 func newLogitsCmd() *cobra.Command {
 	var (
 		dir, ids, backend, out string
-		precision              string
+		precision, pixelValues string
+		images                 []string
 		gen, threads           int
 		stats                  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "logits [--model DIR] --ids 1,2,3 [--gen N] [--backend cpu|emu] [--stats] --out FILE",
+		Use:   "logits [--model DIR] --ids 1,2,3 [--image FILE… [--pixel-values REF.safetensors]] [--gen N] [--backend cpu|emu] [--stats] --out FILE",
 		Short: "Write a prompt's logits (and a greedy continuation) as safetensors, to check an engine against a reference",
 		Long: `logits runs the prompt given as token ids through the model in one pass and
 writes prompt_logits F32 [T,V]; with --gen N it also decodes N tokens greedily
 through the cache and writes gen_ids I32 [N] and gen_logits F32 [N,V], the
-logits that chose each token. The layout is that of the reference fixtures.`,
+logits that chose each token. The layout is that of the reference fixtures.
+
+With --image, the ids hold each image's expanded tokens as transformers
+gives them (<|vision_start|>, one <|image_pad|> per merged patch,
+<|vision_end|>); the k-th image fills the k-th run of pads. --pixel-values
+takes the k-th image's pixels from REF's tensors named after its file
+(image2.png: image2.pixel_values and image2.grid_thw) instead of the
+image processor. OUT then also holds image{k}.pixel_values and
+image{k}.grid_thw as the engine used them (k in prompt order, from 0),
+image_embeds and position_ids.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			prompt, err := parseIDs(ids)
@@ -52,6 +63,16 @@ logits that chose each token. The layout is that of the reference fixtures.`,
 				return err
 			}
 			defer m.Close()
+			ims, err := logitsImages(images, pixelValues)
+			if err != nil {
+				return err
+			}
+			var vw *model.VisionWeights
+			if len(ims) > 0 {
+				if vw, err = m.Vision(); err != nil {
+					return err
+				}
+			}
 			// An f32 KV cache on the GPU backends, so that their logits can
 			// be held to f32 tolerances against the reference.
 			b, err := backends.Open(backend, m.Weights, backends.Options{Threads: threads, KVCacheF32: true, Precision: cpu.Precision(precision)})
@@ -59,7 +80,7 @@ logits that chose each token. The layout is that of the reference fixtures.`,
 				return err
 			}
 			defer b.Close()
-			res, err := logits.Compute(b, m.Weights, prompt, gen)
+			res, err := logits.ComputeImages(b.Backend, m.Weights, vw, prompt, ims, gen)
 			if err != nil {
 				return err
 			}
@@ -84,6 +105,8 @@ logits that chose each token. The layout is that of the reference fixtures.`,
 	f.IntVar(&threads, "threads", 0, "CPU threads (0: all cores)")
 	addPrecisionFlag(cmd, &precision)
 	f.StringVar(&out, "out", "", "safetensors file to write")
+	f.StringSliceVar(&images, "image", nil, "image files, in prompt order (repeat the flag or separate with commas)")
+	f.StringVar(&pixelValues, "pixel-values", "", "safetensors file holding each image's NAME.pixel_values and NAME.grid_thw (NAME: the image file's name without extension)")
 	f.BoolVar(&stats, "stats", false, "print the GPU backend's per-step counters to stderr")
 	for _, name := range []string{"ids", "out"} {
 		_ = cmd.MarkFlagRequired(name)

@@ -76,6 +76,10 @@ type Options struct {
 	// it is for backends whose passes run asynchronously (Load turns it on
 	// when backends.Backend.Async says so).
 	Pipelined bool
+	// Vision gives the model's vision tower, bound on its first call
+	// (checkpoint.Model.Vision, so that a model's tower is read only once
+	// an image arrives); nil when the model reads no images.
+	Vision func() (*model.VisionWeights, error)
 	// Fallback, when set, is where the engine moves after a pass fails on
 	// its backend (a GPU command buffer error mid-answer): the requests
 	// running then end with an error wrapping ErrBackendFailed, the
@@ -97,6 +101,11 @@ var ErrBackendFailed = errors.New("the backend failed")
 type Request struct {
 	// Prompt is the rendered prompt's token ids; at least one.
 	Prompt []int
+	// Images are the prompt's images in prompt order: the k-th fills the
+	// k-th run of <|image_pad|> tokens, which must hold as many tokens as
+	// the image has merged patches. The prefix cache knows an image by its
+	// Hash, so a follow-up question about it encodes nothing again.
+	Images []model.Image
 	// Sampling is the sampling rule; the engine sets GeneratedFrom. Callers
 	// choose the seed (a random one when the user gave none).
 	Sampling model.Sampling
@@ -232,6 +241,9 @@ type Stats struct {
 	PrefillDuration time.Duration
 	DecodeDuration  time.Duration
 	FinishReason    string
+	// ImagesEncoded counts the images the vision tower ran on (those the
+	// prefix cache did not cover).
+	ImagesEncoded int
 }
 
 // PrefillTokensPerSecond is the prefill speed over the tokens computed.
@@ -291,6 +303,8 @@ type Engine struct {
 	free   []model.Sequence // sequences no request holds
 	empty  model.Snapshot   // a sequence at position 0
 	cache  *prefixCache
+	// embeds keeps the latest images' embeddings by hash (images.go).
+	embeds embedCache
 	used   int64 // SequenceBytes reserved by active
 	// peakBatch is the most sequences one decode step has served (read by
 	// tests once the engine has closed).
@@ -528,6 +542,9 @@ func (e *Engine) validate(req *Request) error {
 	}
 	if req.MaxTokens < 0 {
 		return fmt.Errorf("max_tokens %d: must be positive (or 0 for as many as fit)", req.MaxTokens)
+	}
+	if err := e.validateImages(req); err != nil {
+		return err
 	}
 	if req.TopLogprobs < 0 || req.TopLogprobs > MaxTopLogprobs {
 		return fmt.Errorf("top logprobs %d: must be between 0 and %d", req.TopLogprobs, MaxTopLogprobs)

@@ -53,6 +53,15 @@ type generation struct {
 	// dropped). tail is the text released with the final event.
 	stopped bool
 	tail    string
+
+	// key is the prompt as the prefix cache knows it (images by their
+	// hash, see images.go); positions, embeds and runs the prompt's image
+	// inputs, nil without images; encoded once the tower has run.
+	key       []int
+	positions [][3]int
+	embeds    [][]float32
+	runs      []imageRun
+	encoded   bool
 }
 
 // begin sets the request up on seq: the longest cached prefix restored, the
@@ -75,13 +84,16 @@ func (g *generation) begin() error {
 	}
 	g.dec = e.tok.NewStreamDecoder()
 	g.stops = newStopMatcher(req.Stop)
+	if err := g.prepareImages(); err != nil {
+		return err
+	}
 
 	// Restore the longest cached prefix that leaves at least the last
 	// prompt token to compute (its pass samples the first new token).
 	prompt := req.Prompt
 	n := len(prompt)
 	g.protect = e.cache.now()
-	if hit := e.cache.lookup(prompt, n-1); hit != nil {
+	if hit := e.cache.lookup(g.key, n-1); hit != nil {
 		if err := g.seq.Restore(hit.snap); err != nil {
 			return fmt.Errorf("restoring a cached prefix of %d tokens: %w", len(hit.tokens), err)
 		}
@@ -120,10 +132,13 @@ func (g *generation) cancelled() bool { return g.job.ctx.Err() != nil }
 // for the prefix cache.
 func (g *generation) prefillChunk(chunk int) error {
 	e, prompt := g.e, g.job.req.Prompt
+	if err := g.encodeImages(); err != nil {
+		return err
+	}
 	mark := g.marks[0]
 	end := min(g.pos+chunk, mark)
 	stop := func() bool { return g.cancelled() }
-	b, err := model.StartBatchUntil(e.backend, e.weights, []model.Segment{{Seq: g.seq, In: model.Input{IDs: prompt[g.pos:end]}}}, stop)
+	b, err := model.StartBatchUntil(e.backend, e.weights, []model.Segment{{Seq: g.seq, In: g.input(g.pos, end)}}, stop)
 	if err == nil {
 		_, err = b.Wait()
 	}
@@ -139,7 +154,7 @@ func (g *generation) prefillChunk(chunk int) error {
 		return nil
 	}
 	g.marks = g.marks[1:]
-	if e.opts.CacheBytes > 0 && !e.cache.has(prompt[:g.pos]) {
+	if e.opts.CacheBytes > 0 && !e.cache.has(g.key[:g.pos]) {
 		snap, err := g.seq.Snapshot()
 		if err != nil {
 			return fmt.Errorf("snapshot at %d tokens: %w", g.pos, err)
@@ -151,7 +166,7 @@ func (g *generation) prefillChunk(chunk int) error {
 		if g.pos == len(prompt)-1 {
 			protect = g.protect
 		}
-		e.cache.add(snap, prompt[:g.pos], protect)
+		e.cache.add(snap, g.key[:g.pos], protect)
 	}
 	return nil
 }
@@ -164,10 +179,13 @@ func (g *generation) decodeInput() model.Input {
 	prompt := g.job.req.Prompt
 	if g.pos < len(prompt) {
 		g.pos = len(prompt)
+		in := g.input(len(prompt)-1, len(prompt))
 		if g.host != nil {
-			return model.Input{IDs: prompt[len(prompt)-1:], Logits: model.LogitsLast}
+			in.Logits = model.LogitsLast
+			return in
 		}
-		return model.Input{IDs: prompt[len(prompt)-1:], Sample: &g.sampling}
+		in.Sample = &g.sampling
+		return in
 	}
 	if g.host != nil {
 		return g.host.input()
@@ -278,7 +296,7 @@ func (g *generation) snapshotEnd() {
 	if consumed < 0 || consumed > len(g.generated) {
 		return
 	}
-	tokens := slices.Concat(g.job.req.Prompt, g.generated[:consumed])
+	tokens := slices.Concat(g.key, g.generated[:consumed])
 	if e.cache.has(tokens) {
 		return
 	}

@@ -89,7 +89,12 @@ func Load(dir string, lo LoadOptions) (*Engine, error) {
 	// The engine gets the backend itself, so that the optional interfaces it
 	// implements (model.Batcher, model.SequenceSizer) stay visible; the
 	// device, when there is one, closes after it.
+	var vision func() (*model.VisionWeights, error)
+	if m.Weights.Config.Vision != nil {
+		vision = m.Vision
+	}
 	e, err := New(Options{
+		Vision:        vision,
 		Backend:       backend.Backend,
 		Weights:       m.Weights,
 		Tokenizer:     tok,

@@ -268,6 +268,9 @@ func ParseConfig(raw []byte, path string) (*model.Config, error) {
 		return nil, err
 	}
 	c.Quantization = q
+	// A vision_config that does not describe a tower this engine runs
+	// leaves the text model usable: Model.Vision reports why.
+	c.Vision, c.VisionErr = readVision(root, c)
 	return c, nil
 }
 
@@ -375,6 +378,9 @@ func readRope(text object, c *model.Config) error {
 	c.RopeTheta = theta
 	c.PartialRotaryFactor = factor
 	c.RotaryDim = int(rot)
+	if ok {
+		return readMRoPE(rp, c)
+	}
 	return nil
 }
 

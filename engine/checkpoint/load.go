@@ -39,7 +39,8 @@ type Model struct {
 	// Bytes is the total size of the mapped weight files.
 	Bytes int64
 
-	set *safetensors.Set
+	set    *safetensors.Set
+	vision vision // the tower, bound by Vision on first use
 }
 
 // Load reads the config, maps the weights and binds them. Any problem is an

@@ -30,7 +30,7 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 	if p.err != nil {
 		return out
 	}
-	rope := newRotary(c, p.rowPos)
+	rope := newRotary(c, p.ropePos)
 	p.b.pool.parallelFor(T, 4, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			if (t-lo)%stopTokens == 0 && p.stopping() {
@@ -328,16 +328,19 @@ type rotary struct {
 	cos, sin []float32 // [rows, half]
 }
 
-// newRotary computes the rotation of each row from its position.
-func newRotary(c *model.Config, positions []int) rotary {
+// newRotary computes the rotation of each row from its M-RoPE position:
+// frequency i turns by the position on axis c.RopeAxis(i) (for text rows
+// the three are equal).
+func newRotary(c *model.Config, positions [][3]int) rotary {
 	half := c.RotaryDim / 2
 	T := len(positions)
 	r := rotary{half: half, cos: make([]float32, T*half), sin: make([]float32, T*half)}
 	for i := range half {
 		exponent := float32(2*i) / float32(c.RotaryDim)
 		invFreq := float32(1 / math.Pow(c.RopeTheta, float64(exponent)))
+		axis := c.RopeAxis(i)
 		for t, pos := range positions {
-			angle := float64(float32(pos) * invFreq)
+			angle := float64(float32(pos[axis]) * invFreq)
 			r.cos[t*half+i] = float32(math.Cos(angle))
 			r.sin[t*half+i] = float32(math.Sin(angle))
 		}

@@ -217,7 +217,10 @@ type sequence struct {
 	// -1 when there is none.
 	sampled int
 	layers  []layerState
-	busy    bool // a pass is recording
+	// ropeNext is the M-RoPE position of the next text row: Pos, plus the
+	// rope delta once a pass had images.
+	ropeNext int
+	busy     bool // a pass is recording
 	// broken is set when a pass failed halfway: its state is then no
 	// token prefix's state until a snapshot is restored.
 	broken bool
@@ -287,10 +290,11 @@ func (s *sequence) Close() error {
 
 // snapshot is a deep copy of a sequence's state.
 type snapshot struct {
-	b       *Backend
-	tokens  []int
-	sampled int
-	layers  []layerState
+	b        *Backend
+	tokens   []int
+	sampled  int
+	ropeNext int
+	layers   []layerState
 }
 
 func (p *snapshot) Pos() int      { return len(p.tokens) }
@@ -329,7 +333,7 @@ func (s *sequence) Snapshot() (model.Snapshot, error) {
 		// for tokens it never consumed: the state is no prefix's.
 		return nil, errors.New("cannot snapshot a sequence whose last pass failed; restore a snapshot first")
 	}
-	return &snapshot{b: s.b, tokens: append([]int(nil), s.tokens...), sampled: s.sampled,
+	return &snapshot{b: s.b, tokens: append([]int(nil), s.tokens...), sampled: s.sampled, ropeNext: s.ropeNext,
 		layers: copyLayers(s.layers, len(s.tokens), s.b.kvWidth())}, nil
 }
 
@@ -346,6 +350,7 @@ func (s *sequence) Restore(m model.Snapshot) error {
 	}
 	s.tokens = append(s.tokens[:0], p.tokens...)
 	s.sampled = p.sampled
+	s.ropeNext = p.ropeNext
 	s.layers = copyLayers(p.layers, len(p.tokens), s.b.kvWidth())
 	s.broken = false
 	return nil

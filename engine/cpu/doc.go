@@ -67,4 +67,10 @@
 // loop's bits; rowops_amd64.s holds the conv's row and the MoE's combine,
 // which also give the Go loops' bits. A block's working buffers come from
 // pools (buffers.go) and go back when the block returns.
+//
+// The vision tower (vision.go) runs on the same products and pool: an
+// image's patches through the blocks at once, attention per frame and
+// head; a pass's M-RoPE positions (Input.Positions) turn each rotary
+// frequency by its axis (attention.go's newRotary), and the sequence keeps
+// the next text position for the passes after.
 package cpu

@@ -97,7 +97,7 @@ func TestRotary(t *testing.T) {
 	cfg := &model.Config{RotaryDim: 16, RopeTheta: 1e7}
 	rng := rand.New(rand.NewPCG(11, 12))
 	const pos0, T, D = 1000, 3, 24
-	r := newRotary(cfg, []int{pos0, pos0 + 1, pos0 + 2})
+	r := newRotary(cfg, [][3]int{model.TextPosition(pos0), model.TextPosition(pos0 + 1), model.TextPosition(pos0 + 2)})
 	for tok := range T {
 		x := randomVector(rng, D)
 		orig := append([]float32(nil), x...)

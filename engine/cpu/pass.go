@@ -53,6 +53,9 @@ type pass struct {
 	ids  []int // every row's token
 	// rowSeg and rowPos are each row's segment index and position.
 	rowSeg, rowPos []int
+	// ropePos is each row's M-RoPE position (temporal, height, width): the
+	// input's Positions, or the sequence's next text position on.
+	ropePos [][3]int
 	// groups split the pass's rows for the matrix products; outGroups the
 	// rows of LastRow's output (one row per segment: all matrix-vector).
 	groups, outGroups []rowGroup
@@ -216,6 +219,11 @@ func (b *Backend) begin(segs []model.Segment) (*pass, error) {
 			rows[t] = sg.row0 + t
 			p.rowSeg = append(p.rowSeg, i)
 			p.rowPos = append(p.rowPos, sg.pos+t)
+			if sg.in.Positions != nil {
+				p.ropePos = append(p.ropePos, sg.in.Positions[t])
+			} else {
+				p.ropePos = append(p.ropePos, model.TextPosition(sg.seq.ropeNext+t))
+			}
 		}
 		if len(rows) < gemmMinTokens {
 			vecRows = append(vecRows, rows...)
@@ -274,6 +282,14 @@ func (b *Backend) segment(s model.Segment, batched bool) (segment, error) {
 			return segment{}, fmt.Errorf("token id %d is outside the vocabulary [0, %d)", id, b.w.Embed.Out)
 		}
 	}
+	if in.Embeds != nil && len(in.Embeds) != len(ids) || in.Positions != nil && len(in.Positions) != len(ids) {
+		return segment{}, fmt.Errorf("input has %d embedding entries and %d positions for %d ids", len(in.Embeds), len(in.Positions), len(ids))
+	}
+	for t, e := range in.Embeds {
+		if e != nil && len(e) != b.cfg.HiddenSize {
+			return segment{}, fmt.Errorf("embedding of row %d has %d values, the model's hidden size is %d", t, len(e), b.cfg.HiddenSize)
+		}
+	}
 	if in.Sample != nil && !in.Sample.Greedy() && b.sampler == nil {
 		return segment{}, errors.New("the CPU backend was made without a sampler: only greedy sampling is available")
 	}
@@ -307,6 +323,13 @@ func (p *pass) Embed(table *model.Matrix) model.Activation {
 	}
 	for t, id := range p.ids {
 		dequantRow(table, id, x.row(t))
+	}
+	for _, s := range p.segs {
+		for t, e := range s.in.Embeds {
+			if e != nil {
+				copy(x.row(s.row0+t), e)
+			}
+		}
 	}
 	return x
 }
@@ -618,6 +641,9 @@ func (p *pass) Submit() {
 			continue
 		}
 		seq.tokens = append(seq.tokens, s.ids...)
+		for _, q := range p.ropePos[s.row0 : s.row0+len(s.ids)] {
+			seq.ropeNext = max(seq.ropeNext, q[0]+1, q[1]+1, q[2]+1)
+		}
 	}
 	if p.err == nil {
 		for i, s := range p.segs {

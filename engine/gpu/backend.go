@@ -82,6 +82,7 @@ type Backend struct {
 	vecs    map[*float32]device.Buffer // norm vectors etc., keyed by &v[0]
 	deltas  map[*model.DeltaNet]*devDeltaNet
 	invFreq device.Buffer
+	towers  map[*model.VisionWeights]*devVision // uploaded on the first image
 
 	sampler model.Sampler
 	stats   Stats

@@ -45,6 +45,23 @@ type normParams struct {
 	Eps                     float32
 }
 
+// visionRowParams is VisionRowParams (vision.metal).
+type visionRowParams struct {
+	Width, XStride, YStride uint32
+	Eps                     float32
+}
+
+// ropeTableParams is RopeTableParams (vision.metal).
+type ropeTableParams struct {
+	Heads, HeadDim, Stride, HalfDim uint32
+}
+
+// visionAttnParams is VisionAttnParams (vision.metal).
+type visionAttnParams struct {
+	Heads, HeadDim, Width, Stride, Segment, OutStride uint32
+	Scale                                             float32
+}
+
 // convParams is ConvParams (conv.metal).
 type convParams struct {
 	Channels, Taps, Rows uint32

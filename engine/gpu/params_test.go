@@ -22,7 +22,7 @@ var goParamStructs = []any{
 	gemvParams{}, gemmParams{}, embedParams{}, embedSeqsParams{}, copyParams{}, normParams{}, convParams{},
 	deltaNetParams{}, attnParams{}, routerParams{}, expertParams{}, planParams{},
 	scatterParams{}, groupedParams{}, combineParams{}, argmaxParams{}, penaltyParams{},
-	topKParams{},
+	topKParams{}, visionRowParams{}, ropeTableParams{}, visionAttnParams{},
 }
 
 // mslField is one field of an MSL struct as laid out by the C++ rules the

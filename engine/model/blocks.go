@@ -92,7 +92,22 @@ type Input struct {
 	// layer in Result.Hidden (tests compare them with the reference; a GPU
 	// backend may implement this with a slow debug readback).
 	Hidden bool
+	// Embeds, when set, holds one entry per row of IDs: a non-nil entry
+	// (HiddenSize floats) is that row's input embedding in place of the
+	// token's (an image embedding at an <|image_pad|> position).
+	Embeds [][]float32
+	// Positions, when set, are the rows' M-RoPE positions (temporal,
+	// height, width), one per row (RopePositions computes them). Without
+	// them a row's three positions are the sequence's next text position,
+	// which starts at 0, counts up one per row, and after a pass with
+	// Positions continues from that pass's largest position plus one (the
+	// rope delta of transformers).
+	Positions [][3]int
 }
+
+// HasImages reports whether the input carries embeddings or positions of
+// its own, which only a backend with ImageInputs takes.
+func (in Input) HasImages() bool { return in.Embeds != nil || in.Positions != nil }
 
 // Tokens is the number of tokens (rows) the input feeds the pass.
 func (in Input) Tokens() int {

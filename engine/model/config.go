@@ -22,8 +22,13 @@ type Config struct {
 	RMSNormEps         float32
 	RopeTheta          float64
 	RotaryDim          int // HeadDim · partial_rotary_factor
-	MaxPositions       int
-	EOSTokenIDs        []int // from config.json and generation_config.json, deduplicated
+	// MRoPESection splits the RotaryDim/2 rotary frequencies among the
+	// temporal, height and width positions (interleaved, see RopeAxis):
+	// mrope_section from rope_parameters, [11, 11, 10] for Qwen3.6. A zero
+	// section turns every frequency by the temporal position.
+	MRoPESection [3]int
+	MaxPositions int
+	EOSTokenIDs  []int // from config.json and generation_config.json, deduplicated
 
 	// DeltaNetNormEps is the epsilon of the DeltaNet output norm (the gated
 	// RMSNorm per value head). The loader sets it from rms_norm_eps, as
@@ -47,6 +52,12 @@ type Config struct {
 
 	// Quantization, when the checkpoint is MLX affine; nil for hub layouts.
 	Quantization *Quantization
+
+	// Vision is the vision tower's configuration, nil when the checkpoint
+	// has none (config.json without vision_config) or one the engine does
+	// not run (VisionErr says why).
+	Vision    *VisionConfig
+	VisionErr error
 }
 
 // LayerType says which mixer a layer uses.

@@ -31,6 +31,16 @@
 // (tests, `suzuran logits`); Input.Hidden returns the residual stream after
 // every layer so a test can name the first layer that drifts.
 //
+// # Images
+//
+// A checkpoint with a vision tower (Config.Vision, VisionWeights) turns an
+// Image (the processor's patch rows and grid) into one embedding per
+// <|image_pad|> token through a VisionEncoder backend. A pass then takes
+// them in Input.Embeds at the pad rows and every row's M-RoPE position in
+// Input.Positions (RopePositions, as transformers' get_rope_index); the
+// sequence continues later passes at the last position plus one, the rope
+// delta. Only an ImageInputs backend takes such inputs.
+//
 // # Batched passes
 //
 // A batched pass runs several sequences in one pass, so that each weight is

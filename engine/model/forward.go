@@ -161,6 +161,11 @@ func StartBatchUntil(b Backend, w *Weights, segs []Segment, stop func() bool) (B
 	if err := CheckBatch(segs); err != nil {
 		return nil, err
 	}
+	for i := range segs {
+		if err := checkImageInput(b, segs[i].In); err != nil {
+			return nil, fmt.Errorf("segment %d: %w", i, err)
+		}
+	}
 	bb, ok := b.(Batcher)
 	if !ok {
 		return serialBatch(b, w, segs, stop)
@@ -237,6 +242,9 @@ func start(b Backend, w *Weights, seq Sequence, in Input, stop func() bool) (Pas
 		return nil, fmt.Errorf("sequence is full: %d tokens held, %d more would pass its capacity of %d",
 			seq.Pos(), n, seq.MaxTokens())
 	}
+	if err := checkImageInput(b, in); err != nil {
+		return nil, err
+	}
 	p, err := b.Begin(seq, in)
 	if err != nil {
 		return nil, err
@@ -312,4 +320,22 @@ func Prefill(b Backend, w *Weights, seq Sequence, ids []int, chunk int, in Input
 	}
 	in.IDs = ids
 	return Run(b, w, seq, in)
+}
+
+// checkImageInput refuses image inputs on a backend without ImageInputs and
+// checks that they have one entry per row.
+func checkImageInput(b Backend, in Input) error {
+	if !in.HasImages() {
+		return nil
+	}
+	if _, ok := b.(ImageInputs); !ok {
+		return fmt.Errorf("the %s backend does not take images yet: use the CPU backend for prompts with images", b.Name())
+	}
+	if in.Embeds != nil && len(in.Embeds) != len(in.IDs) {
+		return fmt.Errorf("input has %d embedding entries for %d ids", len(in.Embeds), len(in.IDs))
+	}
+	if in.Positions != nil && len(in.Positions) != len(in.IDs) {
+		return fmt.Errorf("input has %d positions for %d ids", len(in.Positions), len(in.IDs))
+	}
+	return nil
 }

@@ -90,7 +90,25 @@ func (b *Backend) Begin(seq model.Sequence, in model.Input) (model.Pass, error) 
 		}
 		ids = []int{s.next}
 	}
-	return &pass{b: b, seq: s, in: in, ids: ids, res: model.Result{Token: -1}}, nil
+	pos := in.Positions
+	if pos == nil {
+		for t := range ids {
+			pos = append(pos, model.TextPosition(s.state.RopeNext+t))
+		}
+	}
+	return &pass{b: b, seq: s, in: in, ids: ids, pos: pos, res: model.Result{Token: -1}}, nil
+}
+
+// ImageInputs implements model.ImageInputs: passes take embeddings and
+// M-RoPE positions.
+func (b *Backend) ImageInputs() {}
+
+// EncodeImage implements model.VisionEncoder with VisionTower.
+func (b *Backend) EncodeImage(w *model.VisionWeights, im *model.Image) ([]float32, error) {
+	if err := w.Config.CheckImage(im); err != nil {
+		return nil, err
+	}
+	return float32s(VisionTower(w, im)), nil
 }
 
 // pass runs each block as it is called.
@@ -99,6 +117,7 @@ type pass struct {
 	seq *sequence
 	in  model.Input
 	ids []int
+	pos [][3]int // each row's M-RoPE position
 	res model.Result
 	err error
 }
@@ -112,7 +131,13 @@ func (p *pass) Embed(table *model.Matrix) model.Activation {
 			return rows(make([][]float64, len(p.ids)))
 		}
 	}
-	return rows(Embed(table, p.ids))
+	x := Embed(table, p.ids)
+	for t, e := range p.in.Embeds {
+		if e != nil {
+			x[t] = Float64(e)
+		}
+	}
+	return rows(x)
 }
 
 func (p *pass) RMSNorm(x model.Activation, weight []float32) model.Activation {
@@ -130,7 +155,7 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, x model.Activation) model.
 }
 
 func (p *pass) Attention(layer int, w *model.Attention, x model.Activation) model.Activation {
-	return rows(Attention(p.cfg(), w, &p.seq.state.Layers[layer], x.(rows)))
+	return rows(AttentionAt(p.cfg(), w, &p.seq.state.Layers[layer], x.(rows), p.pos))
 }
 
 func (p *pass) MoE(layer int, w *model.MoE, x model.Activation) model.Activation {
@@ -174,6 +199,9 @@ func (p *pass) Sample(logits model.Activation, s *model.Sampling) {
 // blocks have already advanced its state).
 func (p *pass) Submit() {
 	p.seq.state.Pos += len(p.ids)
+	for _, q := range p.pos {
+		p.seq.state.RopeNext = max(p.seq.state.RopeNext, q[0]+1, q[1]+1, q[2]+1)
+	}
 	p.seq.tokens = append(p.seq.tokens, p.ids...)
 	p.seq.next = p.res.Token
 }

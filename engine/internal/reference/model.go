@@ -15,6 +15,9 @@ import (
 type State struct {
 	Pos    int
 	Layers []LayerState
+	// RopeNext is the M-RoPE position of the next text token: Pos plus
+	// the rope delta once a prompt held images.
+	RopeNext int
 }
 
 // LayerState is one layer's state: the conv rows and recurrent state of a
@@ -57,7 +60,7 @@ func (s *State) Clone() *State {
 		}
 		return out
 	}
-	c := &State{Pos: s.Pos, Layers: make([]LayerState, len(s.Layers))}
+	c := &State{Pos: s.Pos, RopeNext: s.RopeNext, Layers: make([]LayerState, len(s.Layers))}
 	for i, l := range s.Layers {
 		c.Layers[i] = LayerState{Conv: rows(l.Conv), S: rows(l.S)}
 		for h := range l.Keys {
@@ -79,13 +82,34 @@ func Forward(w *model.Weights, ids []int) [][]float64 {
 // the logits of every position and the residual stream after the embedding
 // and after each layer.
 func (s *State) Forward(w *model.Weights, ids []int) (logits [][]float64, hidden [][][]float64) {
+	return s.ForwardImages(w, ids, nil, nil)
+}
+
+// ForwardImages is Forward where embeds (when set, one entry per id) give
+// the rows whose input is an image embedding instead of the token's, and
+// positions (when set) each row's M-RoPE position; without them the rows
+// take the next text positions (RopeNext on).
+func (s *State) ForwardImages(w *model.Weights, ids []int, embeds [][]float32, positions [][3]int) (logits [][]float64, hidden [][][]float64) {
 	x := Embed(&w.Embed, ids)
+	for t, e := range embeds {
+		if e != nil {
+			x[t] = Float64(e)
+		}
+	}
+	if positions == nil {
+		for t := range ids {
+			positions = append(positions, model.TextPosition(s.RopeNext+t))
+		}
+	}
 	hidden = append(hidden, x)
 	for i := range w.Layers {
-		x = DecoderLayer(w, i, &s.Layers[i], x)
+		x = DecoderLayer(w, i, &s.Layers[i], x, positions)
 		hidden = append(hidden, x)
 	}
 	s.Pos += len(ids)
+	for _, p := range positions {
+		s.RopeNext = max(s.RopeNext, p[0]+1, p[1]+1, p[2]+1)
+	}
 	return Head(w, x), hidden
 }
 
@@ -101,14 +125,14 @@ func Embed(table *model.Matrix, ids []int) [][]float64 {
 }
 
 // DecoderLayer is layer i: h = x + Mixer(norm_in(x)); x = h + MoE(norm_post(h)).
-func DecoderLayer(w *model.Weights, i int, st *LayerState, x [][]float64) [][]float64 {
+func DecoderLayer(w *model.Weights, i int, st *LayerState, x [][]float64, positions [][3]int) [][]float64 {
 	c, l := &w.Config, &w.Layers[i]
 	eps := float64(c.RMSNormEps)
 	var mixed [][]float64
 	if l.DeltaNet != nil {
 		mixed = GatedDeltaNet(c, l.DeltaNet, st, RMSNormRows(x, l.InputNorm, eps))
 	} else {
-		mixed = Attention(c, l.Attention, st, RMSNormRows(x, l.InputNorm, eps))
+		mixed = AttentionAt(c, l.Attention, st, RMSNormRows(x, l.InputNorm, eps), positions)
 	}
 	h := Add(x, mixed)
 	return Add(h, SparseMoE(c, &l.MoE, RMSNormRows(h, l.PostNorm, eps)))
@@ -206,17 +230,36 @@ func RoPE(c *model.Config, x []float64, pos int) []float64 {
 	return Rotate(x, RopeAngles(pos, c.RotaryDim, c.RopeTheta))
 }
 
+// MRoPE rotates the first RotaryDim dims of a head vector at the M-RoPE
+// position pos: frequency i turns by the position on axis c.RopeAxis(i).
+func MRoPE(c *model.Config, x []float64, pos [3]int) []float64 {
+	angles := make([]float64, c.RotaryDim/2)
+	for i := range angles {
+		angles[i] = RopeAngles(pos[c.RopeAxis(i)], c.RotaryDim, c.RopeTheta)[i]
+	}
+	return Rotate(x, angles)
+}
+
 // Attention is the gated full-attention mixer over the rows x: it appends
 // their keys and values to st's cache and attends causally, query head h
-// reading kv head h/(H/KV).
+// reading kv head h/(H/KV); each row turns by its M-RoPE position.
 func Attention(c *model.Config, w *model.Attention, st *LayerState, x [][]float64) [][]float64 {
+	positions := make([][3]int, len(x))
+	for t := range x {
+		positions[t] = model.TextPosition(len(st.Keys[0]) + t)
+	}
+	return AttentionAt(c, w, st, x, positions)
+}
+
+// AttentionAt is Attention with each row's M-RoPE position given.
+func AttentionAt(c *model.Config, w *model.Attention, st *LayerState, x [][]float64, positions [][3]int) [][]float64 {
 	H, KV, D := c.NumHeads, c.NumKVHeads, c.HeadDim
 	eps := float64(c.RMSNormEps)
 	qg, k, v := LinearRows(&w.Q, x), LinearRows(&w.K, x), LinearRows(&w.V, x)
 	pos0 := len(st.Keys[0])
 	for t := range x {
 		for h := range KV {
-			st.Keys[h] = append(st.Keys[h], RoPE(c, RMSNorm(k[t][h*D:(h+1)*D], w.KNorm, eps), pos0+t))
+			st.Keys[h] = append(st.Keys[h], MRoPE(c, RMSNorm(k[t][h*D:(h+1)*D], w.KNorm, eps), positions[t]))
 			st.Values[h] = append(st.Values[h], v[t][h*D:(h+1)*D])
 		}
 	}
@@ -224,7 +267,7 @@ func Attention(c *model.Config, w *model.Attention, st *LayerState, x [][]float6
 	for t := range x {
 		seen := pos0 + t + 1
 		for h := range H {
-			q := RoPE(c, RMSNorm(qg[t][2*h*D:(2*h+1)*D], w.QNorm, eps), pos0+t)
+			q := MRoPE(c, RMSNorm(qg[t][2*h*D:(2*h+1)*D], w.QNorm, eps), positions[t])
 			kv := h / (H / KV)
 			o[t] = append(o[t], GatedAttention(q, st.Keys[kv][:seen], st.Values[kv][:seen], qg[t][(2*h+1)*D:(2*h+2)*D])...)
 		}

@@ -1,0 +1,242 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/suzuran-app/suzuran/engine/gpu/device"
+	"github.com/suzuran-app/suzuran/engine/model"
+)
+
+// The vision tower on the device: one command buffer per image, no
+// readback inside. The tower's weights are copied into device buffers on
+// the first image (they are a few hundred MB at most, read only once an
+// image arrives); the host computes only what depends on the grid alone:
+// the interpolated position embeddings and the rope's cos/sin tables.
+
+// devVision is a tower's weights on the device.
+type devVision struct {
+	patch    *devMatrix
+	vecs     map[*float32]loc
+	blocks   []devVisionBlock
+	fc1, fc2 *devMatrix
+}
+
+type devVisionBlock struct {
+	qkv, proj, fc1, fc2 *devMatrix
+}
+
+// uploadMatrix copies m into device buffers of its own.
+func (b *Backend) uploadMatrix(m *model.Matrix) (*devMatrix, error) {
+	format, err := matrixFormat(m)
+	if err != nil {
+		return nil, err
+	}
+	d := &devMatrix{m: m, format: format, bytes: int64(len(m.Data) + len(m.Scales) + len(m.Biases)), aligned: m.RowBytes()%8 == 0}
+	for _, part := range []struct {
+		dst *loc
+		src []byte
+	}{{&d.data, m.Data}, {&d.scales, m.Scales}, {&d.biases, m.Biases}} {
+		buf, err := upload(b.dev, part.src)
+		if err != nil {
+			return nil, err
+		}
+		*part.dst = loc{buf: buf}
+	}
+	return d, nil
+}
+
+// vision returns w's tower on the device, uploading it on first use.
+func (b *Backend) vision(w *model.VisionWeights) (*devVision, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.towers == nil {
+		b.towers = map[*model.VisionWeights]*devVision{}
+	}
+	if d, ok := b.towers[w]; ok {
+		return d, nil
+	}
+	d := &devVision{vecs: map[*float32]loc{}}
+	var err error
+	mat := func(m *model.Matrix) *devMatrix {
+		if err != nil {
+			return nil
+		}
+		var dm *devMatrix
+		dm, err = b.uploadMatrix(m)
+		return dm
+	}
+	vec := func(v []float32) {
+		if err != nil {
+			return
+		}
+		var buf device.Buffer
+		if buf, err = upload(b.dev, f32Bytes(v)); err == nil {
+			d.vecs[&v[0]] = loc{buf: buf}
+		}
+	}
+	d.patch = mat(&w.PatchEmbed)
+	vec(w.PatchEmbedBias)
+	for i := range w.Blocks {
+		k := &w.Blocks[i]
+		d.blocks = append(d.blocks, devVisionBlock{qkv: mat(&k.QKV), proj: mat(&k.Proj), fc1: mat(&k.FC1), fc2: mat(&k.FC2)})
+		for _, v := range [][]float32{k.Norm1, k.Norm1Bias, k.QKVBias, k.ProjBias, k.Norm2, k.Norm2Bias, k.FC1Bias, k.FC2Bias} {
+			vec(v)
+		}
+	}
+	d.fc1, d.fc2 = mat(&w.Merger.FC1), mat(&w.Merger.FC2)
+	for _, v := range [][]float32{w.Merger.Norm, w.Merger.NormBias, w.Merger.FC1Bias, w.Merger.FC2Bias} {
+		vec(v)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("uploading the vision tower: %w", err)
+	}
+	b.towers[w] = d
+	return d, nil
+}
+
+// EncodeImage implements model.VisionEncoder: the tower of engine/model/MODEL.md in
+// one command buffer.
+func (b *Backend) EncodeImage(w *model.VisionWeights, im *model.Image) ([]float32, error) {
+	c := &w.Config
+	if err := c.CheckImage(im); err != nil {
+		return nil, err
+	}
+	d, err := b.vision(w)
+	if err != nil {
+		return nil, err
+	}
+	N, W, H, D, I := model.Patches(im.Grid), c.HiddenSize, c.NumHeads, c.HeadDim(), c.Intermediate
+	m2 := c.SpatialMerge * c.SpatialMerge
+	pos, cosT, sinT := visionHostTables(w, im.Grid)
+	var bufs []device.Buffer
+	newAct := func(rows, width int, init []float32) *act {
+		if err != nil {
+			return &act{rows: rows, width: width, stride: width}
+		}
+		var buf device.Buffer
+		if init != nil {
+			buf, err = upload(b.dev, f32Bytes(init))
+		} else {
+			buf, err = b.dev.NewBuffer(4 * rows * width)
+		}
+		bufs = append(bufs, buf)
+		return &act{loc: loc{buf: buf}, rows: rows, width: width, stride: width}
+	}
+	pixels := newAct(N, c.PatchWidth(), im.Pixels)
+	posA := newAct(N, W, pos)
+	cosA, sinA := newAct(N, D/2, cosT), newAct(N, D/2, sinT)
+	x, a, o, p := newAct(N, W, nil), newAct(N, W, nil), newAct(N, W, nil), newAct(N, W, nil)
+	qkv, hid := newAct(N, 3*W, nil), newAct(N, I, nil)
+	mh := newAct(N/m2, m2*W, nil)
+	out := newAct(N/m2, c.OutHiddenSize, nil)
+	defer func() {
+		for _, buf := range bufs {
+			if buf != nil {
+				buf.Release()
+			}
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	cb, err := b.dev.NewCommandBuffer()
+	if err != nil {
+		return nil, err
+	}
+	committed := false
+	defer func() {
+		if !committed {
+			cb.Discard()
+		}
+	}()
+	var stats Counters
+	e := &encoder{b: b, cb: cb, stats: &stats}
+	ops := b.opt.GEMMOperands
+	v := func(s []float32) loc { return d.vecs[&s[0]] }
+	eps := float32(c.LayerNormEps)
+	e.gemm(d.patch, pixels, x, ops)
+	e.biasAct(actNone, x, v(w.PatchEmbedBias))
+	e.addRows(x, posA)
+	for i := range w.Blocks {
+		k, dk := &w.Blocks[i], &d.blocks[i]
+		e.layerNormBias(x, v(k.Norm1), v(k.Norm1Bias), eps, a)
+		e.gemm(dk.qkv, a, qkv, ops)
+		e.biasAct(actNone, qkv, v(k.QKVBias))
+		e.ropeTable(qkv.loc, N, 2*H, D, 3*W, cosA.loc, sinA.loc)
+		e.visionAttention(qkv.loc, N, H, D, im.Grid[1]*im.Grid[2], o.loc)
+		e.gemm(dk.proj, o, p, ops)
+		e.biasAct(actNone, p, v(k.ProjBias))
+		e.addRows(x, p)
+		e.layerNormBias(x, v(k.Norm2), v(k.Norm2Bias), eps, a)
+		e.gemm(dk.fc1, a, hid, ops)
+		e.biasAct(actGELUTanh, hid, v(k.FC1Bias))
+		e.gemm(dk.fc2, hid, p, ops)
+		e.biasAct(actNone, p, v(k.FC2Bias))
+		e.addRows(x, p)
+	}
+	e.layerNormBias(x, v(w.Merger.Norm), v(w.Merger.NormBias), eps, a)
+	merged := &act{loc: a.loc, rows: N / m2, width: m2 * W, stride: m2 * W}
+	e.gemm(d.fc1, merged, mh, ops)
+	e.biasAct(actGELUErf, mh, v(w.Merger.FC1Bias))
+	e.gemm(d.fc2, mh, out, ops)
+	e.biasAct(actNone, out, v(w.Merger.FC2Bias))
+	if e.err != nil {
+		return nil, e.err
+	}
+	committed = true
+	cb.Commit()
+	if err := cb.Wait(); err != nil {
+		return nil, fmt.Errorf("vision tower: %w", err)
+	}
+	return floats(out.buf.Bytes()[:4*out.rows*out.width]), nil
+}
+
+// visionHostTables are what depends on the grid alone: each patch's
+// position embedding, bilinear from the learned grid (align_corners), and
+// the rope's cos and sin, [patches, D/2] as [row·inv_freq ‖ col·inv_freq],
+// computed in f32 as transformers does.
+func visionHostTables(w *model.VisionWeights, grid [3]int) (pos, cosT, sinT []float32) {
+	c := &w.Config
+	G, W, D := c.GridSide(), c.HiddenSize, c.HeadDim()
+	q := D / 4
+	m := c.SpatialMerge
+	at := func(i, n int) (lo, hi int, frac float64) {
+		f := 0.0
+		if n > 1 {
+			f = float64(i) * float64(G-1) / float64(n-1)
+		}
+		lo = int(f)
+		return lo, min(lo+1, G-1), f - float64(lo)
+	}
+	for range grid[0] {
+		for bh := range grid[1] / m {
+			for bw := range grid[2] / m {
+				for i := range m {
+					for j := range m {
+						r, col := bh*m+i, bw*m+j
+						h0, h1, dh := at(r, grid[1])
+						w0, w1, dw := at(col, grid[2])
+						for dd := range W {
+							e := w.PosEmbed
+							pos = append(pos, float32((1-dh)*(1-dw)*float64(e[(h0*G+w0)*W+dd])+(1-dh)*dw*float64(e[(h0*G+w1)*W+dd])+
+								dh*(1-dw)*float64(e[(h1*G+w0)*W+dd])+dh*dw*float64(e[(h1*G+w1)*W+dd])))
+						}
+						row := make([]float32, 2*q)
+						rs := make([]float32, 2*q)
+						for k := range q {
+							inv := float32(1 / math.Pow(c.RopeTheta, float64(float32(2*k)/float32(D/2))))
+							for axis, val := range [2]int{r, col} {
+								angle := float64(float32(val) * inv)
+								row[axis*q+k] = float32(math.Cos(angle))
+								rs[axis*q+k] = float32(math.Sin(angle))
+							}
+						}
+						cosT, sinT = append(cosT, row...), append(sinT, rs...)
+					}
+				}
+			}
+		}
+	}
+	return pos, cosT, sinT
+}

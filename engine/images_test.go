@@ -1,0 +1,175 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
+	"github.com/suzuran-app/suzuran/engine/model"
+)
+
+// visionCase is a case of the vision fixture (engine/internal/fixtures) by
+// name, e.g. "hf-bf16/single".
+func visionCase(t testing.TB, name string) *fixtures.VisionCase {
+	t.Helper()
+	for _, c := range fixtures.VisionCases(t) {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no vision case %s", name)
+	return nil
+}
+
+func loadVision(t testing.TB, c *fixtures.VisionCase, lo LoadOptions) *Engine {
+	t.Helper()
+	lo.Backend, lo.Precision = "cpu", "exact"
+	e, err := Load(c.Dir, lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// imageTolerance is the CPU exact path's bar on the vision fixture
+// (engine/cpu's TestVisionFixtures), for judging greedy near-ties.
+const imageTolerance = 1e-4
+
+// TestImagesAnswerAndFollowUp: a request with an image gives transformers'
+// greedy continuation; a follow-up that starts with the same prompt
+// restores it from the prefix cache and runs the tower on nothing; the same
+// image after other text takes its kept embeddings; the same tokens with
+// another image of the same token count match only up to the image.
+func TestImagesAnswerAndFollowUp(t *testing.T) {
+	c := visionCase(t, "hf-bf16/single")
+	e := loadVision(t, c, LoadOptions{})
+	req := Request{Prompt: c.Prompt, Images: c.Images, MaxTokens: len(c.GenIDs)}
+	ids, _, st := collect(t, e, req)
+	if err := fixtures.CheckGreedy(ids, c.GenIDs, c.GenLogits, c.Vocab, imageTolerance); err != nil {
+		t.Fatal(err)
+	}
+	if st.ImagesEncoded != 1 || st.CachedTokens != 0 {
+		t.Fatalf("first request: %d images encoded, %d tokens cached; want 1, 0", st.ImagesEncoded, st.CachedTokens)
+	}
+
+	follow := slices.Concat(c.Prompt, ids[:4], []int{17, 29, 301})
+	got, _, st := collect(t, e, Request{Prompt: follow, Images: c.Images, MaxTokens: 4})
+	if st.ImagesEncoded != 0 || st.CachedTokens != len(c.Prompt)-1 {
+		t.Fatalf("follow-up: %d images encoded, %d tokens cached; want 0, %d", st.ImagesEncoded, st.CachedTokens, len(c.Prompt)-1)
+	}
+	fresh := loadVision(t, c, LoadOptions{CacheBytes: -1})
+	want, _, st := collect(t, fresh, Request{Prompt: follow, Images: c.Images, MaxTokens: 4})
+	if st.ImagesEncoded != 1 || !slices.Equal(got, want) {
+		t.Fatalf("follow-up from the cache gives %v, computed afresh %v (%d images encoded)", got, want, st.ImagesEncoded)
+	}
+
+	// The same image after other text: nothing of the prefix cache fits,
+	// the embeddings kept by the image's hash do, and the answer is the
+	// one computed afresh.
+	other := slices.Concat([]int{5, 6, 7}, c.Prompt)
+	got, _, st = collect(t, e, Request{Prompt: other, Images: c.Images, MaxTokens: 4})
+	if st.ImagesEncoded != 0 || st.CachedTokens != 0 {
+		t.Fatalf("the image after other text: %d images encoded, %d tokens cached; want 0, 0", st.ImagesEncoded, st.CachedTokens)
+	}
+	want, _, _ = collect(t, fresh, Request{Prompt: other, Images: c.Images, MaxTokens: 4})
+	if !slices.Equal(got, want) {
+		t.Fatalf("with kept embeddings: %v, computed afresh %v", got, want)
+	}
+
+	// Another image with the same number of tokens: neither cache may
+	// take it for the first one.
+	im1 := fixtures.LoadImage(t, c.Dir+"/../reference.safetensors", "image1")
+	if model.Patches(im1.Grid) != model.Patches(c.Images[0].Grid) {
+		t.Fatalf("image1 has %d patches, image0 %d: the test needs two of one size", model.Patches(im1.Grid), model.Patches(c.Images[0].Grid))
+	}
+	first := slices.Index(c.Prompt, e.Config().Vision.ImageTokenID)
+	_, _, st = collect(t, e, Request{Prompt: c.Prompt, Images: []model.Image{im1}, MaxTokens: 1})
+	if st.ImagesEncoded != 1 || st.CachedTokens > first {
+		t.Fatalf("another image: %d images encoded, %d tokens cached; want 1 and at most the %d before the image", st.ImagesEncoded, st.CachedTokens, first)
+	}
+}
+
+// TestImagesBatchedAndCancelled: two requests with images and one
+// without decode together and each gets what it gets alone; a cancelled
+// request with an image ends as cancelled and leaves the engine serving.
+func TestImagesBatchedAndCancelled(t *testing.T) {
+	single, two := visionCase(t, "hf-bf16/single"), visionCase(t, "hf-bf16/two_images")
+	text := visionCase(t, "hf-bf16/text_only")
+	reqs := []Request{
+		{Prompt: single.Prompt, Images: single.Images, MaxTokens: 8},
+		{Prompt: two.Prompt, Images: two.Images, MaxTokens: 8},
+		{Prompt: text.Prompt, MaxTokens: 8},
+	}
+	alone := loadVision(t, single, LoadOptions{CacheBytes: -1, Parallel: 1})
+	var want [][]int
+	for _, r := range reqs {
+		ids, _, _ := collect(t, alone, r)
+		want = append(want, ids)
+	}
+	e := loadVision(t, single, LoadOptions{CacheBytes: -1, Parallel: 3, PrefillChunk: 16})
+	streams := make([]*Stream, len(reqs))
+	for i, r := range reqs {
+		s, err := e.Submit(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams[i] = s
+	}
+	for i, s := range streams {
+		var ids []int
+		for ev := range s.Events {
+			if ev.Err != nil {
+				t.Fatal(ev.Err)
+			}
+			ids = append(ids, ev.IDs...)
+		}
+		if !slices.Equal(ids, want[i]) {
+			t.Errorf("request %d in a batch: %v, alone %v", i, ids, want[i])
+		}
+	}
+
+	// Cancelled in the middle of its prompt, after its images' rows.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := e.Submit(ctx, Request{Prompt: two.Prompt, Images: two.Images, Progress: func(p PrefillProgress) {
+		if p.Done >= 100 {
+			cancel()
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for ev := range s.Events {
+		got = append(got, ev.IDs...)
+	}
+	// (The progress callback runs on the stream's goroutine, so the
+	// cancellation may land a few chunks later, or once decoding began.)
+	if st, _ := s.Result(); st.FinishReason != FinishCancelled {
+		t.Fatalf("request cancelled in its prompt finished %q after %d tokens", st.FinishReason, len(got))
+	}
+	ids, _, _ := collect(t, e, reqs[0])
+	if !slices.Equal(ids, want[0]) {
+		t.Fatalf("after a cancelled request: %v, want %v", ids, want[0])
+	}
+}
+
+// TestImagesRefused: images to a model without a tower, or whose pad run
+// does not match, are clear errors at Submit.
+func TestImagesRefused(t *testing.T) {
+	c := visionCase(t, "hf-bf16/single")
+	demo := loadDemo(t, "cpu", LoadOptions{})
+	if _, err := demo.Submit(context.Background(), Request{Prompt: []int{1, 2, 3}, Images: c.Images}); !errors.Is(err, ErrNoVision) {
+		t.Fatalf("the demo model given an image: %v, want ErrNoVision", err)
+	}
+	e := loadVision(t, c, LoadOptions{})
+	short := slices.Delete(slices.Clone(c.Prompt), 10, 11)
+	_, err := e.Submit(context.Background(), Request{Prompt: short, Images: c.Images})
+	if err == nil {
+		t.Fatal("a pad run one token short was taken")
+	}
+	t.Log(err)
+}
