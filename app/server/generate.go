@@ -420,6 +420,9 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request, turn *chatTur
 	if err == nil {
 		err = o.checkModel(o.model, name)
 	}
+	if err == nil {
+		err = s.readDocuments(r.Context(), e, turn)
+	}
 	var p genParams
 	if err == nil {
 		if p, err = s.prepare(e, turn); err != nil && o.submitErr != nil {

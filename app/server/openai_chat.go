@@ -261,8 +261,8 @@ func kwargsOf(v orderedJSON) (map[string]any, error) {
 }
 
 // checkMessages normalises OpenAI messages for the template: "developer"
-// is the system role, text parts become one string, and anything but text
-// is refused.
+// is the system role, text parts become one string, a user message's file
+// parts are kept for readDocuments, and anything else is refused.
 func checkMessages(messages []chat.Message) error {
 	if len(messages) == 0 {
 		return badRequest("messages", "messages is empty: send at least one message")
@@ -279,12 +279,18 @@ func checkMessages(messages []chat.Message) error {
 		default:
 			return badRequest(param+".role", "%s.role %q: use system, developer, user, assistant or tool", param, m.Role)
 		}
-		text, err := textOf(m.Content, param+".content")
+		var content any
+		var err error
+		if m.Role == "user" {
+			content, err = userContent(m.Content, param+".content")
+		} else {
+			content, err = textOf(m.Content, param+".content")
+		}
 		if err != nil {
 			return err
 		}
 		if m.Content != nil {
-			m.Content = text
+			m.Content = content
 		}
 		for j, call := range m.ToolCalls {
 			if call.Function.Name == "" {

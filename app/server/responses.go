@@ -130,11 +130,17 @@ func responseItems(input any) ([]chat.Message, error) {
 				default:
 					return nil, badRequest(param+".role", "%s.role %q: use system, developer, user or assistant", param, role)
 				}
-				text, err := textOf(field(item, "content"), param+".content")
+				var content any
+				var err error
+				if role == "user" {
+					content, err = userContent(field(item, "content"), param+".content")
+				} else {
+					content, err = textOf(field(item, "content"), param+".content")
+				}
 				if err != nil {
 					return nil, err
 				}
-				m := chat.Message{Role: role, Content: text}
+				m := chat.Message{Role: role, Content: content}
 				if role == "assistant" && reasoning != "" {
 					r := reasoning
 					m.ReasoningContent, reasoning = &r, ""
