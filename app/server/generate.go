@@ -110,6 +110,8 @@ type generation struct {
 	// position is the request's place in the engine's queue while it
 	// waits (0 once it runs), for the keep-alive comments.
 	position *atomic.Int32
+	// constraint is the request's constraint, if any.
+	constraint engine.Constraint
 	// logprobs holds the OpenAI logprob entries of tokens received and not
 	// yet handed out (takeLogprobs); only run's goroutine touches it.
 	logprobs []map[string]any
@@ -195,7 +197,7 @@ func (s *Server) submit(ctx context.Context, e *engine.Engine, p genParams) (*ge
 		return nil, badRequest("", "%v", err)
 	}
 	s.running.Add(1)
-	return &generation{s: s, e: e, p: p, ctx: ctx, cancel: cancel, stream: stream, started: time.Now(), position: position}, nil
+	return &generation{s: s, e: e, p: p, ctx: ctx, cancel: cancel, stream: stream, started: time.Now(), position: position, constraint: req.Constraint}, nil
 }
 
 // waitNote is the keep-alive comment of a stream with no token yet: its
@@ -327,6 +329,11 @@ func (g *generation) run(emit func(events []chat.Event, since time.Time) error) 
 	}
 done:
 	res.stats, res.err = g.stream.Result()
+	// Constrained text the budget closed ends complete, as the engine sees
+	// it, but the answer was cut at max_tokens, and says so.
+	if c, ok := g.constraint.(interface{ ClosedByBudget() bool }); ok && c.ClosedByBudget() && res.stats.FinishReason == engine.FinishStop {
+		res.stats.FinishReason = engine.FinishLength
+	}
 	if !finished {
 		// The reader missed the final event (the context ended first):
 		// still close the parser's sections.
