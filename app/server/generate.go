@@ -250,11 +250,22 @@ func (g *generation) run(emit func(events []chat.Event, since time.Time) error) 
 	var ids []int
 	emitting, finished := true, false
 	inReasoning := parser != nil && g.p.parserOpts.InReasoning
+	// Unconstrained tool calls are held until they end (callHolder); a
+	// constraint closes its calls validly.
+	var calls *callHolder
+	if parser != nil && g.p.constraint == nil && len(g.p.parserOpts.Tools) > 0 {
+		calls = &callHolder{}
+	}
 	handle := func(text string, tokens int, final bool, received time.Time) {
 		finished = finished || final
 		raw.WriteString(text)
 		var events []chat.Event
 		switch {
+		case parser != nil && calls != nil:
+			events = calls.feed(parser.Feed(text))
+			if final {
+				events = append(events, calls.finish(parser.Finish(), raw.String())...)
+			}
 		case parser != nil:
 			events = parser.Feed(text)
 			if final {
