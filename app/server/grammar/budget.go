@@ -46,7 +46,11 @@ func (d *dfa) distancesLocked() {
 		seen[s] = true
 		return true
 	}
-	reverse := map[int32][]int32{}
+	type edge struct {
+		from int32
+		c    byte
+	}
+	reverse := map[int32][]edge{}
 	queue := []int32{d.start}
 	mark(d.start)
 	for len(queue) > 0 {
@@ -59,13 +63,15 @@ func (d *dfa) distancesLocked() {
 				continue
 			}
 			prev = next
-			reverse[next] = append(reverse[next], s)
+			reverse[next] = append(reverse[next], edge{s, byte(c)})
 			if mark(next) {
 				queue = append(queue, next)
 			}
 		}
 	}
 	dist := make([]int32, len(d.states))
+	d.closeByte = make([]byte, len(d.states))
+	d.tokDist = make([]int32, len(d.states))
 	for s := range dist {
 		dist[s] = unreachable
 		if d.states[s].accept {
@@ -76,14 +82,41 @@ func (d *dfa) distancesLocked() {
 	for len(queue) > 0 {
 		s := queue[0]
 		queue = queue[1:]
-		for _, p := range reverse[s] {
-			if dist[p] == unreachable {
-				dist[p] = dist[s] + 1
-				queue = append(queue, p)
+		for _, e := range reverse[s] {
+			if dist[e.from] == unreachable {
+				dist[e.from] = dist[s] + 1
+				d.closeByte[e.from] = e.c
+				queue = append(queue, e.from)
 			}
 		}
 	}
 	d.dist = dist
+}
+
+// closingTokens is the number of tokens of s's closing text (the bytes of
+// its shortest completion, each state's first byte of it kept by
+// distancesLocked) cut into the longest tokens the vocabulary has, one
+// after the other. Following that cut from s, each token leads to a state
+// whose closing text is the rest of s's, so the count drops by one a
+// token: a completion in that many tokens always exists. A byte no token
+// starts counts one. The caller holds mu and has called distancesLocked.
+func (d *dfa) closingTokens(s int32) int32 {
+	if int(s) >= len(d.dist) || d.dist[s] == unreachable {
+		return unreachable
+	}
+	if n := d.tokDist[s]; n > 0 {
+		return n - 1
+	}
+	var text []byte
+	for x := s; d.dist[x] > 0; x = d.states[x].next[d.closeByte[x]] {
+		text = append(text, d.closeByte[x])
+	}
+	n := int32(0)
+	for i := 0; i < len(text); n++ {
+		i += max(1, d.vocab.longestPrefix(text[i:]))
+	}
+	d.tokDist[s] = n + 1
+	return n
 }
 
 // distOf is the fewest bytes that complete the text from s. The caller
@@ -107,7 +140,7 @@ func (d *dfa) worstNext(s int32) int32 {
 	}
 	worst := int32(0)
 	d.walkTokens(s, func(next int32, ids []int32) {
-		worst = max(worst, d.distOf(next))
+		worst = max(worst, d.closingTokens(next))
 	})
 	st.worst = worst + 1
 	return worst
@@ -151,24 +184,31 @@ func (c *Constraint) maskBudget(logits []float32) {
 		return
 	}
 	d := c.g.dfa
-	room := int32(c.budget - 1) // bytes the text may take after this token
+	room := int32(c.budget - 1) // tokens the text may take after this token
 	if d.worstNext(c.state) <= room {
 		return
 	}
-	c.closing = true
+	// The model's first choice among what the grammar allows: when the
+	// budget rules it out, the budget shaped the answer (closing).
+	first, firstLogit := -1, negInf
+	for id, l := range logits {
+		if l > firstLogit {
+			first, firstLogit = id, l
+		}
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	// The tokens that keep the text completable; failing any (a byte with
 	// no token of its own), those that bring it closest.
 	best := int32(unreachable)
-	d.walkTokens(c.state, func(next int32, _ []int32) { best = min(best, d.distOf(next)) })
+	d.walkTokens(c.state, func(next int32, _ []int32) { best = min(best, d.closingTokens(next)) })
 	limit := max(room, best)
 	if c.keep == nil {
 		c.keep = make([]bool, len(logits))
 	}
 	clear(c.keep)
 	d.walkTokens(c.state, func(next int32, ids []int32) {
-		if d.distOf(next) <= limit {
+		if d.closingTokens(next) <= limit {
 			for _, id := range ids {
 				if int(id) < len(c.keep) {
 					c.keep[id] = true
@@ -181,11 +221,15 @@ func (c *Constraint) maskBudget(logits []float32) {
 			logits[id] = negInf
 		}
 	}
+	if first >= 0 && logits[first] == negInf {
+		c.closing = true
+	}
 }
 
-// ClosedByBudget reports that the budget decided some of the text: the
-// model was kept from writing on so that the text could be complete when
-// the budget ran out (the answer was cut, as by max_tokens).
+// ClosedByBudget reports that the budget decided some of the text: at
+// some step it ruled out the token the model liked best, so that the text
+// could be complete when the budget ran out (the answer was cut, as by
+// max_tokens).
 func (c *Constraint) ClosedByBudget() bool { return c.closing }
 
 // FitsIn reports whether the text can be written whole in tokens tokens
@@ -201,7 +245,7 @@ func (g *Grammar) FitsIn(tokens int) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.distancesLocked()
-	if int(d.distOf(d.start)) <= tokens {
+	if int(d.closingTokens(d.start)) <= tokens {
 		return true
 	}
 	frontier := []int32{d.start}

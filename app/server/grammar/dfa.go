@@ -21,8 +21,12 @@ type dfa struct {
 	ids    map[string]int32
 	states []*dfaState
 	// dist is the fewest bytes that complete the text from each state,
-	// nil until a request's budget needs it (distancesLocked).
-	dist []int32
+	// nil until a request's budget needs it (distancesLocked); closeByte
+	// is the first byte of such a completion, and tokDist 1 + the tokens
+	// it takes (closingTokens; 0 until asked for).
+	dist      []int32
+	closeByte []byte
+	tokDist   []int32
 
 	// Scratch for closures.
 	mark  []uint32
