@@ -216,3 +216,25 @@ func TestForcedToolCallAtBudget(t *testing.T) {
 		t.Errorf("%d answered, %d closed by the budget", answered, cut)
 	}
 }
+
+// TestBudgetLeavesAFittingAnswer: a forced call that fits its max_tokens is
+// written as without a budget, token for token (temperature 0), and ends
+// as a call: the budget steps in only when the answer would not fit.
+func TestBudgetLeavesAFittingAnswer(t *testing.T) {
+	ts := startServer(t, loadModel(t, fixtureDir, engine.LoadOptions{}), nil)
+	tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_weather",
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string", "enum": []any{"Paris", "Berlin"}}}, "required": []any{"city"}}}}}
+	ask := func(maxTokens int) (args string, finish any, tokens float64) {
+		v := post(t, ts.url+"/v1/chat/completions", map[string]any{"messages": userMessage("Weather in Paris?"), "tools": tools, "tool_choice": "required",
+			"max_tokens": maxTokens, "temperature": 0, "chat_template_kwargs": map[string]any{"enable_thinking": false}}).json(t)
+		args, _ = path(v, "choices", 0, "message", "tool_calls", 0, "function", "arguments").(string)
+		tokens, _ = path(v, "usage", "completion_tokens").(float64)
+		return args, path(v, "choices", 0, "finish_reason"), tokens
+	}
+	free, _, n := ask(4000)
+	for _, budget := range []int{int(n), int(n) + 6} {
+		if args, finish, m := ask(budget); args != free || finish != "tool_calls" || m != n {
+			t.Errorf("max_tokens %d: %s (%v, %v tokens); with room to spare %s (%v tokens)", budget, args, finish, m, free, n)
+		}
+	}
+}
