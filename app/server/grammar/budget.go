@@ -4,21 +4,23 @@ import "math"
 
 // Closing within a budget: a Constraint given the number of tokens the
 // request may still generate (WithBudget) lets through only the tokens
-// after which the text can still be completed in what is left, counting
-// one token a byte (a byte-level vocabulary has a token for every byte, so
-// the shortest completion in bytes is one the model can always write). So
-// when the budget runs out the text is complete: the value closed by its
-// shortest valid completion (for a schema: the required members with their
+// after which the text can still be completed in what is left. What is
+// counted is a state's closing text, the bytes of its shortest completion,
+// cut into the longest tokens the vocabulary has (closingTokens): a
+// completion the model can always write in that many tokens. So when the
+// budget runs out the text is complete: the value closed by its shortest
+// valid completion (for a schema: the required members with their
 // shortest valid values), which parses and validates, and the request ends
-// at max_tokens all the same.
+// at max_tokens all the same. An answer that fits is left alone: a token
+// is ruled out only when what would follow it could not fit.
 //
 // The shortest completions are the automaton's distances to an accepting
 // state, found once per Grammar by exploring every state it can reach
 // (shared by its requests, as its masks are); a request needs them only
 // once its budget comes within closeHorizon tokens, so that long budgets
-// cost nothing. A state's worst token (the longest completion after any
-// one token it allows) is kept too: while the budget is above it, the
-// state's usual mask serves unchanged.
+// cost nothing. A state's worst token (the longest closing after any one
+// token it allows) is kept too: while the budget is above it, the state's
+// usual mask serves unchanged.
 
 // closeHorizon is the budget from which a request starts to watch its
 // completion: larger than the shortest completion of any schema written by
