@@ -120,7 +120,8 @@ func userContent(content any, param string) (any, error) {
 // as the window does. The log says each document's name, format, size and
 // tokens. A document that cannot be read is a 400 naming its part, with
 // the extractor's reason; a prompt the documents make too long for the
-// context is refused by the prompt's own check, as any other.
+// context is refused by the prompt's own check, as any other, saying how
+// many tokens the documents hold.
 func (s *Server) readDocuments(ctx context.Context, e *engine.Engine, t *chatTurn) error {
 	for i := range t.messages {
 		dc, ok := t.messages[i].Content.(*documentContent)
@@ -140,6 +141,7 @@ func (s *Server) readDocuments(ctx context.Context, e *engine.Engine, t *chatTur
 			s.log.Info().Str("document", att.Name).Str("format", string(att.Format)).Int64("bytes", att.Size).
 				Int("pages", att.Pages).Int("tokens", att.Tokens).Msg("document read")
 			attachments = append(attachments, att)
+			t.documentTokens += att.Tokens
 		}
 		t.messages[i].Content = docs.UserMessage(attachments, dc.text)
 	}

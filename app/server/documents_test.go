@@ -138,6 +138,14 @@ func TestDocumentsThroughAPI(t *testing.T) {
 		t.Errorf("the log does not count the documents' tokens:\n%s", logs)
 	}
 
+	// Documents longer than the context: the context's error, naming them.
+	long := strings.Repeat("Stock is counted on the last Friday of each quarter. ", 600)
+	res := post(t, ts.url+"/v1/chat/completions", map[string]any{"max_tokens": 4, "messages": []map[string]any{{"role": "user", "content": []any{
+		map[string]any{"type": "file", "file": map[string]any{"filename": "long.txt", "file_data": b64([]byte(long))}}}}}})
+	if v := res.json(t); res.status != 400 || path(v, "error", "code") != "context_length_exceeded" || !strings.Contains(path(v, "error", "message").(string), "tokens of documents") {
+		t.Errorf("documents over the context: %d %s", res.status, res.body)
+	}
+
 	refusals := []struct {
 		name, url, param, says string
 		body                   map[string]any

@@ -58,6 +58,9 @@ type chatTurn struct {
 	// conversation names the request field that holds the conversation
 	// ("input" on the Responses API), for errors; "" means messages.
 	conversation string
+	// documentTokens counts the tokens of the documents readDocuments
+	// placed in the messages.
+	documentTokens int
 }
 
 // param is the request field that holds the conversation.
@@ -89,7 +92,11 @@ func (s *Server) prepare(e *engine.Engine, t *chatTurn) (genParams, error) {
 	prompt, err := EncodePrompt(e, render)
 	if err != nil {
 		if errors.Is(err, engine.ErrPromptTooLong) {
-			return genParams{}, contextExceeded(err, t.param(), "the conversation")
+			what := "the conversation"
+			if t.documentTokens > 0 {
+				what = fmt.Sprintf("the conversation or its documents (%d tokens of documents)", t.documentTokens)
+			}
+			return genParams{}, contextExceeded(err, t.param(), what)
 		}
 		if _, terr := e.Template(); terr != nil {
 			return genParams{}, badRequest(t.param(), "this model has no chat template (%v): use /v1/completions with a prompt", terr)
