@@ -145,19 +145,29 @@ frontend-test: frontend/node_modules/.package-lock.json
 ## test runner) against `suzuran serve` on the tiny fixture model, started
 ## by the tests (app/server/testdata/e2e). The serve binary needs no
 ## frontend, so it is built without the desktop tags.
-## Then the coding agents Claude Code and Codex (app/server/testdata/agents)
-## run against serve on the demo model, offline, each to a completed run.
+## Then the Vercel AI SDK, LangChain JS and the OpenAI Agents SDK
+## (app/server/testdata/sdks) against serve on the tiny model and the demo
+## model, and the coding agents Claude Code and Codex
+## (app/server/testdata/agents) against serve on the demo model, offline,
+## each to a completed run.
 API_E2E := app/server/testdata/e2e
+API_SDKS := app/server/testdata/sdks
 API_AGENTS := app/server/testdata/agents
-api-e2e: $(API_E2E)/node_modules/.package-lock.json $(API_AGENTS)/node_modules/.package-lock.json
+api-e2e: $(API_E2E)/node_modules/.package-lock.json $(API_SDKS)/node_modules/.package-lock.json $(API_AGENTS)/node_modules/.package-lock.json
 	$(GO) build -o bin/suzuran-serve ./app
 	cd $(API_E2E) && SUZURAN_BIN=$(CURDIR)/bin/suzuran-serve \
+		SUZURAN_MODEL=$(CURDIR)/engine/internal/fixtures/testdata/qwen35moe-tiny/mlx-4bit $(NPM) test
+	cd $(API_SDKS) && SUZURAN_BIN=$(CURDIR)/bin/suzuran-serve \
 		SUZURAN_MODEL=$(CURDIR)/engine/internal/fixtures/testdata/qwen35moe-tiny/mlx-4bit $(NPM) test
 	cd $(API_AGENTS) && SUZURAN_BIN=$(CURDIR)/bin/suzuran-serve $(NPM) test
 
 # Like the frontend's: npm ci runs again only when the lock changed.
 $(API_E2E)/node_modules/.package-lock.json: $(API_E2E)/package-lock.json $(API_E2E)/package.json
 	cd $(API_E2E) && $(NPM) ci --no-audit --no-fund
+	touch $@
+
+$(API_SDKS)/node_modules/.package-lock.json: $(API_SDKS)/package-lock.json $(API_SDKS)/package.json
+	cd $(API_SDKS) && $(NPM) ci --no-audit --no-fund
 	touch $@
 
 $(API_AGENTS)/node_modules/.package-lock.json: $(API_AGENTS)/package-lock.json $(API_AGENTS)/package.json

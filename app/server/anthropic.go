@@ -189,8 +189,9 @@ func blocksOf(content any, param string) ([]any, error) {
 	return nil, badRequest(param+".content", "%s.content must be a string or a list of content blocks, not %s", param, kindOf(content))
 }
 
-// userBlocks turns a user turn into messages: its text as a user message,
-// each tool_result as a tool message, in their order.
+// userBlocks turns a user turn into messages: its text (with its documents,
+// read by readDocuments) as a user message, each tool_result as a tool
+// message, in their order.
 func userBlocks(content any, param string) ([]chat.Message, error) {
 	blocks, err := blocksOf(content, param)
 	if err != nil {
@@ -198,11 +199,16 @@ func userBlocks(content any, param string) ([]chat.Message, error) {
 	}
 	var out []chat.Message
 	var text strings.Builder
+	var documents []documentPart
 	flush := func() {
-		if text.Len() > 0 {
+		switch {
+		case len(documents) > 0:
+			out = append(out, chat.Message{Role: "user", Content: &documentContent{text: text.String(), parts: documents}})
+		case text.Len() > 0:
 			out = append(out, chat.Message{Role: "user", Content: text.String()})
-			text.Reset()
 		}
+		text.Reset()
+		documents = nil
 	}
 	for j, block := range blocks {
 		bp := fmt.Sprintf("%s.content.%d", param, j)
@@ -213,6 +219,12 @@ func userBlocks(content any, param string) ([]chat.Message, error) {
 				return nil, badRequest(bp+".text", "%s.text must be a string", bp)
 			}
 			text.WriteString(s)
+		case "document":
+			d, err := decodeDocumentPart(block, bp)
+			if err != nil {
+				return nil, err
+			}
+			documents = append(documents, d)
 		case "tool_result":
 			flush()
 			result, err := toolResultText(field(block, "content"), bp+".content")
@@ -224,7 +236,7 @@ func userBlocks(content any, param string) ([]chat.Message, error) {
 			}
 			out = append(out, chat.Message{Role: "tool", Content: result, ToolCallID: stringField(block, "tool_use_id")})
 		default:
-			return nil, badRequest(bp+".type", "%s is a %q block: this model reads text and tool results only", bp, typ)
+			return nil, badRequest(bp+".type", "%s is a %q block: this model reads text, documents and tool results only", bp, typ)
 		}
 	}
 	flush()
@@ -542,6 +554,10 @@ func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	turn.toolChoice = "auto" // counting forces nothing
+	if err := s.readDocuments(r.Context(), e, turn); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	p, err := s.prepare(e, turn)
 	if err != nil {
 		s.writeError(w, r, err)

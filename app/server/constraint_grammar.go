@@ -45,6 +45,22 @@ func constrainWithGrammar(e *engine.Engine, spec constraintSpec, req *engine.Req
 	if err != nil {
 		return badRequest(spec.Param, "%s: %v", spec.Param, err)
 	}
-	req.Constraint = g.NewConstraint()
+	// The tokens the engine lets the request generate (its budget), so
+	// that the constrained text is closed validly before they run out.
+	budget := e.ContextTokens() - len(req.Prompt) + 1
+	if req.MaxTokens > 0 {
+		budget = min(budget, req.MaxTokens)
+	}
+	if !g.FitsIn(budget) {
+		param := "max_tokens"
+		if spec.Param == "text.format" {
+			param = "max_output_tokens" // the Responses API's name
+		}
+		if spec.Kind == constraintToolCall {
+			return badRequest(param, "%s %d is too few for the shortest call of the forced tool (%d bytes): raise %s", param, budget, g.ShortestBytes(), param)
+		}
+		return badRequest(param, "%s %d is too few for the shortest answer %s allows (%d bytes): raise %s", param, budget, spec.Param, g.ShortestBytes(), param)
+	}
+	req.Constraint = g.NewConstraint().WithBudget(budget)
 	return nil
 }

@@ -60,6 +60,9 @@ func FuzzDecoders(f *testing.F) {
 		`{"prompt":[1,2,3],"max_tokens":2,"echo":false}`,
 		`{"prompt":"<|im_start|>user\nhi<|im_end|>"}`,
 		`{"messages":[{"role":"user","content":[{"type":"image_url"}]}]}`,
+		`{"messages":[{"role":"user","content":[{"type":"file","file":{"filename":"a.txt","file_data":"aGVsbG8="}}]}]}`,
+		`{"messages":[{"role":"user","content":[{"type":"document","source":{"type":"text","data":"hi"}},{"type":"text","text":"q"}]}],"max_tokens":4}`,
+		`{"input":[{"role":"user","content":[{"type":"input_file","filename":"a.csv","file_data":"data:text/csv;base64,YSxiCjEsMgo="}]}]}`,
 		`{"messages":"x","max_tokens":-1}`,
 		`[]`, `null`, `{"temperature":1e400}`, `{"messages":[{"role":"user","content":"\ud800"}]}`,
 	} {
@@ -73,7 +76,7 @@ func FuzzDecoders(f *testing.F) {
 		if err == nil {
 			var turn *chatTurn
 			if turn, err = chatReq.turn(); err == nil {
-				_, err = s.prepare(e, turn)
+				err = prepareWithDocuments(s, e, turn)
 			}
 		}
 		checkClientError(t, "chat completions", err, body)
@@ -83,7 +86,7 @@ func FuzzDecoders(f *testing.F) {
 		if err == nil {
 			var turn *chatTurn
 			if turn, err = msgReq.turn(false); err == nil {
-				_, err = s.prepare(e, turn)
+				err = prepareWithDocuments(s, e, turn)
 			}
 		}
 		checkClientError(t, "messages", err, body)
@@ -93,7 +96,7 @@ func FuzzDecoders(f *testing.F) {
 		if err == nil {
 			var turn *chatTurn
 			if turn, err = respReq.turn(); err == nil {
-				_, err = s.prepare(e, turn)
+				err = prepareWithDocuments(s, e, turn)
 			}
 		}
 		checkClientError(t, "responses", err, body)
@@ -105,4 +108,14 @@ func FuzzDecoders(f *testing.F) {
 		}
 		checkClientError(t, "completions", err, body)
 	})
+}
+
+// prepareWithDocuments is what startTurn does with a decoded turn: its
+// documents read, then the prompt rendered.
+func prepareWithDocuments(s *Server, e *engine.Engine, turn *chatTurn) error {
+	if err := s.readDocuments(context.Background(), e, turn); err != nil {
+		return err
+	}
+	_, err := s.prepare(e, turn)
+	return err
 }

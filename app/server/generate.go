@@ -110,6 +110,8 @@ type generation struct {
 	// position is the request's place in the engine's queue while it
 	// waits (0 once it runs), for the keep-alive comments.
 	position *atomic.Int32
+	// constraint is the request's constraint, if any.
+	constraint engine.Constraint
 	// logprobs holds the OpenAI logprob entries of tokens received and not
 	// yet handed out (takeLogprobs); only run's goroutine touches it.
 	logprobs []map[string]any
@@ -195,7 +197,7 @@ func (s *Server) submit(ctx context.Context, e *engine.Engine, p genParams) (*ge
 		return nil, badRequest("", "%v", err)
 	}
 	s.running.Add(1)
-	return &generation{s: s, e: e, p: p, ctx: ctx, cancel: cancel, stream: stream, started: time.Now(), position: position}, nil
+	return &generation{s: s, e: e, p: p, ctx: ctx, cancel: cancel, stream: stream, started: time.Now(), position: position, constraint: req.Constraint}, nil
 }
 
 // waitNote is the keep-alive comment of a stream with no token yet: its
@@ -248,11 +250,22 @@ func (g *generation) run(emit func(events []chat.Event, since time.Time) error) 
 	var ids []int
 	emitting, finished := true, false
 	inReasoning := parser != nil && g.p.parserOpts.InReasoning
+	// Unconstrained tool calls are held until they end (callHolder); a
+	// constraint closes its calls validly.
+	var calls *callHolder
+	if parser != nil && g.p.constraint == nil && len(g.p.parserOpts.Tools) > 0 {
+		calls = &callHolder{}
+	}
 	handle := func(text string, tokens int, final bool, received time.Time) {
 		finished = finished || final
 		raw.WriteString(text)
 		var events []chat.Event
 		switch {
+		case parser != nil && calls != nil:
+			events = calls.feed(parser.Feed(text))
+			if final {
+				events = append(events, calls.finish(parser.Finish(), raw.String())...)
+			}
 		case parser != nil:
 			events = parser.Feed(text)
 			if final {
@@ -327,6 +340,11 @@ func (g *generation) run(emit func(events []chat.Event, since time.Time) error) 
 	}
 done:
 	res.stats, res.err = g.stream.Result()
+	// Constrained text the budget closed ends complete, as the engine sees
+	// it, but the answer was cut at max_tokens, and says so.
+	if c, ok := g.constraint.(interface{ ClosedByBudget() bool }); ok && c.ClosedByBudget() && res.stats.FinishReason == engine.FinishStop {
+		res.stats.FinishReason = engine.FinishLength
+	}
 	if !finished {
 		// The reader missed the final event (the context ended first):
 		// still close the parser's sections.
@@ -419,6 +437,9 @@ func (s *Server) startTurn(w http.ResponseWriter, r *http.Request, turn *chatTur
 	e, name, err := s.current(r)
 	if err == nil {
 		err = o.checkModel(o.model, name)
+	}
+	if err == nil {
+		err = s.readDocuments(r.Context(), e, turn)
 	}
 	var p genParams
 	if err == nil {

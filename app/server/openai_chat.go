@@ -55,6 +55,20 @@ type chatTurn struct {
 	// logprobs asks for token log-probabilities (top: alternatives).
 	logprobs    bool
 	topLogprobs int
+	// conversation names the request field that holds the conversation
+	// ("input" on the Responses API), for errors; "" means messages.
+	conversation string
+	// documentTokens counts the tokens of the documents readDocuments
+	// placed in the messages.
+	documentTokens int
+}
+
+// param is the request field that holds the conversation.
+func (t *chatTurn) param() string {
+	if t.conversation == "" {
+		return "messages"
+	}
+	return t.conversation
 }
 
 // prepare renders a turn on the engine: the prompt, the sampling rule, and
@@ -78,12 +92,22 @@ func (s *Server) prepare(e *engine.Engine, t *chatTurn) (genParams, error) {
 	prompt, err := EncodePrompt(e, render)
 	if err != nil {
 		if errors.Is(err, engine.ErrPromptTooLong) {
-			return genParams{}, contextExceeded(err, "messages", "the conversation")
+			what := "the conversation"
+			if t.documentTokens > 0 {
+				what = fmt.Sprintf("the conversation or its documents (%d tokens of documents)", t.documentTokens)
+			}
+			return genParams{}, contextExceeded(err, t.param(), what)
 		}
 		if _, terr := e.Template(); terr != nil {
-			return genParams{}, badRequest("messages", "this model has no chat template (%v): use /v1/completions with a prompt", terr)
+			return genParams{}, badRequest(t.param(), "this model has no chat template (%v): use /v1/completions with a prompt", terr)
 		}
-		return genParams{}, badRequest("messages", "the chat template refused the conversation: %v", err)
+		// The template's own words, without the path of its file, which
+		// names nothing the client sent.
+		msg := err.Error()
+		if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(msg, "chat template ") {
+			msg = inner.Error()
+		}
+		return genParams{}, badRequest(t.param(), "the chat template refused the conversation: %s", msg)
 	}
 	opensThinking := chat.PromptOpensThinking(prompt.Text)
 	p := genParams{
@@ -148,6 +172,18 @@ func decodeTools(v orderedJSON, param string) ([]any, error) {
 	return list, nil
 }
 
+// toolChoiceOf reads tool_choice, an allowed_tools one narrowing *tools.
+func toolChoiceOf(v orderedJSON, tools *[]any) (choice, name string, err error) {
+	allowed, mode, ok, err := allowedTools(v, *tools)
+	if ok {
+		if err == nil {
+			*tools = allowed
+		}
+		return mode, "", err
+	}
+	return decodeToolChoice(v, *tools)
+}
+
 // decodeToolChoice reads OpenAI's tool_choice: "none", "auto", "required",
 // or {"type": "function", "function": {"name": …}}.
 func decodeToolChoice(v orderedJSON, tools []any) (choice, name string, err error) {
@@ -177,6 +213,54 @@ func decodeToolChoice(v orderedJSON, tools []any) (choice, name string, err erro
 		return "function", name, checkToolName(tools, name, "tool_choice")
 	}
 	return "", "", badRequest("tool_choice", "tool_choice must be a string or an object, not %s", kindOf(v.Value))
+}
+
+// allowedTools reads a tool_choice of type allowed_tools, which limits the
+// tools the model may call to some of the request's: the Responses API's
+// {"type": "allowed_tools", "mode": "auto" | "required", "tools": [{"type":
+// "function", "name": …}]}, or chat completions' with the same inside
+// "allowed_tools" and tools named as {"function": {"name": …}}. The tools
+// it leaves out are not offered; mode required forces a call of one of the
+// others. ok is false for any other tool_choice.
+func allowedTools(v orderedJSON, tools []any) (allowed []any, mode string, ok bool, err error) {
+	if !v.Set || stringField(v.Value, "type") != "allowed_tools" {
+		return nil, "", false, nil
+	}
+	spec := v.Value
+	if nested := field(spec, "allowed_tools"); nested != nil {
+		spec = nested
+	}
+	mode = stringField(spec, "mode")
+	if mode == "" {
+		mode = "auto"
+	}
+	if mode != "auto" && mode != "required" {
+		return nil, "", true, badRequest("tool_choice.mode", "tool_choice.mode %q: use auto or required", mode)
+	}
+	list, _ := field(spec, "tools").([]any)
+	names := map[string]bool{}
+	for _, tool := range list {
+		name := stringField(tool, "name")
+		if name == "" {
+			name = stringField(field(tool, "function"), "name")
+		}
+		if typ := stringField(tool, "type"); name == "" || (typ != "" && typ != "function") {
+			continue // a tool of a type this server does not run was left out already
+		}
+		if err := checkToolName(tools, name, "tool_choice"); err != nil {
+			return nil, "", true, err
+		}
+		names[name] = true
+	}
+	for _, tool := range tools {
+		if names[stringField(field(tool, "function"), "name")] {
+			allowed = append(allowed, tool)
+		}
+	}
+	if len(allowed) == 0 {
+		return nil, "", true, badRequest("tool_choice.tools", "tool_choice allowed_tools names none of the request's function tools: list them as {\"type\": \"function\", \"name\": …}")
+	}
+	return allowed, mode, true, nil
 }
 
 // checkToolName checks that a forced tool is among the tools.
@@ -261,8 +345,8 @@ func kwargsOf(v orderedJSON) (map[string]any, error) {
 }
 
 // checkMessages normalises OpenAI messages for the template: "developer"
-// is the system role, text parts become one string, and anything but text
-// is refused.
+// is the system role, text parts become one string, a user message's file
+// parts are kept for readDocuments, and anything else is refused.
 func checkMessages(messages []chat.Message) error {
 	if len(messages) == 0 {
 		return badRequest("messages", "messages is empty: send at least one message")
@@ -279,12 +363,18 @@ func checkMessages(messages []chat.Message) error {
 		default:
 			return badRequest(param+".role", "%s.role %q: use system, developer, user, assistant or tool", param, m.Role)
 		}
-		text, err := textOf(m.Content, param+".content")
+		var content any
+		var err error
+		if m.Role == "user" {
+			content, err = userContent(m.Content, param+".content")
+		} else {
+			content, err = textOf(m.Content, param+".content")
+		}
 		if err != nil {
 			return err
 		}
 		if m.Content != nil {
-			m.Content = text
+			m.Content = content
 		}
 		for j, call := range m.ToolCalls {
 			if call.Function.Name == "" {
@@ -397,7 +487,7 @@ func (req *chatCompletionRequest) turn() (*chatTurn, error) {
 	if err != nil {
 		return nil, err
 	}
-	choice, name, err := decodeToolChoice(req.ToolChoice, tools)
+	choice, name, err := toolChoiceOf(req.ToolChoice, &tools)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,9 +32,11 @@ type responsesRequest struct {
 	} `json:"reasoning"`
 	Store              *bool  `json:"store"`
 	PreviousResponseID string `json:"previous_response_id"`
-	// TopLogprobs is checked (OpenAI's range, 0 to 20) but not answered:
-	// the output items carry no logprobs.
-	TopLogprobs *int `json:"top_logprobs"`
+	// TopLogprobs (0 to 20), or include naming
+	// "message.output_text.logprobs", asks for the answer's tokens'
+	// log-probabilities on its output_text parts and their deltas.
+	TopLogprobs *int     `json:"top_logprobs"`
+	Include     []string `json:"include"`
 
 	// dropped names the tools turn left out of the prompt, for the log.
 	dropped []string
@@ -73,7 +76,7 @@ func (req *responsesRequest) turn() (*chatTurn, error) {
 	if err := checkChoiceRunnable(req.ToolChoice, req.Tools); err != nil {
 		return nil, err
 	}
-	choice, name, err := decodeToolChoice(req.ToolChoice, tools)
+	choice, name, err := toolChoiceOf(req.ToolChoice, &tools)
 	if err != nil {
 		return nil, err
 	}
@@ -88,9 +91,14 @@ func (req *responsesRequest) turn() (*chatTurn, error) {
 		on := *req.Reasoning.Effort != "none"
 		thinking = &on
 	}
+	logprobs, top := slices.Contains(req.Include, "message.output_text.logprobs"), 0
+	if req.TopLogprobs != nil {
+		logprobs, top = true, *req.TopLogprobs
+	}
 	return &chatTurn{
 		messages: messages, tools: tools, toolChoice: choice, toolName: name, thinking: thinking,
-		sampling: req.samplingFields, maxTokens: maxTokens, constraint: constraint,
+		sampling: req.samplingFields, maxTokens: maxTokens, constraint: constraint, conversation: "input",
+		logprobs: logprobs, topLogprobs: top,
 	}, nil
 }
 
@@ -130,11 +138,17 @@ func responseItems(input any) ([]chat.Message, error) {
 				default:
 					return nil, badRequest(param+".role", "%s.role %q: use system, developer, user or assistant", param, role)
 				}
-				text, err := textOf(field(item, "content"), param+".content")
+				var content any
+				var err error
+				if role == "user" {
+					content, err = userContent(field(item, "content"), param+".content")
+				} else {
+					content, err = textOf(field(item, "content"), param+".content")
+				}
 				if err != nil {
 					return nil, err
 				}
-				m := chat.Message{Role: role, Content: text}
+				m := chat.Message{Role: role, Content: content}
 				if role == "assistant" && reasoning != "" {
 					r := reasoning
 					m.ReasoningContent, reasoning = &r, ""
@@ -279,6 +293,29 @@ type responseBuilder struct {
 	open     int
 	openKind string
 	text     strings.Builder // the open item's text or arguments
+	// logprobs, when set, hands out the logprob entries of the tokens
+	// received since it was last called; the answer's go on its
+	// output_text (textLogprobs), the reasoning's and the calls' nowhere.
+	logprobs     func() []map[string]any
+	textLogprobs []any
+}
+
+// takeLogprobs is the entries of the tokens since the last call, for the
+// answer's text when forText.
+func (b *responseBuilder) takeLogprobs(forText bool) []any {
+	if b.logprobs == nil {
+		return nil
+	}
+	entries := b.logprobs()
+	if !forText {
+		return nil
+	}
+	out := make([]any, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, e)
+	}
+	b.textLogprobs = append(b.textLogprobs, out...)
+	return out
 }
 
 func (b *responseBuilder) emit(typ string, fields map[string]any) {
@@ -297,6 +334,10 @@ func (b *responseBuilder) add(kind string, item map[string]any) {
 	b.open, b.openKind = len(b.items)-1, kind
 	b.text.Reset()
 	b.emit("response.output_item.added", map[string]any{"output_index": b.open, "item": item})
+	if kind == "reasoning" {
+		b.emit("response.reasoning_summary_part.added", map[string]any{"item_id": item["id"], "output_index": b.open, "summary_index": 0,
+			"part": map[string]any{"type": "summary_text", "text": ""}})
+	}
 	if kind == "message" {
 		b.emit("response.content_part.added", map[string]any{"item_id": item["id"], "output_index": b.open, "content_index": 0,
 			"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
@@ -310,10 +351,21 @@ func (b *responseBuilder) closeItem() {
 	item, i, text := b.items[b.open], b.open, b.text.String()
 	switch b.openKind {
 	case "reasoning":
+		// The reasoning is both the item's content (as open-weight models
+		// send it) and its summary (what clients written for OpenAI's
+		// models show, @ai-sdk/openai among them): nothing is summarised.
 		item["content"] = []any{map[string]any{"type": "reasoning_text", "text": text}}
+		summary := map[string]any{"type": "summary_text", "text": text}
+		item["summary"] = []any{summary}
 		b.emit("response.reasoning_text.done", map[string]any{"item_id": item["id"], "output_index": i, "content_index": 0, "text": text})
+		b.emit("response.reasoning_summary_text.done", map[string]any{"item_id": item["id"], "output_index": i, "summary_index": 0, "text": text})
+		b.emit("response.reasoning_summary_part.done", map[string]any{"item_id": item["id"], "output_index": i, "summary_index": 0, "part": summary})
 	case "message":
 		part := map[string]any{"type": "output_text", "text": text, "annotations": []any{}}
+		if b.logprobs != nil {
+			part["logprobs"] = append([]any{}, b.textLogprobs...)
+			b.textLogprobs = nil
+		}
 		item["content"] = []any{part}
 		b.emit("response.output_text.done", map[string]any{"item_id": item["id"], "output_index": i, "content_index": 0, "text": text})
 		b.emit("response.content_part.done", map[string]any{"item_id": item["id"], "output_index": i, "content_index": 0, "part": part})
@@ -328,6 +380,9 @@ func (b *responseBuilder) closeItem() {
 
 func (b *responseBuilder) feed(events []chat.Event) {
 	for _, ev := range events {
+		if ev.Kind != chat.ContentDelta {
+			b.takeLogprobs(false)
+		}
 		switch ev.Kind {
 		case chat.ReasoningDelta:
 			if b.openKind != "reasoning" {
@@ -335,12 +390,17 @@ func (b *responseBuilder) feed(events []chat.Event) {
 			}
 			b.text.WriteString(ev.Text)
 			b.emit("response.reasoning_text.delta", map[string]any{"item_id": b.items[b.open]["id"], "output_index": b.open, "content_index": 0, "delta": ev.Text})
+			b.emit("response.reasoning_summary_text.delta", map[string]any{"item_id": b.items[b.open]["id"], "output_index": b.open, "summary_index": 0, "delta": ev.Text})
 		case chat.ContentDelta:
 			if b.openKind != "message" {
 				b.add("message", map[string]any{"type": "message", "id": newID("msg_"), "status": "in_progress", "role": "assistant", "content": []any{}})
 			}
 			b.text.WriteString(ev.Text)
-			b.emit("response.output_text.delta", map[string]any{"item_id": b.items[b.open]["id"], "output_index": b.open, "content_index": 0, "delta": ev.Text})
+			delta := map[string]any{"item_id": b.items[b.open]["id"], "output_index": b.open, "content_index": 0, "delta": ev.Text}
+			if b.logprobs != nil {
+				delta["logprobs"] = b.takeLogprobs(true)
+			}
+			b.emit("response.output_text.delta", delta)
 		case chat.ToolCallStart:
 			b.add("function_call", map[string]any{"type": "function_call", "id": newID("fc_"), "call_id": newID("call_"), "name": ev.Name, "arguments": "", "status": "in_progress"})
 		case chat.ToolCallArguments:
@@ -417,6 +477,10 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		"model": name, "output": []any{}, "error": nil, "incomplete_details": nil, "store": false,
 		"instructions": nullable(req.Instructions), "parallel_tool_calls": true, "tools": []any{}, "usage": nil,
 	}}
+	if g.p.logprobs {
+		b.logprobs = g.takeLogprobs
+		b.response["top_logprobs"] = g.p.topLogprobs
+	}
 	if !req.Stream {
 		res := g.run(func(events []chat.Event, _ time.Time) error {
 			b.feed(events)

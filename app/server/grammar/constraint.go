@@ -28,6 +28,12 @@ type Constraint struct {
 	g     *Grammar
 	state int32
 	ended bool // an EOS token was accepted
+	// budget is the tokens the request may still generate (WithBudget);
+	// 0: none set. closing: the budget ruled tokens out. keep is
+	// maskBudget's scratch.
+	budget  int
+	closing bool
+	keep    []bool
 }
 
 var _ engine.Constraint = (*Constraint)(nil)
@@ -67,6 +73,7 @@ func (c *Constraint) Mask(logits []float32) {
 	if n := len(mask) * 64; n < len(logits) {
 		fillNegInf(logits[n:])
 	}
+	c.maskBudget(logits)
 }
 
 // negInfBlock is copied over ruled-out runs of logits.
@@ -89,6 +96,9 @@ func fillNegInf(dst []float32) {
 func (c *Constraint) Accept(token int) error {
 	d := c.g.dfa
 	v := d.vocab
+	if c.budget > 0 {
+		c.budget--
+	}
 	if c.ended {
 		return fmt.Errorf("token %d after the end of the constrained text", token)
 	}

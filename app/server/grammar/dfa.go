@@ -20,6 +20,13 @@ type dfa struct {
 
 	ids    map[string]int32
 	states []*dfaState
+	// dist is the fewest bytes that complete the text from each state,
+	// nil until a request's budget needs it (distancesLocked); closeByte
+	// is the first byte of such a completion, and tokDist 1 + the tokens
+	// it takes (closingTokens; 0 until asked for).
+	dist      []int32
+	closeByte []byte
+	tokDist   []int32
 
 	// Scratch for closures.
 	mark  []uint32
@@ -42,6 +49,9 @@ type dfaState struct {
 	// no token but EOS may follow.
 	mask []uint64
 	done bool
+	// worst is 1 + the longest completion after any one token allowed
+	// here (worstNext); 0 until asked for.
+	worst int32
 }
 
 const unknown = -1

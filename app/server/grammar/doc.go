@@ -27,6 +27,11 @@
 //     chosen token and one pass over the mask. When the text is complete
 //     and nothing can follow it (the closing brace of the object), Done
 //     reports it and the engine ends the request.
+//   - A Constraint given its request's budget (WithBudget) closes the text
+//     before the budget runs out: near the end it lets through only tokens
+//     after which the text can still be completed in the tokens left
+//     (budget.go), so an answer cut by max_tokens still parses and
+//     validates; FitsIn says whether any valid text fits a budget at all.
 //
 // A server uses it so:
 //

@@ -117,3 +117,26 @@ func (v *Vocabulary) buildTrie() {
 		v.nodes[n].end = int32(len(v.nodes))
 	}
 }
+
+// longestPrefix is the length of the longest piece that text starts with
+// (0 for none), found by following text down the trie.
+func (v *Vocabulary) longestPrefix(text []byte) int {
+	best := 0
+	i, depth := 0, 1
+	for i < len(v.nodes) && depth <= len(text) {
+		node := &v.nodes[i]
+		if int(node.depth) < depth {
+			break // the subtree of text's prefix is over
+		}
+		if node.b != text[depth-1] {
+			i = int(node.end)
+			continue
+		}
+		if node.tokensEnd > node.tokens {
+			best = depth
+		}
+		i++
+		depth++
+	}
+	return best
+}
