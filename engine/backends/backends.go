@@ -98,6 +98,11 @@ func kinds() []kind {
 	}, platformKinds()...)
 }
 
+// Unavailable says why the backend called name, which this platform knows,
+// cannot run on this machine ("cuda" without an NVIDIA driver, NVRTC or
+// GPU), or nil.
+func Unavailable(name string) error { return unavailable(name) }
+
 // Names lists the backend names Open accepts in this build.
 func Names() []string {
 	var names []string
@@ -144,6 +149,9 @@ func Open(name string, w *model.Weights, opt Options) (*Backend, error) {
 	}
 	if opt.Device != nil {
 		opt.Device.Close()
+	}
+	if err := unavailable(name); err != nil {
+		return nil, fmt.Errorf("backend %q cannot run here: %w", name, err)
 	}
 	return nil, fmt.Errorf("unknown backend %q: this build has %s", name, strings.Join(Names(), ", "))
 }
