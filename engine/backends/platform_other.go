@@ -3,6 +3,8 @@
 package backends
 
 import (
+	"os"
+
 	"github.com/suzuran-app/suzuran/engine/gpu/cuda"
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
 )
@@ -16,7 +18,9 @@ func platformKinds() []kind {
 		return nil
 	}
 	return []kind{{name: "cuda", openDevice: func(Options) (device.Device, error) {
-		return cuda.New(cuda.Options{})
+		// SUZURAN_CUDA_PROFILE=FILE times every dispatch and writes the
+		// kernel table there when the device closes.
+		return cuda.New(cuda.Options{ProfileFile: os.Getenv("SUZURAN_CUDA_PROFILE")})
 	}}}
 }
 

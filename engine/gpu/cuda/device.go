@@ -3,9 +3,11 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -29,6 +31,9 @@ type Options struct {
 	// Profile times every dispatch with CUDA events (KernelTimes); it
 	// costs two events per dispatch.
 	Profile bool
+	// ProfileFile, when set, turns Profile on and receives the kernel
+	// table (WriteKernelTimes) when the device closes.
+	ProfileFile string
 	// CacheDir holds compiled modules by content hash; "" means
 	// $SUZURAN_CUDA_CACHE, else the user cache dir + suzuran/cuda.
 	CacheDir string
@@ -43,6 +48,7 @@ type Device struct {
 	arch    string
 	maxLen  int
 	profile bool
+	profOut string
 
 	mu        sync.Mutex
 	pipelines map[string]*pipeline
@@ -101,7 +107,7 @@ func New(opts Options) (*Device, error) {
 		return nil, err
 	}
 	a, _ := loadAPI()
-	d := &Device{a: a, profile: opts.Profile, pipelines: map[string]*pipeline{}, funcs: map[string]kernelFunc{},
+	d := &Device{a: a, profile: opts.Profile || opts.ProfileFile != "", profOut: opts.ProfileFile, pipelines: map[string]*pipeline{}, funcs: map[string]kernelFunc{},
 		launch: make(chan *commandBuffer, 64), waitq: make(chan *commandBuffer, 64), done: make(chan struct{}),
 		times: map[string]*KernelTime{}}
 	if err := a.check("cuDeviceGet", call(a.cuDeviceGet, uintptr(unsafe.Pointer(&d.dev)), uintptr(opts.Ordinal))); err != nil {
@@ -362,8 +368,26 @@ func (d *Device) WrapBytes(b []byte) (device.Buffer, error) {
 	if err != nil {
 		return nil, err
 	}
-	copy(buf.Bytes(), b)
+	copyMapped(buf.Bytes(), b)
 	return buf, nil
+}
+
+// copyMapped copies src into dst page by page, stopping at the first page
+// that cannot be read: a wrapped region is rounded up to Apple's 16 KiB
+// pages, which on a 4 KiB-page machine can reach past the end of the
+// mapped file, where nothing the kernels read lies. The rest stays zero.
+func copyMapped(dst, src []byte) (n int) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if recover() != nil {
+			n = -1
+		}
+	}()
+	const page = 4096
+	for n = 0; n < len(src); n += page {
+		copy(dst[n:], src[n:min(n+page, len(src))])
+	}
+	return len(src)
 }
 
 // Pipeline returns the kernel with this host name.
@@ -420,7 +444,31 @@ func (d *Device) Close() error {
 	close(d.launch)
 	d.mu.Unlock()
 	<-d.done
+	if d.profOut != "" {
+		f, err := os.Create(d.profOut)
+		if err != nil {
+			return err
+		}
+		d.WriteKernelTimes(f)
+		return f.Close()
+	}
 	return nil
+}
+
+// WriteKernelTimes writes the profile as a table: per kernel the
+// dispatches, total and mean time, share of all kernel time, and the
+// bandwidth of the traffic the dispatches declared.
+func (d *Device) WriteKernelTimes(w io.Writer) {
+	ts := d.KernelTimes()
+	var total float64
+	for _, t := range ts {
+		total += t.Seconds
+	}
+	fmt.Fprintf(w, "| kernel | dispatches | total ms | mean µs | share | declared GB/s |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, t := range ts {
+		fmt.Fprintf(w, "| %s | %d | %.2f | %.1f | %.1f %% | %.0f |\n", t.Name, t.Dispatches, t.Seconds*1e3,
+			t.Seconds/float64(t.Dispatches)*1e6, 100*t.Seconds/total, float64(t.Bytes)/t.Seconds/1e9)
+	}
 }
 
 // KernelTimes returns what profiling measured so far, slowest first.
