@@ -372,23 +372,41 @@ func (d *Device) WrapBytes(b []byte) (device.Buffer, error) {
 	return buf, nil
 }
 
-// copyMapped copies src into dst page by page, stopping at the first page
-// that cannot be read: a wrapped region is rounded up to Apple's 16 KiB
-// pages, which on a 4 KiB-page machine can reach past the end of the
-// mapped file, where nothing the kernels read lies. The rest stays zero.
-func copyMapped(dst, src []byte) (n int) {
+// copyMapped copies src into dst page by page, leaving zero each page that
+// cannot be read: a wrapped region is rounded out to Apple's 16 KiB pages,
+// which on a 4 KiB-page machine can begin before a mapped file or reach
+// past its end, where nothing the kernels read lies. It returns the bytes
+// copied.
+func copyMapped(dst, src []byte) int {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	const page = 4096
+	n := 0
+	for at := 0; at < len(src); {
+		// Page-aligned chunks, so that a fault loses no readable byte.
+		addr := uintptr(unsafe.Pointer(&src[at]))
+		end := min(len(src), at+int(page-addr%page))
+		if copyPage(dst[at:end], src[at:end]) {
+			n += end - at
+		}
+		at = end
+	}
+	return n
+}
+
+func copyPage(dst, src []byte) (ok bool) {
 	defer func() {
 		if recover() != nil {
-			n = -1
+			clear(dst)
+			ok = false
 		}
 	}()
-	const page = 4096
-	for n = 0; n < len(src); n += page {
-		copy(dst[n:], src[n:min(n+page, len(src))])
-	}
-	return len(src)
+	copy(dst, src)
+	return true
 }
+
+// WrapCopies says that WrapBytes copies: a wrapped buffer does not alias
+// the caller's memory, as it does on Metal and emu.
+func (d *Device) WrapCopies() bool { return true }
 
 // Pipeline returns the kernel with this host name.
 func (d *Device) Pipeline(name string) (device.Pipeline, error) {
