@@ -1,7 +1,8 @@
 // Package backends opens the model's backends by name: "cpu" (pure Go),
 // "emu" (the GPU backend on the host emulator, which compiles the Metal
 // kernels as C++ with the system compiler on first use) and, on macOS,
-// "metal". It is the one place that knows which device a backend runs on:
+// "metal"; elsewhere "cuda" where an NVIDIA GPU, its driver and NVRTC are
+// found at run time. It is the one place that knows which device a backend runs on:
 // Open opens the device, and the returned Backend's Close closes it after
 // the backend. It also says how each backend runs its passes, so that the
 // engine drives a backend by what it is (asynchronous or not, how many
