@@ -21,21 +21,16 @@ import (
 // Constants from cuda.h and nvrtc.h.
 const (
 	cuSuccess                     = 0
-	cuErrorNotReady               = 600
 	cuMemAttachGlobal             = 1
 	cuEventDefault                = 0
 	cuStreamNonBlocking           = 1
-	cuAttrMaxThreadsPerBlock      = 1  // CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK
 	cuAttrComputeCapabilityMajor  = 75 // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 	cuAttrComputeCapabilityMinor  = 76
 	cuAttrConcurrentManagedAccess = 89 // CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS
-	cuAttrMultiprocessorCount     = 16
-	cuFuncAttrMaxThreadsPerBlock  = 0 // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
-	cuFuncAttrSharedSizeBytes     = 1 // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
-	cuFuncAttrNumRegs             = 4 // CU_FUNC_ATTRIBUTE_NUM_REGS
+	cuFuncAttrMaxThreadsPerBlock  = 0  // CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+	cuFuncAttrSharedSizeBytes     = 1  // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES
+	cuFuncAttrNumRegs             = 4  // CU_FUNC_ATTRIBUTE_NUM_REGS
 	nvrtcSuccess                  = 0
-	cuJitInfoLogBuffer            = 3 // unused; PTX is loaded without options
-	_                             = cuJitInfoLogBuffer
 )
 
 type api struct {
