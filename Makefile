@@ -272,6 +272,13 @@ bench:
 	echo; $(BENCH_DIR)/suzuran bench --table "$${reports[@]}"
 # ---- bench: end ----
 
+## cuda-check: on a machine with an NVIDIA GPU, the GPU tests on the cuda
+## device, then under compute-sanitizer (memcheck, racecheck, synccheck,
+## initcheck); the report goes to bin/cuda-check/report.md.
+.PHONY: cuda-check
+cuda-check:
+	bash build/cuda-check.sh
+
 lint: deps frontend/node_modules/.package-lock.json
 	@out=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -94,8 +93,8 @@ answers end within a second.`,
 }
 
 func runServe(cmd *cobra.Command, o serveOptions) error {
-	if !slices.Contains(engine.Backends(), o.backend) {
-		return fmt.Errorf("unknown backend %q: this build has %s", o.backend, strings.Join(engine.Backends(), ", "))
+	if err := checkBackend(o.backend); err != nil {
+		return err
 	}
 	if err := checkPrecision(cmd, o.backend, o.precision); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/suzuran-app/suzuran/engine"
+	"github.com/suzuran-app/suzuran/engine/backends"
 )
 
 // Checks of flag values that several commands share. A value that makes no
@@ -65,6 +66,9 @@ func backendChoices() string { return strings.Join(engine.Backends(), "|") }
 // checkBackend validates --backend against the backends this build has.
 func checkBackend(name string) error {
 	if !slices.Contains(engine.Backends(), name) {
+		if err := backends.Unavailable(name); err != nil {
+			return fmt.Errorf("backend %q cannot run here: %w", name, err)
+		}
 		return fmt.Errorf("unknown backend %q: this build has %s", name, strings.Join(engine.Backends(), ", "))
 	}
 	return nil

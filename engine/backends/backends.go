@@ -1,7 +1,8 @@
 // Package backends opens the model's backends by name: "cpu" (pure Go),
 // "emu" (the GPU backend on the host emulator, which compiles the Metal
 // kernels as C++ with the system compiler on first use) and, on macOS,
-// "metal". It is the one place that knows which device a backend runs on:
+// "metal"; elsewhere "cuda" where an NVIDIA GPU, its driver and NVRTC are
+// found at run time. It is the one place that knows which device a backend runs on:
 // Open opens the device, and the returned Backend's Close closes it after
 // the backend. It also says how each backend runs its passes, so that the
 // engine drives a backend by what it is (asynchronous or not, how many
@@ -98,6 +99,11 @@ func kinds() []kind {
 	}, platformKinds()...)
 }
 
+// Unavailable says why the backend called name, which this platform knows,
+// cannot run on this machine ("cuda" without an NVIDIA driver, NVRTC or
+// GPU), or nil.
+func Unavailable(name string) error { return unavailable(name) }
+
 // Names lists the backend names Open accepts in this build.
 func Names() []string {
 	var names []string
@@ -144,6 +150,9 @@ func Open(name string, w *model.Weights, opt Options) (*Backend, error) {
 	}
 	if opt.Device != nil {
 		opt.Device.Close()
+	}
+	if err := unavailable(name); err != nil {
+		return nil, fmt.Errorf("backend %q cannot run here: %w", name, err)
 	}
 	return nil, fmt.Errorf("unknown backend %q: this build has %s", name, strings.Join(Names(), ", "))
 }

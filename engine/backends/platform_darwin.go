@@ -11,3 +11,6 @@ func platformKinds() []kind {
 		return metal.NewDefault()
 	}}}
 }
+
+// unavailable: every backend a Mac knows is offered.
+func unavailable(string) error { return nil }

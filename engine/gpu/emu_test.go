@@ -16,9 +16,13 @@ func envSeed() uint64 {
 }
 
 // openTestDevice opens the emulator device running the embedded kernels
-// with the given fiber-order seed (0: thread order).
+// with the given fiber-order seed (0: thread order), or the device that
+// SUZURAN_TEST_DEVICE names (cuda_test.go).
 func openTestDevice(t testing.TB, seed uint64) device.Device {
 	t.Helper()
+	if name := os.Getenv("SUZURAN_TEST_DEVICE"); name != "" && name != "emu" {
+		return openNamedTestDevice(t, name)
+	}
 	dev, err := emu.New(emu.Options{Seed: seed})
 	if err != nil {
 		t.Fatal(err)

@@ -56,7 +56,8 @@ func TestWrapWeightsKeepsMappingsApart(t *testing.T) {
 		sliceSpan(second[pageSize : pageSize+64]),
 		sliceSpan(heap[10:20]),
 	}
-	wm, err := wrapWeights(openTestDevice(t, 0), spans, [][]byte{second, first})
+	dev := openTestDevice(t, 0)
+	wm, err := wrapWeights(dev, spans, [][]byte{second, first})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +68,9 @@ func TestWrapWeightsKeepsMappingsApart(t *testing.T) {
 	}
 	if perMapping[0] != 1 || perMapping[1] != 1 || perMapping[-1] != 1 || len(wm.regions) != 3 {
 		t.Errorf("buffers per file %v (-1: outside both), %d buffers: want one per file and one for the heap span", perMapping, len(wm.regions))
+	}
+	if c, ok := dev.(interface{ WrapCopies() bool }); ok && c.WrapCopies() {
+		t.Skipf("%s copies wrapped memory (it cannot alias host pages at its own memory's speed), so where a span lies in its buffer is not an address to compare", dev.Name())
 	}
 	for i := range heap {
 		heap[i] = byte(i)

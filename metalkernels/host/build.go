@@ -184,11 +184,18 @@ type build struct {
 	headers  map[string]string // processed header text by name
 	units    map[string]string // processed .metal text (with entries) by name
 	entries  []entry
+	// passed is each .metal file's text after the pass alone (no shim
+	// include, no entry points), and unitEntries its kernels, for
+	// Translate.
+	passed      map[string]string
+	unitEntries map[string][]entry
 }
 
 func (b *build) prepare(sources map[string]string) error {
 	b.headers = map[string]string{}
 	b.units = map[string]string{}
+	b.passed = map[string]string{}
+	b.unitEntries = map[string][]entry{}
 	var names []string
 	for n := range sources {
 		names = append(names, n)
@@ -274,6 +281,8 @@ func (b *build) prepare(sources map[string]string) error {
 			hosts[e.host] = fmt.Sprintf("%s:%d", e.file, e.line)
 		}
 		b.entries = append(b.entries, ents...)
+		b.passed[n] = res.out
+		b.unitEntries[n] = ents
 		b.units[n] = fmt.Sprintf("#include \"emu_metal.h\"\n#line 1 \"%s%s\"\n%s\n%s", b.opts.PathPrefix, n, res.out, genEntries(ents))
 	}
 	return errors.Join(errs...)

@@ -1,8 +1,9 @@
 // Package device is the thin line between the GPU backend and a GPU: the
 // backend above it chooses kernels, grid sizes and buffer layouts once, and
-// two devices implement it below — metal (Apple GPUs through purego and the
-// Objective-C runtime, darwin only) and emu (the host emulator, which runs
-// the same MSL compiled as C++ on CPU threads).
+// three devices implement it below — metal (Apple GPUs through purego and
+// the Objective-C runtime, darwin only), emu (the host emulator, which runs
+// the same MSL compiled as C++ on CPU threads) and cuda (NVIDIA GPUs, the
+// same MSL through NVRTC, found at run time).
 package device
 
 import "fmt"
