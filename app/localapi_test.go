@@ -24,11 +24,17 @@ import (
 // the test ends.
 func startLocalAPI(t *testing.T, backend string) (*service.Service, service.APIState) {
 	t.Helper()
-	dir := t.TempDir()
-	demo, err := models.Install(filepath.Join(dir, "models"))
+	demo, err := models.Install(filepath.Join(t.TempDir(), "models"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startLocalAPIOn(t, backend, demo)
+}
+
+// startLocalAPIOn is startLocalAPI on the model folder demo.
+func startLocalAPIOn(t *testing.T, backend, demo string) (*service.Service, service.APIState) {
+	t.Helper()
+	dir := t.TempDir()
 	api := &localAPI{log: zerolog.Nop()}
 	svc, err := service.Open(service.Options{
 		DatabasePath: filepath.Join(dir, "suzuran.db"), SettingsPath: filepath.Join(dir, "settings.json"),

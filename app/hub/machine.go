@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/suzuran-app/suzuran/app/internal/bytesize"
 )
 
 // Level is how a machine check result bears on running the model.
@@ -163,9 +165,9 @@ func Evaluate(m Machine, need Need) Report {
 			add("disk", Fine, "The model is already on this disk; nothing needs to be downloaded.")
 		case m.FreeDisk < need.DownloadBytes+need.DiskMargin:
 			add("disk", Refusal, "The download needs %s and the disk has %s free. Free up %s (so that %s stays free afterwards) and try again.",
-				FormatBytes(need.DownloadBytes), FormatBytes(m.FreeDisk), FormatBytes(need.DownloadBytes+need.DiskMargin-m.FreeDisk), FormatBytes(need.DiskMargin))
+				bytesize.Format(need.DownloadBytes), bytesize.Format(m.FreeDisk), bytesize.Format(need.DownloadBytes+need.DiskMargin-m.FreeDisk), bytesize.Format(need.DiskMargin))
 		default:
-			add("disk", Fine, "The download needs %s; the disk has %s free.", FormatBytes(need.DownloadBytes), FormatBytes(m.FreeDisk))
+			add("disk", Fine, "The download needs %s; the disk has %s free.", bytesize.Format(need.DownloadBytes), bytesize.Format(m.FreeDisk))
 		}
 	}
 	return r

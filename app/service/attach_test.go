@@ -16,7 +16,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/suzuran-app/suzuran/app/server"
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/app/store"
 )
 
@@ -79,7 +79,7 @@ func TestAttachAskReopenContinue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitModel(t, svc, server.StateReady)
+		waitModel(t, svc, modelhost.StateReady)
 		return &testService{Service: svc, ui: svc.UI()}
 	}
 	svc := open()
@@ -192,8 +192,8 @@ func TestAttachBudgetChoices(t *testing.T) {
 	if _, err := svc.SaveSettings(settings); err != nil {
 		t.Fatal(err)
 	}
-	waitModel(t, svc.Service, server.StateLoading)
-	waitModel(t, svc.Service, server.StateReady)
+	waitModel(t, svc.Service, modelhost.StateLoading)
+	waitModel(t, svc.Service, modelhost.StateReady)
 	var long strings.Builder
 	for i := 1; i <= 400; i++ {
 		fmt.Fprintf(&long, "line %d of the log\n", i)

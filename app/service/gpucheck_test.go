@@ -13,7 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/suzuran-app/suzuran/app/server"
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/app/store"
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
 	"github.com/suzuran-app/suzuran/engine/gpu/emu"
@@ -90,7 +90,7 @@ func openGPUService(t *testing.T, dir string, faults *gpuFaults) *Service {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
-	waitModel(t, svc, server.StateReady)
+	waitModel(t, svc, modelhost.StateReady)
 	return svc
 }
 
@@ -128,7 +128,7 @@ func TestGPUFailsMidAnswer(t *testing.T) {
 			t.Fatalf("no model event with the fallback message; state %+v", svc.ModelState())
 		}
 	}
-	if m := svc.ModelState(); !strings.HasPrefix(m.Backend, "cpu") || m.State != server.StateReady {
+	if m := svc.ModelState(); !strings.HasPrefix(m.Backend, "cpu") || m.State != modelhost.StateReady {
 		t.Errorf("model %+v after the failure, want ready on cpu", m)
 	}
 
@@ -196,7 +196,7 @@ func TestGPUCheckFails(t *testing.T) {
 	defer cancel()
 	for {
 		m := svc2.ModelState()
-		if m.State == server.StateReady && strings.Contains(m.Backend, "emu") {
+		if m.State == modelhost.StateReady && strings.Contains(m.Backend, "emu") {
 			if m.Fallback != "" {
 				t.Errorf("after a passing recheck the fallback still says %q", m.Fallback)
 			}

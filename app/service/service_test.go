@@ -15,11 +15,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/suzuran-app/suzuran/app/server"
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/app/store"
 	"github.com/suzuran-app/suzuran/assets/models"
-	"github.com/suzuran-app/suzuran/engine"
-	"github.com/suzuran-app/suzuran/engine/gpucheck"
 )
 
 // demoDir installs the demo model Suzuran Tiny once for the package's
@@ -58,11 +56,11 @@ func newTestService(t *testing.T, modelDir string) *testService {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
-	waitModel(t, svc, server.StateReady)
+	waitModel(t, svc, modelhost.StateReady)
 	return &testService{Service: svc, ui: svc.UI(), settings: filepath.Join(dir, "settings.json")}
 }
 
-func waitModel(t *testing.T, svc *Service, state string) ModelState {
+func waitModel(t *testing.T, svc *Service, state string) modelhost.ModelState {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -70,7 +68,7 @@ func waitModel(t *testing.T, svc *Service, state string) ModelState {
 		if m.State == state {
 			return m
 		}
-		if m.State == server.StateError || time.Now().After(deadline) {
+		if m.State == modelhost.StateError || time.Now().After(deadline) {
 			t.Fatalf("model state %+v, waiting for %s", m, state)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -394,26 +392,6 @@ func TestBrokenSettingsFileIsReportedNotLost(t *testing.T) {
 	}
 }
 
-func TestKeepAliveUnloadsAndReloads(t *testing.T) {
-	s := newTestService(t, demo(t))
-	s.models.mu.Lock()
-	s.models.keepAlive = func() time.Duration { return 50 * time.Millisecond }
-	s.models.armIdleLocked()
-	s.models.mu.Unlock()
-	waitModel(t, s.Service, server.StateUnloaded)
-	if _, _, err := s.Models().Current(context.Background()); err == nil {
-		t.Fatal("Current returned an engine while unloaded")
-	}
-	// The next message loads the model again and is answered.
-	res, err := s.ui.Send(SendRequest{Text: "What does json.dumps do?"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := waitReply(t, s.Service, res.Reply.ID); m.Status != store.StatusComplete {
-		t.Fatalf("reply after reload: %+v", m)
-	}
-}
-
 func TestModelErrorIsReported(t *testing.T) {
 	dir := t.TempDir()
 	svc, err := Open(Options{
@@ -424,11 +402,11 @@ func TestModelErrorIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	m := waitModel(t, svc, server.StateError)
+	m := waitModel(t, svc, modelhost.StateError)
 	if !strings.Contains(m.Error, "no-such-model") {
 		t.Errorf("error %q does not name the folder", m.Error)
 	}
-	if st := svc.Models().Status(); st.State != server.StateError || st.Error == "" {
+	if st := svc.Models().Status(); st.State != modelhost.StateError || st.Error == "" {
 		t.Errorf("server status %+v", st)
 	}
 	res, err := svc.UI().Send(SendRequest{Text: "hello"})
@@ -437,26 +415,6 @@ func TestModelErrorIsReported(t *testing.T) {
 	}
 	if r := waitReply(t, svc, res.Reply.ID); r.Status != store.StatusError || !strings.Contains(r.Error, "could not load") {
 		t.Errorf("reply with a broken model: %+v", r)
-	}
-}
-
-func TestLoadReportsProgress(t *testing.T) {
-	var seen []float64
-	e, _, err := loadEngine(demo(t), engine.LoadOptions{Backend: "cpu", Threads: 1}, gpucheck.Options{}, func(p float64) { seen = append(seen, p) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	// The demo's 8 MB of weights are read in 4 MB pieces: at least two
-	// reports, rising, the last at the 95 % the read stands for (the
-	// engine's own start is the rest).
-	if len(seen) < 2 || seen[len(seen)-1] != 0.95 {
-		t.Fatalf("progress reports %v", seen)
-	}
-	for i := 1; i < len(seen); i++ {
-		if seen[i] < seen[i-1] {
-			t.Fatalf("progress went back: %v", seen)
-		}
 	}
 }
 
@@ -594,5 +552,31 @@ func TestSavingAPISettingsUnderServe(t *testing.T) {
 	}
 	if st := s.APIState(); !st.Enabled || st.URL != "http://127.0.0.1:11435" {
 		t.Errorf("the served API's state changed: %+v", st)
+	}
+}
+
+// The presets are the model card's (engine/sample), in the decimals the
+// card writes: the Settings view shows and saves 0.95, not float32's
+// 0.949999988.
+func TestSamplingPresetsAreTheModelCards(t *testing.T) {
+	for _, tc := range []struct {
+		preset   string
+		thinking bool
+		want     Sampling
+	}{
+		{PresetAuto, true, Sampling{Temperature: 1, TopP: 0.95, TopK: 20, PresencePenalty: 1.5}},
+		{PresetAuto, false, Sampling{Temperature: 0.7, TopP: 0.8, TopK: 20, PresencePenalty: 1.5}},
+		{PresetThinking, false, Sampling{Temperature: 1, TopP: 0.95, TopK: 20, PresencePenalty: 1.5}},
+		{PresetNonThinking, true, Sampling{Temperature: 0.7, TopP: 0.8, TopK: 20, PresencePenalty: 1.5}},
+		{PresetCoding, true, Sampling{Temperature: 0.6, TopP: 0.95, TopK: 20}},
+	} {
+		s := DefaultSettings()
+		s.SamplingPreset = tc.preset
+		if got := s.SamplingFor(tc.thinking); got != tc.want {
+			t.Errorf("%s (thinking %v): %+v, want %+v", tc.preset, tc.thinking, got, tc.want)
+		}
+	}
+	if c := DefaultSettings().Custom; c != (Sampling{Temperature: 0.7, TopP: 0.8, TopK: 20, PresencePenalty: 1.5}) {
+		t.Errorf("the custom values start as %+v, want the non-thinking preset", c)
 	}
 }
