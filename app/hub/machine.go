@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/suzuran-app/suzuran/app/internal/bytesize"
+	"github.com/suzuran-app/suzuran/engine/machine"
 )
 
 // Level is how a machine check result bears on running the model.
@@ -173,11 +174,22 @@ func Evaluate(m Machine, need Need) Report {
 	return r
 }
 
+// probeMachine reads this computer's facts (engine/machine) and, on Apple
+// silicon, the GPU's working set.
+func probeMachine() Machine {
+	f := machine.Probe()
+	m := Machine{OS: f.OS, Arch: f.Arch, Chip: f.Chip, AppleSilicon: f.AppleSilicon, Memory: f.Memory}
+	if f.OS == "darwin" {
+		m.OSVersion = f.Version
+	}
+	m.GPUWorkingSet = gpuWorkingSet(m.AppleSilicon)
+	return m
+}
+
 // CheckMachine looks at this computer and judges it against need; dir is
 // where the model goes (the Hugging Face cache).
 func CheckMachine(need Need, dir string) Report {
 	m := probeMachine()
-	m.OS = runtime.GOOS
 	if free, err := FreeSpace(dir); err == nil {
 		m.FreeDisk, m.DiskPath = free, dir
 	}
