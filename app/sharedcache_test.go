@@ -27,20 +27,12 @@ func TestWindowAndAPIShareThePrefixCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reply store.Message
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		reply, err = svc.Store().Message(context.Background(), sent.Reply.ID)
-		if err != nil {
+	awaitService(t, svc, 60*time.Second, "the end of the window's reply", func() bool {
+		if reply, err = svc.Store().Message(context.Background(), sent.Reply.ID); err != nil {
 			t.Fatal(err)
 		}
-		if reply.Status != store.StatusStreaming {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the window's reply did not finish within 60 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return reply.Status != store.StatusStreaming
+	})
 	if reply.Stats == nil {
 		t.Fatalf("the window's reply has no stats: %+v", reply)
 	}

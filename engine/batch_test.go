@@ -197,7 +197,7 @@ func TestSlowReaderStallsNobody(t *testing.T) {
 			t.Fatal("the stalled request was not cancelled")
 		}
 		// Reading again only to see the end: wait past the timeout first.
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(400 * time.Millisecond) // a reader that does not read for a while: the case under test
 	}
 }
 
@@ -224,7 +224,7 @@ func TestSlowReaderGetsMergedEvents(t *testing.T) {
 		if final || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // the stream queues its last token with no event a reader may take: its state is read again
 	}
 	got := readAll(slow)
 	if fast.err != nil || got.err != nil {
@@ -265,6 +265,8 @@ func TestSlowProgressCallback(t *testing.T) {
 			return
 		}
 		s := <-streams
+		// The stream queues its last token with no event a reader may
+		// take (the reader is this callback): its state is read again.
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 			s.mu.Lock()
 			final := s.final != nil
@@ -377,7 +379,7 @@ func TestCancelInsidePrefill(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-started
-		time.Sleep(chunk / 3)
+		time.Sleep(chunk / 3) // a third into the chunk: the moment under test
 		cpu0, wall0 := processCPUTime(t), time.Now()
 		cancel()
 		r := readAll(s)

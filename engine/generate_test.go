@@ -398,7 +398,7 @@ func TestCancelledWhileQueuedFreesItsPlace(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the cancelled request kept its queue place")
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // the queue place is given back with no event: the count is read again
 	}
 	retry, err := e.Submit(context.Background(), Request{Prompt: c.PromptIDs, MaxTokens: 2})
 	if err != nil {

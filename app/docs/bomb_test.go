@@ -73,7 +73,7 @@ func extractInChild(path string) int {
 				fmt.Printf(`{"error":"peak RSS passed %d MB: stopped"}`+"\n", rss>>20)
 				os.Exit(3)
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // the watchdog samples the RSS: the bound under test
 		}
 	}()
 	var r bombResult

@@ -224,7 +224,7 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // for state the server publishes no event of (counters, the engine's queue)
 	}
 }
 

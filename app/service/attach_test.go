@@ -23,11 +23,10 @@ import (
 // waitAttached waits until an attachment is no longer being read.
 func waitAttached(t *testing.T, svc *Service, id string) AttachmentView {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var v AttachmentView
+	awaitEvent(t, svc, 60*time.Second, "the end of reading attachment "+id, func(*Event) bool {
 		svc.attach.mu.Lock()
 		p := svc.attach.pending[id]
-		var v AttachmentView
 		if p != nil {
 			v = p.view
 		}
@@ -35,14 +34,9 @@ func waitAttached(t *testing.T, svc *Service, id string) AttachmentView {
 		if p == nil {
 			t.Fatalf("attachment %s is gone", id)
 		}
-		if v.State != AttachmentReading {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("attachment %s still reading: %+v", id, v)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return v.State != AttachmentReading
+	})
+	return v
 }
 
 func attachData(t *testing.T, svc *testService, name string, data []byte) AttachmentView {

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -192,19 +191,12 @@ func TestGPUCheckFails(t *testing.T) {
 	if err := svc2.UI().RecheckGPU(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for {
+	awaitEvent(t, svc2, 60*time.Second, "the model ready on emu after RecheckGPU", func(*Event) bool {
 		m := svc2.ModelState()
-		if m.State == modelhost.StateReady && strings.Contains(m.Backend, "emu") {
-			if m.Fallback != "" {
-				t.Errorf("after a passing recheck the fallback still says %q", m.Fallback)
-			}
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("after RecheckGPU: %+v, want ready on emu", m)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return m.State == modelhost.StateReady && strings.Contains(m.Backend, "emu")
+	})
+	if m := svc2.ModelState(); m.Fallback != "" {
+		t.Errorf("after a passing recheck the fallback still says %q", m.Fallback)
 	}
+
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,54 +61,75 @@ func newTestService(t *testing.T, modelDir string) *testService {
 	return &testService{Service: svc, ui: svc.UI(), settings: filepath.Join(dir, "settings.json")}
 }
 
+// awaitEvent waits, within timeout, until done holds: it checks done once
+// at once and again after each event of svc, which every change it waits
+// for publishes (done gets nil for the first check).
+func awaitEvent(t *testing.T, svc *Service, timeout time.Duration, what string, done func(*Event) bool) {
+	t.Helper()
+	events, stop := svc.Subscribe()
+	defer stop()
+	if done(nil) {
+		return
+	}
+	expired := time.After(timeout)
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatalf("the event stream closed while waiting for %s", what)
+			}
+			if done(&ev) {
+				return
+			}
+		case <-expired:
+			t.Fatalf("no %s within %v", what, timeout)
+		}
+	}
+}
+
 func waitModel(t *testing.T, svc *Service, state string) modelhost.ModelState {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		m := svc.ModelState()
-		if m.State == state {
-			return m
-		}
-		if m.State == modelhost.StateError || time.Now().After(deadline) {
+	var m modelhost.ModelState
+	awaitEvent(t, svc, 60*time.Second, "model state "+state, func(*Event) bool {
+		m = svc.ModelState()
+		if m.State == modelhost.StateError && state != modelhost.StateError {
 			t.Fatalf("model state %+v, waiting for %s", m, state)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return m.State == state
+	})
+	return m
 }
 
 // waitReply waits until the reply is no longer streaming and returns it.
 func waitReply(t *testing.T, svc *Service, id int64) store.Message {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		m, err := svc.store.Message(context.Background(), id)
-		if err != nil {
+	var m store.Message
+	awaitEvent(t, svc, 60*time.Second, fmt.Sprintf("end of reply %d", id), func(ev *Event) bool {
+		if ev != nil && (ev.Type != EventMessage || ev.MessageID != id) {
+			return false
+		}
+		var err error
+		if m, err = svc.store.Message(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
-		if m.Status != store.StatusStreaming {
-			return m
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("reply %d still streaming after 60 s: %+v", id, m)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return m.Status != store.StatusStreaming
+	})
+	return m
 }
 
-// waitGrowth waits until a reply holds more than n bytes of text.
+// waitGrowth waits until a reply holds more than n bytes of text (the
+// reply events say where their text goes: more than n UTF-16 units are
+// more than n bytes).
 func waitGrowth(t *testing.T, svc *Service, id int64, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		m, _ := svc.store.Message(context.Background(), id)
-		if len(m.Content)+len(m.Reasoning) > n {
-			return
+	awaitEvent(t, svc, 30*time.Second, fmt.Sprintf("reply %d past %d bytes", id, n), func(ev *Event) bool {
+		if ev == nil {
+			m, _ := svc.store.Message(context.Background(), id)
+			return len(m.Content)+len(m.Reasoning) > n
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("reply %d did not grow past %d bytes within 30 s: %+v", id, n, m)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return ev.Type == EventReply && ev.MessageID == id &&
+			ev.ContentAt+utf16Len(ev.Content)+ev.ReasoningAt+utf16Len(ev.Reasoning) > n
+	})
 }
 
 func demo(t *testing.T) string {
@@ -241,7 +263,7 @@ func TestStopRegenerateEditContinue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	waitGrowth(t, s.Service, regen.ID, 0) // the new version is being written
 	s.ui.Stop(res.Conversation.ID)
 	waitReply(t, s.Service, regen.ID)
 	view, _ := s.ui.Conversation(res.Conversation.ID)
@@ -263,7 +285,7 @@ func TestStopRegenerateEditContinue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	waitGrowth(t, s.Service, edited.Reply.ID, 0) // its answer is being written
 	s.ui.Stop(res.Conversation.ID)
 	waitReply(t, s.Service, edited.Reply.ID)
 	view, _ = s.ui.Conversation(res.Conversation.ID)

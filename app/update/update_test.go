@@ -259,10 +259,37 @@ func TestDaily(t *testing.T) {
 		FirstCheck: time.Millisecond, Interval: 20 * time.Millisecond,
 		OnError: func(err error) { failed <- err },
 	}
+	// skipped is told each time a due check finds the switch off.
+	skipped := make(chan struct{}, 100)
+	switchOn := func() bool {
+		on := enabled.Load()
+		if !on {
+			select {
+			case skipped <- struct{}{}:
+			default:
+			}
+		}
+		return on
+	}
 	go func() {
-		c.Daily(ctx, enabled.Load, func(r Result) { notified <- r })
+		c.Daily(ctx, switchOn, func(r Result) { notified <- r })
 		close(done)
 	}()
+	// waitSkips waits until n due checks found the switch off.
+	waitSkips := func(n int) {
+		t.Helper()
+		for len(skipped) > 0 { // count from now on
+			<-skipped
+		}
+		timeout := time.After(10 * time.Second)
+		for range n {
+			select {
+			case <-skipped:
+			case <-timeout:
+				t.Fatalf("fewer than %d checks found the switch off in 10 s", n)
+			}
+		}
+	}
 
 	// waitHits waits until the feed has been asked n more times.
 	waitHits := func(n int32) {
@@ -273,7 +300,7 @@ func TestDaily(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("the feed was asked %d times in 10 s, want at least %d", hits.Load(), target)
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // the feed server counts its requests; the count is read again
 		}
 	}
 
@@ -283,11 +310,12 @@ func TestDaily(t *testing.T) {
 		t.Fatalf("told about %+v while up to date", <-notified)
 	}
 
-	// Off: no checks at all (several intervals pass).
+	// Off: no checks at all (several intervals pass). A check under way
+	// when the switch turns off ends before the next one finds it off.
 	enabled.Store(false)
-	time.Sleep(50 * time.Millisecond) // let a check already under way finish
+	waitSkips(1)
 	before := hits.Load()
-	time.Sleep(150 * time.Millisecond)
+	waitSkips(5)
 	if after := hits.Load(); after != before {
 		t.Errorf("the feed was asked %d times while the switch was off", after-before)
 	}
@@ -381,6 +409,22 @@ func TestDailyFollowsTheWallClock(t *testing.T) {
 	srv, hits := feedServer(t, http.StatusOK, releaseJSON("v0.1.0"))
 	var mu sync.Mutex
 	clock := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	// polled is told each time Daily reads the clock: once a poll.
+	polled := make(chan struct{}, 100)
+	waitPolls := func(n int) {
+		t.Helper()
+		for len(polled) > 0 { // count from now on
+			<-polled
+		}
+		timeout := time.After(10 * time.Second)
+		for range n {
+			select {
+			case <-polled:
+			case <-timeout:
+				t.Fatalf("fewer than %d polls in 10 s", n)
+			}
+		}
+	}
 	advance := func(d time.Duration) {
 		mu.Lock()
 		clock = clock.Add(d)
@@ -390,6 +434,10 @@ func TestDailyFollowsTheWallClock(t *testing.T) {
 		FirstCheck: time.Millisecond, Interval: 24 * time.Hour,
 		poll: 2 * time.Millisecond,
 		now: func() time.Time {
+			select {
+			case polled <- struct{}{}:
+			default:
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			return clock
@@ -409,23 +457,23 @@ func TestDailyFollowsTheWallClock(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%d checks in 10 s, want %d", hits.Load(), n)
 			}
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // the feed server counts its requests; the count is read again
 		}
 	}
 	waitFor(1) // the first check, soon after the start
-	// Many polls (about 50 at 2 ms) within the same wall-clock hour: no check.
-	time.Sleep(100 * time.Millisecond)
+	// Many polls within the same wall-clock hour: no check.
+	waitPolls(50)
 	if got := hits.Load(); got != 1 {
 		t.Fatalf("%d checks before a day had passed on the wall clock, want 1", got)
 	}
 	advance(23 * time.Hour)
-	time.Sleep(50 * time.Millisecond)
+	waitPolls(25)
 	if got := hits.Load(); got != 1 {
 		t.Fatalf("%d checks after 23 hours, want 1", got)
 	}
 	advance(time.Hour) // a day since the first check
 	waitFor(2)
-	time.Sleep(50 * time.Millisecond)
+	waitPolls(25)
 	if got := hits.Load(); got != 2 {
 		t.Errorf("%d checks once a day had passed, want exactly 2", got)
 	}
