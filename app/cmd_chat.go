@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -208,9 +206,7 @@ func (s *chatSession) sampling() model.Sampling {
 			return model.Sampling{}
 		}
 	}
-	var seed [8]byte
-	rand.Read(seed[:])
-	p.Seed = binary.LittleEndian.Uint64(seed[:])
+	p.Seed = sample.RandomSeed()
 	return p
 }
 

@@ -2,8 +2,6 @@ package service
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,6 +13,7 @@ import (
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
 	"github.com/suzuran-app/suzuran/engine/model"
+	"github.com/suzuran-app/suzuran/engine/sample"
 )
 
 // How often a reply's new text goes to the window, and how often it is
@@ -113,9 +112,7 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		MinP: float32(samp.MinP), PresencePenalty: float32(samp.PresencePenalty),
 	}
 	if sampling.Temperature > 0 {
-		var seed [8]byte
-		rand.Read(seed[:])
-		sampling.Seed = binary.LittleEndian.Uint64(seed[:])
+		sampling.Seed = sample.RandomSeed()
 	} else {
 		sampling = model.Sampling{}
 	}

@@ -42,6 +42,8 @@ package sample
 
 import (
 	"container/heap"
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -450,6 +452,15 @@ var presets = map[string]model.Sampling{
 func Preset(name string) (model.Sampling, bool) {
 	p, ok := presets[name]
 	return p, ok
+}
+
+// RandomSeed draws a seed for a request that names none, from the
+// system's random source: answers differ from one request to the next,
+// and a request that gives its seed repeats.
+func RandomSeed() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
 }
 
 // ModelCardDefaults are the model card's thinking or non-thinking preset.
