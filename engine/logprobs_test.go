@@ -23,7 +23,7 @@ import (
 // orders of magnitude more.
 func TestLogprobsMatchTransformers(t *testing.T) {
 	const tol, top = 5e-5, 3
-	for _, ref := range fixtures.Models(t)[:2] { // the tiny model, both layouts
+	for _, ref := range fixtures.ModelsNamed(t, fixtures.TinyHF, fixtures.TinyMLX) { // the tiny model, both layouts
 		t.Run(ref.Name, func(t *testing.T) {
 			e, err := Load(ref.Dir, LoadOptions{Backend: "cpu", Precision: "exact"})
 			if err != nil {
