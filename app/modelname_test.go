@@ -33,6 +33,29 @@ func hubSnapshot(t *testing.T, org, name string) string {
 	return snap
 }
 
+// servedModels returns the ids /v1/models lists at base.
+func servedModels(t *testing.T, base string) []string {
+	t.Helper()
+	res, err := http.Get(base + "/v1/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&list); err != nil {
+		t.Fatalf("/v1/models: %v", err)
+	}
+	var ids []string
+	for _, m := range list.Data {
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
 // TestModelNameAgrees: `serve --no-ui`, `serve` and the app's Local API
 // name a hub-cache snapshot alike in /v1/models, by its repository (not by
 // its commit folder), and serve a request that names the model so.
@@ -41,21 +64,10 @@ func TestModelNameAgrees(t *testing.T) {
 	snap := hubSnapshot(t, "tiny-org", "tiny-model")
 	check := func(t *testing.T, base string) {
 		t.Helper()
-		res, err := http.Get(base + "/v1/models")
-		if err != nil {
-			t.Fatal(err)
+		if ids := servedModels(t, base); len(ids) != 1 || ids[0] != want {
+			t.Fatalf("/v1/models lists %q; want the one model %q", ids, want)
 		}
-		var list struct {
-			Data []struct {
-				ID string `json:"id"`
-			} `json:"data"`
-		}
-		err = json.NewDecoder(res.Body).Decode(&list)
-		res.Body.Close()
-		if err != nil || len(list.Data) != 1 || list.Data[0].ID != want {
-			t.Fatalf("/v1/models: %+v, %v; want the one model %q", list, err, want)
-		}
-		res, err = http.Post(base+"/v1/chat/completions", "application/json",
+		res, err := http.Post(base+"/v1/chat/completions", "application/json",
 			strings.NewReader(`{"model":"`+want+`","messages":[{"role":"user","content":"Hi"}],"max_tokens":2}`))
 		if err != nil {
 			t.Fatal(err)

@@ -3,7 +3,6 @@ package modelhost
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -16,28 +15,6 @@ import (
 
 // fixtureDir is the tiny random-weight model: it loads in milliseconds.
 var fixtureDir = filepath.Join("..", "..", "engine", "internal", "fixtures", "testdata", "qwen35moe-tiny", "mlx-4bit")
-
-// hubSnapshot lays the fixture out as the Hugging Face cache does
-// (models--org--name/snapshots/<commit>/, each file a link to a blob) and
-// returns the snapshot folder.
-func hubSnapshot(t *testing.T, org, name string) string {
-	t.Helper()
-	abs, err := filepath.Abs(fixtureDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap := filepath.Join(t.TempDir(), "hub", "models--"+org+"--"+name, "snapshots", "0123456789abcdef0123456789abcdef01234567")
-	if err := os.MkdirAll(snap, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	files, _ := os.ReadDir(abs)
-	for _, f := range files {
-		if err := os.Symlink(filepath.Join(abs, f.Name()), filepath.Join(snap, f.Name())); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return snap
-}
 
 func TestName(t *testing.T) {
 	for _, tc := range []struct {
@@ -63,18 +40,18 @@ func TestName(t *testing.T) {
 	}
 }
 
-// The state a hub-cache snapshot loads under names it by its repository,
-// and Current hands that name to the API.
-func TestHubSnapshotName(t *testing.T) {
+// The state names the model by Name, and Current hands that name to the
+// API (app's TestModelNameAgrees runs it on a hub-cache snapshot).
+func TestCurrentNamesTheModel(t *testing.T) {
 	h := New(Options{Load: engine.LoadOptions{Backend: "cpu", Threads: 1}})
 	defer h.Close()
-	h.Load(hubSnapshot(t, "tiny-org", "tiny-model"))
+	h.Load(fixtureDir)
 	st, err := h.Wait(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, name, err := h.Current(context.Background())
-	if err != nil || st.Name != "tiny-org/tiny-model" || name != st.Name {
+	if err != nil || st.Name != "mlx-4bit" || name != st.Name {
 		t.Fatalf("state %+v, Current's name %q, %v", st, name, err)
 	}
 }

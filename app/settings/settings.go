@@ -14,6 +14,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/suzuran-app/suzuran/app/internal/atomicfile"
 )
 
 // Path is settings.json in the user's config folder
@@ -91,41 +93,9 @@ func Update(path string, fields map[string]json.RawMessage) error {
 	if st, err := os.Stat(path); err == nil {
 		perm = st.Mode().Perm()
 	}
-	return writeAtomic(path, append(data, '\n'), perm)
-}
-
-// writeAtomic writes data to a temporary file beside path, syncs it and
-// renames it over path, then syncs the folder so that the rename lasts.
-func writeAtomic(path string, data []byte, perm fs.FileMode) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("creating %s: %w", dir, err)
 	}
-	f, err := os.CreateTemp(dir, ".settings-*.json")
-	if err != nil {
-		return fmt.Errorf("writing settings: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync() // best effort: not every file system syncs a folder
-		d.Close()
-	}
-	return nil
+	return atomicfile.Write(path, append(data, '\n'), perm)
 }

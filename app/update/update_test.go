@@ -228,6 +228,22 @@ func TestCheckHangingFeedTimesOut(t *testing.T) {
 	}
 }
 
+// waitSignals waits up to 10 s for n signals on ch, counted from now.
+func waitSignals(t *testing.T, ch chan struct{}, n int, what string) {
+	t.Helper()
+	for len(ch) > 0 {
+		<-ch
+	}
+	timeout := time.After(10 * time.Second)
+	for range n {
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatalf("fewer than %d %s in 10 s", n, what)
+		}
+	}
+}
+
 // Daily checks on its schedule while the switch is on, skips while it is
 // off, announces a newer version once, and reports failures to OnError.
 func TestDaily(t *testing.T) {
@@ -275,21 +291,7 @@ func TestDaily(t *testing.T) {
 		c.Daily(ctx, switchOn, func(r Result) { notified <- r })
 		close(done)
 	}()
-	// waitSkips waits until n due checks found the switch off.
-	waitSkips := func(n int) {
-		t.Helper()
-		for len(skipped) > 0 { // count from now on
-			<-skipped
-		}
-		timeout := time.After(10 * time.Second)
-		for range n {
-			select {
-			case <-skipped:
-			case <-timeout:
-				t.Fatalf("fewer than %d checks found the switch off in 10 s", n)
-			}
-		}
-	}
+	waitSkips := func(n int) { t.Helper(); waitSignals(t, skipped, n, "checks that found the switch off") }
 
 	// waitHits waits until the feed has been asked n more times.
 	waitHits := func(n int32) {
@@ -411,20 +413,7 @@ func TestDailyFollowsTheWallClock(t *testing.T) {
 	clock := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	// polled is told each time Daily reads the clock: once a poll.
 	polled := make(chan struct{}, 100)
-	waitPolls := func(n int) {
-		t.Helper()
-		for len(polled) > 0 { // count from now on
-			<-polled
-		}
-		timeout := time.After(10 * time.Second)
-		for range n {
-			select {
-			case <-polled:
-			case <-timeout:
-				t.Fatalf("fewer than %d polls in 10 s", n)
-			}
-		}
-	}
+	waitPolls := func(n int) { t.Helper(); waitSignals(t, polled, n, "polls") }
 	advance := func(d time.Duration) {
 		mu.Lock()
 		clock = clock.Add(d)
