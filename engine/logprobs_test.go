@@ -109,7 +109,7 @@ func logSoftmax64(x []float32) []float64 {
 // TopLogprobs past the bound is refused.
 func TestLogprobsKeepTheTokens(t *testing.T) {
 	e := loadDemo(t, "cpu", LoadOptions{})
-	c := greedyCases(t)[1]
+	c := greedyCaseFor(t, "What does json.dumps do?")
 	req := Request{Prompt: c.PromptIDs, MaxTokens: 12}
 	req.Sampling.Temperature, req.Sampling.TopP, req.Sampling.TopK, req.Sampling.Seed = 0.9, 0.95, 20, 7
 	plain, _, _ := collect(t, e, req)

@@ -68,7 +68,7 @@ func TestSnapshotBytesAreTrue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	prompt := greedyCases(t)[0].PromptIDs
+	prompt := greedyCaseFor(t, "Hello!").PromptIDs
 	for _, c := range []struct {
 		backend     string
 		kvElemBytes int

@@ -2,10 +2,11 @@
 // stopping, regenerating and editing messages, settings, and the state of
 // the model and of the local API.
 //
-// A Service owns the app's engine (model.go: loaded in the background with
-// progress, unloaded after the keep-alive time, reloaded on the next
-// message, errors reported instead of exiting), its conversation database
-// (app/store) and its settings (settings.json, settings.go). Its UI value
+// A Service owns the app's model host (app/modelhost: the engine loaded in
+// the background with progress, unloaded after the keep-alive time,
+// reloaded on the next message, errors reported instead of exiting), its
+// conversation database (app/store) and its settings (settings.json
+// through app/settings; the keys settings.go defines). Its UI value
 // holds the calls the window makes; the desktop window reaches them through
 // Wails bindings, a browser through the HTTP transport of http.go, and both
 // get the same Events (a reply's text arrives in batches of about 30 ms).
