@@ -602,3 +602,23 @@ func TestSamplingPresetsAreTheModelCards(t *testing.T) {
 		t.Errorf("the custom values start as %+v, want the non-thinking preset", c)
 	}
 }
+
+// The engine runs at the precision Options.Precision names (`suzuran serve
+// --precision` with the chat UI), as `serve --no-ui` does.
+func TestPrecisionReachesTheEngine(t *testing.T) {
+	for _, precision := range []string{"exact", "fast"} {
+		dir := t.TempDir()
+		svc, err := Open(Options{
+			DatabasePath: filepath.Join(dir, "suzuran.db"), SettingsPath: filepath.Join(dir, "settings.json"),
+			Model: tinyDir, Backend: "cpu", Threads: 1, Precision: precision, Log: zerolog.Nop(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := waitModel(t, svc, modelhost.StateReady)
+		svc.Close()
+		if !strings.Contains(m.Backend, precision+" precision") {
+			t.Errorf("precision %q: the engine runs %q", precision, m.Backend)
+		}
+	}
+}
