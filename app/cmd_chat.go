@@ -3,8 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/suzuran-app/suzuran/app/docs"
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/assets/models"
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
@@ -106,12 +105,11 @@ func runChat(cmd *cobra.Command, o chatOptions) error {
 	if err != nil {
 		return err
 	}
-	// Thinking is on by default, as the model card has it, but not for the
-	// demo model, which was trained without it: asked to think, it writes
-	// template text where the thinking goes.
-	demo := isDemoModel(dir)
-	think := o.think == "on" || (o.think == "" && !demo)
-	if demo && think {
+	// Thinking is on by default, as the model card has it, but not on a
+	// model that cannot think (modelhost.Capabilities: the demo model).
+	demo := modelhost.IsDemo(dir)
+	think := o.think == "on" || (o.think == "" && modelhost.CapabilitiesOf(dir).Thinking)
+	if think && !modelhost.Think(dir, think) {
 		fmt.Fprintln(stderr, demoThinkNote)
 		think = false
 	}
@@ -208,9 +206,7 @@ func (s *chatSession) sampling() model.Sampling {
 			return model.Sampling{}
 		}
 	}
-	var seed [8]byte
-	rand.Read(seed[:])
-	p.Seed = binary.LittleEndian.Uint64(seed[:])
+	p.Seed = sample.RandomSeed()
 	return p
 }
 
@@ -534,7 +530,7 @@ func (s *chatSession) interactive(r io.Reader) error {
 
 // modelLabel names the model folder for the banner.
 func modelLabel(dir string) string {
-	if isDemoModel(dir) {
+	if modelhost.IsDemo(dir) {
 		return models.DemoName + " (demo)"
 	}
 	return dir

@@ -62,7 +62,7 @@ func (o *terminalOutput) waitFor(t *testing.T, from int, s string) int {
 		if i := strings.Index(out[from:], s); i >= 0 {
 			return from + i + len(s)
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // a terminal's output has no event: it is read again
 	}
 	t.Fatalf("the terminal never showed %q; it shows:\n%q", s, o.String()[from:])
 	return 0

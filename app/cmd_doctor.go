@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/suzuran-app/suzuran/app/service"
+	"github.com/suzuran-app/suzuran/app/settings"
 	"github.com/suzuran-app/suzuran/assets/models"
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/doctor"
@@ -189,7 +190,7 @@ func gpuCheckOptions(backend string, logger zerolog.Logger) gpucheck.Options {
 	o := gpucheck.Options{Version: version, OnFallback: func(r gpucheck.Result) {
 		logger.Warn().Str("stage", r.Stage).Str("error", r.Error).Msg(r.Message)
 	}}
-	if p, err := service.SettingsPath(); err == nil {
+	if p, err := settings.Path(); err == nil {
 		o.StateFile = filepath.Join(filepath.Dir(p), service.GPUCheckFile)
 	}
 	if backend != "cpu" {

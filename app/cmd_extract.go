@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/suzuran-app/suzuran/app/docs"
+	"github.com/suzuran-app/suzuran/app/internal/bytesize"
 	"github.com/suzuran-app/suzuran/engine/imageproc"
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
@@ -146,7 +147,7 @@ func extractOne(ctx context.Context, path string, tok *tokenizer.Tokenizer, opts
 // describe is the line that lists an attachment on stderr, as its chip in
 // the window would: name, type, size, pages, tokens.
 func describe(a docs.Attachment) string {
-	s := fmt.Sprintf("%s: %s, %s", a.Name, a.Type, docs.FormatBytes(a.Size))
+	s := fmt.Sprintf("%s: %s, %s", a.Name, a.Type, bytesize.Format(a.Size))
 	if a.Pages > 0 {
 		unit := a.PageUnit
 		if a.Pages == 1 {

@@ -11,6 +11,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/suzuran-app/suzuran/app/hub"
+	"github.com/suzuran-app/suzuran/app/internal/bytesize"
+	"github.com/suzuran-app/suzuran/app/settings"
 	"github.com/suzuran-app/suzuran/assets/models"
 )
 
@@ -72,12 +74,12 @@ func listModels(w io.Writer) error {
 		if sameDir(f.Dir, configured) || (configured == "" && f.Source == "built in") {
 			mark = "*"
 		}
-		size, status := hub.FormatBytes(f.Size), "ready"
+		size, status := bytesize.Format(f.Size), "ready"
 		if f.Source == "built in" {
 			if _, err := os.Stat(f.Dir); err != nil {
 				size, status = "8 MB", "ready (installed on first use)"
 			} else {
-				size = hub.FormatBytes(folderSize(f.Dir))
+				size = bytesize.Format(folderSize(f.Dir))
 			}
 		}
 		if !f.Valid() {
@@ -130,7 +132,7 @@ func useModel(w io.Writer, arg string) error {
 		}
 		chosen = matches[0]
 	}
-	path, err := settingsPath()
+	path, err := settings.Path()
 	if err != nil {
 		return err
 	}

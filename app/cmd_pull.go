@@ -15,6 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/suzuran-app/suzuran/app/hub"
+	"github.com/suzuran-app/suzuran/app/internal/bytesize"
+	"github.com/suzuran-app/suzuran/app/settings"
 )
 
 func newPullCmd() *cobra.Command {
@@ -68,11 +70,11 @@ func runPull(ctx context.Context, stdout, stderr io.Writer, repo, revision strin
 	}
 	switch {
 	case plan.Offline != "":
-		fmt.Fprintf(stderr, "%s\n%s@%s (%s) is already in %s; using that copy\n", plan.Offline, repo, plan.Revision, hub.FormatBytes(plan.Size), tildePath(plan.Dir))
+		fmt.Fprintf(stderr, "%s\n%s@%s (%s) is already in %s; using that copy\n", plan.Offline, repo, plan.Revision, bytesize.Format(plan.Size), tildePath(plan.Dir))
 	case plan.Cached:
-		fmt.Fprintf(stderr, "%s@%s (%s) is already in %s\n", repo, plan.Revision, hub.FormatBytes(plan.Size), tildePath(plan.Dir))
+		fmt.Fprintf(stderr, "%s@%s (%s) is already in %s\n", repo, plan.Revision, bytesize.Format(plan.Size), tildePath(plan.Dir))
 	default:
-		fmt.Fprintf(stderr, "%s@%s: %s, %s to download into %s\n", repo, plan.Revision, hub.FormatBytes(plan.Size), hub.FormatBytes(plan.ToDownload), tildePath(cfg.CacheDir))
+		fmt.Fprintf(stderr, "%s@%s: %s, %s to download into %s\n", repo, plan.Revision, bytesize.Format(plan.Size), bytesize.Format(plan.ToDownload), tildePath(cfg.CacheDir))
 	}
 	for _, f := range plan.Machine.Findings {
 		if f.Level == hub.Fine && plan.Cached {
@@ -107,7 +109,7 @@ func runPull(ctx context.Context, stdout, stderr io.Writer, repo, revision strin
 		}
 		snapshotDir = snap.Dir
 		if snap.Fetched > 0 {
-			fmt.Fprintf(stderr, "downloaded %s in %s, every file checked against its SHA-256\n", hub.FormatBytes(snap.Fetched), bar.elapsed().Round(time.Second))
+			fmt.Fprintf(stderr, "downloaded %s in %s, every file checked against its SHA-256\n", bytesize.Format(snap.Fetched), bar.elapsed().Round(time.Second))
 		}
 	}
 	fmt.Fprintln(stdout, snapshotDir)
@@ -117,11 +119,11 @@ func runPull(ctx context.Context, stdout, stderr io.Writer, repo, revision strin
 	}
 	switch configured {
 	case "":
-		path, err := settingsPath()
+		path, err := settings.Path()
 		if err != nil {
 			return err
 		}
-		if err := hub.SaveModelSetting(path, snapshotDir); err != nil {
+		if err := settings.SetModel(path, snapshotDir); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "%s is now the model Suzuran uses (saved in %s)\n", repo, path)
@@ -160,9 +162,9 @@ func (p *pullProgress) elapsed() time.Duration { return time.Since(p.start) }
 // update is the hub.Progress callback.
 func (p *pullProgress) update(pr hub.Progress) {
 	pct := int(pr.Fraction() * 100)
-	stats := fmt.Sprintf("%3d%% %s / %s", pct, hub.FormatBytes(pr.Done), hub.FormatBytes(pr.Total))
+	stats := fmt.Sprintf("%3d%% %s / %s", pct, bytesize.Format(pr.Done), bytesize.Format(pr.Total))
 	if pr.BytesPerSecond > 0 && !pr.Finished {
-		stats += fmt.Sprintf("  %s/s", hub.FormatBytes(int64(pr.BytesPerSecond)))
+		stats += fmt.Sprintf("  %s/s", bytesize.Format(int64(pr.BytesPerSecond)))
 	}
 	if pr.Remaining > 0 && !pr.Finished {
 		stats += "  " + formatLeft(pr.Remaining)

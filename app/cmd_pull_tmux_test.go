@@ -60,7 +60,7 @@ func TestPullProgressBarInTmux(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("the terminal never showed %s; it shows:\n%s", what, screen)
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // a terminal screen has no event: it is read again
 		}
 	}
 	exits := func() []string {

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/rs/zerolog/log"
 	"github.com/spf13/cobra"
 
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/app/server"
 	"github.com/suzuran-app/suzuran/app/service"
 	"github.com/suzuran-app/suzuran/engine"
@@ -144,21 +144,11 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 		svc      *service.Service
 	)
 	if o.noUI {
-		loader := server.NewLoader(dir, opts)
-		loader.SetGPUCheck(gpuCheckOptions(o.backend, logger))
-		cfg.Models = loader
-		if isDemoModel(dir) {
-			// The demo model was trained without thinking.
-			off := false
-			cfg.ThinkingDefault = &off
-		}
-		loader.Load()
-		wait = loader.Wait
-		closeAll = func() error {
-			// Wait for a load still running, so the engine it makes is closed.
-			loader.Wait(context.Background())
-			return loader.Close()
-		}
+		host := modelhost.New(modelhost.Options{Load: opts, GPU: gpuCheckOptions(o.backend, logger)})
+		cfg.Models = host
+		host.Load(dir)
+		wait = func(ctx context.Context) error { _, err := host.Wait(ctx); return err }
+		closeAll = host.Close
 	} else {
 		var err error
 		svc, err = service.Open(service.Options{
@@ -167,6 +157,7 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 			Model:         dir,
 			Backend:       o.backend,
 			Threads:       o.threads,
+			Precision:     o.precision,
 			ContextTokens: o.contextTokens,
 			QueueSize:     o.queue,
 			Parallel:      o.parallel,
@@ -196,7 +187,7 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 		closeAll()
 		return err
 	}
-	logger.Info().Str("model", modelName(dir)).Str("dir", dir).Str("backend", o.backend).Msg("loading the model")
+	logger.Info().Str("model", modelhost.Name(dir)).Str("dir", dir).Str("backend", o.backend).Msg("loading the model")
 	fmt.Fprintf(cmd.ErrOrStderr(), "serving %s on http://%s/v1\n", dir, srv.Addr())
 	if svc != nil {
 		// The UI's settings view shows the API as this server, not its switch.
@@ -247,6 +238,3 @@ func serveUI(svc *service.Service, logger zerolog.Logger) http.Handler {
 	}
 	return service.Handler(svc, dist)
 }
-
-// modelName is a model folder's name as the log shows it.
-func modelName(dir string) string { return filepath.Base(dir) }

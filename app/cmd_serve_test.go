@@ -115,7 +115,7 @@ func startServe(t *testing.T, env []string, args ...string) *serveProcess {
 		if time.Now().After(deadline) {
 			t.Fatalf("the model did not load within 30 s:\n%s", p.log())
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the model loads in the child process: /health is asked again
 	}
 	return p
 }
@@ -311,20 +311,24 @@ func TestServeChatUIBesideTheAPI(t *testing.T) {
 		status int
 		body   string
 	}
+	// Streamed, its first chunk (the role) goes out as soon as the engine
+	// took it: then it is in the engine's queue.
+	res, err := http.Post(base+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"messages":[{"role":"user","content":"Hi"}],"max_tokens":3,"stream":true,"stream_options":{"include_usage":true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	apiLines := bufio.NewReader(res.Body)
+	if first, err := apiLines.ReadString('\n'); err != nil || !strings.Contains(first, `"role":"assistant"`) {
+		t.Fatalf("the API request's first line: %q, %v", first, err)
+	}
 	answered := make(chan apiAnswer, 1)
 	go func() {
-		res, err := http.Post(base+"/v1/chat/completions", "application/json",
-			strings.NewReader(`{"messages":[{"role":"user","content":"Hi"}],"max_tokens":3}`))
-		if err != nil {
-			answered <- apiAnswer{0, err.Error()}
-			return
-		}
-		defer res.Body.Close()
-		body, _ := io.ReadAll(res.Body)
-		answered <- apiAnswer{res.StatusCode, string(body)}
+		rest, _ := io.ReadAll(apiLines)
+		answered <- apiAnswer{res.StatusCode, string(rest)}
 	}()
 	conversation := fmt.Sprintf("[%d]", sent.Result.Conversation.ID)
-	time.Sleep(200 * time.Millisecond) // the API request is in the engine's queue
 	if status, _, body = serveRequest(t, "POST", base+"/api/call/Stop", conversation, jsonBody); status != 200 {
 		t.Fatalf("Stop: %d %s", status, body)
 	}

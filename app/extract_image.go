@@ -8,7 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/suzuran-app/suzuran/app/docs"
+	"github.com/suzuran-app/suzuran/app/internal/bytesize"
 	"github.com/suzuran-app/suzuran/engine/imageproc"
 )
 
@@ -69,7 +69,7 @@ func extractImage(path string, cfg imageproc.Config) (imageRecord, error) {
 		return imageRecord{}, err
 	}
 	if len(data) > imageproc.MaxFileBytes {
-		return imageRecord{}, fmt.Errorf("%s: %s is larger than the %d MB an image may be: export a smaller copy", path, docs.FormatBytes(int64(len(data))), imageproc.MaxFileBytes>>20)
+		return imageRecord{}, fmt.Errorf("%s: %s is larger than the %d MB an image may be: export a smaller copy", path, bytesize.Format(int64(len(data))), imageproc.MaxFileBytes>>20)
 	}
 	img, info, err := imageproc.Decode(data)
 	if err != nil {
@@ -100,7 +100,7 @@ func extractImage(path string, cfg imageproc.Config) (imageRecord, error) {
 // describeImage is the line that lists an image on stderr.
 func describeImage(r imageRecord) string {
 	s := fmt.Sprintf("%s: %s image, %s, %d × %d pixels, seen at %d × %d, %d tokens",
-		r.Name, formatLabel(r.Format), docs.FormatBytes(r.Size), r.Width, r.Height, r.ResizedWidth, r.ResizedHeight, r.Tokens)
+		r.Name, formatLabel(r.Format), bytesize.Format(r.Size), r.Width, r.Height, r.ResizedWidth, r.ResizedHeight, r.Tokens)
 	for _, n := range r.Notes {
 		s += "\n  note: " + n
 	}

@@ -60,8 +60,8 @@ func TestExtractImages(t *testing.T) {
 	}
 	for _, want := range []string{
 		"reads no images (no preprocessor_config.json); tokens are counted as Qwen3.6 would see them",
-		"image0.png: PNG image, 2.7 KB, 320 × 240 pixels, seen at 320 × 256, 80 tokens",
-		"image1.png: PNG image, 3.2 KB, 150 × 500 pixels, seen at 160 × 512, 80 tokens",
+		"image0.png: PNG image, 2.73 KB, 320 × 240 pixels, seen at 320 × 256, 80 tokens",
+		"image1.png: PNG image, 3.23 KB, 150 × 500 pixels, seen at 160 × 512, 80 tokens",
 		"broken.png: the PNG file is cut short",
 	} {
 		if !strings.Contains(stderr, want) {

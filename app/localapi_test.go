@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/app/service"
 	"github.com/suzuran-app/suzuran/assets/models"
 )
@@ -24,11 +25,17 @@ import (
 // the test ends.
 func startLocalAPI(t *testing.T, backend string) (*service.Service, service.APIState) {
 	t.Helper()
-	dir := t.TempDir()
-	demo, err := models.Install(filepath.Join(dir, "models"))
+	demo, err := models.Install(filepath.Join(t.TempDir(), "models"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startLocalAPIOn(t, backend, demo)
+}
+
+// startLocalAPIOn is startLocalAPI on the model folder demo.
+func startLocalAPIOn(t *testing.T, backend, demo string) (*service.Service, service.APIState) {
+	t.Helper()
+	dir := t.TempDir()
 	api := &localAPI{log: zerolog.Nop()}
 	svc, err := service.Open(service.Options{
 		DatabasePath: filepath.Join(dir, "suzuran.db"), SettingsPath: filepath.Join(dir, "settings.json"),
@@ -54,14 +61,28 @@ func startLocalAPI(t *testing.T, backend string) (*service.Service, service.APIS
 		t.Fatalf("switching the API on: %+v, %v", state, err)
 	}
 	t.Cleanup(func() { svc.SetAPIEnabled(false) })
-	deadline := time.Now().Add(60 * time.Second)
-	for svc.ModelState().State != "ready" {
-		if time.Now().After(deadline) {
-			t.Fatalf("model state %+v", svc.ModelState())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	awaitService(t, svc, 60*time.Second, "the model ready", func() bool { return svc.ModelState().State == modelhost.StateReady })
 	return svc, state
+}
+
+// awaitService waits, within timeout, until done holds: it checks done at
+// once and again after each of svc's events, which every change of its
+// state publishes.
+func awaitService(t *testing.T, svc *service.Service, timeout time.Duration, what string, done func() bool) {
+	t.Helper()
+	events, stop := svc.Subscribe()
+	defer stop()
+	expired := time.After(timeout)
+	for !done() {
+		select {
+		case _, ok := <-events:
+			if !ok {
+				t.Fatalf("the event stream closed while waiting for %s", what)
+			}
+		case <-expired:
+			t.Fatalf("no %s within %v", what, timeout)
+		}
+	}
 }
 
 // The Local API switch runs the real API server with the service's engine

@@ -143,7 +143,7 @@ func TestLogFileIsCapped(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after Rotate the log folder holds %v, want %s and one compressed backup", names, logFileName)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the rotation compresses in the background, with no event: the folder is read again
 	}
 	if logFileMaxMB*(logFileBackups+1) > 50 {
 		t.Errorf("logs may take %d MB; keep them small", logFileMaxMB*(logFileBackups+1))

@@ -1,15 +1,13 @@
 package main
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/suzuran-app/suzuran/app/settings"
 	"github.com/suzuran-app/suzuran/assets/models"
 )
 
@@ -61,36 +59,14 @@ func demoNoteOnce(note string) string {
 	return note
 }
 
-// settingsPath is the settings file that may name the default model.
-func settingsPath() (string, error) {
-	base, err := os.UserConfigDir()
-	if err != nil {
-		return "", fmt.Errorf("no user config folder: %w", err)
-	}
-	return filepath.Join(base, "suzuran", "settings.json"), nil
-}
-
 // configuredModel returns the "model" key of the settings file, "" when the
 // file or the key is absent.
 func configuredModel() (string, error) {
-	path, err := settingsPath()
+	path, err := settings.Path()
 	if err != nil {
 		return "", nil // no config folder: nothing configured
 	}
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("reading settings: %w", err)
-	}
-	var s struct {
-		Model string `json:"model"`
-	}
-	if err := json.Unmarshal(data, &s); err != nil {
-		return "", fmt.Errorf("%s is not a JSON object with a \"model\" string: %v; fix or remove the file", path, err)
-	}
-	return s.Model, nil
+	return settings.Model(path)
 }
 
 // resolveModel picks the model folder a command runs: flag when given, else
@@ -105,7 +81,7 @@ func resolveModel(flag string) (dir string, note string, err error) {
 		return "", "", err
 	}
 	if configured != "" {
-		path, _ := settingsPath()
+		path, _ := settings.Path()
 		return checkModelDir(configured, fmt.Sprintf("the \"model\" setting in %s", path))
 	}
 	root, err := models.DefaultRoot()
@@ -116,7 +92,7 @@ func resolveModel(flag string) (dir string, note string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	path, perr := settingsPath()
+	path, perr := settings.Path()
 	if perr != nil {
 		path = "settings.json"
 	}
@@ -135,11 +111,6 @@ func commandModel(cmd *cobra.Command, flag string) (string, error) {
 		fmt.Fprintln(cmd.ErrOrStderr(), demoNoteOnce(note))
 	}
 	return dir, nil
-}
-
-// isDemoModel reports whether dir is the installed demo model.
-func isDemoModel(dir string) bool {
-	return filepath.Base(dir) == models.FolderName()
 }
 
 // checkModelDir checks that a model folder named by source exists.

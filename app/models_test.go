@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/assets/models"
 )
 
@@ -107,7 +108,7 @@ func TestCommandsDefaultToTheDemoModel(t *testing.T) {
 			Dir string `json:"dir"`
 		} `json:"model"`
 	}
-	if err != nil || json.Unmarshal([]byte(out), &rep) != nil || !isDemoModel(rep.Model.Dir) {
+	if err != nil || json.Unmarshal([]byte(out), &rep) != nil || !modelhost.IsDemo(rep.Model.Dir) {
 		t.Errorf("bench without --model: %v, measured %q; want the demo model\n%s", err, rep.Model.Dir, stderr)
 	}
 	if !strings.Contains(stderr, "using the demo model "+models.DemoName) {

@@ -27,39 +27,21 @@ func TestWindowAndAPIShareThePrefixCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	var reply store.Message
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		reply, err = svc.Store().Message(context.Background(), sent.Reply.ID)
-		if err != nil {
+	awaitService(t, svc, 60*time.Second, "the end of the window's reply", func() bool {
+		if reply, err = svc.Store().Message(context.Background(), sent.Reply.ID); err != nil {
 			t.Fatal(err)
 		}
-		if reply.Status != store.StatusStreaming {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the window's reply did not finish within 60 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return reply.Status != store.StatusStreaming
+	})
 	if reply.Stats == nil {
 		t.Fatalf("the window's reply has no stats: %+v", reply)
 	}
 
-	models, err := http.Get(state.URL + "/v1/models")
-	if err != nil {
-		t.Fatal(err)
+	ids := servedModels(t, state.URL)
+	if len(ids) == 0 {
+		t.Fatal("/v1/models lists no model")
 	}
-	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
-	}
-	err = json.NewDecoder(models.Body).Decode(&list)
-	models.Body.Close()
-	if err != nil || len(list.Data) == 0 {
-		t.Fatalf("/v1/models: %+v, %v", list, err)
-	}
-	body := `{"model":` + jsonString(list.Data[0].ID) + `,"max_tokens":2,"messages":[{"role":"user","content":` + jsonString(question) +
+	body := `{"model":` + jsonString(ids[0]) + `,"max_tokens":2,"messages":[{"role":"user","content":` + jsonString(question) +
 		`}],"chat_template_kwargs":{"enable_thinking":false}}`
 	resp, err := http.Post(state.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
 	if err != nil {

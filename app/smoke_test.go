@@ -336,7 +336,7 @@ func checkMessageAnswered(t *testing.T, window xWindow, dbPath string, exited <-
 	}
 	t.Logf("the database holds the typed question and the answer %q", answer)
 	// Let the window paint the end of the answer, then photograph it.
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // the window's paint has no event this test can see
 	after, err := screenshot()
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"fyne.io/systray"
 	"github.com/rs/zerolog"
 
-	"github.com/suzuran-app/suzuran/app/server"
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/app/service"
 	"github.com/suzuran-app/suzuran/app/update"
 )
@@ -53,7 +53,7 @@ type tray struct {
 
 	mu    sync.Mutex
 	built bool
-	model service.ModelState
+	model modelhost.ModelState
 	api   service.APIState
 	// newer is the release the daily check found, shown as a menu item
 	// that opens its download; zero until one is found.
@@ -151,7 +151,7 @@ func (t *tray) ready() {
 // service's state (showUpdate adds the "Suzuran X is available…" item for a
 // newer release; showDownload shows the model download's line while there is
 // one).
-func (t *tray) showModel(m service.ModelState)       { t.set(func() { t.model = m }) }
+func (t *tray) showModel(m modelhost.ModelState)     { t.set(func() { t.model = m }) }
 func (t *tray) showUpdate(r update.Result)           { t.set(func() { t.newer = r }) }
 func (t *tray) showDownload(d service.DownloadState) { t.set(func() { t.dl = d }) }
 func (t *tray) showAPI(a service.APIState)           { t.set(func() { t.api = a }) }
@@ -206,25 +206,25 @@ func (t *tray) refreshLocked() {
 }
 
 // modelLine is the tray's line about the model.
-func modelLine(m service.ModelState) string {
+func modelLine(m modelhost.ModelState) string {
 	name := m.Name
 	if m.Demo {
 		name = "demo model " + m.Name
 	}
 	switch m.State {
-	case server.StateLoading:
+	case modelhost.StateLoading:
 		if m.Checking {
 			return fmt.Sprintf("Checking the GPU for %s…", name)
 		}
 		return fmt.Sprintf("Loading %s… %.0f %%", name, 100*m.Progress)
-	case server.StateReady:
+	case modelhost.StateReady:
 		if m.Fallback != "" {
 			return "Ready on the CPU: " + name
 		}
 		return "Ready: " + name
-	case server.StateError:
+	case modelhost.StateError:
 		return "Model error: " + m.Error
-	case server.StateUnloaded:
+	case modelhost.StateUnloaded:
 		return "Unloaded (idle): " + name
 	}
 	return "Model: starting…"

@@ -64,12 +64,11 @@ func concurrently(t *testing.T, e *Engine, reqs []Request) []result {
 // host), with prompts of different lengths so that they decode at
 // different positions while a later one still reads its prompt.
 func batchRequests(t *testing.T) []Request {
-	cases := greedyCases(t)
 	return []Request{
-		{Prompt: cases[0].PromptIDs, MaxTokens: 24},
-		{Prompt: cases[1].PromptIDs, MaxTokens: 20, Sampling: model.Sampling{Temperature: 0.8, TopK: 40, TopP: 0.9, RepetitionPenalty: 1.1, Seed: 7}},
-		{Prompt: cases[2].PromptIDs, MaxTokens: 30, Stop: []string{"."}},
-		{Prompt: slices.Concat(cases[3].PromptIDs, cases[4].PromptIDs, cases[5].PromptIDs), MaxTokens: 16, Logprobs: true, TopLogprobs: 2},
+		{Prompt: greedyCaseFor(t, "Hello!").PromptIDs, MaxTokens: 24},
+		{Prompt: greedyCaseFor(t, "What does json.dumps do?").PromptIDs, MaxTokens: 20, Sampling: model.Sampling{Temperature: 0.8, TopK: 40, TopP: 0.9, RepetitionPenalty: 1.1, Seed: 7}},
+		{Prompt: greedyCaseFor(t, "What is os.path.join?").PromptIDs, MaxTokens: 30, Stop: []string{"."}},
+		{Prompt: slices.Concat(greedyCaseFor(t, "Explain itertools.chain.").PromptIDs, greedyCaseFor(t, "Who are you?").PromptIDs, greedyCaseFor(t, "What does shutil.copytree do?").PromptIDs), MaxTokens: 16, Logprobs: true, TopLogprobs: 2},
 	}
 }
 
@@ -118,7 +117,7 @@ func TestBatchedRequestsMatchAlone(t *testing.T) {
 // slot kept for it) and the waiting ones are told their queue positions.
 func TestInteractiveGoesFirst(t *testing.T) {
 	e := newDemoEngine(t, Options{EOS: []int{4095}, Parallel: 1})
-	c := greedyCases(t)[0]
+	c := greedyCaseFor(t, "Hello!")
 	ctxA, cancelA := context.WithCancel(context.Background())
 	defer cancelA()
 	a, err := e.Submit(ctxA, Request{Prompt: c.PromptIDs, MaxTokens: 100000})
@@ -173,7 +172,7 @@ func mustSubmit(t *testing.T, e *Engine, req Request) *Stream {
 // cancelled.
 func TestSlowReaderStallsNobody(t *testing.T) {
 	e := newDemoEngine(t, Options{EOS: []int{4095}, Parallel: 2, ReaderTimeout: 300 * time.Millisecond})
-	c := greedyCases(t)[0]
+	c := greedyCaseFor(t, "Hello!")
 	stalled := mustSubmit(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 100000})
 	<-stalled.Events // then read nothing more
 	start := time.Now()
@@ -197,7 +196,7 @@ func TestSlowReaderStallsNobody(t *testing.T) {
 			t.Fatal("the stalled request was not cancelled")
 		}
 		// Reading again only to see the end: wait past the timeout first.
-		time.Sleep(400 * time.Millisecond)
+		time.Sleep(400 * time.Millisecond) // a reader that does not read for a while: the case under test
 	}
 }
 
@@ -210,7 +209,7 @@ func TestSlowReaderStallsNobody(t *testing.T) {
 // three events (that one, the merged rest, the final) for 40 tokens.
 func TestSlowReaderGetsMergedEvents(t *testing.T) {
 	e := newDemoEngine(t, Options{EOS: []int{4095}, Parallel: 2})
-	c := greedyCases(t)[0]
+	c := greedyCaseFor(t, "Hello!")
 	req := Request{Prompt: c.PromptIDs, MaxTokens: 40, Logprobs: true, TopLogprobs: 2}
 	slow := mustSubmit(t, e, req)
 	fast := readAll(mustSubmit(t, e, req))
@@ -224,7 +223,7 @@ func TestSlowReaderGetsMergedEvents(t *testing.T) {
 		if final || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // the stream queues its last token with no event a reader may take: its state is read again
 	}
 	got := readAll(slow)
 	if fast.err != nil || got.err != nil {
@@ -250,7 +249,7 @@ func TestSlowReaderGetsMergedEvents(t *testing.T) {
 // the request's answer is the same as without the callback.
 func TestSlowProgressCallback(t *testing.T) {
 	e := newDemoEngine(t, Options{EOS: []int{4095}, PrefillChunk: 8, CacheBytes: -1})
-	c := greedyCases(t)[0]
+	c := greedyCaseFor(t, "Hello!")
 	prompt := make([]int, 321)
 	for i := range prompt {
 		prompt[i] = c.PromptIDs[i%len(c.PromptIDs)]
@@ -265,6 +264,8 @@ func TestSlowProgressCallback(t *testing.T) {
 			return
 		}
 		s := <-streams
+		// The stream queues its last token with no event a reader may
+		// take (the reader is this callback): its state is read again.
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 			s.mu.Lock()
 			final := s.final != nil
@@ -297,7 +298,7 @@ func TestSlowProgressCallback(t *testing.T) {
 // decoding, one reading a long prompt and one queued, and ends them all.
 func TestCloseCancelsEverything(t *testing.T) {
 	e := newDemoEngine(t, Options{EOS: []int{4095}, Parallel: 2, PrefillChunk: 4096})
-	c := greedyCases(t)[0]
+	c := greedyCaseFor(t, "Hello!")
 	running := mustSubmit(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 100000})
 	<-running.Events
 	long := make([]int, 4000)
@@ -355,7 +356,7 @@ func TestCancelInsidePrefill(t *testing.T) {
 		bound *= 10
 	}
 	e := newDemoEngine(t, Options{PrefillChunk: 8192, CacheBytes: -1})
-	c := greedyCases(t)[0]
+	c := greedyCaseFor(t, "Hello!")
 	for _, n := range lengths {
 		long := make([]int, n)
 		for i := range long {
@@ -377,7 +378,7 @@ func TestCancelInsidePrefill(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-started
-		time.Sleep(chunk / 3)
+		time.Sleep(chunk / 3) // a third into the chunk: the moment under test
 		cpu0, wall0 := processCPUTime(t), time.Now()
 		cancel()
 		r := readAll(s)
@@ -402,7 +403,7 @@ func TestCancelInsidePrefill(t *testing.T) {
 // the other, with the same answers.
 func TestSequenceMemoryBudget(t *testing.T) {
 	probe := newDemoEngine(t, Options{})
-	c := greedyCases(t)[0]
+	c := greedyCaseFor(t, "Hello!")
 	need := probe.sequenceBytes(len(c.PromptIDs) + 8)
 	e := newDemoEngine(t, Options{Parallel: 4, SequenceBytes: need + need/2})
 	if _, err := e.Submit(context.Background(), Request{Prompt: c.PromptIDs}); !errors.Is(err, ErrTooLarge) {

@@ -49,7 +49,7 @@ func (f *forceTokens) Done() bool { return f.next == len(f.want) }
 // backend, and sampled (temperature, top-k, top-p, penalties) on cpu, a
 // constraint that masks nothing gives the unconstrained tokens.
 func TestConstraintThatAllowsEverythingChangesNothing(t *testing.T) {
-	c := greedyCases(t)[0]
+	c := greedyCaseFor(t, "Hello!")
 	for _, backend := range backendsUnderTest() {
 		t.Run(backend, func(t *testing.T) {
 			e := loadDemo(t, backend, LoadOptions{CacheBytes: -1})
@@ -82,7 +82,7 @@ func TestConstraintThatAllowsEverythingChangesNothing(t *testing.T) {
 // ends with "stop" once the constraint is done.
 func TestConstraintForcesTokensAndEnds(t *testing.T) {
 	e := loadDemo(t, "cpu", LoadOptions{})
-	c := greedyCases(t)[0]
+	c := greedyCaseFor(t, "Hello!")
 	want := e.Tokenizer().Encode(`{"answer": "lily of the valley"}`)
 	if slices.Equal(want, c.GreedyIDs[:min(len(want), len(c.GreedyIDs))]) {
 		t.Fatal("the forced text is what the model writes anyway: the test would prove nothing")
@@ -125,7 +125,7 @@ func (noneAllowed) Done() bool             { return false }
 
 func TestConstraintThatAllowsNothingFails(t *testing.T) {
 	e := loadDemo(t, "cpu", LoadOptions{})
-	c := greedyCases(t)[0]
+	c := greedyCaseFor(t, "Hello!")
 	stream, err := e.Submit(t.Context(), Request{Prompt: c.PromptIDs, MaxTokens: 8, Constraint: noneAllowed{}})
 	if err != nil {
 		t.Fatal(err)

@@ -42,6 +42,18 @@ func greedyCases(t testing.TB) []greedyCase {
 	return f.Cases
 }
 
+// greedyCaseFor returns the greedy case of question.
+func greedyCaseFor(t testing.TB, question string) greedyCase {
+	t.Helper()
+	for _, c := range greedyCases(t) {
+		if c.Question == question {
+			return c
+		}
+	}
+	t.Fatalf("greedy.json has no case %q", question)
+	return greedyCase{}
+}
+
 // demoDir installs the demo model the way the app does, from the copy
 // embedded in the binary, into a folder the test owns.
 var demoOnce struct {
@@ -267,10 +279,10 @@ func drain(t testing.TB, s *Stream) (string, Stats) {
 func TestContinuationReusesTheAnswer(t *testing.T) {
 	for _, backend := range backendsUnderTest() {
 		t.Run(backend, func(t *testing.T) {
-			c := greedyCases(t)[1]
+			c := greedyCaseFor(t, "What does json.dumps do?")
 			e := loadDemo(t, backend, LoadOptions{})
 			answer, _, _ := collect(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 48, SnapshotAnswer: true})
-			next := slices.Concat(c.PromptIDs, answer, []int{198}, greedyCases(t)[2].PromptIDs)
+			next := slices.Concat(c.PromptIDs, answer, []int{198}, greedyCaseFor(t, "What is os.path.join?").PromptIDs)
 			got, _, stats := collect(t, e, Request{Prompt: next, MaxTokens: 8})
 			// The end-of-answer snapshot holds what the sequence consumed:
 			// the answer less its last token, or all of it when decoding is

@@ -47,7 +47,7 @@ func newDemoEngine(t testing.TB, opts Options) *Engine {
 // TestStopStringAcrossTokens stops the "Hello!" answer at a stop string
 // that does not fall on a token boundary: the text must end right before it.
 func TestStopStringAcrossTokens(t *testing.T) {
-	c := greedyCases(t)[0] // "Hello!" → "Hello! I am Suzuran Tiny, …"
+	c := greedyCaseFor(t, "Hello!") // → "Hello! I am Suzuran Tiny, …"
 	e := loadDemo(t, "cpu", LoadOptions{})
 	for _, stop := range []string{"uran Ti", "Tiny", "demo model. Ask"} {
 		i := strings.Index(c.GreedyText, stop)
@@ -78,7 +78,7 @@ func TestStopStringAcrossTokens(t *testing.T) {
 // TestMaxTokensAndSeed: the budget ends generation with "length", and a
 // sampled answer depends only on the seed.
 func TestMaxTokensAndSeed(t *testing.T) {
-	c := greedyCases(t)[1]
+	c := greedyCaseFor(t, "What does json.dumps do?")
 	e := loadDemo(t, "cpu", LoadOptions{})
 	ids, _, stats := collect(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 5})
 	if !slices.Equal(ids, c.GreedyIDs[:5]) || stats.FinishReason != FinishLength || stats.GeneratedTokens != 5 {
@@ -118,7 +118,7 @@ func TestCancelWithinOneToken(t *testing.T) {
 	// EOS set to an id the model never produces, so only cancellation ends
 	// the request before its budget.
 	e := newDemoEngine(t, Options{EOS: []int{4095}})
-	c := greedyCases(t)[0]
+	c := greedyCaseFor(t, "Hello!")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stream, err := e.Submit(ctx, Request{Prompt: c.PromptIDs, MaxTokens: 100000})
@@ -173,7 +173,7 @@ func cancelAfter(stream *Stream, n int, cancel context.CancelFunc) (int, time.Du
 // checks that one more Submit is refused at once with ErrBusy.
 func TestBusyPastTheQueueBound(t *testing.T) {
 	e := newDemoEngine(t, Options{EOS: []int{4095}, QueueSize: 1, Parallel: 1})
-	c := greedyCases(t)[0]
+	c := greedyCaseFor(t, "Hello!")
 	ctxA, cancelA := context.WithCancel(context.Background())
 	defer cancelA()
 	a, err := e.Submit(ctxA, Request{Prompt: c.PromptIDs, MaxTokens: 1000})
@@ -225,7 +225,7 @@ func TestSubmitValidates(t *testing.T) {
 	}
 	// A prompt that fills the context but one token still gets an answer,
 	// cut at the context's end.
-	prompt := greedyCases(t)[0].PromptIDs
+	prompt := greedyCaseFor(t, "Hello!").PromptIDs
 	for len(prompt) < 62 {
 		prompt = append(prompt, prompt[len(prompt)-1])
 	}
@@ -292,7 +292,7 @@ func TestPipelinedDecode(t *testing.T) {
 			t.Errorf("%q: %v %q (%d tokens), want %v %q", c.Question, ids, text, stats.GeneratedTokens, c.GreedyIDs, c.GreedyText)
 		}
 	}
-	c := greedyCases(t)[0]
+	c := greedyCaseFor(t, "Hello!")
 	_, text, stats := collect(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 48, Stop: []string{"Tiny"}})
 	if want := c.GreedyText[:strings.Index(c.GreedyText, "Tiny")]; text != want || stats.FinishReason != FinishStop {
 		t.Errorf("stop string: %q (%s), want %q (stop)", text, stats.FinishReason, want)
@@ -320,7 +320,8 @@ func TestPipelinedDecode(t *testing.T) {
 // end, so sending it again computes one token.
 func TestSamePromptAgain(t *testing.T) {
 	e := loadDemo(t, "cpu", LoadOptions{})
-	for _, c := range greedyCases(t)[5:] {
+	for _, q := range []string{"What does shutil.copytree do?", "Tell me about `collections.OrderedDict`."} {
+		c := greedyCaseFor(t, q)
 		n := len(c.PromptIDs)
 		checkpoints := []int{n - 4} // after "<|im_start|>assistant\n"
 		collect(t, e, Request{Prompt: c.PromptIDs, Checkpoints: checkpoints, MaxTokens: 2})
@@ -338,7 +339,7 @@ func TestSamePromptAgain(t *testing.T) {
 // prompt again starts from the cache.
 func TestPrefillProgress(t *testing.T) {
 	e := newDemoEngine(t, Options{PrefillChunk: 8})
-	c := greedyCases(t)[0]
+	c := greedyCaseFor(t, "Hello!")
 	n := len(c.PromptIDs)
 	var got []PrefillProgress
 	req := Request{Prompt: c.PromptIDs, MaxTokens: 1, Checkpoints: []int{n - 4},
@@ -372,7 +373,7 @@ func TestPrefillProgress(t *testing.T) {
 // request still ends, as cancelled, and the bound still holds.
 func TestCancelledWhileQueuedFreesItsPlace(t *testing.T) {
 	e := newDemoEngine(t, Options{EOS: []int{4095}, QueueSize: 1, Parallel: 1})
-	c := greedyCases(t)[0]
+	c := greedyCaseFor(t, "Hello!")
 	ctxA, cancelA := context.WithCancel(context.Background())
 	defer cancelA()
 	a, err := e.Submit(ctxA, Request{Prompt: c.PromptIDs, MaxTokens: 1000})
@@ -398,7 +399,7 @@ func TestCancelledWhileQueuedFreesItsPlace(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the cancelled request kept its queue place")
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(time.Millisecond) // the queue place is given back with no event: the count is read again
 	}
 	retry, err := e.Submit(context.Background(), Request{Prompt: c.PromptIDs, MaxTokens: 2})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/cpu"
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
+	"github.com/suzuran-app/suzuran/engine/machine"
 	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
@@ -80,7 +81,7 @@ func Load(dir string, lo LoadOptions) (*Engine, error) {
 	}
 	cacheBytes := lo.CacheBytes
 	if cacheBytes == 0 {
-		cacheBytes = CacheBudget(availableMemory(), m.Bytes)
+		cacheBytes = CacheBudget(machine.Available(), m.Bytes)
 	}
 	parallel := lo.Parallel
 	if parallel == 0 {

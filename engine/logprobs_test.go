@@ -23,7 +23,7 @@ import (
 // orders of magnitude more.
 func TestLogprobsMatchTransformers(t *testing.T) {
 	const tol, top = 5e-5, 3
-	for _, ref := range fixtures.Models(t)[:2] { // the tiny model, both layouts
+	for _, ref := range fixtures.ModelsNamed(t, fixtures.TinyHF, fixtures.TinyMLX) { // the tiny model, both layouts
 		t.Run(ref.Name, func(t *testing.T) {
 			e, err := Load(ref.Dir, LoadOptions{Backend: "cpu", Precision: "exact"})
 			if err != nil {
@@ -109,7 +109,7 @@ func logSoftmax64(x []float32) []float64 {
 // TopLogprobs past the bound is refused.
 func TestLogprobsKeepTheTokens(t *testing.T) {
 	e := loadDemo(t, "cpu", LoadOptions{})
-	c := greedyCases(t)[1]
+	c := greedyCaseFor(t, "What does json.dumps do?")
 	req := Request{Prompt: c.PromptIDs, MaxTokens: 12}
 	req.Sampling.Temperature, req.Sampling.TopP, req.Sampling.TopK, req.Sampling.Seed = 0.9, 0.95, 20, 7
 	plain, _, _ := collect(t, e, req)

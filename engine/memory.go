@@ -25,7 +25,7 @@ const (
 
 // CacheBudget is the prefix cache's default size in bytes for a model
 // whose weight files take modelBytes, on a machine with available bytes of
-// memory available now (availableMemory): cacheShare of what is left once
+// memory available now (machine.Available): cacheShare of what is left once
 // the weights are resident, at least minCacheBytes; unknownMemoryCacheBytes
 // when available is 0 (not known).
 func CacheBudget(available, modelBytes int64) int64 {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/suzuran-app/suzuran/engine/backends"
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
+	"github.com/suzuran-app/suzuran/engine/machine"
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
@@ -30,7 +31,7 @@ func TestCacheBudget(t *testing.T) {
 // cache CacheBudget of the memory this machine has available, which it can
 // read here (Linux: MemAvailable).
 func TestLoadSizesTheCacheFromMemory(t *testing.T) {
-	before := availableMemory()
+	before := machine.Available()
 	if before <= 0 {
 		t.Fatal("available memory unknown on this machine")
 	}
@@ -39,7 +40,7 @@ func TestLoadSizesTheCacheFromMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	after := availableMemory()
+	after := machine.Available()
 	m, err := checkpoint.Load(demoDir(t))
 	if err != nil {
 		t.Fatal(err)
@@ -67,7 +68,7 @@ func TestSnapshotBytesAreTrue(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	prompt := greedyCases(t)[0].PromptIDs
+	prompt := greedyCaseFor(t, "Hello!").PromptIDs
 	for _, c := range []struct {
 		backend     string
 		kvElemBytes int

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/suzuran-app/suzuran/app/internal/bytesize"
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
 
@@ -72,7 +73,7 @@ func extractInChild(path string) int {
 				fmt.Printf(`{"error":"peak RSS passed %d MB: stopped"}`+"\n", rss>>20)
 				os.Exit(3)
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // the watchdog samples the RSS: the bound under test
 		}
 	}()
 	var r bombResult
@@ -458,7 +459,7 @@ func TestDocumentBombs(t *testing.T) {
 		data: func() []byte {
 			return pdfBomb(t, "BT /F1 12 Tf 72 720 Td ", "(Lilies of the valley) Tj ", " ET", 256<<20)
 		},
-		err: "page-text.pdf: has more than 524.3 KB of text on page 1, far more than any printed page; it may be made to fill memory, and was not read",
+		err: "page-text.pdf: has more than 524 KB of text on page 1, far more than any printed page; it may be made to fill memory, and was not read",
 	}, {
 		// A page of 256 MB of numbers without an operator: the library
 		// would hold them all on its stack.
@@ -474,7 +475,7 @@ func TestDocumentBombs(t *testing.T) {
 				t.Fatal(err)
 			}
 			r, rss := runBomb(t, path)
-			t.Logf("%s: %s file, peak RSS %d MB; %d characters, %d tokens; error %q", tc.name, FormatBytes(int64(len(data))), rss>>20, r.Chars, r.Tokens, r.Error)
+			t.Logf("%s: %s file, peak RSS %d MB; %d characters, %d tokens; error %q", tc.name, bytesize.Format(int64(len(data))), rss>>20, r.Chars, r.Tokens, r.Error)
 			if rss > maxBombRSS {
 				t.Errorf("peak RSS %d MB, over the %d MB bound", rss>>20, maxBombRSS>>20)
 			}

@@ -9,6 +9,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/suzuran-app/suzuran/app/internal/bytesize"
 )
 
 // docx reads a Word document (Office Open XML): the main document part in
@@ -80,7 +82,7 @@ const maxXMLDepth = 1000
 // them all at once).
 func (x *extraction) walkXML(r io.Reader, part string, visit func(*xml.Decoder, xml.Token) error) error {
 	depth := 0
-	d := xmlDecoder(&runGuard{r: r, err: failure(x.name, ErrTextLimit, "has a single piece of text or markup longer than %s in its part %s; no real document does, and it was not read", FormatBytes(maxRun), part)})
+	d := xmlDecoder(&runGuard{r: r, err: failure(x.name, ErrTextLimit, "has a single piece of text or markup longer than %s in its part %s; no real document does, and it was not read", bytesize.Format(maxRun), part)})
 	for i := 0; ; i++ {
 		if i%4096 == 0 {
 			if err := x.check(); err != nil {

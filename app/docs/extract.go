@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/suzuran-app/suzuran/app/internal/bytesize"
 )
 
 // Format is what a document was read as.
@@ -289,7 +291,7 @@ func readAll(ctx context.Context, name string, r io.Reader, size, limit int64, p
 }
 
 func tooLarge(name string, size, limit int64) *Error {
-	return failure(name, ErrTooLarge, "is %s, over the %s limit for a document; attach a smaller part of it", FormatBytes(size), FormatBytes(limit))
+	return failure(name, ErrTooLarge, "is %s, over the %s limit for a document; attach a smaller part of it", bytesize.Format(size), bytesize.Format(limit))
 }
 
 // Extract reads data, the content of a file called name, and returns the
@@ -468,18 +470,4 @@ func (x *extraction) run() (*Document, error) {
 	doc.Notes = x.notes
 	doc.maxTokens = x.limits.MaxTokens
 	return doc, nil
-}
-
-// FormatBytes writes a size for people: 512 bytes, 3.4 KB, 12.0 MB.
-func FormatBytes(n int64) string {
-	switch {
-	case n < 1000:
-		return fmt.Sprintf("%d bytes", n)
-	case n < 1000*1000:
-		return fmt.Sprintf("%.1f KB", float64(n)/1000)
-	case n < 1000*1000*1000:
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
-	default:
-		return fmt.Sprintf("%.1f GB", float64(n)/1e9)
-	}
 }

@@ -225,7 +225,7 @@ func TestLimits(t *testing.T) {
 	ctx := context.Background()
 	t.Run("bytes", func(t *testing.T) {
 		_, err := Extract(ctx, "big.txt", bytes.Repeat([]byte("a"), 2001), Options{Limits: Limits{MaxBytes: 2000}})
-		if !errors.Is(err, ErrTooLarge) || err.Error() != "big.txt: is 2.0 KB, over the 2.0 KB limit for a document; attach a smaller part of it" {
+		if !errors.Is(err, ErrTooLarge) || err.Error() != "big.txt: is 2.00 KB, over the 2.00 KB limit for a document; attach a smaller part of it" {
 			t.Errorf("got %v", err)
 		}
 		path := filepath.Join(t.TempDir(), "big.txt")
@@ -233,7 +233,7 @@ func TestLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = ExtractFile(ctx, path, Options{Limits: Limits{MaxBytes: 4096}})
-		if !errors.Is(err, ErrTooLarge) || err.Error() != "big.txt: is 5.0 KB, over the 4.1 KB limit for a document; attach a smaller part of it" {
+		if !errors.Is(err, ErrTooLarge) || err.Error() != "big.txt: is 5.00 KB, over the 4.10 KB limit for a document; attach a smaller part of it" {
 			t.Errorf("file: got %v", err)
 		}
 	})

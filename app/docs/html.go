@@ -9,6 +9,8 @@ import (
 
 	"golang.org/x/net/html"
 	"golang.org/x/net/html/charset"
+
+	"github.com/suzuran-app/suzuran/app/internal/bytesize"
 )
 
 // html reads an HTML page: its encoding from a byte order mark or a
@@ -93,7 +95,7 @@ func (x *extraction) htmlText(r io.Reader, streamed bool) (string, error) {
 			case errors.As(err, &known):
 				return "", err // a limit, from the part's reader
 			case errors.Is(err, html.ErrBufferExceeded):
-				return "", failure(x.name, ErrTextLimit, "has a single piece of text or markup longer than %s; no real document does, and it was not read", FormatBytes(maxRun))
+				return "", failure(x.name, ErrTextLimit, "has a single piece of text or markup longer than %s; no real document does, and it was not read", bytesize.Format(maxRun))
 			}
 			return "", damaged(x.name, "HTML page", err)
 		case html.TextToken:

@@ -5,6 +5,8 @@ import (
 	"io"
 
 	"github.com/ledongthuc/pdf"
+
+	"github.com/suzuran-app/suzuran/app/internal/bytesize"
 )
 
 // The PDF library interprets a page's content streams whole: it keeps every
@@ -135,7 +137,7 @@ func (s *contentScanner) operand() error {
 // shown counts n bytes of string.
 func (s *contentScanner) shown(n int) error {
 	if s.text += n; s.text > maxPageText {
-		return failure(s.x.name, ErrTextLimit, "has more than %s of text on page %d, far more than any printed page; it may be made to fill memory, and was not read", FormatBytes(maxPageText), s.page)
+		return failure(s.x.name, ErrTextLimit, "has more than %s of text on page %d, far more than any printed page; it may be made to fill memory, and was not read", bytesize.Format(maxPageText), s.page)
 	}
 	return nil
 }
@@ -195,7 +197,7 @@ func (s *contentScanner) token(r *bufio.Reader, c byte) ([]byte, error) {
 	word := []byte{c}
 	for n := 1; ; n++ {
 		if n > maxPDFToken {
-			return nil, failure(s.x.name, ErrDamaged, "is not a readable PDF document (page %d holds a value of more than %s; no real PDF does); open it in the program that made it, save a new copy and attach that", s.page, FormatBytes(maxPDFToken))
+			return nil, failure(s.x.name, ErrDamaged, "is not a readable PDF document (page %d holds a value of more than %s; no real PDF does); open it in the program that made it, save a new copy and attach that", s.page, bytesize.Format(maxPDFToken))
 		}
 		next, err := r.Peek(1)
 		if err != nil || isPDFSpace(next[0]) || isPDFDelimiter(next[0]) {

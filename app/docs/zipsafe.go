@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/suzuran-app/suzuran/app/internal/bytesize"
 )
 
 // openZip opens a ZIP-based document after checking its directory against
@@ -27,7 +29,7 @@ func (x *extraction) openZip(what string) (*zip.Reader, error) {
 	for _, f := range zr.File {
 		total += f.UncompressedSize64
 		if x.limits.MaxUnpackedBytes > 0 && total > uint64(x.limits.MaxUnpackedBytes) {
-			return nil, failure(x.name, ErrUnpackLimit, "would unpack to more than %s (the limit for a %s); it may be a decompression bomb, and was not read", FormatBytes(x.limits.MaxUnpackedBytes), what)
+			return nil, failure(x.name, ErrUnpackLimit, "would unpack to more than %s (the limit for a %s); it may be a decompression bomb, and was not read", bytesize.Format(x.limits.MaxUnpackedBytes), what)
 		}
 	}
 	return zr, nil
@@ -77,7 +79,7 @@ func (p *partReader) Read(b []byte) (int, error) {
 	n, err := p.ReadCloser.Read(b)
 	p.x.unpacked += int64(n)
 	if limit := p.x.limits.MaxUnpackedBytes; limit > 0 && p.x.unpacked > limit {
-		return n, failure(p.x.name, ErrUnpackLimit, "unpacks to more than %s (the limit for a %s) while part %s is read; it may be a decompression bomb, and was not read", FormatBytes(limit), p.what, p.part)
+		return n, failure(p.x.name, ErrUnpackLimit, "unpacks to more than %s (the limit for a %s) while part %s is read; it may be a decompression bomb, and was not read", bytesize.Format(limit), p.what, p.part)
 	}
 	if err != nil && err != io.EOF {
 		err = damaged(p.x.name, p.what, fmt.Errorf("part %s: %v", p.part, err))

@@ -3,6 +3,7 @@ package hub
 import (
 	"errors"
 	"fmt"
+	"github.com/suzuran-app/suzuran/app/internal/atomicfile"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -139,7 +140,10 @@ func (c Cache) WriteRef(repo, revision, commit string) error {
 	if data, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(data)) == commit {
 		return nil
 	}
-	return writeFileAtomic(path, []byte(commit), 0o644)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.Write(path, []byte(commit), 0o644)
 }
 
 // hasBlob reports whether a complete blob of the given size is cached. A
@@ -240,36 +244,4 @@ func (c Cache) Snapshots() ([]CachedSnapshot, error) {
 		}
 	}
 	return out, nil
-}
-
-// writeFileAtomic writes data to a temporary file beside path, syncs it and
-// renames it over path, so that a reader sees the old or the new contents,
-// never part of them.
-func writeFileAtomic(path string, data []byte, perm fs.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(perm)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/suzuran-app/suzuran/app/settings"
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
@@ -82,7 +83,7 @@ func UseModel(settingsPath, dir string) (Found, error) {
 	if f.Err != nil {
 		return f, fmt.Errorf("%s cannot be used: %w", f.Dir, f.Err)
 	}
-	return f, SaveModelSetting(settingsPath, f.Dir)
+	return f, settings.SetModel(settingsPath, f.Dir)
 }
 
 // Places are the folders Discover looks in.

@@ -98,61 +98,6 @@ func TestInspectNamesTheBrokenFile(t *testing.T) {
 	}
 }
 
-func TestSaveModelSetting(t *testing.T) {
-	tests := []struct {
-		name    string
-		before  string // "" for no file
-		want    map[string]any
-		wantErr string
-	}{
-		{"creates the file", "", map[string]any{"model": "/m/Qwen"}, ""},
-		{"keeps other keys", `{"api": {"enabled": true, "port": 8080}, "model": "/old", "theme": "dark"}`,
-			map[string]any{"api": map[string]any{"enabled": true, "port": 8080.0}, "model": "/m/Qwen", "theme": "dark"}, ""},
-		{"refuses a broken file and leaves it", `{"api": `, nil, "not a JSON object"},
-		{"refuses a JSON array and leaves it", `[1,2]`, nil, "not a JSON object"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			path := filepath.Join(t.TempDir(), "suzuran", "settings.json")
-			if tt.before != "" {
-				os.MkdirAll(filepath.Dir(path), 0o755)
-				os.WriteFile(path, []byte(tt.before), 0o600)
-			}
-			err := SaveModelSetting(path, "/m/Qwen")
-			data, _ := os.ReadFile(path)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
-				if string(data) != tt.before {
-					t.Errorf("the file changed to %q", data)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got map[string]any
-			if err := json.Unmarshal(data, &got); err != nil {
-				t.Fatal(err)
-			}
-			if g, w := mustJSON(got), mustJSON(tt.want); g != w {
-				t.Errorf("settings %s, want %s", g, w)
-			}
-			wantPerm := os.FileMode(0o644)
-			if tt.before != "" {
-				wantPerm = 0o600
-			}
-			if st, _ := os.Stat(path); st.Mode().Perm() != wantPerm {
-				t.Errorf("settings file mode %v, want %v", st.Mode().Perm(), wantPerm)
-			}
-			if tmp, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*tmp")); len(tmp) != 0 {
-				t.Errorf("temporary files left: %v", tmp)
-			}
-		})
-	}
-}
-
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)

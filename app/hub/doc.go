@@ -35,8 +35,8 @@
 //   - Discover lists the model folders in the Hugging Face cache and in LM
 //     Studio's folders, each validated by Validate with the engine's own
 //     checkpoint and tokenizer checks.
-//   - SaveModelSetting writes the choice as the "model" key of settings.json,
-//     keeping the other keys, atomically; UseModel validates a folder first.
+//   - UseModel validates a folder, then writes it as the "model" key of
+//     settings.json (app/settings).
 //
 // For the app (the welcome view, the tray), with one Client made from
 // ConfigFromEnv and one Downloads around it:

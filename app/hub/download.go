@@ -18,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog/log"
 
+	"github.com/suzuran-app/suzuran/app/internal/bytesize"
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 )
 
@@ -204,7 +205,7 @@ func (c *Client) checkSpace(need int64) error {
 	}
 	if free < need+c.diskMargin() {
 		return &Error{Kind: ErrDiskFull, Msg: fmt.Sprintf("the download needs %s and the disk holding %s has %s free; free up %s (keeping %s to spare) and try again, or set HF_HUB_CACHE to a folder on a larger disk",
-			FormatBytes(need), c.CacheDir, FormatBytes(free), FormatBytes(need+c.diskMargin()-free), FormatBytes(c.diskMargin()))}
+			bytesize.Format(need), c.CacheDir, bytesize.Format(free), bytesize.Format(need+c.diskMargin()-free), bytesize.Format(c.diskMargin()))}
 	}
 	return nil
 }
@@ -479,13 +480,13 @@ func (c *Client) fetchOnce(ctx context.Context, l *Listing, p *partial) error {
 			return diskError(we.err, f.Path, c.CacheDir)
 		}
 		if context.Cause(reqCtx) == errStalled {
-			return &retryableError{fmt.Errorf("%s: nothing came for %s after %s", f.Path, c.stallTimeout(), FormatBytes(p.have))}
+			return &retryableError{fmt.Errorf("%s: nothing came for %s after %s", f.Path, c.stallTimeout(), bytesize.Format(p.have))}
 		}
 		if err != nil {
-			return &retryableError{fmt.Errorf("%s: the connection broke after %s: %w", f.Path, FormatBytes(p.have), err)}
+			return &retryableError{fmt.Errorf("%s: the connection broke after %s: %w", f.Path, bytesize.Format(p.have), err)}
 		}
 		if p.have < f.Size {
-			return &retryableError{fmt.Errorf("%s: the connection closed after %s of %s: %w", f.Path, FormatBytes(p.have), FormatBytes(f.Size), io.ErrUnexpectedEOF)}
+			return &retryableError{fmt.Errorf("%s: the connection closed after %s of %s: %w", f.Path, bytesize.Format(p.have), bytesize.Format(f.Size), io.ErrUnexpectedEOF)}
 		}
 	}
 	if p.have != f.Size || !matches(p.hash, f) {

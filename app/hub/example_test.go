@@ -6,6 +6,8 @@ import (
 	"log"
 
 	"github.com/suzuran-app/suzuran/app/hub"
+	"github.com/suzuran-app/suzuran/app/internal/bytesize"
+	"github.com/suzuran-app/suzuran/app/settings"
 )
 
 // The welcome view's flow: what would be downloaded and whether this
@@ -28,7 +30,7 @@ func Example_welcome() {
 	if err != nil {
 		log.Fatal(err) // *hub.Error: its message is for the user
 	}
-	fmt.Println(hub.FormatBytes(plan.ToDownload), "into", plan.Dir)
+	fmt.Println(bytesize.Format(plan.ToDownload), "into", plan.Dir)
 	for _, f := range plan.Machine.Findings {
 		fmt.Println(f.Level, f.Message)
 	}
@@ -44,13 +46,13 @@ func Example_welcome() {
 	reports, stop := job.Watch()
 	defer stop()
 	for p := range reports { // closed when the download ends
-		fmt.Printf("%.0f%% %s/s\n", 100*p.Fraction(), hub.FormatBytes(int64(p.BytesPerSecond)))
+		fmt.Printf("%.0f%% %s/s\n", 100*p.Fraction(), bytesize.Format(int64(p.BytesPerSecond)))
 	}
 	snap, err := job.Wait()
 	if err != nil {
 		log.Fatal(err)
 	}
-	if err := hub.SaveModelSetting("/path/to/settings.json", snap.Dir); err != nil {
+	if err := settings.SetModel("/path/to/settings.json", snap.Dir); err != nil {
 		log.Fatal(err)
 	}
 }

@@ -207,7 +207,7 @@ func TestPullResumesAfterSIGKILL(t *testing.T) {
 			helper.Process.Kill()
 			t.Fatalf("the helper did not get a quarter of %s in 30 s", weights)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // another process writes the file: its size is read again
 	}
 	if killedAt >= size {
 		t.Fatalf("the helper finished %s before it was killed; slow the fake hub down", weights)

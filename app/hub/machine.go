@@ -5,6 +5,9 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/suzuran-app/suzuran/app/internal/bytesize"
+	"github.com/suzuran-app/suzuran/engine/machine"
 )
 
 // Level is how a machine check result bears on running the model.
@@ -163,19 +166,30 @@ func Evaluate(m Machine, need Need) Report {
 			add("disk", Fine, "The model is already on this disk; nothing needs to be downloaded.")
 		case m.FreeDisk < need.DownloadBytes+need.DiskMargin:
 			add("disk", Refusal, "The download needs %s and the disk has %s free. Free up %s (so that %s stays free afterwards) and try again.",
-				FormatBytes(need.DownloadBytes), FormatBytes(m.FreeDisk), FormatBytes(need.DownloadBytes+need.DiskMargin-m.FreeDisk), FormatBytes(need.DiskMargin))
+				bytesize.Format(need.DownloadBytes), bytesize.Format(m.FreeDisk), bytesize.Format(need.DownloadBytes+need.DiskMargin-m.FreeDisk), bytesize.Format(need.DiskMargin))
 		default:
-			add("disk", Fine, "The download needs %s; the disk has %s free.", FormatBytes(need.DownloadBytes), FormatBytes(m.FreeDisk))
+			add("disk", Fine, "The download needs %s; the disk has %s free.", bytesize.Format(need.DownloadBytes), bytesize.Format(m.FreeDisk))
 		}
 	}
 	return r
+}
+
+// probeMachine reads this computer's facts (engine/machine) and, on Apple
+// silicon, the GPU's working set.
+func probeMachine() Machine {
+	f := machine.Probe()
+	m := Machine{OS: f.OS, Arch: f.Arch, Chip: f.Chip, AppleSilicon: f.AppleSilicon, Memory: f.Memory}
+	if f.OS == "darwin" {
+		m.OSVersion = f.Version
+	}
+	m.GPUWorkingSet = gpuWorkingSet(m.AppleSilicon)
+	return m
 }
 
 // CheckMachine looks at this computer and judges it against need; dir is
 // where the model goes (the Hugging Face cache).
 func CheckMachine(need Need, dir string) Report {
 	m := probeMachine()
-	m.OS = runtime.GOOS
 	if free, err := FreeSpace(dir); err == nil {
 		m.FreeDisk, m.DiskPath = free, dir
 	}

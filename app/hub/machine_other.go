@@ -1,8 +1,6 @@
-//go:build !darwin && !linux
+//go:build !darwin
 
 package hub
 
-import "runtime"
-
-// probeMachine knows nothing of this system; its checks are skipped.
-func probeMachine() Machine { return Machine{Arch: runtime.GOARCH} }
+// gpuWorkingSet is 0 without Metal.
+func gpuWorkingSet(bool) int64 { return 0 }

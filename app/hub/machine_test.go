@@ -72,11 +72,3 @@ func TestCheckMachineHere(t *testing.T) {
 		t.Logf("%s %s: %s", f.Check, f.Level, f.Message)
 	}
 }
-
-func TestFormatBytes(t *testing.T) {
-	for n, want := range map[int64]string{0: "0 bytes", 1: "1 byte", 999: "999 bytes", 1000: "1.00 KB", 1_334_192: "1.33 MB", 20_400_000_000: "20.4 GB", 999_600_000: "1.00 GB", 512e9: "512 GB"} {
-		if got := FormatBytes(n); got != want {
-			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/suzuran-app/suzuran/app/internal/bytesize"
 )
 
 // Progress is a download's state, reported while Pull runs.
@@ -46,9 +48,9 @@ func (p Progress) MarshalJSON() ([]byte, error) {
 // 45% (9.18 GB of 20.4 GB), 12 min left".
 func (p Progress) String() string {
 	if p.Finished {
-		return fmt.Sprintf("Downloaded %s (%s)", p.Repo, FormatBytes(p.Total))
+		return fmt.Sprintf("Downloaded %s (%s)", p.Repo, bytesize.Format(p.Total))
 	}
-	s := fmt.Sprintf("Downloading %s: %d%% (%s of %s)", p.Repo, int(p.Fraction()*100), FormatBytes(p.Done), FormatBytes(p.Total))
+	s := fmt.Sprintf("Downloading %s: %d%% (%s of %s)", p.Repo, int(p.Fraction()*100), bytesize.Format(p.Done), bytesize.Format(p.Total))
 	switch {
 	case p.Remaining < 0:
 	case p.Remaining < time.Minute:

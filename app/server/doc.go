@@ -3,10 +3,11 @@
 // Anthropic-compatible (/v1/messages, /v1/messages/count_tokens), streamed
 // as server-sent events, plus /health, in front of one engine.
 //
-// The server does not own the engine. Whoever does (the app's service,
-// which loads, switches and unloads models, or the serve command's Loader)
-// hands it over through Models on every request, so the server can be
-// started and shut down any number of times without touching the model.
+// The server does not own the engine. Whoever does (app/modelhost's Host,
+// which loads, switches and unloads models, in the window and under
+// `suzuran serve`) hands it over through Models on every request, so the
+// server can be started and shut down any number of times without
+// touching the model.
 //
 // A request flows: the safety checks (middleware.go: Host header against
 // DNS rebinding, CORS for configured origins on /v1/ (the UI answers its

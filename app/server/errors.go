@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/engine"
 )
 
@@ -171,10 +172,10 @@ func (s *Server) toAPIError(r *http.Request, err error) *apiError {
 	case errors.Is(err, engine.ErrBusy):
 		return &apiError{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: "rate_limit_exceeded",
 			Message: "the model is busy with other requests and its queue is full; retry in a moment"}
-	case errors.Is(err, ErrLoading):
+	case errors.Is(err, modelhost.ErrLoading):
 		st := s.cfg.Models.Status()
 		return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "model_loading",
-			Message: fmt.Sprintf("the model %s is loading (%.0f%%); retry in a moment", st.Model, st.Progress*100)}
+			Message: fmt.Sprintf("the model %s is loading (%.0f%%); retry in a moment", st.Name, st.Progress*100)}
 	case errors.Is(err, engine.ErrClosed):
 		return &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "model_unloaded",
 			Message: "the model was unloaded while the request waited; retry"}
@@ -203,7 +204,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // that failed to load, or was unloaded) is a 503 saying why.
 func (s *Server) current(r *http.Request) (*engine.Engine, string, error) {
 	e, name, err := s.cfg.Models.Current(r.Context())
-	if err != nil && !errors.Is(err, ErrLoading) {
+	if err != nil && !errors.Is(err, modelhost.ErrLoading) {
 		return nil, "", &apiError{Status: http.StatusServiceUnavailable, Type: "server_error", Code: "model_unavailable",
 			Message: "no model to answer with: " + err.Error()}
 	}

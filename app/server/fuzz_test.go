@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/engine"
 )
 
@@ -18,9 +19,9 @@ var (
 // fuzzTarget loads the fixture once per fuzzing process.
 func fuzzTarget(t *testing.T) (*Server, *engine.Engine) {
 	fuzzOnce.Do(func() {
-		l := NewLoader(fixtureDir, engine.LoadOptions{})
-		l.Load()
-		if err := l.Wait(context.Background()); err != nil {
+		l := modelhost.New(modelhost.Options{})
+		l.Load(fixtureDir)
+		if _, err := l.Wait(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		fuzzEngine, _, _ = l.Current(context.Background())

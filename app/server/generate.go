@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -59,9 +58,7 @@ func (f samplingFields) resolve(thinking bool) model.Sampling {
 	if f.Seed != nil {
 		s.Seed = uint64(*f.Seed)
 	} else {
-		var b [8]byte
-		rand.Read(b[:])
-		s.Seed = binary.LittleEndian.Uint64(b[:])
+		s.Seed = sample.RandomSeed()
 	}
 	return s
 }

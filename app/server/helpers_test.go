@@ -15,10 +15,12 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/cpu"
+	"github.com/suzuran-app/suzuran/engine/gpucheck"
 	"github.com/suzuran-app/suzuran/engine/sample"
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
@@ -32,11 +34,11 @@ var fixtureDir = filepath.Join("..", "..", "engine", "internal", "fixtures", "te
 var demoDir = filepath.Join("..", "..", "assets", "models", "suzuran-tiny")
 
 // loadModel loads a model folder with the given options and waits for it.
-func loadModel(t testing.TB, dir string, opts engine.LoadOptions) *Loader {
+func loadModel(t testing.TB, dir string, opts engine.LoadOptions) *modelhost.Host {
 	t.Helper()
-	l := NewLoader(dir, opts)
-	l.Load()
-	if err := l.Wait(context.Background()); err != nil {
+	l := modelhost.New(modelhost.Options{Load: opts})
+	l.Load(dir)
+	if _, err := l.Wait(context.Background()); err != nil {
 		t.Fatalf("loading %s: %v", dir, err)
 	}
 	t.Cleanup(func() { l.Close() })
@@ -222,7 +224,7 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // for state the server publishes no event of (counters, the engine's queue)
 	}
 }
 
@@ -230,7 +232,7 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 // can never sample, so that an answer runs until max_tokens or the context
 // is full (tens of seconds): the tests of cancellation, queueing and
 // shutdown need generations that are still running when they act.
-func endlessLoader(t testing.TB, queue int) *Loader {
+func endlessLoader(t testing.TB, queue int) *modelhost.Host {
 	t.Helper()
 	// One request at a time, so that the tests of the queue know which
 	// request waits.
@@ -239,36 +241,36 @@ func endlessLoader(t testing.TB, queue int) *Loader {
 
 // endlessLoaderWith is endlessLoader over the model folder dir with the
 // queue and batch sizes of opts.
-func endlessLoaderWith(t testing.TB, dir string, opts engine.LoadOptions) *Loader {
+func endlessLoaderWith(t testing.TB, dir string, opts engine.LoadOptions) *modelhost.Host {
 	t.Helper()
-	l := NewLoader(dir, opts)
-	l.load = func(dir string, opts engine.LoadOptions) (*engine.Engine, error) {
+	l := modelhost.New(modelhost.Options{Load: opts, Open: func(dir string, opts engine.LoadOptions, _ gpucheck.Options) (*engine.Engine, gpucheck.Result, error) {
+		var none gpucheck.Result
 		m, err := checkpoint.Load(dir)
 		if err != nil {
-			return nil, err
+			return nil, none, err
 		}
 		tok, err := tokenizer.Load(dir)
 		if err != nil {
-			return nil, err
+			return nil, none, err
 		}
 		tmpl, err := chat.LoadTemplate(dir)
 		if err != nil {
-			return nil, err
+			return nil, none, err
 		}
 		backend, err := cpu.New(m.Weights, cpu.Options{Sampler: sample.New()})
 		if err != nil {
-			return nil, err
+			return nil, none, err
 		}
 		e, err := engine.New(engine.Options{Backend: backend, Weights: m.Weights, Tokenizer: tok, Template: tmpl,
 			EOS: []int{1 << 30}, QueueSize: opts.QueueSize, Parallel: opts.Parallel})
 		if err != nil {
-			return nil, err
+			return nil, none, err
 		}
 		t.Cleanup(func() { m.Close() })
-		return e, nil
-	}
-	l.Load()
-	if err := l.Wait(context.Background()); err != nil {
+		return e, none, nil
+	}})
+	l.Load(dir)
+	if _, err := l.Wait(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })

@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/engine"
+	"github.com/suzuran-app/suzuran/engine/gpucheck"
 )
 
 // openStream starts a streamed chat completion and returns the response
@@ -192,21 +194,20 @@ func TestShutdownLetsShortAnswersFinish(t *testing.T) {
 	}
 }
 
-// blockedModels is a Loader whose load waits for release.
-func blockedLoader(t *testing.T) (*Loader, chan struct{}) {
+// blockedLoader is a model host whose load waits for release.
+func blockedLoader(t *testing.T) (*modelhost.Host, chan struct{}) {
 	release := make(chan struct{})
-	l := NewLoader(fixtureDir, engine.LoadOptions{})
-	l.load = func(dir string, opts engine.LoadOptions) (*engine.Engine, error) {
+	l := modelhost.New(modelhost.Options{Open: func(dir string, opts engine.LoadOptions, _ gpucheck.Options) (*engine.Engine, gpucheck.Result, error) {
 		<-release
-		return engine.Load(dir, opts)
-	}
+		e, err := engine.Load(dir, opts)
+		return e, gpucheck.Result{}, err
+	}})
 	t.Cleanup(func() {
 		select {
 		case <-release:
 		default:
 			close(release)
 		}
-		l.Wait(context.Background())
 		l.Close()
 	})
 	return l, release
@@ -215,7 +216,7 @@ func blockedLoader(t *testing.T) (*Loader, chan struct{}) {
 func TestLoading(t *testing.T) {
 	l, release := blockedLoader(t)
 	ts := startServer(t, l, nil)
-	l.Load()
+	l.Load(fixtureDir)
 	h := do(t, "GET", ts.url+"/health", nil, nil)
 	if v := h.json(t); h.status != 503 || v["status"] != "loading" || v["model"] != "mlx-4bit" {
 		t.Errorf("/health while loading: %d %s", h.status, h.body)
@@ -237,9 +238,9 @@ func TestLoading(t *testing.T) {
 }
 
 func TestLoadFailure(t *testing.T) {
-	l := NewLoader(t.TempDir(), engine.LoadOptions{})
-	l.Load()
-	if err := l.Wait(t.Context()); err == nil {
+	l := modelhost.New(modelhost.Options{})
+	l.Load(t.TempDir())
+	if _, err := l.Wait(t.Context()); err == nil {
 		t.Fatal("an empty folder loaded")
 	}
 	ts := startServer(t, l, nil)

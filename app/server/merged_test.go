@@ -31,7 +31,7 @@ func TestRunReadsMergedEvents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(delay)
+		time.Sleep(delay) // the reader comes late on purpose: that is the case under test
 		res = g.run(func(events []chat.Event, since time.Time) error {
 			steps++
 			entries = append(entries, g.takeLogprobs()...)

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
 )
@@ -240,8 +241,8 @@ func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) modelEntry(r *http.Request) map[string]any {
 	st := s.cfg.Models.Status()
-	entry := map[string]any{"id": st.Model, "object": "model", "created": 0, "owned_by": "suzuran"}
-	if st.State == StateReady {
+	entry := map[string]any{"id": st.Name, "object": "model", "created": 0, "owned_by": "suzuran"}
+	if st.State == modelhost.StateReady {
 		if e, _, err := s.current(r); err == nil {
 			entry["context_length"] = e.ContextTokens()
 			entry["max_model_len"] = e.ContextTokens()
@@ -256,15 +257,15 @@ func (s *Server) modelEntry(r *http.Request) map[string]any {
 // response_format json_schema and forced tool calls are served.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	st := s.cfg.Models.Status()
-	body := map[string]any{"status": st.State, "model": st.Model, "constrained_sampling": constrain != nil}
+	body := map[string]any{"status": st.State, "model": st.Name, "constrained_sampling": constrain != nil}
 	switch st.State {
-	case StateLoading:
+	case modelhost.StateLoading:
 		body["progress"] = st.Progress
-	case StateError:
+	case modelhost.StateError:
 		body["error"] = st.Error
 	}
 	status := http.StatusOK
-	if st.State != StateReady {
+	if st.State != modelhost.StateReady {
 		status = http.StatusServiceUnavailable
 		w.Header().Set("Retry-After", "1")
 	}
@@ -272,7 +273,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
-	name := s.cfg.Models.Status().Model
+	name := s.cfg.Models.Status().Name
 	s.writeError(w, r, &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "model", Code: "model_not_supported",
 		Message: fmt.Sprintf("%s is a chat model and serves no embeddings: use an embedding model elsewhere", name)})
 }

@@ -35,7 +35,7 @@ func TestSlowBodyIsCut(t *testing.T) {
 			if _, err := conn.Write([]byte{body[i]}); err != nil {
 				return
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // a client that trickles its body: the case under test
 		}
 	}()
 	// Bounded generously (the machine may be loaded): 10 s is a third of

@@ -129,7 +129,7 @@ func settle(t *testing.T, ts *testServer, transport *http.Transport, want int) (
 	deadline := time.Now().Add(10 * time.Second)
 	n, last := runtime.NumGoroutine(), -1
 	for time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // goroutines that end have no event: their count is read again
 		n = runtime.NumGoroutine()
 		if (want > 0 && n <= want) || (want == 0 && n == last) {
 			break

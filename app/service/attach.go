@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/suzuran-app/suzuran/app/docs"
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/app/server"
 	"github.com/suzuran-app/suzuran/app/store"
 	"github.com/suzuran-app/suzuran/engine"
@@ -326,11 +327,11 @@ func (s *Service) readAttachment(ctx context.Context, extract func(context.Conte
 	if err != nil {
 		return docs.Attachment{}, err
 	}
-	e, err := s.models.acquire(ctx)
+	e, err := s.models.Acquire(ctx)
 	if err != nil {
 		return docs.Attachment{}, fmt.Errorf("the model is needed to count the document's tokens and could not load: %w", err)
 	}
-	defer s.models.release()
+	defer s.models.Release()
 	return docs.NewAttachment(ctx, doc, e.Tokenizer(), func(done, total int64) {
 		update(func(v *AttachmentView) { v.Stage, v.Done, v.Total, v.Unit = "counting", done, total, "bytes" })
 	})
@@ -452,7 +453,7 @@ func (s *Service) budget(e *engine.Engine, conversation int64, question string, 
 	msgs := s.promptMessages(history, 0)
 	msgs = append(msgs, chat.Message{Role: "user", Content: question})
 	// Rendered as generate renders it: thinking changes the prompt's end.
-	if isDemo(e.Dir()) {
+	if modelhost.IsDemo(e.Dir()) {
 		think = false
 	}
 	prompt, err := server.EncodePrompt(e, chat.RenderRequest{Messages: msgs, AddGenerationPrompt: true, EnableThinking: &think})
@@ -502,11 +503,11 @@ func fitView(f docs.Fit) FitView {
 // (loading takes long, and Send must answer at once), and a question too
 // long fails as its reply's error instead.
 func (s *Service) checkQuestion(conversation int64, question string, think bool) error {
-	e := s.models.acquireLoaded()
+	e := s.models.TryAcquire()
 	if e == nil {
 		return nil
 	}
-	defer s.models.release()
+	defer s.models.Release()
 	b, err := s.budget(e, conversation, question, think)
 	if err != nil {
 		return err
@@ -538,11 +539,11 @@ func (s *Service) prepareAttachments(ctx context.Context, conversation int64, qu
 	if err != nil {
 		return nil, err
 	}
-	e, err := s.models.acquire(ctx)
+	e, err := s.models.Acquire(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("the model could not load: %w", err)
 	}
-	defer s.models.release()
+	defer s.models.Release()
 	b, err := s.budget(e, conversation, question, think)
 	if err != nil {
 		return nil, err
@@ -643,11 +644,11 @@ func (u *UI) CheckFit(req SendRequest) (FitView, error) {
 	if err != nil {
 		return FitView{}, err
 	}
-	e, err := u.s.models.acquire(context.Background())
+	e, err := u.s.models.Acquire(context.Background())
 	if err != nil {
 		return FitView{}, fmt.Errorf("the model could not load: %w", err)
 	}
-	defer u.s.models.release()
+	defer u.s.models.Release()
 	b, err := u.s.budget(e, req.ConversationID, strings.TrimSpace(req.Text), req.Think)
 	if err != nil {
 		return FitView{}, err

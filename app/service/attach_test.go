@@ -16,18 +16,17 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/suzuran-app/suzuran/app/server"
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/app/store"
 )
 
 // waitAttached waits until an attachment is no longer being read.
 func waitAttached(t *testing.T, svc *Service, id string) AttachmentView {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	var v AttachmentView
+	awaitEvent(t, svc, 60*time.Second, "the end of reading attachment "+id, func(*Event) bool {
 		svc.attach.mu.Lock()
 		p := svc.attach.pending[id]
-		var v AttachmentView
 		if p != nil {
 			v = p.view
 		}
@@ -35,14 +34,9 @@ func waitAttached(t *testing.T, svc *Service, id string) AttachmentView {
 		if p == nil {
 			t.Fatalf("attachment %s is gone", id)
 		}
-		if v.State != AttachmentReading {
-			return v
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("attachment %s still reading: %+v", id, v)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return v.State != AttachmentReading
+	})
+	return v
 }
 
 func attachData(t *testing.T, svc *testService, name string, data []byte) AttachmentView {
@@ -79,7 +73,7 @@ func TestAttachAskReopenContinue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitModel(t, svc, server.StateReady)
+		waitModel(t, svc, modelhost.StateReady)
 		return &testService{Service: svc, ui: svc.UI()}
 	}
 	svc := open()
@@ -192,8 +186,8 @@ func TestAttachBudgetChoices(t *testing.T) {
 	if _, err := svc.SaveSettings(settings); err != nil {
 		t.Fatal(err)
 	}
-	waitModel(t, svc.Service, server.StateLoading)
-	waitModel(t, svc.Service, server.StateReady)
+	waitModel(t, svc.Service, modelhost.StateLoading)
+	waitModel(t, svc.Service, modelhost.StateReady)
 	var long strings.Builder
 	for i := 1; i <= 400; i++ {
 		fmt.Fprintf(&long, "line %d of the log\n", i)

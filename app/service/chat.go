@@ -2,18 +2,18 @@ package service
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/app/server"
 	"github.com/suzuran-app/suzuran/app/store"
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
 	"github.com/suzuran-app/suzuran/engine/model"
+	"github.com/suzuran-app/suzuran/engine/sample"
 )
 
 // How often a reply's new text goes to the window, and how often it is
@@ -82,7 +82,7 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		s.events.publish(Event{Type: EventMessage, ConversationID: reply.ConversationID, MessageID: reply.ID, Message: &m})
 	}
 
-	e, err := s.models.acquire(ctx)
+	e, err := s.models.Acquire(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			finish(store.StatusStopped, nil, nil)
@@ -91,7 +91,7 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		}
 		return
 	}
-	defer s.models.release()
+	defer s.models.Release()
 
 	_, history, err := s.store.Conversation(ctx, reply.ConversationID)
 	if err != nil {
@@ -101,7 +101,7 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 	settings := s.Settings()
 	// The demo model was trained without thinking: asked to think, it
 	// writes template text where the thinking goes.
-	if isDemo(e.Dir()) {
+	if modelhost.IsDemo(e.Dir()) {
 		think = false
 	}
 	msgs := s.promptMessages(history, reply.ID)
@@ -112,9 +112,7 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		MinP: float32(samp.MinP), PresencePenalty: float32(samp.PresencePenalty),
 	}
 	if sampling.Temperature > 0 {
-		var seed [8]byte
-		rand.Read(seed[:])
-		sampling.Seed = binary.LittleEndian.Uint64(seed[:])
+		sampling.Seed = sample.RandomSeed()
 	} else {
 		sampling = model.Sampling{}
 	}
@@ -247,7 +245,7 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		TimeToFirstMS:   float64((st.QueueWait + st.PrefillDuration).Microseconds()) / 1000,
 		TokensPerSecond: st.DecodeTokensPerSecond(),
 		FinishReason:    st.FinishReason,
-		Model:           modelName(e.Dir()),
+		Model:           modelhost.Name(e.Dir()),
 	}
 	if !thinkFrom.IsZero() {
 		if thinkTo.IsZero() {

@@ -41,11 +41,11 @@ func (u *UI) CountTokens(req SendRequest) (TokenCount, error) {
 		return TokenCount{}, fmt.Errorf("the message is %d KB, too long to count as it is typed (the count stops at %d KB); attach it as a document instead",
 			len(req.Text)>>10, MaxCountBytes>>10)
 	}
-	e := u.s.models.acquireLoaded()
+	e := u.s.models.TryAcquire()
 	if e == nil {
 		return TokenCount{}, nil
 	}
-	defer u.s.models.release()
+	defer u.s.models.Release()
 	b, err := u.s.budget(e, req.ConversationID, strings.TrimSpace(req.Text), req.Think)
 	if err != nil {
 		return TokenCount{}, err

@@ -59,7 +59,7 @@ func crashChild(db string) {
 		os.Exit(2)
 	}
 	fmt.Println(res.Reply.ID)
-	time.Sleep(5 * time.Minute)
+	time.Sleep(5 * time.Minute) // the parent kills this process mid-answer: that is the crash under test
 	os.Exit(3)
 }
 
@@ -115,6 +115,8 @@ func TestCrashMidReply(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the reply held %d bytes after 60 s", seen)
 		}
+		// The reply is written by another process: its database is all
+		// there is to watch, and no event crosses to this one.
 		time.Sleep(20 * time.Millisecond)
 		watch.QueryRow(`SELECT length(content) + length(reasoning), status FROM messages WHERE id = ?`, replyID).Scan(&seen, &status)
 		if status != "" && status != store.StatusStreaming {

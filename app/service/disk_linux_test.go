@@ -12,7 +12,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
 
-	"github.com/suzuran-app/suzuran/app/server"
+	"github.com/suzuran-app/suzuran/app/modelhost"
 )
 
 // TestSendOnAFullDiskStoresNothingHalf keeps the database on a 4 MB tmpfs
@@ -37,7 +37,7 @@ func TestSendOnAFullDiskStoresNothingHalf(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
-	waitModel(t, svc, server.StateReady)
+	waitModel(t, svc, modelhost.StateReady)
 	ui := svc.UI()
 	ctx := context.Background()
 

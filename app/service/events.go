@@ -3,6 +3,7 @@ package service
 import (
 	"sync"
 
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/app/store"
 )
 
@@ -46,16 +47,16 @@ type Event struct {
 	// reply's text, in UTF-16 code units (JavaScript's string indexes): a
 	// window that loaded the reply part-way through skips what it has and
 	// notices a gap.
-	ContentAt    int             `json:"contentAt,omitempty"`
-	ReasoningAt  int             `json:"reasoningAt,omitempty"`
-	PromptTokens int             `json:"promptTokens,omitempty"`
-	PromptDone   int             `json:"promptDone,omitempty"`
-	Message      *store.Message  `json:"message,omitempty"`
-	Model        *ModelState     `json:"model,omitempty"`
-	API          *APIState       `json:"api,omitempty"`
-	Settings     *Settings       `json:"settings,omitempty"`
-	Download     *DownloadState  `json:"download,omitempty"`
-	Attachment   *AttachmentView `json:"attachment,omitempty"`
+	ContentAt    int                   `json:"contentAt,omitempty"`
+	ReasoningAt  int                   `json:"reasoningAt,omitempty"`
+	PromptTokens int                   `json:"promptTokens,omitempty"`
+	PromptDone   int                   `json:"promptDone,omitempty"`
+	Message      *store.Message        `json:"message,omitempty"`
+	Model        *modelhost.ModelState `json:"model,omitempty"`
+	API          *APIState             `json:"api,omitempty"`
+	Settings     *Settings             `json:"settings,omitempty"`
+	Download     *DownloadState        `json:"download,omitempty"`
+	Attachment   *AttachmentView       `json:"attachment,omitempty"`
 }
 
 // subscriberBuffer is how many events a subscriber may fall behind before

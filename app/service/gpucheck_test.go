@@ -1,7 +1,6 @@
 package service
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,7 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/suzuran-app/suzuran/app/server"
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/app/store"
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
 	"github.com/suzuran-app/suzuran/engine/gpu/emu"
@@ -90,7 +89,7 @@ func openGPUService(t *testing.T, dir string, faults *gpuFaults) *Service {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
-	waitModel(t, svc, server.StateReady)
+	waitModel(t, svc, modelhost.StateReady)
 	return svc
 }
 
@@ -128,7 +127,7 @@ func TestGPUFailsMidAnswer(t *testing.T) {
 			t.Fatalf("no model event with the fallback message; state %+v", svc.ModelState())
 		}
 	}
-	if m := svc.ModelState(); !strings.HasPrefix(m.Backend, "cpu") || m.State != server.StateReady {
+	if m := svc.ModelState(); !strings.HasPrefix(m.Backend, "cpu") || m.State != modelhost.StateReady {
 		t.Errorf("model %+v after the failure, want ready on cpu", m)
 	}
 
@@ -192,19 +191,12 @@ func TestGPUCheckFails(t *testing.T) {
 	if err := svc2.UI().RecheckGPU(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	for {
+	awaitEvent(t, svc2, 60*time.Second, "the model ready on emu after RecheckGPU", func(*Event) bool {
 		m := svc2.ModelState()
-		if m.State == server.StateReady && strings.Contains(m.Backend, "emu") {
-			if m.Fallback != "" {
-				t.Errorf("after a passing recheck the fallback still says %q", m.Fallback)
-			}
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("after RecheckGPU: %+v, want ready on emu", m)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return m.State == modelhost.StateReady && strings.Contains(m.Backend, "emu")
+	})
+	if m := svc2.ModelState(); m.Fallback != "" {
+		t.Errorf("after a passing recheck the fallback still says %q", m.Fallback)
 	}
+
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/suzuran-app/suzuran/app/hub"
+	"github.com/suzuran-app/suzuran/app/modelhost"
 )
 
 // RemovedModel is what RemoveModel deleted.
@@ -26,7 +27,7 @@ type RemovedModel struct {
 // why it may not be removed. Only models that Models lists can be removed:
 // never the demo, and never a folder that is not a model.
 func removalDir(c ModelChoice) (string, error) {
-	if c.Demo || isDemo(c.Dir) {
+	if c.Demo || modelhost.IsDemo(c.Dir) {
 		return "", errors.New("the demo model is part of Suzuran and cannot be removed")
 	}
 	switch c.Source {

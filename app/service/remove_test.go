@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/suzuran-app/suzuran/app/server"
+	"github.com/suzuran-app/suzuran/app/modelhost"
 )
 
 // cacheModel lays the tiny model out in a Hugging Face cache under root as
@@ -53,7 +53,7 @@ func TestRemoveModelDeletesTheCacheFolder(t *testing.T) {
 	snapshot, bytes := cacheModel(t, cache, tinyRepo)
 	other, _ := cacheModel(t, cache, "test-org/kept")
 	ts := newTestService(t, snapshot)
-	waitModel(t, ts.Service, server.StateReady)
+	waitModel(t, ts.Service, modelhost.StateReady)
 
 	choices, err := ts.ui.Models()
 	if err != nil {
@@ -95,7 +95,7 @@ func TestRemoveModelDeletesTheCacheFolder(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(other, "config.json")); err != nil {
 		t.Errorf("the other cached model went too: %v", err)
 	}
-	if m := waitModel(t, ts.Service, server.StateReady); !m.Demo {
+	if m := waitModel(t, ts.Service, modelhost.StateReady); !m.Demo {
 		t.Errorf("after removing the current model the model is %+v, want the demo", m)
 	}
 }

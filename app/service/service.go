@@ -2,10 +2,11 @@
 // stopping, regenerating and editing messages, settings, and the state of
 // the model and of the local API.
 //
-// A Service owns the app's engine (model.go: loaded in the background with
-// progress, unloaded after the keep-alive time, reloaded on the next
-// message, errors reported instead of exiting), its conversation database
-// (app/store) and its settings (settings.json, settings.go). Its UI value
+// A Service owns the app's model host (app/modelhost: the engine loaded in
+// the background with progress, unloaded after the keep-alive time,
+// reloaded on the next message, errors reported instead of exiting), its
+// conversation database (app/store) and its settings (settings.json
+// through app/settings; the keys settings.go defines). Its UI value
 // holds the calls the window makes; the desktop window reaches them through
 // Wails bindings, a browser through the HTTP transport of http.go, and both
 // get the same Events (a reply's text arrives in batches of about 30 ms).
@@ -24,9 +25,12 @@ import (
 
 	"github.com/suzuran-app/suzuran/app/hotkey"
 	"github.com/suzuran-app/suzuran/app/hub"
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/app/server"
+	"github.com/suzuran-app/suzuran/app/settings"
 	"github.com/suzuran-app/suzuran/app/store"
 	"github.com/suzuran-app/suzuran/assets/models"
+	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/gpucheck"
 )
 
@@ -34,14 +38,16 @@ import (
 type Options struct {
 	// DatabasePath is the conversation database; "" is store.DefaultPath.
 	DatabasePath string
-	// SettingsPath is settings.json; "" is SettingsPath().
+	// SettingsPath is settings.json; "" is settings.Path().
 	SettingsPath string
 	// Model is the model folder to run; "" is the settings' "model", else
 	// the demo model Suzuran Tiny (installed from the binary).
 	Model string
-	// Backend and Threads choose how the engine runs ("cpu", 0: all cores).
-	Backend string
-	Threads int
+	// Backend, Threads and Precision choose how the engine runs ("cpu",
+	// 0: all cores, "": the checkpoint's own).
+	Backend   string
+	Threads   int
+	Precision string
 	// ContextTokens, when above 0, overrides the settings' context length
 	// (`suzuran serve --ctx`); QueueSize bounds the requests waiting behind
 	// the running ones (0: the engine's default).
@@ -100,7 +106,7 @@ type Service struct {
 	store    *store.Store
 	settings settingsFile
 	version  string
-	models   *modelHost
+	models   *modelhost.Host
 	events   bus
 	api      APISwitch
 	hub      *downloader // the first run's download (welcome.go)
@@ -137,7 +143,7 @@ const GPUCheckFile = "gpu-check.json"
 // the background; the model's progress arrives as EventModel.
 func Open(o Options) (*Service, error) {
 	if o.SettingsPath == "" {
-		p, err := SettingsPath()
+		p, err := settings.Path()
 		if err != nil {
 			return nil, err
 		}
@@ -203,7 +209,7 @@ func Open(o Options) (*Service, error) {
 		check.StateFile = filepath.Join(filepath.Dir(o.SettingsPath), GPUCheckFile)
 	}
 	if check.DemoDir == "" && o.Backend != "cpu" {
-		if isDemo(dir) {
+		if modelhost.IsDemo(dir) {
 			check.DemoDir = dir
 		} else if root, err := models.DefaultRoot(); err == nil {
 			// A demo model that cannot be installed leaves the check to
@@ -212,27 +218,25 @@ func Open(o Options) (*Service, error) {
 		}
 	}
 	s.report = o.Report
-	s.models = &modelHost{
-		gpu:       check,
-		backend:   o.Backend,
-		threads:   o.Threads,
-		queue:     o.QueueSize,
-		onChange:  func(m ModelState) { s.events.publish(Event{Type: EventModel, Model: &m}) },
-		keepAlive: func() time.Duration { return time.Duration(s.Settings().KeepAliveMinutes) * time.Minute },
-		context: func() int {
+	s.models = modelhost.New(modelhost.Options{
+		Load: engine.LoadOptions{Backend: o.Backend, Threads: o.Threads, QueueSize: o.QueueSize, Precision: o.Precision},
+		GPU:  check,
+		ContextTokens: func() int {
 			if o.ContextTokens > 0 {
 				return o.ContextTokens
 			}
 			return s.Settings().ContextTokens
 		},
-		parallel: func() int {
+		Parallel: func() int {
 			if o.Parallel > 0 {
 				return o.Parallel
 			}
 			return s.Settings().Parallel
 		},
-	}
-	s.models.load(dir)
+		KeepAlive: func() time.Duration { return time.Duration(s.Settings().KeepAliveMinutes) * time.Minute },
+		OnChange:  func(m modelhost.ModelState) { s.events.publish(Event{Type: EventModel, Model: &m}) },
+	})
+	s.models.Load(dir)
 	return s, nil
 }
 
@@ -256,7 +260,7 @@ func (s *Service) Close() error {
 		s.api.Stop(ctx)
 		cancel()
 	}
-	s.models.close()
+	s.models.Close()
 	return s.store.Close()
 }
 
@@ -264,26 +268,12 @@ func (s *Service) Close() error {
 func (s *Service) UI() *UI { return &UI{s: s} }
 
 // Models is the engine as the API server takes it.
-func (s *Service) Models() server.Models { return serverModels{s.models} }
+func (s *Service) Models() server.Models { return s.models }
 
 // WaitModel waits for the model's load under way (if any) to end and
 // returns its state, with the load's error when it failed.
-func (s *Service) WaitModel(ctx context.Context) (ModelState, error) {
-	s.models.mu.Lock()
-	loading := s.models.loaded
-	s.models.mu.Unlock()
-	if loading != nil {
-		select {
-		case <-loading:
-		case <-ctx.Done():
-			return s.ModelState(), ctx.Err()
-		}
-	}
-	m := s.ModelState()
-	if m.State == server.StateError {
-		return m, errors.New(m.Error)
-	}
-	return m, nil
+func (s *Service) WaitModel(ctx context.Context) (modelhost.ModelState, error) {
+	return s.models.Wait(ctx)
 }
 
 // Subscribe returns a channel of every event from now on, and the function
@@ -303,7 +293,7 @@ func (s *Service) Settings() Settings {
 func (s *Service) Store() *store.Store { return s.store }
 
 // ModelState returns the model's state.
-func (s *Service) ModelState() ModelState { return s.models.snapshot() }
+func (s *Service) ModelState() modelhost.ModelState { return s.models.Status() }
 
 // APIState returns the local API's state.
 func (s *Service) APIState() APIState {
@@ -409,7 +399,7 @@ func (s *Service) SaveSettings(next Settings) (Settings, error) {
 		}
 	}
 	if prev.ContextTokens != next.ContextTokens {
-		s.models.load(s.models.snapshot().Dir)
+		s.models.Load(s.models.Status().Dir)
 	}
 	if s.shortcut != nil && prev.GlobalShortcut != next.GlobalShortcut {
 		s.mu.Lock()
@@ -417,9 +407,7 @@ func (s *Service) SaveSettings(next Settings) (Settings, error) {
 		s.mu.Unlock()
 	}
 	if prev.KeepAliveMinutes != next.KeepAliveMinutes {
-		s.models.mu.Lock()
-		s.models.armIdleLocked()
-		s.models.mu.Unlock()
+		s.models.ResetIdle()
 	}
 	return next, nil
 }
@@ -474,7 +462,7 @@ func (s *Service) shortcutState() ShortcutState {
 
 // RecheckGPU loads the model again with the GPU self-check run anew.
 func (s *Service) RecheckGPU() error {
-	s.models.recheckGPU()
+	s.models.RecheckGPU()
 	return nil
 }
 
@@ -490,12 +478,12 @@ func (s *Service) Report() (string, error) {
 // dir is "") and makes it the configured model.
 func (s *Service) LoadModel(dir string) error {
 	if dir == "" {
-		dir = s.models.snapshot().Dir
-	} else if !isDemo(dir) {
-		if err := s.settings.setModel(dir); err != nil {
+		dir = s.models.Status().Dir
+	} else if !modelhost.IsDemo(dir) {
+		if err := settings.SetModel(s.settings.path, dir); err != nil {
 			return err
 		}
 	}
-	s.models.load(dir)
+	s.models.Load(dir)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,11 +16,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/suzuran-app/suzuran/app/server"
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/app/store"
 	"github.com/suzuran-app/suzuran/assets/models"
-	"github.com/suzuran-app/suzuran/engine"
-	"github.com/suzuran-app/suzuran/engine/gpucheck"
 )
 
 // demoDir installs the demo model Suzuran Tiny once for the package's
@@ -58,58 +57,79 @@ func newTestService(t *testing.T, modelDir string) *testService {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
-	waitModel(t, svc, server.StateReady)
+	waitModel(t, svc, modelhost.StateReady)
 	return &testService{Service: svc, ui: svc.UI(), settings: filepath.Join(dir, "settings.json")}
 }
 
-func waitModel(t *testing.T, svc *Service, state string) ModelState {
+// awaitEvent waits, within timeout, until done holds: it checks done once
+// at once and again after each event of svc, which every change it waits
+// for publishes (done gets nil for the first check).
+func awaitEvent(t *testing.T, svc *Service, timeout time.Duration, what string, done func(*Event) bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	events, stop := svc.Subscribe()
+	defer stop()
+	if done(nil) {
+		return
+	}
+	expired := time.After(timeout)
 	for {
-		m := svc.ModelState()
-		if m.State == state {
-			return m
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				t.Fatalf("the event stream closed while waiting for %s", what)
+			}
+			if done(&ev) {
+				return
+			}
+		case <-expired:
+			t.Fatalf("no %s within %v", what, timeout)
 		}
-		if m.State == server.StateError || time.Now().After(deadline) {
+	}
+}
+
+func waitModel(t *testing.T, svc *Service, state string) modelhost.ModelState {
+	t.Helper()
+	var m modelhost.ModelState
+	awaitEvent(t, svc, 60*time.Second, "model state "+state, func(*Event) bool {
+		m = svc.ModelState()
+		if m.State == modelhost.StateError && state != modelhost.StateError {
 			t.Fatalf("model state %+v, waiting for %s", m, state)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return m.State == state
+	})
+	return m
 }
 
 // waitReply waits until the reply is no longer streaming and returns it.
 func waitReply(t *testing.T, svc *Service, id int64) store.Message {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		m, err := svc.store.Message(context.Background(), id)
-		if err != nil {
+	var m store.Message
+	awaitEvent(t, svc, 60*time.Second, fmt.Sprintf("end of reply %d", id), func(ev *Event) bool {
+		if ev != nil && (ev.Type != EventMessage || ev.MessageID != id) {
+			return false
+		}
+		var err error
+		if m, err = svc.store.Message(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
-		if m.Status != store.StatusStreaming {
-			return m
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("reply %d still streaming after 60 s: %+v", id, m)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return m.Status != store.StatusStreaming
+	})
+	return m
 }
 
-// waitGrowth waits until a reply holds more than n bytes of text.
+// waitGrowth waits until a reply holds more than n bytes of text (the
+// reply events say where their text goes: more than n UTF-16 units are
+// more than n bytes).
 func waitGrowth(t *testing.T, svc *Service, id int64, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		m, _ := svc.store.Message(context.Background(), id)
-		if len(m.Content)+len(m.Reasoning) > n {
-			return
+	awaitEvent(t, svc, 30*time.Second, fmt.Sprintf("reply %d past %d bytes", id, n), func(ev *Event) bool {
+		if ev == nil {
+			m, _ := svc.store.Message(context.Background(), id)
+			return len(m.Content)+len(m.Reasoning) > n
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("reply %d did not grow past %d bytes within 30 s: %+v", id, n, m)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return ev.Type == EventReply && ev.MessageID == id &&
+			ev.ContentAt+utf16Len(ev.Content)+ev.ReasoningAt+utf16Len(ev.Reasoning) > n
+	})
 }
 
 func demo(t *testing.T) string {
@@ -243,7 +263,7 @@ func TestStopRegenerateEditContinue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	waitGrowth(t, s.Service, regen.ID, 0) // the new version is being written
 	s.ui.Stop(res.Conversation.ID)
 	waitReply(t, s.Service, regen.ID)
 	view, _ := s.ui.Conversation(res.Conversation.ID)
@@ -265,7 +285,7 @@ func TestStopRegenerateEditContinue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	waitGrowth(t, s.Service, edited.Reply.ID, 0) // its answer is being written
 	s.ui.Stop(res.Conversation.ID)
 	waitReply(t, s.Service, edited.Reply.ID)
 	view, _ = s.ui.Conversation(res.Conversation.ID)
@@ -394,26 +414,6 @@ func TestBrokenSettingsFileIsReportedNotLost(t *testing.T) {
 	}
 }
 
-func TestKeepAliveUnloadsAndReloads(t *testing.T) {
-	s := newTestService(t, demo(t))
-	s.models.mu.Lock()
-	s.models.keepAlive = func() time.Duration { return 50 * time.Millisecond }
-	s.models.armIdleLocked()
-	s.models.mu.Unlock()
-	waitModel(t, s.Service, server.StateUnloaded)
-	if _, _, err := s.Models().Current(context.Background()); err == nil {
-		t.Fatal("Current returned an engine while unloaded")
-	}
-	// The next message loads the model again and is answered.
-	res, err := s.ui.Send(SendRequest{Text: "What does json.dumps do?"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := waitReply(t, s.Service, res.Reply.ID); m.Status != store.StatusComplete {
-		t.Fatalf("reply after reload: %+v", m)
-	}
-}
-
 func TestModelErrorIsReported(t *testing.T) {
 	dir := t.TempDir()
 	svc, err := Open(Options{
@@ -424,11 +424,11 @@ func TestModelErrorIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer svc.Close()
-	m := waitModel(t, svc, server.StateError)
+	m := waitModel(t, svc, modelhost.StateError)
 	if !strings.Contains(m.Error, "no-such-model") {
 		t.Errorf("error %q does not name the folder", m.Error)
 	}
-	if st := svc.Models().Status(); st.State != server.StateError || st.Error == "" {
+	if st := svc.Models().Status(); st.State != modelhost.StateError || st.Error == "" {
 		t.Errorf("server status %+v", st)
 	}
 	res, err := svc.UI().Send(SendRequest{Text: "hello"})
@@ -437,26 +437,6 @@ func TestModelErrorIsReported(t *testing.T) {
 	}
 	if r := waitReply(t, svc, res.Reply.ID); r.Status != store.StatusError || !strings.Contains(r.Error, "could not load") {
 		t.Errorf("reply with a broken model: %+v", r)
-	}
-}
-
-func TestLoadReportsProgress(t *testing.T) {
-	var seen []float64
-	e, _, err := loadEngine(demo(t), engine.LoadOptions{Backend: "cpu", Threads: 1}, gpucheck.Options{}, func(p float64) { seen = append(seen, p) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	// The demo's 8 MB of weights are read in 4 MB pieces: at least two
-	// reports, rising, the last at the 95 % the read stands for (the
-	// engine's own start is the rest).
-	if len(seen) < 2 || seen[len(seen)-1] != 0.95 {
-		t.Fatalf("progress reports %v", seen)
-	}
-	for i := 1; i < len(seen); i++ {
-		if seen[i] < seen[i-1] {
-			t.Fatalf("progress went back: %v", seen)
-		}
 	}
 }
 
@@ -594,5 +574,51 @@ func TestSavingAPISettingsUnderServe(t *testing.T) {
 	}
 	if st := s.APIState(); !st.Enabled || st.URL != "http://127.0.0.1:11435" {
 		t.Errorf("the served API's state changed: %+v", st)
+	}
+}
+
+// The presets are the model card's (engine/sample), in the decimals the
+// card writes: the Settings view shows and saves 0.95, not float32's
+// 0.949999988.
+func TestSamplingPresetsAreTheModelCards(t *testing.T) {
+	for _, tc := range []struct {
+		preset   string
+		thinking bool
+		want     Sampling
+	}{
+		{PresetAuto, true, Sampling{Temperature: 1, TopP: 0.95, TopK: 20, PresencePenalty: 1.5}},
+		{PresetAuto, false, Sampling{Temperature: 0.7, TopP: 0.8, TopK: 20, PresencePenalty: 1.5}},
+		{PresetThinking, false, Sampling{Temperature: 1, TopP: 0.95, TopK: 20, PresencePenalty: 1.5}},
+		{PresetNonThinking, true, Sampling{Temperature: 0.7, TopP: 0.8, TopK: 20, PresencePenalty: 1.5}},
+		{PresetCoding, true, Sampling{Temperature: 0.6, TopP: 0.95, TopK: 20}},
+	} {
+		s := DefaultSettings()
+		s.SamplingPreset = tc.preset
+		if got := s.SamplingFor(tc.thinking); got != tc.want {
+			t.Errorf("%s (thinking %v): %+v, want %+v", tc.preset, tc.thinking, got, tc.want)
+		}
+	}
+	if c := DefaultSettings().Custom; c != (Sampling{Temperature: 0.7, TopP: 0.8, TopK: 20, PresencePenalty: 1.5}) {
+		t.Errorf("the custom values start as %+v, want the non-thinking preset", c)
+	}
+}
+
+// The engine runs at the precision Options.Precision names (`suzuran serve
+// --precision` with the chat UI), as `serve --no-ui` does.
+func TestPrecisionReachesTheEngine(t *testing.T) {
+	for _, precision := range []string{"exact", "fast"} {
+		dir := t.TempDir()
+		svc, err := Open(Options{
+			DatabasePath: filepath.Join(dir, "suzuran.db"), SettingsPath: filepath.Join(dir, "settings.json"),
+			Model: tinyDir, Backend: "cpu", Threads: 1, Precision: precision, Log: zerolog.Nop(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := waitModel(t, svc, modelhost.StateReady)
+		svc.Close()
+		if !strings.Contains(m.Backend, precision+" precision") {
+			t.Errorf("precision %q: the engine runs %q", precision, m.Backend)
+		}
 	}
 }

@@ -4,15 +4,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
-	"os"
-	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/suzuran-app/suzuran/app/hotkey"
+	"github.com/suzuran-app/suzuran/app/settings"
+	"github.com/suzuran-app/suzuran/engine/sample"
 )
 
 // Settings are the user's choices in the Settings view. They live in
@@ -63,20 +62,27 @@ type Sampling struct {
 	PresencePenalty float64 `json:"presence_penalty"`
 }
 
-// Sampling presets: the model card's, and the user's own.
+// Sampling presets: the model card's (engine/sample), and the user's own.
 const (
 	PresetAuto        = "auto" // the model card's thinking or non-thinking values, following the thinking switch
-	PresetThinking    = "thinking"
-	PresetNonThinking = "non-thinking"
-	PresetCoding      = "coding"
+	PresetThinking    = sample.PresetThinking
+	PresetNonThinking = sample.PresetNonThinking
+	PresetCoding      = sample.PresetCoding
 	PresetCustom      = "custom"
 )
 
-// Model card values (engine/model/MODEL.md).
-var presets = map[string]Sampling{
-	PresetThinking:    {Temperature: 1.0, TopP: 0.95, TopK: 20, PresencePenalty: 1.5},
-	PresetNonThinking: {Temperature: 0.7, TopP: 0.8, TopK: 20, PresencePenalty: 1.5},
-	PresetCoding:      {Temperature: 0.6, TopP: 0.95, TopK: 20, PresencePenalty: 0},
+// preset is the model card's preset name as the Settings view edits it,
+// in the decimals the card writes (0.95, not float32's 0.949999988).
+func preset(name string) Sampling {
+	p, _ := sample.Preset(name)
+	return Sampling{Temperature: decimal(p.Temperature), TopP: decimal(p.TopP), TopK: p.TopK,
+		MinP: decimal(p.MinP), PresencePenalty: decimal(p.PresencePenalty)}
+}
+
+// decimal is the shortest decimal that reads back as f.
+func decimal(f float32) float64 {
+	d, _ := strconv.ParseFloat(strconv.FormatFloat(float64(f), 'g', -1, 32), 64)
+	return d
 }
 
 // SamplingFor is the rule a request uses under settings s.
@@ -85,19 +91,19 @@ func (s Settings) SamplingFor(thinking bool) Sampling {
 	case PresetCustom:
 		return s.Custom
 	case PresetThinking, PresetNonThinking, PresetCoding:
-		return presets[s.SamplingPreset]
+		return preset(s.SamplingPreset)
 	}
 	if thinking {
-		return presets[PresetThinking]
+		return preset(PresetThinking)
 	}
-	return presets[PresetNonThinking]
+	return preset(PresetNonThinking)
 }
 
 // DefaultSettings are what a first start uses.
 func DefaultSettings() Settings {
 	return Settings{
 		SamplingPreset:   PresetAuto,
-		Custom:           presets[PresetNonThinking],
+		Custom:           preset(PresetNonThinking),
 		Thinking:         true,
 		APIPort:          11435, // server.DefaultAddr's port
 		APICORSOrigins:   []string{},
@@ -156,40 +162,15 @@ func (s Settings) Validate() error {
 	return nil
 }
 
-// settingsFile reads and writes the app's keys of settings.json, leaving
-// every other key as it was.
+// settingsFile reads and writes the app's keys of settings.json through
+// app/settings, leaving every other key as it was.
 type settingsFile struct{ path string }
 
-// SettingsPath is settings.json in the user's config folder, the file the
-// command line reads "model" from.
-func SettingsPath() (string, error) {
-	base, err := os.UserConfigDir()
-	if err != nil {
-		return "", fmt.Errorf("no user config folder for settings.json: %w", err)
-	}
-	return filepath.Join(base, "suzuran", "settings.json"), nil
-}
-
-// readRaw returns the file's keys; an absent file has none.
-func (f settingsFile) readRaw() (map[string]json.RawMessage, error) {
-	raw := map[string]json.RawMessage{}
-	data, err := os.ReadFile(f.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return raw, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading settings: %w", err)
-	}
-	if err := json.Unmarshal(data, &raw); err != nil || raw == nil {
-		return nil, fmt.Errorf("%s is not a JSON object (%v): fix it or move it away, and the app starts with its defaults", f.path, err)
-	}
-	return raw, nil
-}
-
-// load returns the settings, defaults filling the keys that are absent.
+// load returns the settings, defaults filling the keys that are absent,
+// and the "model" key.
 func (f settingsFile) load() (Settings, string, error) {
 	s := DefaultSettings()
-	raw, err := f.readRaw()
+	raw, err := settings.Read(f.path)
 	if err != nil {
 		return s, "", err
 	}
@@ -212,7 +193,7 @@ func (f settingsFile) load() (Settings, string, error) {
 // flag reads a true/false key that is not part of Settings; absent or
 // unreadable, it is false.
 func (f settingsFile) flag(key string) bool {
-	raw, err := f.readRaw()
+	raw, err := settings.Read(f.path)
 	if err != nil {
 		return false
 	}
@@ -229,55 +210,7 @@ func (f settingsFile) save(s Settings) error {
 		return err
 	}
 	json.Unmarshal(data, &fields)
-	return f.update(fields)
-}
-
-// setModel writes the "model" key.
-func (f settingsFile) setModel(dir string) error {
-	v, _ := json.Marshal(dir)
-	return f.update(map[string]json.RawMessage{"model": v})
-}
-
-// update merges fields into the file and writes it atomically: a temporary
-// file in the same folder, synced, then renamed over the old one, so a crash
-// leaves either the old file or the new one.
-func (f settingsFile) update(fields map[string]json.RawMessage) error {
-	raw, err := f.readRaw()
-	if err != nil {
-		return err
-	}
-	for k, v := range fields {
-		raw[k] = v
-	}
-	data, err := json.MarshalIndent(raw, "", "  ")
-	if err != nil {
-		return err
-	}
-	data = append(data, '\n')
-	dir := filepath.Dir(f.path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
-	}
-	tmp, err := os.CreateTemp(dir, ".settings-*.json")
-	if err != nil {
-		return fmt.Errorf("writing settings: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing settings: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("writing settings: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing settings: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), f.path); err != nil {
-		return fmt.Errorf("replacing %s: %w", f.path, err)
-	}
-	return nil
+	return settings.Update(f.path, fields)
 }
 
 // newAPIKey makes the key the API requires once it listens beyond this

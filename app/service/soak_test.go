@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/suzuran-app/suzuran/app/internal/soak"
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/app/server"
 	"github.com/suzuran-app/suzuran/app/store"
 )
@@ -35,7 +36,7 @@ func TestSoakWithWindowQuestions(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
-	waitModel(t, svc, server.StateReady)
+	waitModel(t, svc, modelhost.StateReady)
 	api, err := server.New(server.Config{Addr: "127.0.0.1:0", Models: svc.Models(), MaxBodyBytes: soak.MaxBodyBytes, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)

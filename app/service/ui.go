@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/app/store"
 )
 
@@ -18,10 +19,10 @@ type UI struct{ s *Service }
 
 // AppState is what the window needs when it opens.
 type AppState struct {
-	Version  string     `json:"version"`
-	Model    ModelState `json:"model"`
-	API      APIState   `json:"api"`
-	Settings Settings   `json:"settings"`
+	Version  string               `json:"version"`
+	Model    modelhost.ModelState `json:"model"`
+	API      APIState             `json:"api"`
+	Settings Settings             `json:"settings"`
 	// ShowWelcome asks the window to open the welcome view by itself: the
 	// first run, on the demo model, before the view was ever dismissed.
 	ShowWelcome bool `json:"showWelcome"`

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/suzuran-app/suzuran/app/hub"
+	"github.com/suzuran-app/suzuran/app/internal/bytesize"
+	"github.com/suzuran-app/suzuran/app/modelhost"
+	"github.com/suzuran-app/suzuran/app/settings"
 	"github.com/suzuran-app/suzuran/assets/models"
 )
 
@@ -176,13 +179,13 @@ func (u *UI) Welcome(repo string) WelcomeInfo {
 		if repo == hub.DefaultRepo && (info.ErrorKind == "network" || info.ErrorKind == "offline" || info.ErrorKind == "server") {
 			report := s.hub.client.CheckMachineFor(hub.DefaultRepoBytes)
 			info.CanRun, info.Findings, info.Estimated = report.CanRun(), findings(report), true
-			info.Dir, info.SizeText = s.hub.client.CacheDir, hub.FormatBytes(hub.DefaultRepoBytes)
+			info.Dir, info.SizeText = s.hub.client.CacheDir, bytesize.Format(hub.DefaultRepoBytes)
 		}
 		return info
 	}
 	info.Size, info.ToDownload, info.Dir, info.Cached = plan.Size, plan.ToDownload, plan.Dir, plan.Cached
-	info.SizeText, info.ToDownloadText = hub.FormatBytes(plan.Size), hub.FormatBytes(plan.ToDownload)
-	info.FreeDisk, info.FreeDiskText = plan.Machine.Machine.FreeDisk, hub.FormatBytes(plan.Machine.Machine.FreeDisk)
+	info.SizeText, info.ToDownloadText = bytesize.Format(plan.Size), bytesize.Format(plan.ToDownload)
+	info.FreeDisk, info.FreeDiskText = plan.Machine.Machine.FreeDisk, bytesize.Format(plan.Machine.Machine.FreeDisk)
 	info.CanRun, info.Findings = plan.Machine.CanRun(), findings(plan.Machine)
 	return info
 }
@@ -213,7 +216,7 @@ func (u *UI) DismissWelcome() error {
 	if seen {
 		return nil
 	}
-	if err := s.settings.update(map[string]json.RawMessage{welcomeSeenKey: json.RawMessage("true")}); err != nil {
+	if err := settings.Update(s.settings.path, map[string]json.RawMessage{welcomeSeenKey: json.RawMessage("true")}); err != nil {
 		return fmt.Errorf("remembering that the welcome view was seen: %w", err)
 	}
 	return nil
@@ -329,7 +332,7 @@ func (s *Service) follow(job *hub.Job) {
 		s.setDownload(last)
 		return
 	}
-	last.State, last.Line = DownloadDone, fmt.Sprintf("Downloaded %s (%s)", job.Repo, hub.FormatBytes(last.Total))
+	last.State, last.Line = DownloadDone, fmt.Sprintf("Downloaded %s (%s)", job.Repo, bytesize.Format(last.Total))
 	s.setDownload(last)
 }
 
@@ -355,7 +358,7 @@ func (u *UI) Models() ([]ModelChoice, error) {
 	if root, err := models.DefaultRoot(); err == nil {
 		out[0].Dir = filepath.Join(root, models.FolderName())
 	}
-	out[0].Current = isDemo(current)
+	out[0].Current = modelhost.IsDemo(current)
 	seen := false
 	if s.hub.cfgErr == nil {
 		found, err := hub.Discover(hub.DefaultPlaces(s.hub.cfg))
@@ -367,7 +370,7 @@ func (u *UI) Models() ([]ModelChoice, error) {
 			seen = seen || sameDir(f.Dir, current)
 		}
 	}
-	if !seen && current != "" && !isDemo(current) {
+	if !seen && current != "" && !modelhost.IsDemo(current) {
 		out = append(out, choice(hub.Inspect(current), current))
 	}
 	return out, nil
@@ -405,7 +408,7 @@ func sameDir(a, b string) bool {
 // refused with the file at fault and what to do; nothing changes then.
 func (u *UI) UseModel(dir string) (ModelChoice, error) {
 	s := u.s
-	if dir == "" || isDemo(dir) {
+	if dir == "" || modelhost.IsDemo(dir) {
 		root, err := models.DefaultRoot()
 		if err != nil {
 			return ModelChoice{}, err
@@ -413,10 +416,10 @@ func (u *UI) UseModel(dir string) (ModelChoice, error) {
 		if dir, err = models.Install(root); err != nil {
 			return ModelChoice{}, fmt.Errorf("installing the demo model: %w", err)
 		}
-		if err := s.settings.setModel(""); err != nil {
+		if err := settings.SetModel(s.settings.path, ""); err != nil {
 			return ModelChoice{}, err
 		}
-		s.models.load(dir)
+		s.models.Load(dir)
 		return ModelChoice{Name: models.DemoName, Dir: dir, Source: "demo", Demo: true, Valid: true, Current: true}, nil
 	}
 	f := hub.Inspect(dir)

@@ -13,7 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/suzuran-app/suzuran/app/internal/fakehub"
-	"github.com/suzuran-app/suzuran/app/server"
+	"github.com/suzuran-app/suzuran/app/modelhost"
 )
 
 // tinyMLX is the tiny fixture model in MLX's 4-bit format, the layout of
@@ -142,7 +142,7 @@ func TestDownloadCompletesAndSwitchesModel(t *testing.T) {
 	if running < 3 {
 		t.Errorf("%d progress reports while downloading, want several: %+v", running, states)
 	}
-	m := waitModel(t, ts.Service, server.StateReady)
+	m := waitModel(t, ts.Service, modelhost.StateReady)
 	if m.Dir != final.Dir || m.Name != tinyRepo || m.Demo {
 		t.Errorf("model after the download %+v, want %s named %s", m, final.Dir, tinyRepo)
 	}
@@ -185,7 +185,7 @@ func TestDownloadCompletesAndSwitchesModel(t *testing.T) {
 	if _, err := ts.ui.UseModel(""); err != nil {
 		t.Fatal(err)
 	}
-	if m := waitModel(t, ts.Service, server.StateReady); !m.Demo {
+	if m := waitModel(t, ts.Service, modelhost.StateReady); !m.Demo {
 		t.Errorf("after choosing the demo the model is %+v", m)
 	}
 	raw, _ = os.ReadFile(ts.settings)
@@ -234,7 +234,7 @@ func TestDownloadPausesAndResumesWithRange(t *testing.T) {
 	if total := h.Sent(tinyWeight); total >= 2*st.Size() || sentBefore == 0 {
 		t.Errorf("sent %d bytes of a %d-byte file (%d before the pause)", total, st.Size(), sentBefore)
 	}
-	waitModel(t, ts.Service, server.StateReady)
+	waitModel(t, ts.Service, modelhost.StateReady)
 }
 
 func TestDownloadErrorsSayWhatToDo(t *testing.T) {
@@ -263,7 +263,7 @@ func TestDownloadErrorsSayWhatToDo(t *testing.T) {
 				t.Fatalf("download ended %+v, want an error of kind %s", d, tc.kind)
 			}
 			// The demo keeps working and stays the model.
-			if m := ts.ModelState(); !m.Demo || m.State != server.StateReady {
+			if m := ts.ModelState(); !m.Demo || m.State != modelhost.StateReady {
 				t.Errorf("model after a failed download %+v, want the demo, ready", m)
 			}
 			if info := ts.ui.Welcome(tc.repo); info.ErrorKind != tc.kind && tc.kind != "architecture" {
@@ -358,7 +358,7 @@ func TestUseModelRefusesBrokenFolderNamingTheFile(t *testing.T) {
 	if _, err := ts.ui.UseModel(tinyMLX); err != nil {
 		t.Fatal(err)
 	}
-	if m := waitModel(t, ts.Service, server.StateReady); m.Demo {
+	if m := waitModel(t, ts.Service, modelhost.StateReady); m.Demo {
 		t.Errorf("model %+v after choosing the tiny folder", m)
 	}
 }
@@ -390,7 +390,7 @@ func TestWelcomeOpensByItselfUntilDismissed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitModel(t, svc, server.StateReady)
+		waitModel(t, svc, modelhost.StateReady)
 		return svc
 	}
 	svc := open(demo(t))

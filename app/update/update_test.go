@@ -228,6 +228,22 @@ func TestCheckHangingFeedTimesOut(t *testing.T) {
 	}
 }
 
+// waitSignals waits up to 10 s for n signals on ch, counted from now.
+func waitSignals(t *testing.T, ch chan struct{}, n int, what string) {
+	t.Helper()
+	for len(ch) > 0 {
+		<-ch
+	}
+	timeout := time.After(10 * time.Second)
+	for range n {
+		select {
+		case <-ch:
+		case <-timeout:
+			t.Fatalf("fewer than %d %s in 10 s", n, what)
+		}
+	}
+}
+
 // Daily checks on its schedule while the switch is on, skips while it is
 // off, announces a newer version once, and reports failures to OnError.
 func TestDaily(t *testing.T) {
@@ -259,10 +275,23 @@ func TestDaily(t *testing.T) {
 		FirstCheck: time.Millisecond, Interval: 20 * time.Millisecond,
 		OnError: func(err error) { failed <- err },
 	}
+	// skipped is told each time a due check finds the switch off.
+	skipped := make(chan struct{}, 100)
+	switchOn := func() bool {
+		on := enabled.Load()
+		if !on {
+			select {
+			case skipped <- struct{}{}:
+			default:
+			}
+		}
+		return on
+	}
 	go func() {
-		c.Daily(ctx, enabled.Load, func(r Result) { notified <- r })
+		c.Daily(ctx, switchOn, func(r Result) { notified <- r })
 		close(done)
 	}()
+	waitSkips := func(n int) { t.Helper(); waitSignals(t, skipped, n, "checks that found the switch off") }
 
 	// waitHits waits until the feed has been asked n more times.
 	waitHits := func(n int32) {
@@ -273,7 +302,7 @@ func TestDaily(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("the feed was asked %d times in 10 s, want at least %d", hits.Load(), target)
 			}
-			time.Sleep(5 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond) // the feed server counts its requests; the count is read again
 		}
 	}
 
@@ -283,11 +312,12 @@ func TestDaily(t *testing.T) {
 		t.Fatalf("told about %+v while up to date", <-notified)
 	}
 
-	// Off: no checks at all (several intervals pass).
+	// Off: no checks at all (several intervals pass). A check under way
+	// when the switch turns off ends before the next one finds it off.
 	enabled.Store(false)
-	time.Sleep(50 * time.Millisecond) // let a check already under way finish
+	waitSkips(1)
 	before := hits.Load()
-	time.Sleep(150 * time.Millisecond)
+	waitSkips(5)
 	if after := hits.Load(); after != before {
 		t.Errorf("the feed was asked %d times while the switch was off", after-before)
 	}
@@ -381,6 +411,9 @@ func TestDailyFollowsTheWallClock(t *testing.T) {
 	srv, hits := feedServer(t, http.StatusOK, releaseJSON("v0.1.0"))
 	var mu sync.Mutex
 	clock := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	// polled is told each time Daily reads the clock: once a poll.
+	polled := make(chan struct{}, 100)
+	waitPolls := func(n int) { t.Helper(); waitSignals(t, polled, n, "polls") }
 	advance := func(d time.Duration) {
 		mu.Lock()
 		clock = clock.Add(d)
@@ -390,6 +423,10 @@ func TestDailyFollowsTheWallClock(t *testing.T) {
 		FirstCheck: time.Millisecond, Interval: 24 * time.Hour,
 		poll: 2 * time.Millisecond,
 		now: func() time.Time {
+			select {
+			case polled <- struct{}{}:
+			default:
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			return clock
@@ -409,23 +446,23 @@ func TestDailyFollowsTheWallClock(t *testing.T) {
 			if time.Now().After(deadline) {
 				t.Fatalf("%d checks in 10 s, want %d", hits.Load(), n)
 			}
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // the feed server counts its requests; the count is read again
 		}
 	}
 	waitFor(1) // the first check, soon after the start
-	// Many polls (about 50 at 2 ms) within the same wall-clock hour: no check.
-	time.Sleep(100 * time.Millisecond)
+	// Many polls within the same wall-clock hour: no check.
+	waitPolls(50)
 	if got := hits.Load(); got != 1 {
 		t.Fatalf("%d checks before a day had passed on the wall clock, want 1", got)
 	}
 	advance(23 * time.Hour)
-	time.Sleep(50 * time.Millisecond)
+	waitPolls(25)
 	if got := hits.Load(); got != 1 {
 		t.Fatalf("%d checks after 23 hours, want 1", got)
 	}
 	advance(time.Hour) // a day since the first check
 	waitFor(2)
-	time.Sleep(50 * time.Millisecond)
+	waitPolls(25)
 	if got := hits.Load(); got != 2 {
 		t.Errorf("%d checks once a day had passed, want exactly 2", got)
 	}

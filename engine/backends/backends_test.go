@@ -15,7 +15,7 @@ import (
 // reference's first greedy token), and that Close closes the device it
 // opened: a command buffer on it is refused afterwards.
 func TestOpen(t *testing.T) {
-	ref := fixtures.Models(t)[1] // the tiny model, MLX layout
+	ref := fixtures.Model(t, fixtures.TinyMLX) // the tiny model, MLX layout
 	m, err := checkpoint.Load(ref.Dir)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/suzuran-app/suzuran/engine/cpu"
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
+	"github.com/suzuran-app/suzuran/engine/machine"
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
@@ -292,7 +293,7 @@ func Run(t Target, s Settings, log io.Writer) (*Report, error) {
 	}
 
 	// The probe's buffers would raise the peak: read it first.
-	r.PeakRSS = PeakRSS()
+	r.PeakRSS = machine.PeakRSS()
 	fmt.Fprintf(log, "%s: copy bandwidth probe (%d MiB × %d)\n", t.Kind, s.CopyBytes>>20, s.Copies)
 	r.Bandwidth = MeasureCopy(s.CopyBytes, s.Copies, s.Threads)
 	ceiling := r.Bandwidth.GBps
@@ -313,7 +314,7 @@ func Run(t Target, s Settings, log io.Writer) (*Report, error) {
 			d.BandwidthFraction = d.AchievedGBps / ceiling
 		}
 	}
-	r.Machine.LoadEnd = LoadAverage()
+	r.Machine.LoadEnd = machine.LoadAverage()
 	r.Seconds = time.Since(started).Seconds()
 	return r, nil
 }

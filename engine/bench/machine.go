@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/suzuran-app/suzuran/engine/machine"
 )
 
 // Machine describes where a benchmark ran.
@@ -35,9 +37,9 @@ type Commit struct {
 
 // DescribeMachine gathers the machine's CPU, core count, memory and OS.
 func DescribeMachine() Machine {
-	m := Machine{Cores: runtime.NumCPU(), Arch: runtime.GOARCH, Go: runtime.Version()}
-	m.CPU, m.MemBytes, m.OS = platformInfo()
-	m.LoadStart = LoadAverage()
+	f := machine.Probe()
+	m := Machine{CPU: f.Chip, Cores: f.CPUs, MemBytes: f.Memory, OS: f.OSVersion(), Arch: runtime.GOARCH, Go: runtime.Version()}
+	m.LoadStart = machine.LoadAverage()
 	if m.CPU == "" {
 		m.CPU = "unknown"
 	}

@@ -16,7 +16,7 @@ import (
 // the Go loops and the assembly kernels are both checked. Tolerance: none
 // (bitwise), which is the promise the engine's scheduler relies on.
 func TestBatchExact(t *testing.T) {
-	for _, ref := range fixtures.Models(t)[:2] {
+	for _, ref := range fixtures.ModelsNamed(t, fixtures.TinyHF, fixtures.TinyMLX) {
 		t.Run(ref.Name, func(t *testing.T) {
 			withKernels(t, func(t *testing.T, k kernelSet) {
 				b, w := openModel(t, ref.Dir, Options{ISA: k.isa})
@@ -30,7 +30,7 @@ func TestBatchExact(t *testing.T) {
 // TestBatchRefuses checks what a batch may not hold (batchtest.Refuses):
 // a refused batch leaves nothing recording and no sequence moved.
 func TestBatchRefuses(t *testing.T) {
-	ref := fixtures.Models(t)[0]
+	ref := fixtures.Model(t, fixtures.TinyHF)
 	b, w := openModel(t, ref.Dir, Options{})
 	batchtest.Refuses(t, b, w)
 }

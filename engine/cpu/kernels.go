@@ -47,9 +47,6 @@ const (
 	PrecisionExact Precision = "exact"
 )
 
-// Precisions lists the precisions New accepts, the default first.
-func Precisions() []Precision { return []Precision{PrecisionFast, PrecisionExact, PrecisionInt8} }
-
 // ParsePrecision reads a --precision flag value ("" is the default, fast).
 func ParsePrecision(s string) (Precision, error) {
 	switch p := Precision(strings.ToLower(s)); p {

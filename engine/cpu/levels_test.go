@@ -91,8 +91,7 @@ func emptyF32(k *simdKernels) bool {
 //     alternative model's later layers); an indexing mistake is off by the
 //     size of the values.
 func TestForcedLevelReachesHelpers(t *testing.T) {
-	refs := fixtures.Models(t)
-	for _, ref := range []*fixtures.Reference{refs[1], refs[2]} {
+	for _, ref := range fixtures.ModelsNamed(t, fixtures.TinyMLX, fixtures.AltHF) {
 		t.Run(ref.Name, func(t *testing.T) {
 			type run struct {
 				isa     ISA

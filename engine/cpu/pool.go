@@ -55,17 +55,6 @@ type poolStats struct {
 	busy    atomic.Int64 // nanoseconds
 }
 
-// poolUsage is a snapshot of poolStats.
-type poolUsage struct {
-	Regions    int64
-	Wall, Busy time.Duration
-}
-
-func (p *pool) usage() poolUsage {
-	return poolUsage{Regions: p.stats.regions.Load(), Wall: time.Duration(p.stats.wall.Load()),
-		Busy: time.Duration(p.stats.busy.Load())}
-}
-
 // region is one parallelFor call: pieces of piece items of [0, n).
 type region struct {
 	fn       func(lo, hi int)

@@ -33,7 +33,7 @@ func prefillPieces(t *testing.T, b *Backend, w *model.Weights, seq model.Sequenc
 // the matrix-vector and matrix-matrix loops: 1e-5 of the largest logit is
 // ten times the error either has against the float64 reference.
 func TestPrefillInPieces(t *testing.T) {
-	for _, ref := range fixtures.Models(t)[:2] {
+	for _, ref := range fixtures.ModelsNamed(t, fixtures.TinyHF, fixtures.TinyMLX) {
 		t.Run(ref.Name, func(t *testing.T) {
 			b, w := openModel(t, ref.Dir, Options{})
 			one, _ := b.NewSequence(len(ref.Prompt))
@@ -71,7 +71,7 @@ func TestPrefillInPieces(t *testing.T) {
 // CPU backend's arithmetic is deterministic (each output is summed by one
 // goroutine in a fixed order), so the logits must be bit-identical.
 func TestSnapshotRestore(t *testing.T) {
-	for _, ref := range fixtures.Models(t)[:2] {
+	for _, ref := range fixtures.ModelsNamed(t, fixtures.TinyHF, fixtures.TinyMLX) {
 		t.Run(ref.Name, func(t *testing.T) {
 			b, w := openModel(t, ref.Dir, Options{})
 			head, tail := ref.Prompt[:60], ref.Prompt[60:]
@@ -116,7 +116,7 @@ func TestSnapshotRestore(t *testing.T) {
 // the DeltaNet states, and the token list. The sizes are counted from the
 // config, not from the snapshot's slices.
 func TestSnapshotHoldsOnlyTheRowsInUse(t *testing.T) {
-	ref := fixtures.Models(t)[0]
+	ref := fixtures.Model(t, fixtures.TinyHF)
 	b, w := openModel(t, ref.Dir, Options{})
 	c := &b.cfg
 	var attention, deltaNet int
@@ -164,7 +164,7 @@ func TestSnapshotHoldsOnlyTheRowsInUse(t *testing.T) {
 
 // TestSequenceErrors checks the misuse a caller can run into.
 func TestSequenceErrors(t *testing.T) {
-	ref := fixtures.Models(t)[1]
+	ref := fixtures.Model(t, fixtures.TinyMLX)
 	b, w := openModel(t, ref.Dir, Options{})
 	seq, _ := b.NewSequence(4)
 	if _, err := model.Run(b, w, seq, model.Input{Sample: &model.Sampling{}}); err == nil {
@@ -193,7 +193,7 @@ func TestSequenceErrors(t *testing.T) {
 // TestNewRejectsBadShapes checks that weights whose shapes disagree with
 // their config never reach the kernels.
 func TestNewRejectsBadShapes(t *testing.T) {
-	ref := fixtures.Models(t)[1]
+	ref := fixtures.Model(t, fixtures.TinyMLX)
 	_, w := openModel(t, ref.Dir, Options{})
 	bad := *w
 	bad.Layers = append([]model.Layer(nil), w.Layers...)

@@ -220,7 +220,7 @@ func TestStopBoundsWork(t *testing.T) {
 						fired <- now
 						return
 					}
-					time.Sleep(200 * time.Microsecond)
+					time.Sleep(200 * time.Microsecond) // waits for CPU time to pass: the clock under test
 				}
 			}()
 			_, seq, err := stopPass(t, b, &w, ids, 0, flag.Load)

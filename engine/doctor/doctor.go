@@ -29,6 +29,7 @@ import (
 	"github.com/suzuran-app/suzuran/engine/gpu"
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
 	"github.com/suzuran-app/suzuran/engine/logits"
+	"github.com/suzuran-app/suzuran/engine/machine"
 	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/sample"
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
@@ -101,6 +102,14 @@ type System struct {
 	MemoryBytes uint64 `json:"memory_bytes"`
 	CPUs        int    `json:"cpus"`
 	GoVersion   string `json:"go_version"`
+}
+
+// system reads the operating system, the chip and the memory
+// (engine/machine).
+func system() System {
+	f := machine.Probe()
+	return System{OS: f.OS, OSVersion: f.OSVersion(), Arch: runtime.GOARCH, Chip: f.Chip,
+		MemoryBytes: uint64(f.Memory), CPUs: f.CPUs, GoVersion: runtime.Version()}
 }
 
 // CPUCheck is the CPU backend on the numeric check's model: the reference

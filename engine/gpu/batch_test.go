@@ -22,7 +22,7 @@ import (
 // allows, and it is what makes greedy output independent of the batch.
 // Each batched step is one pass in one command buffer.
 func TestBatchMatchesAlone(t *testing.T) {
-	for _, ref := range fixtures.Models(t)[:2] {
+	for _, ref := range fixtures.ModelsNamed(t, fixtures.TinyHF, fixtures.TinyMLX) {
 		t.Run(ref.Name, func(t *testing.T) {
 			b, w := openModel(t, ref.Dir, Options{})
 			plans := batchtest.Plans()
@@ -46,7 +46,7 @@ func TestBatchMatchesAlone(t *testing.T) {
 // buffer per step, at most one host wait per step and no readback inside a
 // step.
 func TestBatchPipelined(t *testing.T) {
-	ref := fixtures.Models(t)[1]
+	ref := fixtures.Model(t, fixtures.TinyMLX)
 	b, w := openModel(t, ref.Dir, Options{})
 	const steps = 6
 	prompts := [][]int{batchtest.Prompt(5, 3), batchtest.Prompt(6, 11), batchtest.Prompt(7, 1), batchtest.Prompt(8, 6)}
@@ -122,7 +122,7 @@ func TestBatchPipelined(t *testing.T) {
 // TestBatchRefuses checks what a batch may not hold (batchtest.Refuses):
 // a refused batch leaves nothing recording and no sequence moved.
 func TestBatchRefuses(t *testing.T) {
-	ref := fixtures.Models(t)[1]
+	ref := fixtures.Model(t, fixtures.TinyMLX)
 	b, w := openModel(t, ref.Dir, Options{})
 	batchtest.Refuses(t, b, w)
 }

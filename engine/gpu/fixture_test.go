@@ -78,7 +78,7 @@ func TestFixtures(t *testing.T) {
 // logits by about 5e-4 of their scale, inside the 2e-2 the issue allows for
 // bf16 operands.
 func TestFixtureBF16Cache(t *testing.T) {
-	ref := fixtures.Models(t)[1]
+	ref := fixtures.Model(t, fixtures.TinyMLX)
 	b, w := openModel(t, ref.Dir, Options{})
 	runFixture(t, b, w, ref, bf16Tolerance)
 }
@@ -168,8 +168,7 @@ func measureFixture(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Re
 // f32 operands only: the mutations move the outputs by far more than the
 // half-operand tolerance too (7e-2 or more, measured on cpu and here).
 func TestFixturesCatchMutations(t *testing.T) {
-	refs := fixtures.Models(t)
-	for _, ref := range refs[:2] {
+	for _, ref := range fixtures.ModelsNamed(t, fixtures.TinyHF, fixtures.TinyMLX) {
 		for _, mutation := range fixtures.Mutations() {
 			t.Run(ref.Name+"/"+mutation.Name, func(t *testing.T) {
 				m, err := checkpoint.Load(ref.Dir)
@@ -233,7 +232,7 @@ func checkCounters(t *testing.T, s Stats, steps, chunks int64) {
 // draw) with steps pipelined; the second has top-k off, which the backend
 // samples on the host after each step.
 func TestSampledDecode(t *testing.T) {
-	ref := fixtures.Models(t)[1]
+	ref := fixtures.Model(t, fixtures.TinyMLX)
 	cases := []struct {
 		name      string
 		s         model.Sampling

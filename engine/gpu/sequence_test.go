@@ -16,7 +16,7 @@ import (
 // (the state, KV cache, token ring and history all come back), and the
 // snapshot's tokens must be the ids consumed so far.
 func TestSnapshotRestore(t *testing.T) {
-	ref := fixtures.Models(t)[0]
+	ref := fixtures.Model(t, fixtures.TinyHF)
 	b, w := openModel(t, ref.Dir, Options{})
 	seq, err := b.NewSequence(len(ref.Prompt) + 8)
 	if err != nil {
@@ -104,7 +104,7 @@ func TestSplitWeights(t *testing.T) {
 	for _, c := range []struct {
 		ref    *fixtures.Reference
 		maxLen int
-	}{{fixtures.Models(t)[0], 1 << 20}, {fixtures.Models(t)[1], 512 << 10}} {
+	}{{fixtures.Model(t, fixtures.TinyHF), 1 << 20}, {fixtures.Model(t, fixtures.TinyMLX), 512 << 10}} {
 		t.Run(c.ref.Name, func(t *testing.T) {
 			m, err := checkpoint.Load(c.ref.Dir)
 			if err != nil {
@@ -154,7 +154,7 @@ func TestSplitWeights(t *testing.T) {
 // the tiny model under two shuffled fiber orders: every logit must have the
 // same bits, which a missing barrier anywhere in the pipeline would break.
 func TestFiberOrderEndToEnd(t *testing.T) {
-	ref := fixtures.Models(t)[1]
+	ref := fixtures.Model(t, fixtures.TinyMLX)
 	m, err := checkpoint.Load(ref.Dir)
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +204,7 @@ func TestFiberOrderEndToEnd(t *testing.T) {
 // sequences by, against the buffers a new sequence actually holds, for both
 // cache element types and two capacities.
 func TestSequenceBytes(t *testing.T) {
-	ref := fixtures.Models(t)[1]
+	ref := fixtures.Model(t, fixtures.TinyMLX)
 	for _, f32 := range []bool{false, true} {
 		b, _ := openModel(t, ref.Dir, Options{KVCacheF32: f32})
 		for _, tokens := range []int{1, 300} {

@@ -1,7 +1,7 @@
 // Package gpucheck loads a model on the GPU only once the GPU has shown it
-// computes the right numbers, and on the CPU otherwise, saying why. Both the
-// app's window (app/service) and `suzuran serve --no-ui` (app/server's
-// Loader) load through Load, so the two fall back the same way.
+// computes the right numbers, and on the CPU otherwise, saying why. The
+// app's model host (app/modelhost: the window's and `suzuran serve`'s) and
+// the terminal chat load through Load, so they fall back the same way.
 //
 // The first time a given app version runs on a given OS version and GPU,
 // Load runs the self-check before the engine is handed out: the numeric

@@ -42,6 +42,8 @@ package sample
 
 import (
 	"container/heap"
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -427,14 +429,46 @@ func (h *minHeap) Pop() any {
 	return x
 }
 
-// ModelCardDefaults are the sampling parameters the Qwen3.6-35B-A3B model
-// card recommends (engine/model/MODEL.md): with thinking, temperature 1.0, top-p
-// 0.95, top-k 20, presence penalty 1.5; without, temperature 0.7, top-p 0.8,
-// top-k 20, presence penalty 1.5; min-p 0 in both. Requests that leave a
-// parameter out get these; the seed is left to the caller.
+// The model card's sampling presets, by name (engine/model/MODEL.md).
+const (
+	PresetThinking    = "thinking"
+	PresetNonThinking = "non-thinking"
+	PresetCoding      = "coding"
+)
+
+// presets are the sampling parameters the Qwen3.6-35B-A3B model card
+// recommends: with thinking, temperature 1.0, top-p 0.95, top-k 20,
+// presence penalty 1.5; without, temperature 0.7, top-p 0.8, top-k 20,
+// presence penalty 1.5; for coding (with thinking), temperature 0.6,
+// top-p 0.95, top-k 20, no presence penalty; min-p 0 in all.
+var presets = map[string]model.Sampling{
+	PresetThinking:    {Temperature: 1.0, TopP: 0.95, TopK: 20, PresencePenalty: 1.5},
+	PresetNonThinking: {Temperature: 0.7, TopP: 0.8, TopK: 20, PresencePenalty: 1.5},
+	PresetCoding:      {Temperature: 0.6, TopP: 0.95, TopK: 20, PresencePenalty: 0},
+}
+
+// Preset returns the model card's preset name; false for a name it does
+// not have.
+func Preset(name string) (model.Sampling, bool) {
+	p, ok := presets[name]
+	return p, ok
+}
+
+// RandomSeed draws a seed for a request that names none, from the
+// system's random source: answers differ from one request to the next,
+// and a request that gives its seed repeats.
+func RandomSeed() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// ModelCardDefaults are the model card's thinking or non-thinking preset.
+// Requests that leave a parameter out get these; the seed is left to the
+// caller.
 func ModelCardDefaults(thinking bool) model.Sampling {
 	if thinking {
-		return model.Sampling{Temperature: 1.0, TopP: 0.95, TopK: 20, PresencePenalty: 1.5}
+		return presets[PresetThinking]
 	}
-	return model.Sampling{Temperature: 0.7, TopP: 0.8, TopK: 20, PresencePenalty: 1.5}
+	return presets[PresetNonThinking]
 }

@@ -436,3 +436,16 @@ func TestTopPCutFollowsLogitOrder(t *testing.T) {
 		t.Errorf("id 2 was drawn %d times in 400, want about 19", drew[2])
 	}
 }
+
+// RandomSeed draws from the system's random source: 64 draws are
+// distinct (a repeat among 64 uniform 64-bit draws has odds near 1e-16).
+func TestRandomSeed(t *testing.T) {
+	seen := map[uint64]bool{}
+	for range 64 {
+		s := RandomSeed()
+		if seen[s] {
+			t.Fatalf("seed %d drawn twice in 64 draws", s)
+		}
+		seen[s] = true
+	}
+}

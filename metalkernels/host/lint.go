@@ -1053,13 +1053,6 @@ func (l *linter) argMismatch(p paramSpace, a, b int, lookup func(string, int) (v
 	return fmt.Sprintf("(%s) %s %s memory, but parameter %q takes %s", l.src(a, b), what, space, p.text, p.space)
 }
 
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // collectSignatures returns the function signatures defined in a header,
 // for checking the calls other files make into it.
 func collectSignatures(src string) map[string][]funcSig {

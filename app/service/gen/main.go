@@ -26,7 +26,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/suzuran-app/suzuran/app/server"
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/app/service"
 	"github.com/suzuran-app/suzuran/app/store"
 )
@@ -53,7 +53,7 @@ var constantGroups = []struct {
 		{"Interrupted", store.StatusInterrupted}, {"Error", store.StatusError},
 	}},
 	{"ModelStateName", "ModelState.state values.", []namedValue{
-		{"Loading", server.StateLoading}, {"Ready", server.StateReady}, {"Error", server.StateError}, {"Unloaded", server.StateUnloaded},
+		{"Loading", modelhost.StateLoading}, {"Ready", modelhost.StateReady}, {"Error", modelhost.StateError}, {"Unloaded", modelhost.StateUnloaded},
 	}},
 	{"SamplingPreset", "Settings.sampling_preset values.", []namedValue{
 		{"Auto", service.PresetAuto}, {"Thinking", service.PresetThinking}, {"NonThinking", service.PresetNonThinking},
@@ -88,7 +88,7 @@ type docs struct {
 
 func readDocs(root string) (docs, error) {
 	d := docs{types: map[string]string{}, methods: map[string]string{}, params: map[string][]string{}}
-	for _, pkg := range []string{"app/service", "app/store"} {
+	for _, pkg := range []string{"app/service", "app/store", "app/modelhost"} {
 		fset := token.NewFileSet()
 		files, _ := filepath.Glob(filepath.Join(root, pkg, "*.go"))
 		for _, name := range files {

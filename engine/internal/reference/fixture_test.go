@@ -104,7 +104,7 @@ func TestFixtures(t *testing.T) {
 // tiny model in both layouts: the alternative sizes add time, not cases
 // (the CPU backend's test runs the mutations on them).
 func TestFixturesCatchMutations(t *testing.T) {
-	for _, ref := range fixtures.Models(t)[:2] {
+	for _, ref := range fixtures.ModelsNamed(t, fixtures.TinyHF, fixtures.TinyMLX) {
 		for _, mutation := range fixtures.Mutations() {
 			t.Run(ref.Name+"/"+mutation.Name, func(t *testing.T) {
 				w := load(t, ref.Dir)
@@ -136,7 +136,7 @@ func splitLayers(r *fixtures.Reference) [][]float32 {
 // sequence's whole history, prompt and generated; without a sampler a
 // non-greedy pass fails with an error saying so.
 func TestSampledDecode(t *testing.T) {
-	ref := fixtures.Models(t)[0]
+	ref := fixtures.Model(t, fixtures.TinyHF)
 	w := load(t, ref.Dir)
 	s := &model.Sampling{Temperature: 1, Seed: 7}
 	rec := &recorder{}
