@@ -10,6 +10,7 @@ import (
 
 	"github.com/suzuran-app/suzuran/engine/chat"
 	"github.com/suzuran-app/suzuran/engine/model"
+	"github.com/suzuran-app/suzuran/engine/prefixstore"
 	"github.com/suzuran-app/suzuran/engine/sample"
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
@@ -87,7 +88,32 @@ type Options struct {
 	// OnFallback, when set, is told on a goroutine of its own once the
 	// engine has moved to the Fallback backend.
 	OnFallback func(cause error)
+	// Store, when set with ModelIdentity, keeps snapshots on disk too:
+	// those at a request's checkpoints (Request.Checkpoints and the
+	// shared prefixes, chat.SharedCheckpoints) of StoreMinTokens or more,
+	// written off the answering path, and read back when a prompt starts
+	// with one that the memory cache does not hold (after a restart). The
+	// backend must be a model.StateCodec. The caller owns the store.
+	Store *prefixstore.Store
+	// ModelIdentity names the weights in the store's keys
+	// (prefixstore.ModelIdentity; Load sets it).
+	ModelIdentity string
+	// StoreMinTokens is the shortest checkpoint written to the store; 0
+	// means DefaultStoreMinTokens.
+	StoreMinTokens int
 }
+
+// DefaultStoreMinTokens is the shortest prefix kept on disk: 1,024 tokens
+// take about 17 s to compute on a 2-core CPU at the real model's shapes and
+// 0.7 s on a fast Mac, against well under a second to read their 100 MB
+// snapshot (BENCHMARKS.md), while shorter prefixes, read again in a
+// moment, are not worth a file each.
+const DefaultStoreMinTokens = 1024
+
+// StateFormatVersion is the version of what the engine keeps in a stored
+// snapshot besides the backend's bytes (which tokens it holds, where it
+// is taken); a change to either needs a new one.
+const StateFormatVersion = 1
 
 // ErrBackendFailed is wrapped by the error of the requests that were
 // running when the engine moved to its Options.Fallback backend.
@@ -336,6 +362,9 @@ func New(opts Options) (*Engine, error) {
 	if opts.PrefillChunk <= 0 {
 		opts.PrefillChunk = 512
 	}
+	if opts.StoreMinTokens <= 0 {
+		opts.StoreMinTokens = DefaultStoreMinTokens
+	}
 	eosIDs := opts.EOS
 	if eosIDs == nil {
 		eosIDs = cfg.EOSTokenIDs
@@ -466,6 +495,7 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
 	req.Prompt = slices.Clone(req.Prompt)
 	req.Stop = slices.Clone(req.Stop)
 	req.Checkpoints = slices.Clone(req.Checkpoints)
+	req.Checkpoints = append(req.Checkpoints, chat.SharedCheckpoints(e.tok, req.Prompt)...)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
