@@ -7,6 +7,7 @@ import (
 	"github.com/suzuran-app/suzuran/engine/cpu"
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
 	"github.com/suzuran-app/suzuran/engine/model"
+	"github.com/suzuran-app/suzuran/engine/prefixstore"
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
 
@@ -36,6 +37,10 @@ type LoadOptions struct {
 	// cpu backend (Threads, Precision) when a pass fails on the GPU, and
 	// is then told why, on a goroutine of its own (see Options.Fallback).
 	OnFallback func(cause error)
+	// Store and StoreMinTokens are as in Options; Load names the model
+	// for the store's keys (prefixstore.ModelIdentity).
+	Store          *prefixstore.Store
+	StoreMinTokens int
 }
 
 // Backends lists the backend names Load accepts in this build
@@ -82,6 +87,12 @@ func Load(dir string, lo LoadOptions) (*Engine, error) {
 	if cacheBytes == 0 {
 		cacheBytes = CacheBudget(availableMemory(), m.Bytes)
 	}
+	identity := ""
+	if lo.Store != nil {
+		// Without an identity the engine keeps its snapshots in memory
+		// only: a model it cannot name must not read another's.
+		identity, _ = prefixstore.ModelIdentity(dir)
+	}
 	parallel := lo.Parallel
 	if parallel == 0 {
 		parallel = backend.Parallel
@@ -90,18 +101,21 @@ func Load(dir string, lo LoadOptions) (*Engine, error) {
 	// implements (model.Batcher, model.SequenceSizer) stay visible; the
 	// device, when there is one, closes after it.
 	e, err := New(Options{
-		Backend:       backend.Backend,
-		Weights:       m.Weights,
-		Tokenizer:     tok,
-		Template:      tmpl,
-		ContextTokens: lo.ContextTokens,
-		QueueSize:     lo.QueueSize,
-		CacheBytes:    cacheBytes,
-		PrefillChunk:  lo.PrefillChunk,
-		Parallel:      parallel,
-		Pipelined:     backend.Async,
-		Fallback:      fallback,
-		OnFallback:    lo.OnFallback,
+		Backend:        backend.Backend,
+		Weights:        m.Weights,
+		Tokenizer:      tok,
+		Template:       tmpl,
+		ContextTokens:  lo.ContextTokens,
+		QueueSize:      lo.QueueSize,
+		CacheBytes:     cacheBytes,
+		PrefillChunk:   lo.PrefillChunk,
+		Parallel:       parallel,
+		Pipelined:      backend.Async,
+		Fallback:       fallback,
+		OnFallback:     lo.OnFallback,
+		Store:          lo.Store,
+		ModelIdentity:  identity,
+		StoreMinTokens: lo.StoreMinTokens,
 	})
 	if err != nil {
 		backend.Close()
