@@ -135,7 +135,9 @@ type Request struct {
 	// Checkpoints are prompt positions (token counts) where the engine
 	// snapshots the state for later requests, typically the start of the
 	// last assistant turn (chat.PromptCheckpoints: where the next turn of
-	// the conversation diverges). The engine also snapshots at the end of
+	// the conversation diverges). The engine adds the ends of the system
+	// turn and of each documents block (chat.SharedCheckpoints), where
+	// another conversation may start the same way. The engine also snapshots at the end of
 	// every prompt, at len(Prompt)-1 (one token is left for the pass that
 	// samples the first new token), to serve the same prompt again.
 	Checkpoints []int
@@ -167,6 +169,11 @@ type Request struct {
 	// (PriorityInteractive) start before queued API requests, within one
 	// step.
 	Priority Priority
+	// Owner names the conversation the request belongs to ("" none): the
+	// prefix store records who used each snapshot, so that deleting a
+	// conversation deletes the snapshots only it used
+	// (prefixstore.Store.DeleteOwner).
+	Owner string
 	// QueuePosition, when set, is told the request's place while it waits
 	// (1: next to start) each time it changes, and 0 when it starts. It
 	// runs on the stream's goroutine, as Progress does, and is told the

@@ -88,7 +88,7 @@ func (g *generation) begin() error {
 	}
 	// A longer prefix on disk (kept by an earlier run) is read instead,
 	// and kept in memory from then on.
-	if snap := e.loadStored(prompt, cached, n-1); snap != nil {
+	if snap := e.loadStored(prompt, cached, n-1, req.Owner); snap != nil {
 		tokens := prompt[:snap.Pos()]
 		if e.opts.CacheBytes > 0 {
 			e.cache.add(snap, tokens, 0)
@@ -96,6 +96,7 @@ func (g *generation) begin() error {
 		hit = &cacheEntry{snap: snap, tokens: tokens}
 	}
 	if hit != nil {
+		e.ownStored(hit.tokens, req.Owner)
 		if err := g.seq.Restore(hit.snap); err != nil {
 			return fmt.Errorf("restoring a cached prefix of %d tokens: %w", len(hit.tokens), err)
 		}
@@ -176,7 +177,7 @@ func (g *generation) prefillChunk(chunk int) error {
 		}
 	}
 	if checkpoint && snap != nil {
-		e.saveStored(snap, prompt[:g.pos])
+		e.saveStored(snap, prompt[:g.pos], g.job.req.Owner)
 	}
 	return nil
 }

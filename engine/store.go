@@ -35,13 +35,13 @@ var errKey = errors.New("the snapshot's tokens do not match its key")
 // loadStored reads the longest stored prefix of prompt with more than min
 // and at most max tokens; nil when there is none (or none that reads
 // back: the store logs and deletes those).
-func (e *Engine) loadStored(prompt []int, min, max int) model.Snapshot {
+func (e *Engine) loadStored(prompt []int, min, max int, owner string) model.Snapshot {
 	codec, space := e.storeCodec()
 	if codec == nil || max <= min {
 		return nil
 	}
 	var snap model.Snapshot
-	n := e.opts.Store.Load(space, prompt, min, max, func(r io.Reader, tokens []int) error {
+	n := e.opts.Store.Load(space, prompt, min, max, owner, func(r io.Reader, tokens []int) error {
 		s, err := codec.ReadSnapshot(r)
 		if err != nil {
 			return err
@@ -59,11 +59,21 @@ func (e *Engine) loadStored(prompt []int, min, max int) model.Snapshot {
 }
 
 // saveStored queues snap, the state after tokens, for the store unless it
-// holds it already.
-func (e *Engine) saveStored(snap model.Snapshot, tokens []int) {
+// holds it already (it then records owner beside it).
+func (e *Engine) saveStored(snap model.Snapshot, tokens []int, owner string) {
 	codec, space := e.storeCodec()
-	if codec == nil || len(tokens) < e.opts.StoreMinTokens || e.opts.Store.Has(space, tokens) {
+	if codec == nil || len(tokens) < e.opts.StoreMinTokens {
 		return
 	}
-	e.opts.Store.Save(space, tokens, func(w io.Writer) error { return codec.WriteSnapshot(w, snap) })
+	e.opts.Store.Save(space, tokens, owner, func(w io.Writer) error { return codec.WriteSnapshot(w, snap) })
+}
+
+// ownStored records that owner used the stored snapshot of tokens, which
+// the memory cache served.
+func (e *Engine) ownStored(tokens []int, owner string) {
+	codec, space := e.storeCodec()
+	if codec == nil || owner == "" || len(tokens) < e.opts.StoreMinTokens {
+		return
+	}
+	e.opts.Store.Own(space, tokens, owner)
 }

@@ -121,14 +121,21 @@ type entry struct {
 	tokens int
 	size   int64
 	used   time.Time
+	// owners are the conversations that saved or loaded it (Save, Load),
+	// kept in a file beside it (ownersSuffix), one a line.
+	owners map[string]bool
 }
 
 type job struct {
 	space  string
 	tokens []int
+	owner  string
 	write  func(io.Writer) error
 	gen    int
 }
+
+// ownersSuffix names the file beside a snapshot that lists its owners.
+const ownersSuffix = ".owners"
 
 // Open opens (making it when missing) the folder, lists its snapshots,
 // and deletes the files of other format versions and temporary files left
@@ -164,7 +171,23 @@ func Open(o Options) (*Store, error) {
 func (s *Store) Dir() string { return s.dir }
 
 // Limit is the folder's size limit in bytes.
-func (s *Store) Limit() int64 { return s.limit }
+func (s *Store) Limit() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.limit
+}
+
+// SetLimit changes the size limit (0: DefaultLimit), deleting the least
+// recently used snapshots that no longer fit.
+func (s *Store) SetLimit(limit int64) {
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.limit = limit
+	s.evict("")
+}
 
 func (s *Store) log(format string, args ...any) {
 	s.logf("prefix store: " + fmt.Sprintf(format, args...))
@@ -201,10 +224,66 @@ func (s *Store) scan() error {
 			os.Remove(path)
 			continue
 		}
-		s.entries[name] = &entry{name: name, tokens: n, size: info.Size(), used: info.ModTime()}
+		e := &entry{name: name, tokens: n, size: info.Size(), used: info.ModTime()}
+		if data, err := os.ReadFile(path + ownersSuffix); err == nil {
+			for _, o := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+				if o != "" {
+					e.addOwner(o)
+				}
+			}
+		}
+		s.entries[name] = e
 		s.used += info.Size()
 	}
 	return nil
+}
+
+func (e *entry) addOwner(o string) {
+	if e.owners == nil {
+		e.owners = map[string]bool{}
+	}
+	e.owners[o] = true
+}
+
+// own records that owner used the entry. s.mu is held.
+func (s *Store) own(e *entry, owner string) {
+	if owner == "" || e.owners[owner] {
+		return
+	}
+	e.addOwner(owner)
+	f, err := os.OpenFile(filepath.Join(s.dir, e.name+ownersSuffix), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		s.log("recording who uses %s: %v", e.name, err)
+		return
+	}
+	fmt.Fprintln(f, owner)
+	f.Close()
+}
+
+// DeleteOwner forgets that owner used any snapshot, and deletes the
+// snapshots that only it used (those that no owner is recorded for, such as
+// the API's, stay); it returns how many it deleted.
+func (s *Store) DeleteOwner(owner string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for name, e := range s.entries {
+		if !e.owners[owner] {
+			continue
+		}
+		delete(e.owners, owner)
+		if len(e.owners) == 0 {
+			s.drop(name)
+			n++
+			continue
+		}
+		var b strings.Builder
+		for o := range e.owners {
+			b.WriteString(o + "\n")
+		}
+		os.WriteFile(filepath.Join(s.dir, name+ownersSuffix), []byte(b.String()), 0o600)
+	}
+	return n
 }
 
 // fileVersion reads a file's magic and format version.
@@ -268,18 +347,20 @@ func Name(space string, tokens []int) string {
 	return name(len(tokens), h.Sum(nil))
 }
 
-// Save queues the snapshot of tokens in space for writing: write writes
+// Save queues the snapshot of tokens in space, used by owner ("" for
+// none: see DeleteOwner), for writing: write writes
 // the backend's bytes (it runs on the store's goroutine, after Save has
 // returned, so what it reads must not change meanwhile). Save never
 // waits for the disk; when the queue is full or the store is closed the
 // snapshot is not written (a log line says so).
-func (s *Store) Save(space string, tokens []int, write func(io.Writer) error) {
+func (s *Store) Save(space string, tokens []int, owner string, write func(io.Writer) error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return
 	}
-	if _, ok := s.entries[Name(space, tokens)]; ok {
+	if e, ok := s.entries[Name(space, tokens)]; ok {
+		s.own(e, owner)
 		return
 	}
 	if s.queued >= maxQueued {
@@ -288,7 +369,17 @@ func (s *Store) Save(space string, tokens []int, write func(io.Writer) error) {
 	}
 	s.queued++
 	s.busy = true
-	s.jobs <- job{space: space, tokens: slices.Clone(tokens), write: write, gen: s.gen}
+	s.jobs <- job{space: space, tokens: slices.Clone(tokens), owner: owner, write: write, gen: s.gen}
+}
+
+// Own records that owner used the snapshot of tokens in space, when
+// the store holds it.
+func (s *Store) Own(space string, tokens []int, owner string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.entries[Name(space, tokens)]; ok {
+		s.own(e, owner)
+	}
 }
 
 // Has reports whether a snapshot of exactly tokens in space is listed.
@@ -360,7 +451,10 @@ func (s *Store) writeOne(j job) {
 	if old, ok := s.entries[fname]; ok {
 		s.used -= old.size
 	}
-	s.entries[fname] = &entry{name: fname, tokens: len(j.tokens), size: size, used: time.Now()}
+	e := &entry{name: fname, tokens: len(j.tokens), size: size, used: time.Now()}
+	os.Remove(filepath.Join(s.dir, fname+ownersSuffix))
+	s.own(e, j.owner)
+	s.entries[fname] = e
 	s.used += size
 	s.evict(fname)
 }
@@ -440,6 +534,7 @@ func (s *Store) drop(name string) {
 		delete(s.entries, name)
 	}
 	os.Remove(filepath.Join(s.dir, name))
+	os.Remove(filepath.Join(s.dir, name+ownersSuffix))
 }
 
 // Load finds the longest stored prefix of prompt in space with more than
@@ -448,10 +543,15 @@ func (s *Store) drop(name string) {
 // has succeeded and the file's checksum matched; a file that fails
 // (read's error included) is logged and deleted and the next shorter one
 // is tried. 0: none.
-func (s *Store) Load(space string, prompt []int, min, max int, read func(r io.Reader, tokens []int) error) int {
+func (s *Store) Load(space string, prompt []int, min, max int, owner string, read func(r io.Reader, tokens []int) error) int {
 	for _, c := range s.candidates(space, prompt, min, max) {
 		err := s.loadFile(c.name, space, prompt[:c.tokens], read)
 		if err == nil {
+			s.mu.Lock()
+			if e, ok := s.entries[c.name]; ok {
+				s.own(e, owner)
+			}
+			s.mu.Unlock()
 			return c.tokens
 		}
 		if errors.Is(err, os.ErrNotExist) {
@@ -589,6 +689,7 @@ func (s *Store) Clear() error {
 		if err := os.Remove(filepath.Join(s.dir, name)); err != nil && !errors.Is(err, os.ErrNotExist) && first == nil {
 			first = err
 		}
+		os.Remove(filepath.Join(s.dir, name+ownersSuffix))
 		s.used -= s.entries[name].size
 		delete(s.entries, name)
 	}

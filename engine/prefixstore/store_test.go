@@ -75,7 +75,7 @@ func load(t *testing.T, s *Store, space string, prompt []int, n int) int {
 // checks (the checksum, the header) stand between a damaged file and the
 // caller.
 func loadWithin(s *Store, space string, prompt []int, min, max, n int, verify bool) int {
-	return s.Load(space, prompt, min, max, func(r io.Reader, tokens []int) error {
+	return s.Load(space, prompt, min, max, "", func(r io.Reader, tokens []int) error {
 		got := make([]byte, n)
 		if _, err := io.ReadFull(r, got); err != nil {
 			return err
@@ -105,12 +105,12 @@ func TestLongestPrefix(t *testing.T) {
 	s, _ := open(t, dir, 0)
 	prompt := seq(300)
 	for _, n := range []int{50, 200, 120} {
-		s.Save(space, prompt[:n], saver(payload(prompt[:n], 1000)))
+		s.Save(space, prompt[:n], "", saver(payload(prompt[:n], 1000)))
 		s.Wait()
 	}
 	other := append(seq(150), 1)
-	s.Save("model=other;engine=1;backend=test", prompt[:250], saver(payload(prompt[:250], 1000)))
-	s.Save(space, other, saver(payload(other, 1000)))
+	s.Save("model=other;engine=1;backend=test", prompt[:250], "", saver(payload(prompt[:250], 1000)))
+	s.Save(space, other, "", saver(payload(other, 1000)))
 	s.Wait()
 	if got := load(t, s, space, prompt, 1000); got != 200 {
 		t.Fatalf("loaded a prefix of %d tokens, want the longest stored, 200", got)
@@ -152,7 +152,7 @@ func TestDamagedFilesAreIgnored(t *testing.T) {
 		"another model": func(t *testing.T, dir, path string) {
 			// A file written for another model, under this key's name.
 			s, _ := open(t, t.TempDir(), 0)
-			s.Save("model=other;engine=1;backend=test", prompt[:80], saver(payload(prompt[:80], 1000)))
+			s.Save("model=other;engine=1;backend=test", prompt[:80], "", saver(payload(prompt[:80], 1000)))
 			s.Wait()
 			data, err := os.ReadFile(filepath.Join(s.Dir(), Name("model=other;engine=1;backend=test", prompt[:80])))
 			if err != nil {
@@ -174,7 +174,7 @@ func TestDamagedFilesAreIgnored(t *testing.T) {
 				dir := t.TempDir()
 				s, logs := open(t, dir, 0)
 				for _, n := range []int{40, 80} {
-					s.Save(space, prompt[:n], saver(payload(prompt[:n], 1000)))
+					s.Save(space, prompt[:n], "", saver(payload(prompt[:n], 1000)))
 					s.Wait()
 				}
 				path := filepath.Join(dir, Name(space, prompt[:80]))
@@ -206,11 +206,11 @@ func TestSizeLimit(t *testing.T) {
 	const size = 10000
 	s, _ := open(t, dir, 5*size+5*400)
 	kept := append(seq(30), 999)
-	s.Save(space, kept, saver(payload(kept, size)))
+	s.Save(space, kept, "", saver(payload(kept, size)))
 	s.Wait()
 	for i := range 40 {
 		p := append(seq(30), i)
-		s.Save(space, p, saver(payload(p, size)))
+		s.Save(space, p, "", saver(payload(p, size)))
 		s.Wait()
 		var onDisk int64
 		list, _ := os.ReadDir(dir)
@@ -252,7 +252,7 @@ func TestKilledWhileWriting(t *testing.T) {
 			os.Exit(3)
 		}
 		p := seq(64)
-		s.Save(space, p, func(w io.Writer) error {
+		s.Save(space, p, "", func(w io.Writer) error {
 			data := payload(p, 64<<20)
 			for i := 0; i < len(data); i += 1 << 20 {
 				if _, err := w.Write(data[i : i+1<<20]); err != nil {
@@ -312,7 +312,7 @@ func TestFullDisk(t *testing.T) {
 	dir := mountSmallDisk(t)
 	s, logs := open(t, dir, 0)
 	big := seq(200)
-	s.Save(space, big, saver(payload(big, 2<<20)))
+	s.Save(space, big, "", saver(payload(big, 2<<20)))
 	s.Wait()
 	if list, _ := os.ReadDir(dir); len(list) != 0 {
 		t.Fatalf("a snapshot larger than the disk left %d files", len(list))
@@ -324,7 +324,7 @@ func TestFullDisk(t *testing.T) {
 		t.Fatal("a snapshot that did not fit loads")
 	}
 	small := seq(20)
-	s.Save(space, small, saver(payload(small, 1000)))
+	s.Save(space, small, "", saver(payload(small, 1000)))
 	s.Wait()
 	if load(t, s, space, small, 1000) != 20 {
 		t.Fatal("after a full disk, a snapshot that fits was not kept")
@@ -343,4 +343,37 @@ func mountSmallDisk(t *testing.T) string {
 	}
 	t.Cleanup(func() { exec.Command("umount", dir).Run() })
 	return dir
+}
+
+// TestDeleteOwner: deleting a conversation deletes the snapshots only it
+// used, keeps those another conversation used too (and forgets the
+// deleted one there), and keeps those no conversation is recorded for;
+// the record outlives a restart.
+func TestDeleteOwner(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := open(t, dir, 0)
+	a, b, c := append(seq(40), 1), append(seq(40), 2), append(seq(40), 3)
+	s.Save(space, a, "conversation:1", saver(payload(a, 100)))
+	s.Save(space, b, "conversation:1", saver(payload(b, 100)))
+	s.Wait()
+	s.Save(space, c, "", saver(payload(c, 100)))
+	s.Wait()
+	if loadWithin(s, space, b, 0, len(b), 100, true) != len(b) {
+		t.Fatal("b does not load")
+	}
+	s.Own(space, b, "conversation:2")
+	s.Close()
+	s, _ = open(t, dir, 0)
+	if n := s.DeleteOwner("conversation:1"); n != 1 {
+		t.Fatalf("deleting conversation 1 deleted %d snapshots, want the one only it used", n)
+	}
+	if s.Has(space, a) || !s.Has(space, b) || !s.Has(space, c) {
+		t.Fatalf("after deleting conversation 1: a %v, b %v, c %v; want only b and c", s.Has(space, a), s.Has(space, b), s.Has(space, c))
+	}
+	if n := s.DeleteOwner("conversation:2"); n != 1 || s.Has(space, b) {
+		t.Fatalf("deleting conversation 2 deleted %d, b still listed %v", n, s.Has(space, b))
+	}
+	if list, _ := filepath.Glob(filepath.Join(dir, "*")); len(list) != 1 {
+		t.Fatalf("left in the folder: %v, want c's snapshot alone", list)
+	}
 }
