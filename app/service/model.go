@@ -15,6 +15,7 @@ import (
 	"github.com/suzuran-app/suzuran/assets/models"
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/gpucheck"
+	"github.com/suzuran-app/suzuran/engine/prefixstore"
 )
 
 // ModelState is the model's state as the window and the tray show it.
@@ -50,6 +51,8 @@ type modelHost struct {
 	keepAlive func() time.Duration
 	context   func() int
 	parallel  func() int
+	// prefix is the engine's prefix store on disk (nil: none).
+	prefix *prefixstore.Store
 
 	mu      sync.Mutex
 	state   ModelState
@@ -82,7 +85,8 @@ func (h *modelHost) startLoadLocked(dir string) {
 	if h.parallel != nil {
 		parallel = h.parallel()
 	}
-	opts := engine.LoadOptions{Backend: h.backend, Threads: h.threads, ContextTokens: h.context(), QueueSize: h.queue, Parallel: parallel}
+	opts := engine.LoadOptions{Backend: h.backend, Threads: h.threads, ContextTokens: h.context(), QueueSize: h.queue, Parallel: parallel,
+		Store: h.prefix}
 	check := h.gpu
 	check.Recheck, h.recheck = h.recheck, false
 	check.OnCheck = func() { h.setChecking(gen) }

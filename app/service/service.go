@@ -28,6 +28,7 @@ import (
 	"github.com/suzuran-app/suzuran/app/store"
 	"github.com/suzuran-app/suzuran/assets/models"
 	"github.com/suzuran-app/suzuran/engine/gpucheck"
+	"github.com/suzuran-app/suzuran/engine/prefixstore"
 )
 
 // Options configure a Service.
@@ -74,6 +75,9 @@ type Options struct {
 	// Report writes the report of `suzuran doctor --json`, which the
 	// window's "Copy report" copies; nil: the window offers none.
 	Report func() (string, error)
+	// PrefixDir is the folder of prefix snapshots on disk; "" is
+	// prefixstore.DefaultDir (under the user cache folder).
+	PrefixDir string
 }
 
 // APISwitch starts and stops the local API server. The app's main package
@@ -127,7 +131,14 @@ type Service struct {
 	pace time.Duration
 	// report is Options.Report.
 	report func() (string, error)
+	// prefix keeps the engine's prefix snapshots on disk; nil when its
+	// folder could not be opened (the engine then keeps them in memory).
+	prefix *prefixstore.Store
 }
+
+// defaultPrefixDir is where Options.PrefixDir "" puts the prefix
+// snapshots (the package's tests point it at a folder of their own).
+var defaultPrefixDir = prefixstore.DefaultDir
 
 // GPUCheckFile is the file, beside settings.json, that remembers the GPU
 // self-check's result (engine/gpucheck).
@@ -212,7 +223,21 @@ func Open(o Options) (*Service, error) {
 		}
 	}
 	s.report = o.Report
+	prefixDir := o.PrefixDir
+	if prefixDir == "" {
+		prefixDir, err = defaultPrefixDir()
+	}
+	var prefix *prefixstore.Store
+	if err == nil {
+		prefix, err = prefixstore.Open(prefixstore.Options{Dir: prefixDir, Limit: int64(current.PrefixCacheGB) << 30,
+			Log: func(msg string) { s.log.Warn().Msg(msg) }})
+	}
+	if err != nil {
+		s.log.Warn().Err(err).Msg("prefix snapshots are kept in memory only")
+	}
+	s.prefix = prefix
 	s.models = &modelHost{
+		prefix:    prefix,
 		gpu:       check,
 		backend:   o.Backend,
 		threads:   o.Threads,
@@ -257,6 +282,9 @@ func (s *Service) Close() error {
 		cancel()
 	}
 	s.models.close()
+	if s.prefix != nil {
+		s.prefix.Close()
+	}
 	return s.store.Close()
 }
 
@@ -410,6 +438,9 @@ func (s *Service) SaveSettings(next Settings) (Settings, error) {
 	}
 	if prev.ContextTokens != next.ContextTokens {
 		s.models.load(s.models.snapshot().Dir)
+	}
+	if prev.PrefixCacheGB != next.PrefixCacheGB && s.prefix != nil {
+		s.prefix.SetLimit(int64(next.PrefixCacheGB) << 30)
 	}
 	if s.shortcut != nil && prev.GlobalShortcut != next.GlobalShortcut {
 		s.mu.Lock()
