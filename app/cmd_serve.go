@@ -145,6 +145,8 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 		svc      *service.Service
 	)
 	if o.noUI {
+		prefix := openPrefixStore(func(msg string) { logger.Warn().Msg(msg) })
+		opts.Store = prefix
 		loader := server.NewLoader(dir, opts)
 		loader.SetGPUCheck(gpuCheckOptions(o.backend, logger))
 		cfg.Models = loader
@@ -158,7 +160,11 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 		closeAll = func() error {
 			// Wait for a load still running, so the engine it makes is closed.
 			loader.Wait(context.Background())
-			return loader.Close()
+			err := loader.Close()
+			if prefix != nil {
+				prefix.Close()
+			}
+			return err
 		}
 	} else {
 		var err error
