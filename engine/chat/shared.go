@@ -31,7 +31,12 @@ func SharedCheckpoints(tok *tokenizer.Tokenizer, ids []int) []int {
 		return nil
 	}
 	var out []int
-	if string(tok.TokenBytes(ids[1])) == "system" {
+	// The role's name may take several tokens ("sy", "stem").
+	var role []byte
+	for i := 1; i < len(ids) && len(role) < len("system\n"); i++ {
+		role = append(role, tok.TokenBytes(ids[i])...)
+	}
+	if bytes.HasPrefix(role, []byte("system\n")) {
 		for i := 2; i+1 < len(ids); i++ {
 			if ids[i] == end {
 				if string(tok.TokenBytes(ids[i+1])) == "\n" {
