@@ -104,10 +104,10 @@ type Options struct {
 }
 
 // DefaultStoreMinTokens is the shortest prefix kept on disk: 1,024 tokens
-// take about 17 s to compute on a 2-core CPU at the real model's shapes and
-// 0.7 s on a fast Mac, against well under a second to read their 100 MB
-// snapshot (BENCHMARKS.md), while shorter prefixes, read again in a
-// moment, are not worth a file each.
+// take about 90 s to compute on a 2-core CPU at the real model's shapes and
+// 0.7 s on a fast Mac, against a tenth of a second to read their 107 MB
+// snapshot (BENCHMARKS.md); reading wins from a few tokens on, so the
+// bound only spares the disk a file for every short prompt.
 const DefaultStoreMinTokens = 1024
 
 // StateFormatVersion is the version of what the engine keeps in a stored
