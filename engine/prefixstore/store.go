@@ -442,6 +442,9 @@ func (s *Store) writeOne(j job) {
 	s.mu.Lock()
 	stale := j.gen != s.gen
 	s.mu.Unlock()
+	if err == nil && size > s.Limit() {
+		err = fmt.Errorf("its %d MB are more than the store's limit of %d MB", size>>20, s.Limit()>>20)
+	}
 	if err == nil && !stale {
 		err = os.Rename(tmp, filepath.Join(s.dir, fname))
 	}

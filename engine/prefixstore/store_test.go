@@ -234,6 +234,14 @@ func TestSizeLimit(t *testing.T) {
 	if u := s.Usage(); u.Snapshots != 5 {
 		t.Fatalf("the store holds %d snapshots, five fit", u.Snapshots)
 	}
+	// A snapshot larger than the whole limit is not kept, and the others
+	// stay.
+	huge := append(seq(30), 5000)
+	s.Save(space, huge, "", saver(payload(huge, 6*size)))
+	s.Wait()
+	if s.Has(space, huge) || s.Usage().Snapshots != 5 || s.Usage().Bytes > s.Usage().Limit {
+		t.Fatalf("a snapshot over the limit: kept %v, store %+v", s.Has(space, huge), s.Usage())
+	}
 	if err := s.Clear(); err != nil {
 		t.Fatal(err)
 	}
