@@ -118,7 +118,12 @@ func runChat(cmd *cobra.Command, o chatOptions) error {
 	// chat to the CPU, saying why.
 	check := gpuCheckOptions(o.backend, zerolog.Nop())
 	check.OnFallback = func(r gpucheck.Result) { fmt.Fprintln(stderr, r.Message) }
-	e, res, err := gpucheck.Load(dir, engine.LoadOptions{Backend: o.backend, Threads: o.threads, Parallel: o.parallel, Precision: o.precision}, check)
+	prefix := openPrefixStore(func(msg string) { fmt.Fprintln(stderr, msg) })
+	if prefix != nil {
+		defer prefix.Close()
+	}
+	e, res, err := gpucheck.Load(dir, engine.LoadOptions{Backend: o.backend, Threads: o.threads, Parallel: o.parallel, Precision: o.precision,
+		Store: prefix}, check)
 	if err != nil {
 		return err
 	}

@@ -144,11 +144,19 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 		svc      *service.Service
 	)
 	if o.noUI {
+		prefix := openPrefixStore(func(msg string) { logger.Warn().Msg(msg) })
+		opts.Store = prefix
 		host := modelhost.New(modelhost.Options{Load: opts, GPU: gpuCheckOptions(o.backend, logger)})
 		cfg.Models = host
 		host.Load(dir)
 		wait = func(ctx context.Context) error { _, err := host.Wait(ctx); return err }
-		closeAll = host.Close
+		closeAll = func() error {
+			err := host.Close()
+			if prefix != nil {
+				prefix.Close()
+			}
+			return err
+		}
 	} else {
 		var err error
 		svc, err = service.Open(service.Options{

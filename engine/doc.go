@@ -45,5 +45,13 @@
 // The prefix cache (prefixcache.go) exists because Gated DeltaNet state
 // cannot be rolled back: to continue a conversation the engine restores a
 // snapshot taken earlier at a point the new prompt shares, rather than
-// rewinding.
+// rewinding. Under it, Options.Store (engine/prefixstore, store.go) keeps
+// the snapshots at checkpoints of DefaultStoreMinTokens or more on disk,
+// written off the answering path and read back by a later process, keyed
+// by the model's identity, StateFormatVersion, the backend's state format
+// (model.StateCodec) and the tokens. Besides the conversation's own
+// checkpoints, every prompt is snapshotted at the end of its system turn
+// and of each documents block (chat.SharedCheckpoints), so that a new
+// conversation that starts the same way (an agent's system prompt and
+// tools, a question about a document read before) reads only what differs.
 package engine

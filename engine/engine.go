@@ -10,6 +10,7 @@ import (
 
 	"github.com/suzuran-app/suzuran/engine/chat"
 	"github.com/suzuran-app/suzuran/engine/model"
+	"github.com/suzuran-app/suzuran/engine/prefixstore"
 	"github.com/suzuran-app/suzuran/engine/sample"
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
@@ -91,7 +92,32 @@ type Options struct {
 	// OnFallback, when set, is told on a goroutine of its own once the
 	// engine has moved to the Fallback backend.
 	OnFallback func(cause error)
+	// Store, when set with ModelIdentity, keeps snapshots on disk too:
+	// those at a request's checkpoints (Request.Checkpoints and the
+	// shared prefixes, chat.SharedCheckpoints) of StoreMinTokens or more,
+	// written off the answering path, and read back when a prompt starts
+	// with one that the memory cache does not hold (after a restart). The
+	// backend must be a model.StateCodec. The caller owns the store.
+	Store *prefixstore.Store
+	// ModelIdentity names the weights in the store's keys
+	// (prefixstore.ModelIdentity; Load sets it).
+	ModelIdentity string
+	// StoreMinTokens is the shortest checkpoint written to the store; 0
+	// means DefaultStoreMinTokens.
+	StoreMinTokens int
 }
+
+// DefaultStoreMinTokens is the shortest prefix kept on disk: 1,024 tokens
+// take about 90 s to compute on a 2-core CPU at the real model's shapes and
+// 0.7 s on a fast Mac, against a tenth of a second to read their 107 MB
+// snapshot (BENCHMARKS.md); reading wins from a few tokens on, so the
+// bound only spares the disk a file for every short prompt.
+const DefaultStoreMinTokens = 1024
+
+// StateFormatVersion is the version of what the engine keeps in a stored
+// snapshot besides the backend's bytes (which tokens it holds, where it
+// is taken); a change to either needs a new one.
+const StateFormatVersion = 1
 
 // ErrBackendFailed is wrapped by the error of the requests that were
 // running when the engine moved to its Options.Fallback backend.
@@ -118,7 +144,9 @@ type Request struct {
 	// Checkpoints are prompt positions (token counts) where the engine
 	// snapshots the state for later requests, typically the start of the
 	// last assistant turn (chat.PromptCheckpoints: where the next turn of
-	// the conversation diverges). The engine also snapshots at the end of
+	// the conversation diverges). The engine adds the ends of the system
+	// turn and of each documents block (chat.SharedCheckpoints), where
+	// another conversation may start the same way. The engine also snapshots at the end of
 	// every prompt, at len(Prompt)-1 (one token is left for the pass that
 	// samples the first new token), to serve the same prompt again.
 	Checkpoints []int
@@ -150,6 +178,11 @@ type Request struct {
 	// (PriorityInteractive) start before queued API requests, within one
 	// step.
 	Priority Priority
+	// Owner names the conversation the request belongs to ("" none): the
+	// prefix store records who used each snapshot, so that deleting a
+	// conversation deletes the snapshots only it used
+	// (prefixstore.Store.DeleteOwner).
+	Owner string
 	// QueuePosition, when set, is told the request's place while it waits
 	// (1: next to start) each time it changes, and 0 when it starts. It
 	// runs on the stream's goroutine, as Progress does, and is told the
@@ -350,6 +383,9 @@ func New(opts Options) (*Engine, error) {
 	if opts.PrefillChunk <= 0 {
 		opts.PrefillChunk = 512
 	}
+	if opts.StoreMinTokens <= 0 {
+		opts.StoreMinTokens = DefaultStoreMinTokens
+	}
 	eosIDs := opts.EOS
 	if eosIDs == nil {
 		eosIDs = cfg.EOSTokenIDs
@@ -480,6 +516,7 @@ func (e *Engine) Submit(ctx context.Context, req Request) (*Stream, error) {
 	req.Prompt = slices.Clone(req.Prompt)
 	req.Stop = slices.Clone(req.Stop)
 	req.Checkpoints = slices.Clone(req.Checkpoints)
+	req.Checkpoints = append(req.Checkpoints, chat.SharedCheckpoints(e.tok, req.Prompt)...)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {

@@ -93,7 +93,22 @@ func (g *generation) begin() error {
 	prompt := req.Prompt
 	n := len(prompt)
 	g.protect = e.cache.now()
-	if hit := e.cache.lookup(g.key, n-1); hit != nil {
+	hit := e.cache.lookup(g.key, n-1)
+	cached := 0
+	if hit != nil {
+		cached = len(hit.tokens)
+	}
+	// A longer prefix on disk (kept by an earlier run) is read instead,
+	// and kept in memory from then on.
+	if snap := e.loadStored(g.key, cached, n-1, req.Owner); snap != nil {
+		tokens := g.key[:snap.Pos()]
+		if e.opts.CacheBytes > 0 {
+			e.cache.add(snap, tokens, 0)
+		}
+		hit = &cacheEntry{snap: snap, tokens: tokens}
+	}
+	if hit != nil {
+		e.ownStored(hit.tokens, req.Owner)
 		if err := g.seq.Restore(hit.snap); err != nil {
 			return fmt.Errorf("restoring a cached prefix of %d tokens: %w", len(hit.tokens), err)
 		}
@@ -154,19 +169,30 @@ func (g *generation) prefillChunk(chunk int) error {
 		return nil
 	}
 	g.marks = g.marks[1:]
-	if e.opts.CacheBytes > 0 && !e.cache.has(g.key[:g.pos]) {
-		snap, err := g.seq.Snapshot()
-		if err != nil {
+	// A checkpoint (where the next turn diverges, or another conversation
+	// may) goes to the disk store too; the end-of-prompt snapshot, useful
+	// only to regenerate, stays in memory.
+	checkpoint := slices.Contains(g.job.req.Checkpoints, g.pos)
+	var snap model.Snapshot
+	if ent := e.cache.get(g.key[:g.pos]); ent != nil {
+		snap = ent.snap
+	} else if e.opts.CacheBytes > 0 || checkpoint && e.opts.Store != nil {
+		var err error
+		if snap, err = g.seq.Snapshot(); err != nil {
 			return fmt.Errorf("snapshot at %d tokens: %w", g.pos, err)
 		}
-		// A checkpoint (where the next turn diverges) may evict anything;
-		// the end-of-prompt snapshot, useful only to regenerate, must not
-		// evict what this request relies on.
-		protect := uint64(0)
-		if g.pos == len(prompt)-1 {
-			protect = g.protect
+		if e.opts.CacheBytes > 0 {
+			// A checkpoint may evict anything; the end-of-prompt
+			// snapshot must not evict what this request relies on.
+			protect := uint64(0)
+			if g.pos == len(prompt)-1 {
+				protect = g.protect
+			}
+			e.cache.add(snap, g.key[:g.pos], protect)
 		}
-		e.cache.add(snap, g.key[:g.pos], protect)
+	}
+	if checkpoint && snap != nil {
+		e.saveStored(snap, g.key[:g.pos], g.job.req.Owner)
 	}
 	return nil
 }

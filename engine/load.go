@@ -8,6 +8,7 @@ import (
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
 	"github.com/suzuran-app/suzuran/engine/machine"
 	"github.com/suzuran-app/suzuran/engine/model"
+	"github.com/suzuran-app/suzuran/engine/prefixstore"
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
 
@@ -37,6 +38,10 @@ type LoadOptions struct {
 	// cpu backend (Threads, Precision) when a pass fails on the GPU, and
 	// is then told why, on a goroutine of its own (see Options.Fallback).
 	OnFallback func(cause error)
+	// Store and StoreMinTokens are as in Options; Load names the model
+	// for the store's keys (prefixstore.ModelIdentity).
+	Store          *prefixstore.Store
+	StoreMinTokens int
 }
 
 // Backends lists the backend names Load accepts in this build
@@ -83,6 +88,12 @@ func Load(dir string, lo LoadOptions) (*Engine, error) {
 	if cacheBytes == 0 {
 		cacheBytes = CacheBudget(machine.Available(), m.Bytes)
 	}
+	identity := ""
+	if lo.Store != nil {
+		// Without an identity the engine keeps its snapshots in memory
+		// only: a model it cannot name must not read another's.
+		identity, _ = prefixstore.ModelIdentity(dir)
+	}
 	parallel := lo.Parallel
 	if parallel == 0 {
 		parallel = backend.Parallel
@@ -95,19 +106,22 @@ func Load(dir string, lo LoadOptions) (*Engine, error) {
 		vision = m.Vision
 	}
 	e, err := New(Options{
-		Vision:        vision,
-		Backend:       backend.Backend,
-		Weights:       m.Weights,
-		Tokenizer:     tok,
-		Template:      tmpl,
-		ContextTokens: lo.ContextTokens,
-		QueueSize:     lo.QueueSize,
-		CacheBytes:    cacheBytes,
-		PrefillChunk:  lo.PrefillChunk,
-		Parallel:      parallel,
-		Pipelined:     backend.Async,
-		Fallback:      fallback,
-		OnFallback:    lo.OnFallback,
+		Vision:         vision,
+		Backend:        backend.Backend,
+		Weights:        m.Weights,
+		Tokenizer:      tok,
+		Template:       tmpl,
+		ContextTokens:  lo.ContextTokens,
+		QueueSize:      lo.QueueSize,
+		CacheBytes:     cacheBytes,
+		PrefillChunk:   lo.PrefillChunk,
+		Parallel:       parallel,
+		Pipelined:      backend.Async,
+		Fallback:       fallback,
+		OnFallback:     lo.OnFallback,
+		Store:          lo.Store,
+		ModelIdentity:  identity,
+		StoreMinTokens: lo.StoreMinTokens,
 	})
 	if err != nil {
 		backend.Close()

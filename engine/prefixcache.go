@@ -68,14 +68,17 @@ func (c *prefixCache) lookup(prompt []int, limit int) *cacheEntry {
 
 // has reports whether a snapshot of exactly tokens is cached, and marks it
 // used.
-func (c *prefixCache) has(tokens []int) bool {
+func (c *prefixCache) has(tokens []int) bool { return c.get(tokens) != nil }
+
+// get returns the entry of exactly tokens, marked used, or nil.
+func (c *prefixCache) get(tokens []int) *cacheEntry {
 	for _, e := range c.entries {
 		if slices.Equal(e.tokens, tokens) {
 			c.touch(e)
-			return true
+			return e
 		}
 	}
-	return false
+	return nil
 }
 
 // add stores snap, the state after consuming tokens, evicting the least

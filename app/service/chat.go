@@ -130,7 +130,7 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		if prompt, err = server.EncodePrompt(e, render); err == nil {
 			promptText = prompt.Text
 			stream, err = submitWindow(ctx, e, engine.Request{Prompt: prompt.IDs, Sampling: sampling,
-				Checkpoints: prompt.Checkpoints, Progress: progress})
+				Checkpoints: prompt.Checkpoints, Progress: progress, Owner: prefixOwner(reply.ConversationID)})
 		}
 	}
 	if err != nil {
@@ -290,7 +290,8 @@ func (s *Service) submitContinuation(ctx context.Context, e *engine.Engine, rend
 		return nil, "", fmt.Errorf("%w: the conversation and the reply so far hold more than the context's %d tokens: start a new conversation",
 			engine.ErrPromptTooLong, e.ContextTokens())
 	}
-	stream, err := submitWindow(ctx, e, engine.Request{Prompt: ids, Sampling: sampling, Checkpoints: prompt.Checkpoints, Progress: progress})
+	stream, err := submitWindow(ctx, e, engine.Request{Prompt: ids, Sampling: sampling, Checkpoints: prompt.Checkpoints, Progress: progress,
+		Owner: prefixOwner(reply.ConversationID)})
 	return stream, text, err
 }
 

@@ -21,11 +21,20 @@ import (
 const crashChildEnv = "SUZURAN_CRASH_CHILD_DB"
 
 func TestMain(m *testing.M) {
+	// The tests' prefix snapshots stay out of the user's cache folder.
+	prefixRoot, err := os.MkdirTemp("", "suzuran-service-prefix-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	defaultPrefixDir = func() (string, error) { return prefixRoot, nil }
 	if db := os.Getenv(crashChildEnv); db != "" {
 		crashChild(db)
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	os.RemoveAll(prefixRoot)
+	os.Exit(code)
 }
 
 // crashChild opens the service on the database and streams an endless

@@ -32,6 +32,7 @@ import (
 	"github.com/suzuran-app/suzuran/assets/models"
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/gpucheck"
+	"github.com/suzuran-app/suzuran/engine/prefixstore"
 )
 
 // Options configure a Service.
@@ -80,6 +81,9 @@ type Options struct {
 	// Report writes the report of `suzuran doctor --json`, which the
 	// window's "Copy report" copies; nil: the window offers none.
 	Report func() (string, error)
+	// PrefixDir is the folder of prefix snapshots on disk; "" is
+	// prefixstore.DefaultDir (under the user cache folder).
+	PrefixDir string
 }
 
 // APISwitch starts and stops the local API server. The app's main package
@@ -133,7 +137,14 @@ type Service struct {
 	pace time.Duration
 	// report is Options.Report.
 	report func() (string, error)
+	// prefix keeps the engine's prefix snapshots on disk; nil when its
+	// folder could not be opened (the engine then keeps them in memory).
+	prefix *prefixstore.Store
 }
+
+// defaultPrefixDir is where Options.PrefixDir "" puts the prefix
+// snapshots (the package's tests point it at a folder of their own).
+var defaultPrefixDir = prefixstore.DefaultDir
 
 // GPUCheckFile is the file, beside settings.json, that remembers the GPU
 // self-check's result (engine/gpucheck).
@@ -218,8 +229,21 @@ func Open(o Options) (*Service, error) {
 		}
 	}
 	s.report = o.Report
+	prefixDir := o.PrefixDir
+	if prefixDir == "" {
+		prefixDir, err = defaultPrefixDir()
+	}
+	var prefix *prefixstore.Store
+	if err == nil {
+		prefix, err = prefixstore.Open(prefixstore.Options{Dir: prefixDir, Limit: int64(current.PrefixCacheGB) << 30,
+			Log: func(msg string) { s.log.Warn().Msg(msg) }})
+	}
+	if err != nil {
+		s.log.Warn().Err(err).Msg("prefix snapshots are kept in memory only")
+	}
+	s.prefix = prefix
 	s.models = modelhost.New(modelhost.Options{
-		Load: engine.LoadOptions{Backend: o.Backend, Threads: o.Threads, QueueSize: o.QueueSize, Precision: o.Precision},
+		Load: engine.LoadOptions{Backend: o.Backend, Threads: o.Threads, QueueSize: o.QueueSize, Precision: o.Precision, Store: prefix},
 		GPU:  check,
 		ContextTokens: func() int {
 			if o.ContextTokens > 0 {
@@ -261,6 +285,9 @@ func (s *Service) Close() error {
 		cancel()
 	}
 	s.models.Close()
+	if s.prefix != nil {
+		s.prefix.Close()
+	}
 	return s.store.Close()
 }
 
@@ -400,6 +427,9 @@ func (s *Service) SaveSettings(next Settings) (Settings, error) {
 	}
 	if prev.ContextTokens != next.ContextTokens {
 		s.models.Load(s.models.Status().Dir)
+	}
+	if prev.PrefixCacheGB != next.PrefixCacheGB && s.prefix != nil {
+		s.prefix.SetLimit(int64(next.PrefixCacheGB) << 30)
 	}
 	if s.shortcut != nil && prev.GlobalShortcut != next.GlobalShortcut {
 		s.mu.Lock()

@@ -47,6 +47,7 @@ func newTestService(t *testing.T, modelDir string) *testService {
 	svc, err := Open(Options{
 		DatabasePath: filepath.Join(dir, "suzuran.db"),
 		SettingsPath: filepath.Join(dir, "settings.json"),
+		PrefixDir:    filepath.Join(dir, "prefix"),
 		Model:        modelDir,
 		Backend:      "cpu",
 		Threads:      1,

@@ -51,6 +51,10 @@ type Settings struct {
 	// GlobalShortcut opens the chat window from any app (macOS), written as
 	// app/hotkey reads it ("Option+Space"); "" is none.
 	GlobalShortcut string `json:"global_shortcut"`
+	// PrefixCacheGB bounds the folder of prefix snapshots on disk (a long
+	// document read once is read back from there after a restart), in
+	// GiB; 0 is engine/prefixstore's default, 8 GiB.
+	PrefixCacheGB int `json:"prefix_cache_gb"`
 }
 
 // Sampling is a sampling rule as the Settings view edits it.
@@ -155,6 +159,9 @@ func (s Settings) Validate() error {
 		if _, err := hotkey.Parse(s.GlobalShortcut); err != nil {
 			return err
 		}
+	}
+	if s.PrefixCacheGB < 0 || s.PrefixCacheGB > 4096 {
+		return fmt.Errorf("prefix cache size %d GiB: use 0 (the default, 8 GiB) to 4,096", s.PrefixCacheGB)
 	}
 	if s.KeepAliveMinutes < 0 {
 		return fmt.Errorf("keep-alive %d minutes: use 0 (keep the model loaded) or more", s.KeepAliveMinutes)

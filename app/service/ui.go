@@ -95,6 +95,9 @@ func (u *UI) Delete(id int64) error {
 	if err := u.s.store.DeleteConversation(context.Background(), id); err != nil {
 		return err
 	}
+	if u.s.prefix != nil {
+		u.s.prefix.DeleteOwner(prefixOwner(id))
+	}
 	u.s.events.publish(Event{Type: EventConversations})
 	return nil
 }

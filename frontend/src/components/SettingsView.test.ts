@@ -239,3 +239,19 @@ describe('settingsForm', () => {
     expect(serveCommand({ ...defaultSettings(), api_port: 11435 })).toBe('suzuran serve --addr 127.0.0.1:11435');
   });
 });
+
+describe('documents read before', () => {
+  it('shows the space the prefix snapshots take, clears them and saves their limit', async () => {
+    const view = await openSettings();
+    const box = within(view).getByTestId('prefix-cache');
+    await waitFor(() => expect(within(box).getByTestId('prefix-cache-used').textContent).toBe('300 MB'));
+    await fireEvent.click(within(box).getByRole('button', { name: 'Clear' }));
+    expect(backend.ui.ClearPrefixCache).toHaveBeenCalledOnce();
+    await waitFor(() => expect(within(box).getByTestId('prefix-cache-used').textContent).toBe('0 MB'));
+    expect((within(box).getByRole('button', { name: 'Clear' }) as HTMLButtonElement).disabled).toBe(true);
+    await fireEvent.input(within(box).getByRole('spinbutton', { name: /Disk space for them/ }), { target: { value: '20' } });
+    await fireEvent.click(within(view).getByRole('button', { name: 'Save' }));
+    await within(view).findByText('Saved.');
+    expect(backend.settings.prefix_cache_gb).toBe(20);
+  });
+});

@@ -43,6 +43,7 @@ export type Field =
   | 'port'
   | 'origins'
   | 'keep_alive'
+  | 'prefix_cache'
   | 'shortcut'
   | 'form';
 
@@ -57,6 +58,7 @@ const prefixes: [RegExp, Field][] = [
   [/^API port/i, 'port'],
   [/^CORS origin/i, 'origins'],
   [/^keep-alive/i, 'keep_alive'],
+  [/^prefix cache/i, 'prefix_cache'],
   [/shortcut|is taken by another app/i, 'shortcut'],
 ];
 

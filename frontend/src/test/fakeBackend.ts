@@ -41,6 +41,7 @@ export function defaultSettings(): Settings {
     keep_alive_minutes: 0,
     check_for_updates: true,
     global_shortcut: 'Option+Space',
+    prefix_cache_gb: 0,
   };
 }
 
@@ -50,6 +51,8 @@ export class FakeBackend implements Backend {
   messages: Message[] = [];
   deleted = new Set<number>();
   settings = defaultSettings();
+  /** What PrefixCache answers. */
+  prefixCache = { available: true, dir: '/cache/suzuran/prefix', bytes: 300 << 20, snapshots: 3, limitBytes: 8 << 30 };
   /** Shortcuts SaveSettings refuses as macOS would when another app holds them. */
   refusedShortcuts = new Set<string>();
   nextID = 1;
@@ -249,6 +252,11 @@ export class FakeBackend implements Backend {
     })),
     ReloadModel: vi.fn(async () => {}),
     RecheckGPU: vi.fn(async () => {}),
+    PrefixCache: vi.fn(async () => ({ ...this.prefixCache })),
+    ClearPrefixCache: vi.fn(async () => {
+      this.prefixCache = { ...this.prefixCache, bytes: 0, snapshots: 0 };
+      return { ...this.prefixCache };
+    }),
     Report: vi.fn(async () => '{"schema": 1, "ok": false}\n'),
     DismissWelcome: vi.fn(async () => {
       this.state.showWelcome = false;

@@ -269,6 +269,17 @@ export interface ModelState {
 }
 
 /**
+ * PrefixCache is the space the prefix snapshots take on disk.
+ */
+export interface PrefixCache {
+  available: boolean;
+  dir: string;
+  bytes: number;
+  snapshots: number;
+  limitBytes: number;
+}
+
+/**
  * RemovedModel is what RemoveModel deleted.
  */
 export interface RemovedModel {
@@ -340,6 +351,7 @@ export interface Settings {
   keep_alive_minutes: number;
   check_for_updates: boolean;
   global_shortcut: string;
+  prefix_cache_gb: number;
 }
 
 /**
@@ -436,6 +448,11 @@ export interface UI {
    */
   ChooseFiles(): Promise<AttachmentView[]>;
   /**
+   * ClearPrefixCache deletes every prefix snapshot on disk; the next long
+   * prompt is computed again.
+   */
+  ClearPrefixCache(): Promise<PrefixCache>;
+  /**
    * Continue goes on with a reply that was stopped or interrupted, from
    * where its text ends.
    */
@@ -504,6 +521,10 @@ export interface UI {
    * it ("" when cancelled); use it with UseModel.
    */
   PickFolder(): Promise<string>;
+  /**
+   * PrefixCache says how much space the prefix snapshots take.
+   */
+  PrefixCache(): Promise<PrefixCache>;
   /**
    * RecheckGPU runs the GPU self-check again, whatever result is remembered,
    * and loads the model where it says: on the GPU if it passes, else on the
@@ -617,4 +638,4 @@ export interface UI {
 }
 
 /** The names of UI's methods, for transports that call them by name. */
-export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "Continue", "Conversation", "Conversations", "CountTokens", "Delete", "DismissWelcome", "Download", "Edit", "Export", "Import", "Models", "PauseDownload", "PickFolder", "RecheckGPU", "Regenerate", "ReloadModel", "RemoveAttachment", "RemoveModel", "Rename", "Report", "RereadAttachment", "SaveExport", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "ShowVersion", "StartDownload", "State", "Stop", "TextEncodings", "Undelete", "UseModel", "Welcome"] as const;
+export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "ClearPrefixCache", "Continue", "Conversation", "Conversations", "CountTokens", "Delete", "DismissWelcome", "Download", "Edit", "Export", "Import", "Models", "PauseDownload", "PickFolder", "PrefixCache", "RecheckGPU", "Regenerate", "ReloadModel", "RemoveAttachment", "RemoveModel", "Rename", "Report", "RereadAttachment", "SaveExport", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "ShowVersion", "StartDownload", "State", "Stop", "TextEncodings", "Undelete", "UseModel", "Welcome"] as const;
