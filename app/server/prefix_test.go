@@ -36,13 +36,9 @@ func TestCachedTokensOfASharedSystemPrompt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l := NewLoader(fixtureDir, engine.LoadOptions{Store: store, StoreMinTokens: 64})
-		l.Load()
-		if err := l.Wait(t.Context()); err != nil {
-			t.Fatal(err)
-		}
+		l := loadModel(t, fixtureDir, engine.LoadOptions{Store: store, StoreMinTokens: 64})
 		ts := startServer(t, l, nil)
-		t.Cleanup(func() { l.Close(); store.Close() })
+		t.Cleanup(func() { store.Close() })
 		return ts, store
 	}
 	ts, store := start()
