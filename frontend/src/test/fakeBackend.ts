@@ -17,6 +17,7 @@ import {
   type Attachment,
   type AttachmentView,
   type FitView,
+  type ChatSettings,
   type Conversation,
   type Message,
   type SendRequest,
@@ -98,7 +99,13 @@ export class FakeBackend implements Backend {
   }
 
   addConversation(title: string, texts: string[] = []): Conversation {
-    const c = { id: this.nextID++, title, createdAt: Date.now(), updatedAt: Date.now() };
+    const c: Conversation = {
+      id: this.nextID++,
+      title,
+      createdAt: Date.now(),
+      updatedAt: Date.now(),
+      settings: { systemPrompt: '', thinking: '', samplingPreset: '' },
+    };
     this.conversations.unshift(c);
     for (const t of texts) this.addMessage(c.id, 'user', t);
     return c;
@@ -174,6 +181,15 @@ export class FakeBackend implements Backend {
       const c = this.addConversation('Imported');
       for (const m of msgs) this.addMessage(c.id, m.role, m.content);
       return c;
+    }),
+    SetConversationSettings: vi.fn(async (id: number, settings: ChatSettings) => {
+      const c = this.conversations.find((x) => x.id === id);
+      if (!c) throw new Error(`conversation ${id}: not found`);
+      if (!['', 'auto', 'thinking', 'non-thinking', 'coding', 'custom'].includes(settings.samplingPreset)) {
+        throw new Error(`sampling preset "${settings.samplingPreset}": use auto, thinking, non-thinking, coding, custom, or nothing to follow Settings`);
+      }
+      c.settings = { ...settings };
+      return { ...c, settings: { ...c.settings } };
     }),
     Rename: vi.fn(async (id: number, title: string) => {
       const c = this.conversations.find((x) => x.id === id);
