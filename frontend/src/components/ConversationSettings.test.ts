@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { cleanup, fireEvent, render, screen, waitFor, within } from '@testing-library/svelte';
 import App from '../App.svelte';
 import { FakeBackend } from '../test/fakeBackend';
@@ -90,7 +90,7 @@ describe('per-conversation settings', () => {
     expect(backend.ui.SetConversationSettings).not.toHaveBeenCalled();
     expect(document.activeElement).toBe(button);
 
-    backend.ui.SetConversationSettings.mockRejectedValueOnce(new Error('the system prompt is 70 KB: keep it under 64 KB'));
+    vi.mocked(backend.ui.SetConversationSettings).mockRejectedValueOnce(new Error('the system prompt is 70 KB: keep it under 64 KB'));
     await fireEvent.click(button);
     sheet = await screen.findByTestId('chat-settings');
     await fireEvent.click(within(sheet).getByRole('button', { name: 'Save' }));
