@@ -126,6 +126,18 @@ export class ChatState {
     });
   }
 
+  /**
+   * Asks, before the view is left, whether to keep unsaved changes: the
+   * Settings view sets it while it is open, taking the action to run once
+   * the user answers and returning true when it asks.
+   */
+  leaveGuard: ((action: () => void) => boolean) | null = null;
+
+  /** Runs an action that leaves the view (New chat, Settings from the tray or a shortcut) through leaveGuard. */
+  leave(action: () => void): void {
+    if (!this.leaveGuard?.(action)) action();
+  }
+
   newChat(): void {
     this.current = null;
     if (this.settings) this.think = this.settings.thinking;
@@ -417,8 +429,8 @@ export class ChatState {
     }
     if (received.type === 'command') {
       const { command } = received as { command: string };
-      if (command === 'new-chat') this.newChat();
-      else if (command === 'settings') this.view = 'settings';
+      if (command === 'new-chat') this.leave(() => this.newChat());
+      else if (command === 'settings' && this.view !== 'settings') this.leave(() => (this.view = 'settings'));
       return;
     }
     const event = received as Event;
