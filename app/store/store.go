@@ -68,6 +68,9 @@ type Conversation struct {
 	UpdatedAt int64 `json:"updatedAt"`
 	// Snippet is the matching text of a search hit ("" outside a search).
 	Snippet string `json:"snippet,omitempty"`
+	// MatchID is the message the snippet comes from, on whichever branch
+	// it is (0 outside a search, or when the title matched).
+	MatchID int64 `json:"matchId,omitempty"`
 	// Settings are the conversation's own choices, which its turns use
 	// over the app's.
 	Settings ChatSettings `json:"settings"`
@@ -431,11 +434,15 @@ func (s *Store) Conversations(ctx context.Context, query string) ([]Conversation
 	var rows *sql.Rows
 	var err error
 	if query == "" {
-		rows, err = s.db.QueryContext(ctx, `SELECT id, title, created_at, updated_at, system_prompt, thinking, sampling_preset, '' FROM conversations
+		rows, err = s.db.QueryContext(ctx, `SELECT id, title, created_at, updated_at, system_prompt, thinking, sampling_preset, 0, '' FROM conversations
 			WHERE deleted_at IS NULL ORDER BY updated_at DESC, id DESC`)
 	} else {
 		pattern := "%" + escapeLike(query) + "%"
+		// Every message counts, on every branch: the hit names its
+		// message, so that the window can show the branch it is on.
 		rows, err = s.db.QueryContext(ctx, `SELECT c.id, c.title, c.created_at, c.updated_at, c.system_prompt, c.thinking, c.sampling_preset,
+				COALESCE((SELECT m.id FROM messages m WHERE m.conversation_id = c.id
+					AND m.content LIKE ?1 ESCAPE '\' ORDER BY m.id LIMIT 1), 0),
 				COALESCE((SELECT m.content FROM messages m WHERE m.conversation_id = c.id
 					AND m.content LIKE ?1 ESCAPE '\' ORDER BY m.id LIMIT 1), '')
 			FROM conversations c
@@ -452,7 +459,7 @@ func (s *Store) Conversations(ctx context.Context, query string) ([]Conversation
 		var c Conversation
 		var text string
 		if err := rows.Scan(&c.ID, &c.Title, &c.CreatedAt, &c.UpdatedAt,
-			&c.Settings.SystemPrompt, &c.Settings.Thinking, &c.Settings.SamplingPreset, &text); err != nil {
+			&c.Settings.SystemPrompt, &c.Settings.Thinking, &c.Settings.SamplingPreset, &c.MatchID, &text); err != nil {
 			return nil, err
 		}
 		if text != "" {

@@ -115,9 +115,14 @@ export class ChatState {
     await this.guard(() => this.refreshList());
   }
 
-  async open(id: number): Promise<void> {
+  /**
+   * Opens a conversation; with match (a search hit's message), on the
+   * branch that holds it when another one is shown.
+   */
+  async open(id: number, match = 0): Promise<void> {
     await this.guard(async () => {
-      const view = await this.ui.Conversation(id);
+      let view = await this.ui.Conversation(id);
+      if (match && !view.messages.some((m) => m.id === match)) view = await this.ui.ShowVersion(match);
       this.current = view.conversation;
       this.messages = view.messages;
       this.think = thinkOf(view.conversation, this.settings?.thinking ?? this.think);

@@ -144,12 +144,12 @@ export class FakeBackend implements Backend {
     Conversations: vi.fn(async (query: string) =>
       this.conversations
         .filter((c) => !this.deleted.has(c.id))
-        .filter(
-          (c) =>
-            !query ||
-            c.title.toLowerCase().includes(query.toLowerCase()) ||
-            this.messages.some((m) => m.conversationId === c.id && m.content.toLowerCase().includes(query.toLowerCase())),
-        ),
+        .map((c) => {
+          // Every branch is searched; the hit names its message.
+          const hit = query ? this.messages.find((m) => m.conversationId === c.id && m.content.toLowerCase().includes(query.toLowerCase())) : undefined;
+          return hit ? { ...c, matchId: hit.id, snippet: hit.content } : c;
+        })
+        .filter((c) => !query || c.title.toLowerCase().includes(query.toLowerCase()) || c.matchId),
     ),
     Conversation: vi.fn(async (id: number) => {
       const c = this.conversations.find((x) => x.id === id && !this.deleted.has(id));

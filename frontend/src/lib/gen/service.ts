@@ -143,6 +143,7 @@ export interface Conversation {
   createdAt: number;
   updatedAt: number;
   snippet?: string;
+  matchId?: number;
   settings: ChatSettings;
 }
 
