@@ -179,7 +179,7 @@ $(API_AGENTS)/node_modules/.package-lock.json: $(API_AGENTS)/package-lock.json $
 ## model (frontend/e2e); screenshots of the main states go to bin/e2e/.
 e2e: build
 	$(GO) build -o bin/fakehub ./app/internal/fakehub/cmd/fakehub
-	cd frontend && SUZURAN=bin/suzuran FAKEHUB=bin/fakehub E2E_SHOTS=bin/e2e node --test e2e/chat.e2e.mjs e2e/welcome.e2e.mjs e2e/docs.e2e.mjs e2e/security.e2e.mjs
+	cd frontend && SUZURAN=bin/suzuran FAKEHUB=bin/fakehub E2E_SHOTS=bin/e2e node --test e2e/chat.e2e.mjs e2e/welcome.e2e.mjs e2e/docs.e2e.mjs e2e/security.e2e.mjs e2e/window.e2e.mjs
 
 ## fuzz-docs: each fuzz test of app/docs (one per format's parser, and
 ## FuzzExtract for the dispatcher) for FUZZTIME (60 s) each, one after the

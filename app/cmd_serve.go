@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -35,6 +38,30 @@ type serveOptions struct {
 	database, settings string
 	pace               time.Duration
 	noUI               bool
+}
+
+// savedAPI takes the API settings saved in the chat UI's Settings (its
+// port, network access with its key, allowed origins, default answer
+// bound) for each flag the command line did not give (changed says which
+// it gave), so that what was saved under serve applies when serve starts
+// again. A key from $SUZURAN_API_KEY counts as given.
+func (o *serveOptions) savedAPI(changed func(flag string) bool, s service.Settings) {
+	if !changed("addr") && s.APIPort > 0 {
+		host := "127.0.0.1"
+		if s.APILAN {
+			host = "0.0.0.0"
+		}
+		o.addr = net.JoinHostPort(host, strconv.Itoa(s.APIPort))
+	}
+	if o.apiKey == "" && s.APILAN {
+		o.apiKey = s.APIKey
+	}
+	if !changed("cors") && len(s.APICORSOrigins) > 0 {
+		o.cors = slices.Clone(s.APICORSOrigins)
+	}
+	if !changed("max-tokens") && s.APIMaxTokens > 0 {
+		o.maxTokens = s.APIMaxTokens
+	}
 }
 
 // apiKeyEnv holds the key when it should not show in the process list.
@@ -176,6 +203,14 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 		})
 		if err != nil {
 			return err
+		}
+		// The API settings saved in the UI's Settings stand where the
+		// command line gives none.
+		o.savedAPI(cmd.Flags().Changed, svc.Settings())
+		cfg.Addr, cfg.APIKey, cfg.CORSOrigins, cfg.DefaultMaxTokens = o.addr, o.apiKey, o.cors, o.maxTokens
+		if _, err := server.CheckAddr(o.addr, o.apiKey); err != nil {
+			svc.Close()
+			return fmt.Errorf("%w (the API settings saved in Settings; change them there, or give --addr and --api-key)", err)
 		}
 		cfg.Models, cfg.UI = svc.Models(), serveUI(svc, logger)
 		wait = func(ctx context.Context) error { _, err := svc.WaitModel(ctx); return err }

@@ -58,10 +58,17 @@ func (p *serveProcess) log() string {
 	return p.logs.String()
 }
 
-// startServe runs serve with args and waits until it says where it listens.
+// startServe runs serve on a free port with args and waits until it says
+// where it listens.
 func startServe(t *testing.T, env []string, args ...string) *serveProcess {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"serve", "--addr", "127.0.0.1:0"}, args...)...)
+	return startServeArgs(t, env, append([]string{"--addr", "127.0.0.1:0"}, args...)...)
+}
+
+// startServeArgs is startServe with no address of its own.
+func startServeArgs(t *testing.T, env []string, args ...string) *serveProcess {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"serve"}, args...)...)
 	// The chat UI's database and settings go to a private home unless env
 	// says otherwise (later entries win).
 	home := t.TempDir()
@@ -553,4 +560,52 @@ func TestServeModelThatFailsToLoad(t *testing.T) {
 			t.Errorf("%v: err %v, stderr %q; want it to end saying the model in %s did not load", args, err, stderr, broken)
 		}
 	}
+}
+
+// TestServeUsesSavedAPISettings: the API settings saved in the chat UI's
+// Settings (as a save under serve stores them) are what serve listens with
+// when it starts again without --addr and --cors; the flags still win.
+func TestServeUsesSavedAPISettings(t *testing.T) {
+	fixture := filepath.Join("..", "engine", "internal", "fixtures", "testdata", "qwen35moe-tiny", "mlx-4bit")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	settings := filepath.Join(dir, "settings.json")
+	saved := fmt.Sprintf(`{"api_port": %d, "api_cors_origins": ["http://saved.example"]}`, port)
+	if err := os.WriteFile(settings, []byte(saved), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--model", fixture, "--backend", "cpu", "--db", filepath.Join(dir, "chat.db"), "--settings", settings}
+	allowed := func(p *serveProcess, origin string) string {
+		_, header, _ := serveRequest(t, "GET", "http://"+p.addr+"/v1/models", "", map[string]string{"Origin": origin})
+		return header.Get("Access-Control-Allow-Origin")
+	}
+
+	p := startServeArgs(t, nil, common...)
+	if want := fmt.Sprintf("127.0.0.1:%d", port); p.addr != want {
+		t.Errorf("serve listens on %s, want the saved port's %s", p.addr, want)
+	}
+	if got := allowed(p, "http://saved.example"); got != "http://saved.example" {
+		t.Errorf("the saved origin is not allowed: Access-Control-Allow-Origin %q", got)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	<-p.done
+
+	// The command line's address and origins over the saved ones.
+	p = startServe(t, nil, append(common, "--cors", "http://flag.example")...)
+	if strings.HasSuffix(p.addr, fmt.Sprintf(":%d", port)) {
+		t.Errorf("--addr 127.0.0.1:0 listened on the saved port %d", port)
+	}
+	if got := allowed(p, "http://saved.example"); got != "" {
+		t.Errorf("with --cors, the saved origin is still allowed (%q)", got)
+	}
+	if got := allowed(p, "http://flag.example"); got != "http://flag.example" {
+		t.Errorf("--cors's origin is not allowed: %q", got)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	<-p.done
 }

@@ -152,6 +152,7 @@ func TestDesktopSmoke(t *testing.T) {
 
 	checkLocalAPISwitch(t, menu, items[trayAPITitle], apiPort, exited)
 	checkMessageAnswered(t, window, filepath.Join(home, "data", "suzuran", "suzuran.db"), exited)
+	checkViews(t, window, menu, items, exited)
 
 	// A second launch hands over to the first one, which shows its hidden
 	// window, and exits with 0; the first runs on.
@@ -348,6 +349,60 @@ func checkMessageAnswered(t *testing.T, window xWindow, dbPath string, exited <-
 	t.Logf("%.1f %% of the window changed with the question and answer", changed)
 	if *smokeShot != "" {
 		saveImage(t, strings.TrimSuffix(*smokeShot, ".png")+"-answer.png", after)
+	}
+}
+
+// checkViews opens the window's other main views from the tray (Settings,
+// then a new chat) and photographs each: each must be painted (as
+// checkWindowPainted judges) and differ from the view before it, which a
+// page that did not follow the command would not.
+func checkViews(t *testing.T, window xWindow, menu dbus.BusObject, items map[string]int32, exited <-chan error) {
+	t.Helper()
+	prev, err := screenshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, view := range []struct{ name, item string }{
+		{"settings", traySettingsTitle},
+		{"new-chat", trayNewChatTitle},
+	} {
+		clickMenuItem(t, menu, items[view.item])
+		var shot image.Image
+		var changed float64
+		// The view paints within a moment; 20 s is for a loaded machine.
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			if shot, err = screenshot(); err != nil {
+				t.Fatal(err)
+			}
+			if changed = changedPercent(prev, shot, window.rect); changed >= 5 {
+				// Let it finish painting, then keep what it shows.
+				time.Sleep(500 * time.Millisecond)
+				if shot, err = screenshot(); err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%s: only %.2f %% of the window changed after %q; want the view shown", view.name, changed, view.item)
+				break
+			}
+			select {
+			case err := <-exited:
+				t.Fatalf("the app exited while showing %s: %v", view.name, err)
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+		colours, background := colourStats(shot, window.rect)
+		if colours < minWindowColours || background > maxBackgroundPercent {
+			t.Errorf("%s looks blank: %d colours (want ≥ %d), background on %.1f %% (want ≤ %.1f %%)",
+				view.name, colours, minWindowColours, background, maxBackgroundPercent)
+		}
+		t.Logf("%s: %.1f %% of the window changed; %d colours, background on %.1f %%", view.name, changed, colours, background)
+		if *smokeShot != "" {
+			saveImage(t, strings.TrimSuffix(*smokeShot, ".png")+"-"+view.name+".png", shot)
+		}
+		prev = shot
 	}
 }
 

@@ -443,14 +443,17 @@ func answerRoom(contextTokens int) int { return min(2048, contextTokens/4) }
 // earlier documents included, the new ones not) against the engine's
 // context.
 func (s *Service) budget(e *engine.Engine, conversation int64, question string, think bool) (docs.Budget, error) {
+	var c store.Conversation
 	var history []store.Message
 	if conversation != 0 {
 		var err error
-		if _, history, err = s.store.Conversation(context.Background(), conversation); err != nil {
+		if c, history, err = s.store.Conversation(context.Background(), conversation); err != nil {
 			return docs.Budget{}, err
 		}
 	}
-	msgs := s.promptMessages(history, 0)
+	turn := s.Settings().For(c.Settings, think)
+	think = turn.Think
+	msgs := promptMessages(turn.SystemPrompt, history, 0)
 	msgs = append(msgs, chat.Message{Role: "user", Content: question})
 	// Rendered as generate renders it: thinking changes the prompt's end.
 	if modelhost.IsDemo(e.Dir()) {
@@ -471,9 +474,9 @@ func (s *Service) budget(e *engine.Engine, conversation int64, question string, 
 // promptMessages turns stored messages before message id before (all when
 // 0) into the chat messages the model reads: the system prompt, then each
 // question with its documents placed before it (docs.UserMessage).
-func (s *Service) promptMessages(history []store.Message, before int64) []chat.Message {
+func promptMessages(system string, history []store.Message, before int64) []chat.Message {
 	var msgs []chat.Message
-	if sp := s.Settings().SystemPrompt; strings.TrimSpace(sp) != "" {
+	if sp := system; strings.TrimSpace(sp) != "" {
 		msgs = append(msgs, chat.Message{Role: "system", Content: sp})
 	}
 	for _, m := range history {

@@ -93,20 +93,22 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 	}
 	defer s.models.Release()
 
-	_, history, err := s.store.Conversation(ctx, reply.ConversationID)
+	c, history, err := s.store.Conversation(ctx, reply.ConversationID)
 	if err != nil {
 		finish(store.StatusError, err, nil)
 		return
 	}
-	settings := s.Settings()
+	// The conversation's own settings over the app's.
+	turn := s.Settings().For(c.Settings, think)
+	think = turn.Think
 	// The demo model was trained without thinking: asked to think, it
 	// writes template text where the thinking goes.
 	if modelhost.IsDemo(e.Dir()) {
 		think = false
 	}
-	msgs := s.promptMessages(history, reply.ID)
+	msgs := promptMessages(turn.SystemPrompt, history, reply.ID)
 	render := chat.RenderRequest{Messages: msgs, AddGenerationPrompt: true, EnableThinking: &think}
-	samp := settings.SamplingFor(think)
+	samp := turn.Sampling(think)
 	sampling := model.Sampling{
 		Temperature: float32(samp.Temperature), TopP: float32(samp.TopP), TopK: samp.TopK,
 		MinP: float32(samp.MinP), PresencePenalty: float32(samp.PresencePenalty),

@@ -29,8 +29,11 @@ type ExportedConversation struct {
 	Title     string `json:"title"`
 	CreatedAt int64  `json:"createdAt"`
 	// Shown is the id of the last message of the branch shown.
-	Shown    int64             `json:"shown"`
-	Messages []ExportedMessage `json:"messages"`
+	Shown int64 `json:"shown"`
+	// Settings are the conversation's own (absent in files of versions
+	// before they were kept, which follow the app's).
+	Settings *store.ChatSettings `json:"settings,omitempty"`
+	Messages []ExportedMessage   `json:"messages"`
 }
 
 // ExportedMessage is one message of an exported conversation; ParentID
@@ -81,6 +84,10 @@ func (u *UI) Export(conversationID int64, format string) (ExportFile, error) {
 		}
 		out := ExportedConversation{Format: exportFormat, Version: exportVersion, Title: c.Title, CreatedAt: c.CreatedAt,
 			Shown: leaf, Messages: []ExportedMessage{}}
+		if c.Settings != (store.ChatSettings{}) {
+			cs := c.Settings
+			out.Settings = &cs
+		}
 		for _, m := range all {
 			em := ExportedMessage{ID: m.ID, ParentID: m.ParentID, Role: m.Role, Content: m.Content, Reasoning: m.Reasoning,
 				Status: m.Status, Error: m.Error, Stats: m.Stats, CreatedAt: m.CreatedAt}
@@ -167,7 +174,11 @@ func (u *UI) Import(text string) (store.Conversation, error) {
 		}
 		msgs = append(msgs, sm)
 	}
-	c, err := u.s.store.ImportConversation(context.Background(), in.Title, in.CreatedAt, msgs, in.Shown)
+	var settings store.ChatSettings
+	if in.Settings != nil {
+		settings = *in.Settings
+	}
+	c, err := u.s.store.ImportConversation(context.Background(), in.Title, in.CreatedAt, settings, msgs, in.Shown)
 	if err != nil {
 		return c, fmt.Errorf("the conversation could not be imported: %w", err)
 	}
@@ -198,6 +209,11 @@ func parseExport(text string) (ExportedConversation, error) {
 	in.Title = strings.TrimSpace(in.Title)
 	if in.Title == "" {
 		in.Title = "Imported chat"
+	}
+	if in.Settings != nil {
+		if err := checkChatSettings(*in.Settings); err != nil {
+			return in, fmt.Errorf("its settings: %w", err)
+		}
 	}
 	seen := map[int64]bool{}
 	statuses := map[string]bool{store.StatusComplete: true, store.StatusStreaming: true, store.StatusStopped: true,

@@ -29,6 +29,10 @@ func seedBranches(t *testing.T, s *testService) (store.Conversation, []store.Mes
 	if err := s.store.ShowVersion(ctx, a1.ID); err != nil {
 		t.Fatal(err)
 	}
+	c.Settings = store.ChatSettings{SystemPrompt: "Answer in French.", Thinking: store.ThinkingOff, SamplingPreset: PresetCoding}
+	if err := s.store.SetConversationSettings(ctx, c.ID, c.Settings); err != nil {
+		t.Fatal(err)
+	}
 	return c, []store.Message{q, a1, a2}
 }
 
@@ -55,12 +59,15 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if imported.ID == c.ID || imported.Title != c.Title {
+	if imported.ID == c.ID || imported.Title != c.Title || !strings.Contains(js.Text, `"systemPrompt": "Answer in French."`) {
 		t.Fatalf("imported %+v", imported)
 	}
 	view, err := s.ui.Conversation(imported.ID)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if view.Conversation.Settings != c.Settings {
+		t.Errorf("imported settings %+v, want the conversation's own %+v", view.Conversation.Settings, c.Settings)
 	}
 	got := view.Messages
 	if len(got) != 2 || got[0].Content != msgs[0].Content || got[1].Content != msgs[1].Content ||
@@ -102,6 +109,9 @@ func TestImportRefusesBadFilesAndStoresNothing(t *testing.T) {
 		{"bad role", mutate(func(m map[string]any) {
 			m["messages"].([]any)[1].(map[string]any)["role"] = "system"
 		}), `role "system"`},
+		{"bad settings", mutate(func(m map[string]any) {
+			m["settings"].(map[string]any)["samplingPreset"] = "wild"
+		}), `its settings: sampling preset "wild"`},
 		{"orphan", mutate(func(m map[string]any) {
 			m["messages"].([]any)[2].(map[string]any)["parentId"] = 999
 		}), "does not come before it"},
@@ -116,6 +126,11 @@ func TestImportRefusesBadFilesAndStoresNothing(t *testing.T) {
 	after, _ := s.ui.Conversations("")
 	if len(after) != len(before) {
 		t.Fatalf("%d conversations after refused imports, %d before", len(after), len(before))
+	}
+	// A file from before conversations had settings follows the app's.
+	old, err := s.ui.Import(mutate(func(m map[string]any) { delete(m, "settings") }))
+	if err != nil || old.Settings != (store.ChatSettings{}) {
+		t.Errorf("a file without settings: %+v, %v", old.Settings, err)
 	}
 	if _, err := s.ui.Export(c.ID, "pdf"); err == nil {
 		t.Error("an unknown export format was accepted")

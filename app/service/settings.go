@@ -11,6 +11,7 @@ import (
 
 	"github.com/suzuran-app/suzuran/app/hotkey"
 	"github.com/suzuran-app/suzuran/app/settings"
+	"github.com/suzuran-app/suzuran/app/store"
 	"github.com/suzuran-app/suzuran/engine/sample"
 )
 
@@ -102,6 +103,63 @@ func (s Settings) SamplingFor(thinking bool) Sampling {
 	}
 	return preset(PresetNonThinking)
 }
+
+// TurnSettings are what one turn of a conversation uses: the
+// conversation's own settings where it has them, else the app's.
+type TurnSettings struct {
+	SystemPrompt string
+	// Think is whether the model thinks (before the demo model's own
+	// refusal to).
+	Think bool
+	app   Settings
+}
+
+// Sampling is the rule the turn samples with, given whether the model
+// thinks.
+func (t TurnSettings) Sampling(thinking bool) Sampling { return t.app.SamplingFor(thinking) }
+
+// For is what a turn of a conversation with its own settings cs uses
+// under the app's settings s; think is the window's thinking switch,
+// which the conversation's own "on" or "off" overrides.
+func (s Settings) For(cs store.ChatSettings, think bool) TurnSettings {
+	t := TurnSettings{SystemPrompt: s.SystemPrompt, Think: think, app: s}
+	if cs.SystemPrompt != "" {
+		t.SystemPrompt = cs.SystemPrompt
+	}
+	switch cs.Thinking {
+	case store.ThinkingOn:
+		t.Think = true
+	case store.ThinkingOff:
+		t.Think = false
+	}
+	if cs.SamplingPreset != "" {
+		t.app.SamplingPreset = cs.SamplingPreset
+	}
+	return t
+}
+
+// checkChatSettings checks a conversation's own settings, naming the
+// first bad one and what it accepts.
+func checkChatSettings(cs store.ChatSettings) error {
+	switch cs.SamplingPreset {
+	case "", PresetAuto, PresetThinking, PresetNonThinking, PresetCoding, PresetCustom:
+	default:
+		return fmt.Errorf("sampling preset %q: use auto, thinking, non-thinking, coding, custom, or nothing to follow Settings", cs.SamplingPreset)
+	}
+	switch cs.Thinking {
+	case "", store.ThinkingOn, store.ThinkingOff:
+	default:
+		return fmt.Errorf("thinking %q: use on, off, or nothing to follow the thinking switch", cs.Thinking)
+	}
+	if len(cs.SystemPrompt) > maxSystemPrompt {
+		return fmt.Errorf("the system prompt is %d KB: keep it under %d KB (attach a long text as a document instead)", len(cs.SystemPrompt)>>10, maxSystemPrompt>>10)
+	}
+	return nil
+}
+
+// maxSystemPrompt bounds a conversation's system prompt: far more than a
+// prompt of instructions, far less than a context.
+const maxSystemPrompt = 64 << 10
 
 // DefaultSettings are what a first start uses.
 func DefaultSettings() Settings {

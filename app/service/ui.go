@@ -79,6 +79,25 @@ func (u *UI) Conversation(id int64) (ConversationView, error) {
 	return ConversationView{Conversation: c, Messages: u.s.withLive(msgs)}, err
 }
 
+// SetConversationSettings stores a conversation's own system prompt,
+// thinking and sampling preset ("" follows the app's Settings) and
+// returns the conversation with them. Its next turns use them.
+func (u *UI) SetConversationSettings(id int64, settings store.ChatSettings) (store.Conversation, error) {
+	ctx := context.Background()
+	if err := checkChatSettings(settings); err != nil {
+		return store.Conversation{}, err
+	}
+	if err := u.s.store.SetConversationSettings(ctx, id, settings); err != nil {
+		return store.Conversation{}, err
+	}
+	c, _, err := u.s.store.Conversation(ctx, id)
+	if err != nil {
+		return c, err
+	}
+	u.s.events.publish(Event{Type: EventConversations})
+	return c, nil
+}
+
 // Rename sets a conversation's title.
 func (u *UI) Rename(id int64, title string) error {
 	if err := u.s.store.RenameConversation(context.Background(), id, title); err != nil {

@@ -49,7 +49,7 @@ func TestNextTurnReadsTheShownBranch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	msgs := s.promptMessages(history, next.Reply.ID)
+	msgs := promptMessages(s.Settings().SystemPrompt, history, next.Reply.ID)
 	var answers []string
 	for _, m := range msgs {
 		if m.Role == "assistant" {

@@ -67,6 +67,13 @@ var migrations = []string{
 		WHERE p.conversation_id = messages.conversation_id AND p.id < messages.id);
 	UPDATE conversations SET leaf_id = (SELECT MAX(m.id) FROM messages m WHERE m.conversation_id = conversations.id);
 	CREATE INDEX messages_by_parent ON messages (parent_id);`,
+
+	// 5: a conversation's own settings, each "" where it follows the
+	// app's (Settings): its system prompt, thinking ("on" or "off") and
+	// sampling preset. Existing conversations follow the app's.
+	`ALTER TABLE conversations ADD COLUMN system_prompt TEXT NOT NULL DEFAULT '';
+	ALTER TABLE conversations ADD COLUMN thinking TEXT NOT NULL DEFAULT '' CHECK (thinking IN ('', 'on', 'off'));
+	ALTER TABLE conversations ADD COLUMN sampling_preset TEXT NOT NULL DEFAULT '';`,
 }
 
 // migrate brings db's schema to version target, one transaction per step,

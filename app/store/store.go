@@ -18,6 +18,10 @@
 // model reads, one branch: the one that ends at its leaf (ShowVersion
 // moves it).
 //
+// A conversation may have settings of its own (ChatSettings: a system
+// prompt, thinking on or off, a sampling preset), each empty where it
+// follows the app's.
+//
 // A reply being generated is a message with status "streaming", rewritten as
 // it grows. A process that dies mid-reply leaves it so; the next Open marks
 // every such message "interrupted", which is how the UI knows to offer
@@ -64,7 +68,30 @@ type Conversation struct {
 	UpdatedAt int64 `json:"updatedAt"`
 	// Snippet is the matching text of a search hit ("" outside a search).
 	Snippet string `json:"snippet,omitempty"`
+	// MatchID is the message the snippet comes from, on whichever branch
+	// it is (0 outside a search, or when the title matched).
+	MatchID int64 `json:"matchId,omitempty"`
+	// Settings are the conversation's own choices, which its turns use
+	// over the app's.
+	Settings ChatSettings `json:"settings"`
 }
+
+// ChatSettings are a conversation's own settings. Each is "" where the
+// conversation follows the app's setting of the same name.
+type ChatSettings struct {
+	// SystemPrompt replaces the app's system prompt.
+	SystemPrompt string `json:"systemPrompt"`
+	// Thinking is "on" or "off".
+	Thinking string `json:"thinking"`
+	// SamplingPreset names one of the app's sampling presets.
+	SamplingPreset string `json:"samplingPreset"`
+}
+
+// Thinking values of ChatSettings.
+const (
+	ThinkingOn  = "on"
+	ThinkingOff = "off"
+)
 
 // Message is one turn of a conversation.
 type Message struct {
@@ -407,11 +434,15 @@ func (s *Store) Conversations(ctx context.Context, query string) ([]Conversation
 	var rows *sql.Rows
 	var err error
 	if query == "" {
-		rows, err = s.db.QueryContext(ctx, `SELECT id, title, created_at, updated_at, '' FROM conversations
+		rows, err = s.db.QueryContext(ctx, `SELECT id, title, created_at, updated_at, system_prompt, thinking, sampling_preset, 0, '' FROM conversations
 			WHERE deleted_at IS NULL ORDER BY updated_at DESC, id DESC`)
 	} else {
 		pattern := "%" + escapeLike(query) + "%"
-		rows, err = s.db.QueryContext(ctx, `SELECT c.id, c.title, c.created_at, c.updated_at,
+		// Every message counts, on every branch: the hit names its
+		// message, so that the window can show the branch it is on.
+		rows, err = s.db.QueryContext(ctx, `SELECT c.id, c.title, c.created_at, c.updated_at, c.system_prompt, c.thinking, c.sampling_preset,
+				COALESCE((SELECT m.id FROM messages m WHERE m.conversation_id = c.id
+					AND m.content LIKE ?1 ESCAPE '\' ORDER BY m.id LIMIT 1), 0),
 				COALESCE((SELECT m.content FROM messages m WHERE m.conversation_id = c.id
 					AND m.content LIKE ?1 ESCAPE '\' ORDER BY m.id LIMIT 1), '')
 			FROM conversations c
@@ -427,7 +458,8 @@ func (s *Store) Conversations(ctx context.Context, query string) ([]Conversation
 	for rows.Next() {
 		var c Conversation
 		var text string
-		if err := rows.Scan(&c.ID, &c.Title, &c.CreatedAt, &c.UpdatedAt, &text); err != nil {
+		if err := rows.Scan(&c.ID, &c.Title, &c.CreatedAt, &c.UpdatedAt,
+			&c.Settings.SystemPrompt, &c.Settings.Thinking, &c.Settings.SamplingPreset, &c.MatchID, &text); err != nil {
 			return nil, err
 		}
 		if text != "" {
@@ -464,8 +496,9 @@ func snippet(text, query string) string {
 // Conversation returns one conversation and its messages in order.
 func (s *Store) Conversation(ctx context.Context, id int64) (Conversation, []Message, error) {
 	var c Conversation
-	err := s.db.QueryRowContext(ctx, `SELECT id, title, created_at, updated_at FROM conversations
-		WHERE id = ? AND deleted_at IS NULL`, id).Scan(&c.ID, &c.Title, &c.CreatedAt, &c.UpdatedAt)
+	err := s.db.QueryRowContext(ctx, `SELECT id, title, created_at, updated_at, system_prompt, thinking, sampling_preset
+		FROM conversations WHERE id = ? AND deleted_at IS NULL`, id).Scan(&c.ID, &c.Title, &c.CreatedAt, &c.UpdatedAt,
+		&c.Settings.SystemPrompt, &c.Settings.Thinking, &c.Settings.SamplingPreset)
 	if errors.Is(err, sql.ErrNoRows) {
 		return c, nil, fmt.Errorf("conversation %d: %w", id, ErrNotFound)
 	}
@@ -569,6 +602,24 @@ func (s *Store) RenameConversation(ctx context.Context, id int64, title string) 
 	}
 	return s.exec1(ctx, fmt.Sprintf("renaming conversation %d", id),
 		`UPDATE conversations SET title = ? WHERE id = ? AND deleted_at IS NULL`, title, id)
+}
+
+// SetConversationSettings stores a conversation's own settings (all of
+// them: a "" field follows the app's again).
+func (s *Store) SetConversationSettings(ctx context.Context, id int64, cs ChatSettings) error {
+	if err := cs.check(); err != nil {
+		return err
+	}
+	return s.exec1(ctx, fmt.Sprintf("saving the settings of conversation %d", id),
+		`UPDATE conversations SET system_prompt = ?, thinking = ?, sampling_preset = ? WHERE id = ? AND deleted_at IS NULL`,
+		cs.SystemPrompt, cs.Thinking, cs.SamplingPreset, id)
+}
+
+func (cs ChatSettings) check() error {
+	if cs.Thinking != "" && cs.Thinking != ThinkingOn && cs.Thinking != ThinkingOff {
+		return fmt.Errorf("thinking %q: use on, off, or nothing to follow the app's switch", cs.Thinking)
+	}
+	return nil
 }
 
 // DeleteConversation hides a conversation; RestoreConversation brings it

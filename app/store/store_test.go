@@ -213,6 +213,13 @@ var seeds = []func(db *sql.DB) error{
 			       (7, 'assistant', 'half', 'hmm', 'streaming', NULL, 2, '')`)
 		return err
 	},
+	4: func(db *sql.DB) error {
+		_, err := db.Exec(`INSERT INTO conversations (id, title, created_at, updated_at, leaf_id) VALUES (7, 'old', 1, 2, 2);
+			INSERT INTO messages (id, conversation_id, role, content, reasoning, status, stats, created_at, error, parent_id)
+			VALUES (1, 7, 'user', 'hello from v1', '', 'complete', NULL, 1, '', NULL),
+			       (2, 7, 'assistant', 'half', 'hmm', 'streaming', NULL, 2, '', 1)`)
+		return err
+	},
 }
 
 func TestMigrationsFromEveryVersion(t *testing.T) {
@@ -246,6 +253,18 @@ func TestMigrationsFromEveryVersion(t *testing.T) {
 			if err != nil || len(msgs) != 2 || msgs[0].Content != "hello from v1" || msgs[1].Status != StatusInterrupted {
 				t.Errorf("from version %d: %+v, %v", from, msgs, err)
 			}
+			// An older conversation follows the app's settings, and can
+			// take its own.
+			c, _, err := s.Conversation(ctx, 7)
+			if err != nil || c.Settings != (ChatSettings{}) {
+				t.Errorf("from version %d: settings %+v, %v; want none of its own", from, c.Settings, err)
+			}
+			own := ChatSettings{SystemPrompt: "Be brief.", Thinking: ThinkingOff, SamplingPreset: "coding"}
+			if err := s.SetConversationSettings(ctx, 7, own); err != nil {
+				t.Errorf("from version %d: %v", from, err)
+			} else if c, _, _ := s.Conversation(ctx, 7); c.Settings != own {
+				t.Errorf("from version %d: settings read back as %+v, want %+v", from, c.Settings, own)
+			}
 		}
 		// The current schema works on the migrated file.
 		c, err := s.CreateConversation(ctx, "new")
@@ -270,6 +289,60 @@ func TestMigrationsFromEveryVersion(t *testing.T) {
 			t.Errorf("from version %d: using the migrated database: %v", from, err)
 		}
 		s.Close()
+	}
+}
+
+func TestConversationSettings(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "suzuran.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.CreateConversation(ctx, "settings")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := s.CreateConversation(ctx, "other")
+	if got, _, _ := s.Conversation(ctx, c.ID); got.Settings != (ChatSettings{}) {
+		t.Fatalf("a new conversation has settings %+v, want none of its own", got.Settings)
+	}
+	own := ChatSettings{SystemPrompt: "Answer in French.", Thinking: ThinkingOn, SamplingPreset: "coding"}
+	if err := s.SetConversationSettings(ctx, c.ID, own); err != nil {
+		t.Fatal(err)
+	}
+	err = s.SetConversationSettings(ctx, c.ID, ChatSettings{Thinking: "maybe"})
+	if err == nil || !strings.Contains(err.Error(), `thinking "maybe"`) {
+		t.Errorf("thinking maybe: %v, want a refusal naming it", err)
+	}
+	if err := s.SetConversationSettings(ctx, 9999, own); !errors.Is(err, ErrNotFound) {
+		t.Errorf("an unknown conversation: %v, want ErrNotFound", err)
+	}
+	s.Close()
+
+	// Kept across a restart, per conversation, in the list as well.
+	if s, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got, _, _ := s.Conversation(ctx, c.ID); got.Settings != own {
+		t.Errorf("after reopening: %+v, want %+v", got.Settings, own)
+	}
+	if got, _, _ := s.Conversation(ctx, other.ID); got.Settings != (ChatSettings{}) {
+		t.Errorf("the other conversation took settings %+v", got.Settings)
+	}
+	list, _ := s.Conversations(ctx, "")
+	for _, x := range list {
+		if x.ID == c.ID && x.Settings != own {
+			t.Errorf("listed with %+v, want %+v", x.Settings, own)
+		}
+	}
+	// Back to the app's.
+	if err := s.SetConversationSettings(ctx, c.ID, ChatSettings{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := s.Conversation(ctx, c.ID); got.Settings != (ChatSettings{}) {
+		t.Errorf("cleared: %+v", got.Settings)
 	}
 }
 

@@ -157,10 +157,13 @@ func (s *Store) AllMessages(ctx context.Context, conversation int64) ([]Message,
 // ImportConversation stores a conversation read from a file, in one
 // transaction: all of it or nothing. msgs come parents first; their IDs
 // and ParentIDs are the file's own (0: the first question) and leaf is
-// the file's id of the shown branch's end (0: the last message). The
-// stored messages get new ids.
-func (s *Store) ImportConversation(ctx context.Context, title string, createdAt int64, msgs []Message, leaf int64) (Conversation, error) {
+// the file's id of the shown branch's end (0: the last message); settings
+// are the conversation's own. The stored messages get new ids.
+func (s *Store) ImportConversation(ctx context.Context, title string, createdAt int64, settings ChatSettings, msgs []Message, leaf int64) (Conversation, error) {
 	if err := s.writable(); err != nil {
+		return Conversation{}, err
+	}
+	if err := settings.check(); err != nil {
 		return Conversation{}, err
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
@@ -172,11 +175,12 @@ func (s *Store) ImportConversation(ctx context.Context, title string, createdAt 
 	if createdAt <= 0 {
 		createdAt = t
 	}
-	res, err := tx.ExecContext(ctx, `INSERT INTO conversations (title, created_at, updated_at) VALUES (?, ?, ?)`, title, createdAt, t)
+	res, err := tx.ExecContext(ctx, `INSERT INTO conversations (title, created_at, updated_at, system_prompt, thinking, sampling_preset)
+		VALUES (?, ?, ?, ?, ?, ?)`, title, createdAt, t, settings.SystemPrompt, settings.Thinking, settings.SamplingPreset)
 	if err != nil {
 		return Conversation{}, fmt.Errorf("creating a conversation: %w", err)
 	}
-	c := Conversation{Title: title, CreatedAt: createdAt, UpdatedAt: t}
+	c := Conversation{Title: title, CreatedAt: createdAt, UpdatedAt: t, Settings: settings}
 	c.ID, _ = res.LastInsertId()
 	ids := map[int64]int64{}
 	var last int64

@@ -162,3 +162,25 @@ func TestMigrationMakesOneBranch(t *testing.T) {
 func containsParent(migration string) bool {
 	return strings.Contains(migration, "ADD COLUMN parent_id")
 }
+
+// Search reads every branch: an answer regenerated away (not shown) is
+// found, and the hit names it so that the window can show its branch.
+func TestSearchFindsHiddenBranches(t *testing.T) {
+	ctx := context.Background()
+	s := openTemp(t)
+	c, q, a1, err := s.AddTurn(ctx, Conversation{Title: "t"}, Message{Role: "user", Content: "Name an animal"}, Message{Role: "assistant", Content: "A zebra, striped."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddMessage(ctx, Message{ConversationID: c.ID, ParentID: q.ID, Role: "assistant", Content: "A heron."}); err != nil {
+		t.Fatal(err)
+	}
+	_, shown, _ := s.Conversation(ctx, c.ID)
+	if shown[1].Content != "A heron." {
+		t.Fatalf("shown %q, want the regenerated answer", contents(shown))
+	}
+	list, err := s.Conversations(ctx, "ZEBRA")
+	if err != nil || len(list) != 1 || list[0].ID != c.ID || list[0].MatchID != a1.ID || !strings.Contains(list[0].Snippet, "zebra") {
+		t.Fatalf("search zebra: %+v, %v; want the conversation, its hidden answer %d", list, err, a1.ID)
+	}
+}

@@ -18,7 +18,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { chromium } from 'playwright-core';
-import { killServers, openPage, startServe, stopServer } from './serve.mjs';
+import { checkAccessibility, killServers, openPage, startServe, stopServer } from './serve.mjs';
 import { docxDocument, docxParagraph, docxTable, pdfDocument } from './testdocs.mjs';
 
 const root = resolve(import.meta.dirname, '../..');
@@ -191,6 +191,7 @@ test('documents: a PDF and a Word document longer than the context, each choice'
       const room = Number((await dialog.getByTestId('fit-available').innerText()).match(/^(\d+) tokens$/)[1]);
       assert.ok(room > 0 && room < 512 - 128, `room for documents: ${room} tokens`);
       if (kept === null) await shot(page, `03-${name.split('.')[1]}-too-long`);
+      if (kept === null && name.endsWith('.docx')) await checkAccessibility(page, 'budget dialog');
       await dialog.getByRole('button', { name: choice }).click();
       await dialog.waitFor({ state: 'detached' });
       if (kept === null) {

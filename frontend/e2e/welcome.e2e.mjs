@@ -178,7 +178,7 @@ test('first run: welcome view, machine check, download from the hub, the new mod
   await page.screenshot({ path: join(shots, '13-new-model-answers.png') });
 
   // The demo stays selectable in the settings' model picker.
-  await page.getByRole('button', { name: 'Settings' }).click();
+  await page.getByRole('button', { name: 'Settings', exact: true }).click();
   const choices = page.getByTestId('model-choices');
   await choices.getByText('Suzuran Tiny (demo)').waitFor();
   await choices.getByText(repo).waitFor();

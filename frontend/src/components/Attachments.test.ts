@@ -279,4 +279,37 @@ describe('attachment events', () => {
     await fireEvent.click(sendButton());
     await waitFor(() => expect(backend.ui.Send).toHaveBeenCalledWith(expect.objectContaining({ attachments: [next, csv] })));
   });
+  it('swaps the chip read again in place, even when its events come before the call answers', async () => {
+    await renderApp();
+    const [id, csv] = await upload('note.txt', 'report.pdf');
+    const note: Attachment = { ...stock, name: 'note.txt', type: 'Plain text', format: 'text', tokens: 12 };
+    backend.finishAttachment(id, note, 'GB18030');
+    backend.finishAttachment(csv, report);
+    const menu = (await screen.findByRole('combobox', { name: 'Encoding of note.txt' })) as HTMLSelectElement;
+    await waitFor(() => expect([...menu.options].map((o) => o.value)).toContain('Shift_JIS'));
+    // A small file is read again before the call returns: the new chip's
+    // events (reading, then read) arrive first, as the service sends them.
+    const reread = backend.ui.RereadAttachment;
+    const chipCounts: number[] = [];
+    const original = vi.mocked(reread).getMockImplementation()!;
+    vi.mocked(reread).mockImplementationOnce(async (oldID: string, encoding: string) => {
+      const view = await original(oldID, encoding);
+      backend.emit({ type: 'attachment', attachment: view });
+      await new Promise((r) => setTimeout(r, 0));
+      chipCounts.push(screen.getAllByTestId('attachment-chip').length);
+      backend.finishAttachment(view.id, { ...note, tokens: 10 }, 'Shift_JIS');
+      await new Promise((r) => setTimeout(r, 0));
+      chipCounts.push(screen.getAllByTestId('attachment-chip').length);
+      return view;
+    });
+    await fireEvent.change(menu, { target: { value: 'Shift_JIS' } });
+    await waitFor(() => expect(chipCounts).toHaveLength(2));
+    const [next] = [...backend.rereadAs.keys()];
+    // Two chips all along: the old one stood until the new one took its place, ready.
+    expect(chipCounts).toEqual([2, 2]);
+    await waitFor(() => expect(screen.getAllByTestId('attachment-chip').map((c) => c.dataset.state)).toEqual(['ready', 'ready']));
+    await fireEvent.input(messageBox(), { target: { value: 'Translate it' } });
+    await fireEvent.click(sendButton());
+    await waitFor(() => expect(backend.ui.Send).toHaveBeenCalledWith(expect.objectContaining({ attachments: [next, csv] })));
+  });
 });

@@ -117,6 +117,23 @@ describe('settings form', () => {
 });
 
 describe('leaving settings with unsaved changes', () => {
+  it('asks before a tray command or Ctrl+N leaves', async () => {
+    const view = await openSettings();
+    await fireEvent.input(within(view).getByRole('textbox', { name: 'System prompt' }), { target: { value: 'Answer briefly.' } });
+    backend.emit({ type: 'command', command: 'new-chat' });
+    let ask = await within(view).findByRole('alertdialog', { name: 'Unsaved changes' });
+    await fireEvent.click(within(ask).getByRole('button', { name: 'Keep editing' }));
+    expect(screen.getByRole('region', { name: 'Settings' })).toBe(view);
+    // Settings again from the tray, while in Settings, is no leaving.
+    backend.emit({ type: 'command', command: 'settings' });
+    expect(within(view).queryByRole('alertdialog')).toBeNull();
+    await fireEvent.keyDown(window, { key: 'n', ctrlKey: true });
+    ask = await within(view).findByRole('alertdialog', { name: 'Unsaved changes' });
+    await fireEvent.click(within(ask).getByRole('button', { name: 'Discard changes' }));
+    await screen.findByText(/Ask anything/);
+    expect(backend.settings.system_prompt).toBe('');
+  });
+
   it('asks in the page, and keeps editing, discards or saves', async () => {
     const view = await openSettings();
     const prompt = within(view).getByRole('textbox', { name: 'System prompt' });

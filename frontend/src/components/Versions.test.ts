@@ -97,6 +97,21 @@ describe('versions of answers and questions', () => {
     expect(screen.queryByText('Answer two')).toBeNull();
   });
 
+  it('opens a search hit on a hidden branch on that branch', async () => {
+    const c = backend.addConversation('Animals', ['Name an animal']);
+    const q = backend.messages.at(-1)!;
+    const zebra = backend.addMessage(c.id, 'assistant', 'A zebra, striped.', 'complete', q.id);
+    backend.addMessage(c.id, 'assistant', 'A heron.', 'complete', q.id); // regenerated: shown
+    await renderApp();
+    const nav = screen.getByRole('navigation', { name: 'Conversations' });
+    await fireEvent.input(within(nav).getByRole('searchbox', { name: 'Search conversations' }), { target: { value: 'zebra' } });
+    await waitFor(() => expect(backend.ui.Conversations).toHaveBeenLastCalledWith('zebra'));
+    await fireEvent.click(await within(nav).findByRole('button', { name: /^Animals/ }));
+    await screen.findByText('A zebra, striped.');
+    expect(screen.queryByText('A heron.')).toBeNull();
+    expect(backend.ui.ShowVersion).toHaveBeenCalledWith(zebra.id);
+  });
+
   it('shows when and by which model an answer was written, and how long it thought', async () => {
     await renderApp();
     backend.stream(await ask('Why?'), [{ reasoning: 'hmm' }, { content: 'Because.' }]);

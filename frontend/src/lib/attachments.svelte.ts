@@ -48,8 +48,28 @@ export class Attachments {
     const view = event.attachment;
     // A chip removed here may still get its last progress event.
     if (this.removed.has(view.id)) return true;
+    // While a chip is read again, the new chip's events can come before
+    // the call that names it: an unknown chip waits, so that it takes the
+    // old one's place rather than standing beside it for a moment.
+    if (this.rereading > 0 && !this.items.some((a) => a.id === view.id)) {
+      const held = this.held.get(view.id);
+      if (!held || held.state === AttachmentState.Reading) this.held.set(view.id, view);
+      return true;
+    }
     this.put(view);
     return true;
+  }
+
+  /** Calls of reread not answered yet, and the unknown chips' events held meanwhile. */
+  private rereading = 0;
+  private held = new Map<string, AttachmentView>();
+
+  /** Shows the chips held while no reread is waiting any more. */
+  private release(): void {
+    if (this.rereading > 0) return;
+    const held = [...this.held.values()];
+    this.held.clear();
+    for (const view of held) if (!this.removed.has(view.id)) this.put(view);
   }
 
   private removed = new Set<string>();
@@ -90,11 +110,26 @@ export class Attachments {
    * answers with a new chip, being read, which takes the old one's place.
    */
   async reread(id: string, encoding: string): Promise<void> {
-    const view = await this.ui().RereadAttachment(id, encoding);
-    this.removed.add(id);
-    // Its events may have come first and added it already.
-    const next = this.items.find((a) => a.id === view.id) ?? view;
-    this.items = this.items.filter((a) => a.id !== view.id).map((a) => (a.id === id ? next : a));
+    this.rereading++;
+    let view: AttachmentView;
+    try {
+      view = await this.ui().RereadAttachment(id, encoding);
+    } catch (e) {
+      this.rereading--;
+      this.release();
+      throw e;
+    }
+    this.rereading--;
+    try {
+      this.removed.add(id);
+      // Its events may have come first: the latest is held, or shown.
+      const held = this.held.get(view.id);
+      this.held.delete(view.id);
+      const next = this.items.find((a) => a.id === view.id) ?? (held && held.state !== AttachmentState.Reading ? held : view);
+      this.items = this.items.filter((a) => a.id !== view.id).map((a) => (a.id === id ? next : a));
+    } finally {
+      this.release();
+    }
   }
 
   async remove(id: string): Promise<void> {

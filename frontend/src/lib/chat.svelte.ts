@@ -9,6 +9,7 @@ import {
   EventType,
   MessageStatus,
   type APIState,
+  type ChatSettings,
   type DownloadState,
   type Conversation,
   type ExportFile,
@@ -114,18 +115,37 @@ export class ChatState {
     await this.guard(() => this.refreshList());
   }
 
-  async open(id: number): Promise<void> {
+  /**
+   * Opens a conversation; with match (a search hit's message), on the
+   * branch that holds it when another one is shown.
+   */
+  async open(id: number, match = 0): Promise<void> {
     await this.guard(async () => {
-      const view = await this.ui.Conversation(id);
+      let view = await this.ui.Conversation(id);
+      if (match && !view.messages.some((m) => m.id === match)) view = await this.ui.ShowVersion(match);
       this.current = view.conversation;
       this.messages = view.messages;
+      this.think = thinkOf(view.conversation, this.settings?.thinking ?? this.think);
       this.view = 'chat';
       this.exported = '';
     });
   }
 
+  /**
+   * Asks, before the view is left, whether to keep unsaved changes: the
+   * Settings view sets it while it is open, taking the action to run once
+   * the user answers and returning true when it asks.
+   */
+  leaveGuard: ((action: () => void) => boolean) | null = null;
+
+  /** Runs an action that leaves the view (New chat, Settings from the tray or a shortcut) through leaveGuard. */
+  leave(action: () => void): void {
+    if (!this.leaveGuard?.(action)) action();
+  }
+
   newChat(): void {
     this.current = null;
+    if (this.settings) this.think = this.settings.thinking;
     this.exported = '';
     this.messages = [];
     this.prefill = null;
@@ -265,9 +285,34 @@ export class ChatState {
 
   async setThink(on: boolean): Promise<void> {
     this.think = on;
+    // An open conversation keeps the switch's position as its own; the
+    // app's is the default for new chats.
+    const c = this.current;
+    if (c && c.settings.thinking !== (on ? 'on' : 'off')) {
+      await this.setConversationSettings({ ...c.settings, thinking: on ? 'on' : 'off' });
+    }
     if (this.settings && this.settings.thinking !== on) {
       const saved = await this.guard(() => this.ui.SaveSettings({ ...this.settings!, thinking: on }));
       if (saved) this.settings = saved;
+    }
+  }
+
+  /**
+   * Stores the open conversation's own settings ("" fields follow the
+   * app's); returns the error in words, "" when saved.
+   */
+  async setConversationSettings(next: ChatSettings): Promise<string> {
+    const c = this.current;
+    if (!c) return 'Send a first message: the settings are kept with the conversation.';
+    try {
+      const saved = await this.ui.SetConversationSettings(c.id, next);
+      if (this.current?.id === saved.id) {
+        this.current = { ...this.current, settings: saved.settings };
+        this.think = thinkOf(saved, this.settings?.thinking ?? this.think);
+      }
+      return '';
+    } catch (e) {
+      return e instanceof Error ? e.message : String(e);
     }
   }
 
@@ -389,8 +434,8 @@ export class ChatState {
     }
     if (received.type === 'command') {
       const { command } = received as { command: string };
-      if (command === 'new-chat') this.newChat();
-      else if (command === 'settings') this.view = 'settings';
+      if (command === 'new-chat') this.leave(() => this.newChat());
+      else if (command === 'settings' && this.view !== 'settings') this.leave(() => (this.view = 'settings'));
       return;
     }
     const event = received as Event;
@@ -491,4 +536,11 @@ export function formatDuration(ms: number): string {
   if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
   const s = Math.round(ms / 1000);
   return `${Math.floor(s / 60)} min ${s % 60} s`;
+}
+
+/** The thinking switch's position in a conversation: its own, else the app's. */
+export function thinkOf(c: Conversation, app: boolean): boolean {
+  if (c.settings?.thinking === 'on') return true;
+  if (c.settings?.thinking === 'off') return false;
+  return app;
 }

@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { groupByDate, plainText, snippetParts } from './sidebar';
 
 const at = (y: number, m: number, d: number, h = 12) => new Date(y, m - 1, d, h).getTime();
-const conv = (id: number, updatedAt: number) => ({ id, title: `c${id}`, createdAt: updatedAt, updatedAt });
+const conv = (id: number, updatedAt: number) => ({
+  id,
+  title: `c${id}`,
+  createdAt: updatedAt,
+  updatedAt,
+  settings: { systemPrompt: '', thinking: '', samplingPreset: '' },
+});
 
 describe('groupByDate', () => {
   it('groups by the local calendar day, newest first', () => {

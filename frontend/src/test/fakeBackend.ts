@@ -17,6 +17,7 @@ import {
   type Attachment,
   type AttachmentView,
   type FitView,
+  type ChatSettings,
   type Conversation,
   type Message,
   type SendRequest,
@@ -101,7 +102,13 @@ export class FakeBackend implements Backend {
   }
 
   addConversation(title: string, texts: string[] = []): Conversation {
-    const c = { id: this.nextID++, title, createdAt: Date.now(), updatedAt: Date.now() };
+    const c: Conversation = {
+      id: this.nextID++,
+      title,
+      createdAt: Date.now(),
+      updatedAt: Date.now(),
+      settings: { systemPrompt: '', thinking: '', samplingPreset: '' },
+    };
     this.conversations.unshift(c);
     for (const t of texts) this.addMessage(c.id, 'user', t);
     return c;
@@ -140,12 +147,12 @@ export class FakeBackend implements Backend {
     Conversations: vi.fn(async (query: string) =>
       this.conversations
         .filter((c) => !this.deleted.has(c.id))
-        .filter(
-          (c) =>
-            !query ||
-            c.title.toLowerCase().includes(query.toLowerCase()) ||
-            this.messages.some((m) => m.conversationId === c.id && m.content.toLowerCase().includes(query.toLowerCase())),
-        ),
+        .map((c) => {
+          // Every branch is searched; the hit names its message.
+          const hit = query ? this.messages.find((m) => m.conversationId === c.id && m.content.toLowerCase().includes(query.toLowerCase())) : undefined;
+          return hit ? { ...c, matchId: hit.id, snippet: hit.content } : c;
+        })
+        .filter((c) => !query || c.title.toLowerCase().includes(query.toLowerCase()) || c.matchId),
     ),
     Conversation: vi.fn(async (id: number) => {
       const c = this.conversations.find((x) => x.id === id && !this.deleted.has(id));
@@ -177,6 +184,15 @@ export class FakeBackend implements Backend {
       const c = this.addConversation('Imported');
       for (const m of msgs) this.addMessage(c.id, m.role, m.content);
       return c;
+    }),
+    SetConversationSettings: vi.fn(async (id: number, settings: ChatSettings) => {
+      const c = this.conversations.find((x) => x.id === id);
+      if (!c) throw new Error(`conversation ${id}: not found`);
+      if (!['', 'auto', 'thinking', 'non-thinking', 'coding', 'custom'].includes(settings.samplingPreset)) {
+        throw new Error(`sampling preset "${settings.samplingPreset}": use auto, thinking, non-thinking, coding, custom, or nothing to follow Settings`);
+      }
+      c.settings = { ...settings };
+      return { ...c, settings: { ...c.settings } };
     }),
     Rename: vi.fn(async (id: number, title: string) => {
       const c = this.conversations.find((x) => x.id === id);

@@ -125,6 +125,16 @@ export interface AttachmentView {
 }
 
 /**
+ * ChatSettings are a conversation's own settings. Each is "" where the
+ * conversation follows the app's setting of the same name.
+ */
+export interface ChatSettings {
+  systemPrompt: string;
+  thinking: string;
+  samplingPreset: string;
+}
+
+/**
  * Conversation is one chat in the sidebar.
  */
 export interface Conversation {
@@ -133,6 +143,8 @@ export interface Conversation {
   createdAt: number;
   updatedAt: number;
   snippet?: string;
+  matchId?: number;
+  settings: ChatSettings;
 }
 
 /**
@@ -589,6 +601,12 @@ export interface UI {
    */
   SetAPIEnabled(on: boolean): Promise<APIState>;
   /**
+   * SetConversationSettings stores a conversation's own system prompt,
+   * thinking and sampling preset ("" follows the app's Settings) and
+   * returns the conversation with them. Its next turns use them.
+   */
+  SetConversationSettings(id: number, settings: ChatSettings): Promise<Conversation>;
+  /**
    * Settings returns the settings.
    */
   Settings(): Promise<Settings>;
@@ -638,4 +656,4 @@ export interface UI {
 }
 
 /** The names of UI's methods, for transports that call them by name. */
-export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "ClearPrefixCache", "Continue", "Conversation", "Conversations", "CountTokens", "Delete", "DismissWelcome", "Download", "Edit", "Export", "Import", "Models", "PauseDownload", "PickFolder", "PrefixCache", "RecheckGPU", "Regenerate", "ReloadModel", "RemoveAttachment", "RemoveModel", "Rename", "Report", "RereadAttachment", "SaveExport", "SaveSettings", "Send", "SetAPIEnabled", "Settings", "ShowVersion", "StartDownload", "State", "Stop", "TextEncodings", "Undelete", "UseModel", "Welcome"] as const;
+export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "ClearPrefixCache", "Continue", "Conversation", "Conversations", "CountTokens", "Delete", "DismissWelcome", "Download", "Edit", "Export", "Import", "Models", "PauseDownload", "PickFolder", "PrefixCache", "RecheckGPU", "Regenerate", "ReloadModel", "RemoveAttachment", "RemoveModel", "Rename", "Report", "RereadAttachment", "SaveExport", "SaveSettings", "Send", "SetAPIEnabled", "SetConversationSettings", "Settings", "ShowVersion", "StartDownload", "State", "Stop", "TextEncodings", "Undelete", "UseModel", "Welcome"] as const;
