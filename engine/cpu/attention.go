@@ -186,8 +186,9 @@ func attentionTile(dim int) int {
 
 // stopTiles is how many tiles a block runs between stop checks: the
 // block's work between checks is bounded (attentionRows rows against
-// stopTiles tiles) whatever the context.
-const stopTiles = 16
+// stopTiles tiles, some 2 MFLOP) whatever the context, and the checks
+// grow with the work, as those of the other blocks do with the rows.
+const stopTiles = 1
 
 // attentionBlock is the gated attention of some query rows that read one
 // kv head of one sequence's cache: rows come perToken at a time (heads of
@@ -254,7 +255,7 @@ func (b *attentionBlock) attend() {
 	ptrs := new([4]*float32)
 
 	for j0, tiles := 0, 0; j0 < positions; j0, tiles = j0+tile, tiles+1 {
-		if tiles%stopTiles == stopTiles-1 && b.stop != nil && b.stop() {
+		if tiles%stopTiles == stopTiles-1 && tiles > 0 && b.stop != nil && b.stop() {
 			return
 		}
 		for i, n := range b.limits {
