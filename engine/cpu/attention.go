@@ -59,9 +59,22 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 	}
 
 	o := buf.floats(T * H * D)
+	p.attendCache(layer, qg, o)
+	if p.stopped() {
+		return out
+	}
+	p.matMul(out.data, &tensor{rows: T, width: H * D, data: o}, &w.O)
+	return out
+}
+
+// attendCache computes o, [rows, H·D], from the pass's normed, rotated
+// queries qg ([rows, H, query ‖ gate]) against each segment's cache of
+// layer, which already holds the pass's own keys and values.
+func (p *pass) attendCache(layer int, qg, o []float32) {
 	blocks := p.attentionBlocks(layer, qg, o)
-	// A stop check before each block: a block's work is bounded whatever
-	// the context (attentionBlocks). The blocks are handed out one at a
+	// A stop check before each block and every stopTiles tiles inside one
+	// (attend): the work between checks is bounded whatever the context.
+	// The blocks are handed out one at a
 	// time, those with the most scores first (a prefill's later tokens
 	// see more keys), so that the threads finish together.
 	order := make([]int, len(blocks))
@@ -82,42 +95,36 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 			blocks[i].attend()
 		}
 	})
-	if p.stopped() {
-		return out
-	}
-	p.matMul(out.data, &tensor{rows: T, width: H * D, data: o}, &w.O)
-	return out
 }
 
 // attentionBlocks splits the pass's attention into blocks that run in
 // parallel: per segment, kv head, a set of the heads that read it, and a
-// run of tokens short enough that the block's scores stay in L1/L2.
-// Every block reads its kv head's cache once for all its rows, so the
-// fewer sets of heads, the less of the cache is read again: a set is every
-// head of the kv head unless that leaves fewer blocks than threads, then
-// the group splits in fewer sets of four (a decode step of the full model
-// on 2 threads: 2 kv heads × 8 heads = 2 blocks; on 4 or more: 2 × 2 sets
-// of 4 = 4 blocks). At 512 positions a kv head's K and V are 1 MiB, most
-// of it from memory in a decode step, and reading it once a step instead
-// of twice is most of that block's cost.
+// run of attentionRows/set tokens, so that every tile of the kv head's
+// cache a block loads serves about attentionRows query rows (flash
+// attention's reuse: the cache is read once per run of tokens, not once
+// per token). The fewer sets of heads, the less of the cache is read
+// again: a set is every head of the kv head unless that leaves fewer
+// blocks than threads, then the group splits in fewer sets of four (a
+// decode step of the full model on 2 threads: 2 kv heads × 8 heads = 2
+// blocks; on 4 or more: 2 × 2 sets of 4 = 4 blocks).
 func (p *pass) attentionBlocks(layer int, qg, o []float32) []attentionBlock {
 	c := &p.b.cfg
 	H, KV, D := c.NumHeads, c.NumKVHeads, c.HeadDim
 	group := H / KV
 	scale := float32(1 / math.Sqrt(float64(D)))
 	perSet := p.attentionHeadSet(group)
+	tokens := attentionTokens(perSet)
 	act := p.b.acts()
 	var blocks []attentionBlock
 	for _, s := range p.segs {
 		st := &s.seq.layers[layer]
 		n := len(s.ids)
-		tokens := min(max(attentionScores/(((perSet+3)/4)*4*(s.pos+n)), 1), 16)
 		for kvh := range KV {
 			for h0 := kvh * group; h0 < (kvh+1)*group; h0 += perSet {
 				h1 := min(h0+perSet, (kvh+1)*group)
 				for t0 := 0; t0 < n; t0 += tokens {
 					b := attentionBlock{keys: st.k, values: st.v, stride: KV * D, offset: kvh * D, dim: D, scale: scale,
-						kern: &p.b.kern.f32, act: act}
+						tile: attentionTile(D), kern: &p.b.kern.f32, act: act, stop: p.stopping}
 					for t := s.row0 + t0; t < s.row0+min(t0+tokens, n); t++ {
 						for h := h0; h < h1; h++ {
 							row := (t*H + h) * 2 * D
@@ -144,8 +151,8 @@ func (p *pass) attentionBlocks(layer int, qg, o []float32) []attentionBlock {
 func (p *pass) attentionHeadSet(group int) int {
 	c := &p.b.cfg
 	blocks := 0 // blocks with whole groups
+	tokens := attentionTokens(group)
 	for _, s := range p.segs {
-		tokens := min(max(attentionScores/(((group+3)/4)*4*(s.pos+len(s.ids))), 1), 16)
 		blocks += c.NumKVHeads * ((len(s.ids) + tokens - 1) / tokens)
 	}
 	threads := max(p.b.pool.threads, 1)
@@ -156,21 +163,39 @@ func (p *pass) attentionHeadSet(group int) int {
 	return ((group+sets-1)/sets + 3) / 4 * 4
 }
 
-// attentionScores bounds the scores one block holds at once (floats): 16K
-// floats, 64 KiB, stay in L2 while the block passes over them twice.
-const attentionScores = 16 << 10
+// attentionRows is about how many query rows share each tile of the cache
+// a block loads: 64 rows of a 256-wide head are 64 KiB of queries and 64
+// KiB of outputs, which stay in L2 beside the tile while the block runs.
+const attentionRows = 64
+
+// attentionTokens is the tokens of a block whose sets have perSet heads.
+func attentionTokens(perSet int) int {
+	return max(attentionRows/max(perSet, 1), 1)
+}
 
 // attentionTile is how many cached positions a block's rows take at a time
-// (32 positions of a 256-wide head: 32 KiB of keys, then of values), so
-// that a tile stays in L1 while every row of the block passes over it.
-const attentionTile = 32
+// for a head of dim floats: 32 KiB of keys, then of values (32 positions
+// of a 256-wide head, 128 of a 64-wide one), so that the tile stays in L1
+// while every row of the block passes over it, and the softmax's work per
+// tile (a max, the exponentials, a rescale of the output) is small beside
+// the tile's products. Tiles start at multiples of the tile in the
+// cache, whatever the pass, so a row's arithmetic depends on the row alone.
+func attentionTile(dim int) int {
+	return min(max(8192/max(dim, 1), 16), 256)
+}
+
+// stopTiles is how many tiles a block runs between stop checks: the
+// block's work between checks is bounded (attentionRows rows against
+// stopTiles tiles, some 2 MFLOP) whatever the context, and the checks
+// grow with the work, as those of the other blocks do with the rows.
+const stopTiles = 1
 
 // attentionBlock is the gated attention of some query rows that read one
 // kv head of one sequence's cache: rows come perToken at a time (heads of
 // one token, which see the same positions), and the rows of token i see the
 // first limits[i] cached positions.
 type attentionBlock struct {
-	queries, gates, outs [][]float32 // per row, dim each
+	queries, gates, outs [][]float32 // per row, dim each; outs start zeroed
 	limits               []int       // per token
 	perToken             int
 	// keys and values are the cache, [positions, stride], this kv head at
@@ -178,99 +203,131 @@ type attentionBlock struct {
 	keys, values        []float32
 	stride, offset, dim int
 	scale               float32
+	tile                int          // attentionTile(dim)
 	kern                *simdKernels // the backend's f32 kernels
 	act                 *activations // the backend's exponentials
+	// stop, when not nil, is asked every stopTiles tiles; a yes leaves
+	// the outputs unfinished (the pass is abandoned).
+	stop func() bool
 }
 
-// attend computes each row's o = softmax(q·kᵀ·scale)·v ⊙ sigmoid(gate).
+// attend computes each row's o = softmax(q·kᵀ·scale)·v ⊙ sigmoid(gate),
+// flash-style: tile by tile of cached positions, every row of the block
+// takes the tile's scores (q·k), updates its running maximum m and sum l
+// (online softmax: when m rises, the output so far and l are scaled by
+// e^(m_old−m_new)), and adds e^(s−m)·v to its output; the division by l
+// and the gate come at the end. Only a tile's scores are held, so the
+// block's memory does not grow with the context.
 //
 // The rows of a token go four at a time (a quad: each cached row loaded
 // once serves four heads), padded with copies of the last row. A row gets
 // the same arithmetic whatever block it is in, so a token's output does
 // not depend on the pass around it: each score is scale times a lane of
-// dot4, the softmax runs over the row alone, and its sum over positions
-// adds them in position order.
+// dot4, tiles start at multiples of the tile, and the output and sum add
+// in position order.
 func (b *attentionBlock) attend() {
 	quads := (b.perToken + 3) / 4
+	tile := b.tile
 	positions := 0
 	for _, n := range b.limits {
 		positions = max(positions, n)
 	}
-	// Scores of quad q of token i: rows (i·quads+q)·4 … +3, positions wide.
-	scoresp := scratch.get(len(b.limits) * quads * 4 * positions)
+	// The scores of one quad for one tile: 4 rows of tile.
+	scoresp := scratch.get(4 * tile)
 	defer scratch.put(scoresp)
 	scores := *scoresp
+	rows := len(b.queries)
+	statep := sumsScratch.get(2 * rows)
+	defer sumsScratch.put(statep)
+	sums, maxes := (*statep)[:rows], (*statep)[rows:]
+	for r := range rows {
+		sums[r], maxes[r] = 0, math.Inf(-1)
+	}
 	quadRows := func(i, q int) (rows [4]int) {
 		for l := range rows {
 			rows[l] = i*b.perToken + min(q*4+l, b.perToken-1)
 		}
 		return rows
 	}
-
-	// q·k, a tile of cached positions at a time for every token and quad.
-	for j0 := 0; j0 < positions; j0 += attentionTile {
-		for i, n := range b.limits {
-			for q := range quads {
-				if j0 >= n {
-					continue
-				}
-				r := quadRows(i, q)
-				out := scores[(i*quads+q)*4*positions+j0:]
-				attentionScores4(b.kern, b.queries[r[0]], b.queries[r[1]], b.queries[r[2]], b.queries[r[3]],
-					b.keys[j0*b.stride+b.offset:], b.stride, min(attentionTile, n-j0), b.dim, b.scale, out, positions)
-			}
-		}
-	}
-
-	// Softmax of each real row, in place: exponentials in f32 (of
-	// float64's math.Exp on the exact path, expf on the fast ones), sum in
-	// f64.
-	sumsp := sumsScratch.get(len(b.queries))
-	defer sumsScratch.put(sumsp)
-	sums := *sumsp
-	for i, n := range b.limits {
-		for h := range b.perToken {
-			row := scores[((i*quads+h/4)*4+h%4)*positions:][:n]
-			maxScore := float32(math.Inf(-1))
-			for _, s := range row {
-				maxScore = max(maxScore, s)
-			}
-			b.act.expShift(row, row, maxScore)
-			var sum float64
-			for _, e := range row {
-				sum += float64(e)
-			}
-			sums[i*b.perToken+h] = sum
-		}
-	}
-
-	// o = Σ_j e_j·v_j, tile by tile in position order; padded lanes write
-	// into a row of their own.
 	sparep := scratch.get(b.dim)
 	defer scratch.put(sparep)
 	spare := *sparep
 	ptrs := new([4]*float32)
-	for j0 := 0; j0 < positions; j0 += attentionTile {
+
+	for j0, tiles := 0, 0; j0 < positions; j0, tiles = j0+tile, tiles+1 {
+		if tiles%stopTiles == stopTiles-1 && tiles > 0 && b.stop != nil && b.stop() {
+			return
+		}
 		for i, n := range b.limits {
+			if j0 >= n {
+				continue
+			}
+			cols := min(tile, n-j0)
 			for q := range quads {
-				if j0 >= n {
-					continue
-				}
+				r := quadRows(i, q)
+				s := scores
+				attentionScores4(b.kern, b.queries[r[0]], b.queries[r[1]], b.queries[r[2]], b.queries[r[3]],
+					b.keys[j0*b.stride+b.offset:], b.stride, cols, b.dim, b.scale, s, tile)
 				var outs [4][]float32
 				for l := range outs {
 					outs[l] = spare
-					if q*4+l < b.perToken {
-						outs[l] = b.outs[i*b.perToken+q*4+l]
+					h := q*4 + l
+					if h >= b.perToken {
+						// A padded lane: its weights are zero, into spare.
+						clear(s[l*tile : l*tile+cols])
+						continue
 					}
+					row := i*b.perToken + h
+					outs[l] = b.outs[row]
+					e := s[l*tile : l*tile+cols]
+					m := maxes[row]
+					tileMax := float32(math.Inf(-1))
+					for _, v := range e {
+						tileMax = max(tileMax, v)
+					}
+					if newMax := float64(tileMax); newMax > m {
+						if j0 > 0 {
+							c := float32(math.Exp(m - newMax))
+							scaleFloats(outs[l], c)
+							sums[row] *= float64(c)
+						}
+						m, maxes[row] = newMax, newMax
+					}
+					b.act.expShift(e, e, float32(m))
+					sums[row] += sumFloats(e)
 				}
-				attentionValues4With(b.kern, &outs, ptrs, scores[(i*quads+q)*4*positions+j0:], positions,
-					b.values[j0*b.stride+b.offset:], b.stride, min(attentionTile, n-j0), b.dim)
+				attentionValues4With(b.kern, &outs, ptrs, s, tile,
+					b.values[j0*b.stride+b.offset:], b.stride, cols, b.dim)
 			}
 		}
 	}
 	for r, o := range b.outs {
 		b.act.gate(o, b.gates[r], float32(1/sums[r]))
 	}
+}
+
+// scaleFloats multiplies x by c in place.
+func scaleFloats(x []float32, c float32) {
+	for i := range x {
+		x[i] *= c
+	}
+}
+
+// sumFloats adds x in float64, four running sums (lanes i mod 4) added
+// at the end.
+func sumFloats(x []float32) float64 {
+	var s0, s1, s2, s3 float64
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		s0 += float64(x[i])
+		s1 += float64(x[i+1])
+		s2 += float64(x[i+2])
+		s3 += float64(x[i+3])
+	}
+	for ; i < len(x); i++ {
+		s0 += float64(x[i])
+	}
+	return (s0 + s1) + (s2 + s3)
 }
 
 // attentionScores4 writes out[l·outStride+j] = scale·(q_l · key j) for four

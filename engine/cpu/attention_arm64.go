@@ -8,3 +8,15 @@ func attentionScores4NEON(q0, q1, q2, q3, keys *float32, stride, n, dim int, sca
 
 //go:noescape
 func attentionValues4NEON(outs *[4]*float32, e *float32, eStride int, values *float32, stride, n, dim int)
+
+// fmaPeakNEON runs iters rounds of twelve independent 4-lane fused
+// multiply-adds (96 floating-point operations a round).
+//
+//go:noescape
+func fmaPeakNEON(iters int)
+
+// fmaPeak is the machine's peak loop for attention's products, nil where
+// there is none; a round is fmaPeakFlops operations.
+var fmaPeak = fmaPeakNEON
+
+const fmaPeakFlops = 96

@@ -180,3 +180,42 @@ valuesloop:
 	BLT valueschunk
 valuesdone:
 	RET
+
+// func fmaPeakNEON(iters int)
+//
+// iters rounds of twelve independent 128-bit fused multiply-adds: the
+// machine's peak for attention's products (BenchmarkAttentionCore).
+TEXT ·fmaPeakNEON(SB), NOSPLIT, $0-8
+	MOVD iters+0(FP), R0
+	VEOR V0.B16, V0.B16, V0.B16
+	VEOR V1.B16, V1.B16, V1.B16
+	VEOR V2.B16, V2.B16, V2.B16
+	VEOR V3.B16, V3.B16, V3.B16
+	VEOR V4.B16, V4.B16, V4.B16
+	VEOR V5.B16, V5.B16, V5.B16
+	VEOR V6.B16, V6.B16, V6.B16
+	VEOR V7.B16, V7.B16, V7.B16
+	VEOR V8.B16, V8.B16, V8.B16
+	VEOR V9.B16, V9.B16, V9.B16
+	VEOR V10.B16, V10.B16, V10.B16
+	VEOR V11.B16, V11.B16, V11.B16
+	VEOR V16.B16, V16.B16, V16.B16
+	VEOR V20.B16, V20.B16, V20.B16
+	CBZ R0, peakdone
+peakloop:
+	FMLA(0, 16, 20)
+	FMLA(1, 16, 20)
+	FMLA(2, 16, 20)
+	FMLA(3, 16, 20)
+	FMLA(4, 16, 20)
+	FMLA(5, 16, 20)
+	FMLA(6, 16, 20)
+	FMLA(7, 16, 20)
+	FMLA(8, 16, 20)
+	FMLA(9, 16, 20)
+	FMLA(10, 16, 20)
+	FMLA(11, 16, 20)
+	SUBS $1, R0
+	BNE peakloop
+peakdone:
+	RET

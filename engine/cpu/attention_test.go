@@ -230,3 +230,112 @@ func TestAttentionHeadSets(t *testing.T) {
 		}
 	})
 }
+
+// TestAttentionTiles checks attention over the cache (attendCache) against
+// a float64 softmax on chunks that start and end off the tile grid (head
+// dim 64: tiles of 128 positions): 1 token on an empty cache, 1 token
+// after a full tile, 129 and 300 tokens from empty, 77 tokens after 250
+// cached positions, on 6 heads reading 2 kv heads (GQA groups of 3, so
+// quads are padded). The keys grow along the positions, so a row's
+// maximum rises from tile to tile and the online softmax's rescaling runs.
+// Tolerance 1e-4 of the output scale on both precisions: the f32 sums
+// round a few hundred terms and the fast exponentials are within 2 ulp.
+// Then the 77 tokens again one pass each, as decode steps: every bit must
+// match the chunk's, since tiles start at multiples of the tile whatever
+// the pass.
+func TestAttentionTiles(t *testing.T) {
+	withKernels(t, func(t *testing.T, k kernelSet) {
+		for _, precision := range []Precision{PrecisionExact, PrecisionFast} {
+			t.Run(string(precision), func(t *testing.T) { testAttentionTiles(t, k, precision) })
+		}
+	})
+}
+
+func testAttentionTiles(t *testing.T, k kernelSet, precision Precision) {
+	const H, KV, D = 6, 2, 64
+	if tile := attentionTile(D); tile != 128 {
+		t.Fatalf("attentionTile(%d) = %d, want 128", D, tile)
+	}
+	cfg := model.Config{HiddenSize: 8, NumLayers: 1, NumHeads: H, NumKVHeads: KV, HeadDim: D,
+		RotaryDim: 16, RopeTheta: 1e4, RMSNormEps: 1e-6}
+	b := &Backend{cfg: cfg, w: &model.Weights{Config: cfg, Layers: make([]model.Layer, 1), Embed: model.Matrix{Out: 100}},
+		pool: pool{threads: 2}, kern: k, precision: precision}
+	rng := rand.New(rand.NewPCG(41, 42))
+	run := func(seq *sequence, pos int, qg []float32) []float32 {
+		n := len(qg) / (H * 2 * D)
+		seq.tokens = make([]int, pos)
+		p, err := b.begin([]model.Segment{{Seq: seq, In: model.Input{IDs: make([]int, n)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := make([]float32, n*H*D)
+		p.attendCache(0, qg, o)
+		seq.busy = false
+		return o
+	}
+	for _, c := range []struct{ cached, n int }{{0, 1}, {128, 1}, {0, 129}, {0, 300}, {250, 77}} {
+		total := c.cached + c.n
+		s, err := b.NewSequence(total)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seq := s.(*sequence)
+		keys := randomVector(rng, total*KV*D)
+		for j := range total {
+			for i := range KV * D {
+				keys[j*KV*D+i] *= float32(0.5 + 2*float64(j)/float64(total))
+			}
+		}
+		seq.layers[0].k, seq.layers[0].v = keys, randomVector(rng, total*KV*D)
+		qg := randomVector(rng, c.n*H*2*D)
+		got := run(seq, c.cached, qg)
+		for tok := range c.n {
+			pos := c.cached + tok
+			for h := range H {
+				q := qg[(tok*H+h)*2*D:][:D]
+				gate := qg[(tok*H+h)*2*D+D:][:D]
+				kv := h / (H / KV)
+				scores := make([]float64, pos+1)
+				maxScore := math.Inf(-1)
+				for j := range scores {
+					for d := range D {
+						scores[j] += float64(q[d]) * float64(keys[(j*KV+kv)*D+d])
+					}
+					scores[j] /= math.Sqrt(D)
+					maxScore = max(maxScore, scores[j])
+				}
+				var sum float64
+				for j := range scores {
+					scores[j] = math.Exp(scores[j] - maxScore)
+					sum += scores[j]
+				}
+				want := make([]float64, D)
+				var scale, diff float64
+				for d := range D {
+					for j, e := range scores {
+						want[d] += e / sum * float64(seq.layers[0].v[(j*KV+kv)*D+d])
+					}
+					want[d] /= 1 + math.Exp(-float64(gate[d]))
+					scale = max(scale, math.Abs(want[d]))
+				}
+				for d := range D {
+					diff = max(diff, math.Abs(float64(got[(tok*H+h)*D+d])-want[d]))
+				}
+				if diff > 1e-4*scale {
+					t.Fatalf("cached %d, %d tokens: token %d head %d: error %.3g of output scale %.3g", c.cached, c.n, tok, h, diff, scale)
+				}
+			}
+		}
+		if c.n != 77 {
+			continue
+		}
+		for tok := range c.n {
+			one := run(seq, c.cached+tok, qg[tok*H*2*D:(tok+1)*H*2*D])
+			for i, v := range one {
+				if w := got[tok*H*D+i]; math.Float32bits(v) != math.Float32bits(w) {
+					t.Fatalf("token %d alone: output %d is %v, in the chunk %v", tok, i, v, w)
+				}
+			}
+		}
+	}
+}

@@ -9,8 +9,11 @@
 // only how their work divides; pool.go runs the pieces on the calling
 // goroutine and helpers that live as long as the process. The pieces:
 // output rows for the matrix products (matmul.go), blocks of query rows per
-// kv head for attention, value heads for the DeltaNet scan, token rows for
-// the row-wise steps, experts for the MoE of a prefill chunk.
+// kv head for attention (flash-style: about 64 rows of a kv head's group
+// share each 32 KiB tile of its cache, with an online softmax, so a long
+// prompt reads the cache once per block, not once per token), value heads
+// for the DeltaNet scan, token rows for the row-wise steps, experts for the
+// MoE of a prefill chunk.
 //
 // Two precisions for the products with affine (MLX 4- and 8-bit) weights,
 // chosen by Options.Precision:
