@@ -173,3 +173,53 @@ func TestImagesRefused(t *testing.T) {
 	}
 	t.Log(err)
 }
+
+// TestImagePrefixAfterRestart: a prefix holding an image, written to the
+// disk store and read back by a new engine, continues at the image's M-RoPE
+// positions: the follow-up's log-probabilities equal, bit for bit, those of
+// an engine that computes the prefix.
+func TestImagePrefixAfterRestart(t *testing.T) {
+	c := visionCase(t, "hf-bf16/single")
+	dir := t.TempDir()
+	n := len(c.Prompt)
+	store, _ := openStore(t, dir)
+	first := loadVision(t, c, LoadOptions{Store: store, StoreMinTokens: 8})
+	collect(t, first, Request{Prompt: c.Prompt, Images: c.Images, Checkpoints: []int{n - 1}, MaxTokens: 1})
+	store.Wait()
+
+	logprobs := func(e *Engine, req Request) ([]float64, *Stats) {
+		t.Helper()
+		req.Logprobs, req.MaxTokens = true, 6
+		stream, err := e.Submit(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lp []float64
+		var st *Stats
+		for ev := range stream.Events {
+			for _, l := range ev.Logprobs {
+				lp = append(lp, l.Logprob)
+			}
+			if ev.Stats != nil {
+				st = ev.Stats
+			}
+			if ev.Err != nil {
+				t.Fatal(ev.Err)
+			}
+		}
+		return lp, st
+	}
+	follow := slices.Concat(c.Prompt, []int{17, 29, 301})
+	again, _ := openStore(t, dir)
+	restarted := loadVision(t, c, LoadOptions{Store: again, StoreMinTokens: 8})
+	got, st := logprobs(restarted, Request{Prompt: follow, Images: c.Images})
+	if st.CachedTokens != n-1 || st.ImagesEncoded != 0 {
+		t.Fatalf("after a restart: %d tokens cached, %d images encoded; want %d, 0", st.CachedTokens, st.ImagesEncoded, n-1)
+	}
+	fresh := loadVision(t, c, LoadOptions{CacheBytes: -1})
+	// The same chunks (a pass ends at the checkpoint), so the same bits.
+	want, _ := logprobs(fresh, Request{Prompt: follow, Images: c.Images, Checkpoints: []int{n - 1}})
+	if !slices.Equal(got, want) {
+		t.Fatalf("log-probabilities after the stored prefix %v, computed %v", got, want)
+	}
+}

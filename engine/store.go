@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"io"
-	"slices"
 
 	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/prefixstore"
@@ -46,7 +45,7 @@ func (e *Engine) loadStored(prompt []int, min, max int, owner string) model.Snap
 		if err != nil {
 			return err
 		}
-		if s.Pos() != len(tokens) || !slices.Equal(s.Tokens(), tokens) {
+		if s.Pos() != len(tokens) || !sameTokens(s.Tokens(), tokens) {
 			return errKey
 		}
 		snap = s
@@ -56,6 +55,21 @@ func (e *Engine) loadStored(prompt []int, min, max int, owner string) model.Snap
 		return nil
 	}
 	return snap
+}
+
+// sameTokens reports whether a snapshot's tokens are its key's: equal
+// where the key holds token ids, and anything under an image's run, where
+// the key holds ids derived from the image's hash (images.go).
+func sameTokens(state, key []int) bool {
+	if len(state) != len(key) {
+		return false
+	}
+	for i, id := range key {
+		if id >= 0 && state[i] != id {
+			return false
+		}
+	}
+	return true
 }
 
 // saveStored queues snap, the state after tokens, for the store unless it
