@@ -14,7 +14,7 @@ import (
 
 // precisionUsage is the flag's help.
 const precisionUsage = "cpu backend arithmetic: fast (int16 activations in integer dot products, within 5e-3 of exact), " +
-	"exact (f32, the reference) or int8 (int8 activations: fastest, least accurate)"
+	"exact (f32, the reference) or int8 (int8 activations: least accurate, and slower than fast on this build's kernels; see BENCHMARKS.md)"
 
 // addPrecisionFlag adds --precision to cmd, defaulting to fast.
 func addPrecisionFlag(cmd *cobra.Command, p *string) {

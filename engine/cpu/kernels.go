@@ -56,7 +56,7 @@ func ParsePrecision(s string) (Precision, error) {
 		return p, nil
 	}
 	return "", fmt.Errorf("precision %q: choose fast (int16 activations in integer products, the default), "+
-		"exact (f32, the reference) or int8 (int8 activations: fastest, least accurate)", s)
+		"exact (f32, the reference) or int8 (int8 activations: least accurate)", s)
 }
 
 // quantizedActivations says whether the affine products run q8.go's
