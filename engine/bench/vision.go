@@ -251,10 +251,13 @@ func followUp(t Target, tower *model.VisionWeights, im *model.Image, tok *tokeni
 	c := &tower.Config
 	n := c.Tokens(im.Grid)
 	r := rand.New(rand.NewPCG(7, 7))
+	// Text ids below the image tokens (which lie above the ordinary
+	// vocabulary) and the vocabulary's end.
+	hi := min(20000, c.ImageTokenID, c.VisionStartTokenID, c.VisionEndTokenID, t.Weights.Embed.Out)
 	text := func(k int) []int {
 		ids := make([]int, k)
 		for i := range ids {
-			ids[i] = 1000 + r.IntN(20000)
+			ids[i] = 1 + r.IntN(hi-1)
 		}
 		return ids
 	}
