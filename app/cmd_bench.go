@@ -49,7 +49,13 @@ demo model Suzuran Tiny, as every command with --model does.
 --parallel 1,2,4 measures batched decode instead: for each count, that many
 sequences (prompts of --parallel-prompt tokens, different for each) decode
 together, one batched pass per step, and the aggregate and per-stream
-tokens/s are printed.`,
+tokens/s are printed.
+
+--image-tokens 1024 measures the vision tower instead: a synthetic tower of
+the model's vision_config shapes (random bf16 weights) encoding one image of
+that many tokens; --image-follow-up then asks about it through the engine and
+asks a follow-up question, and --image-plan-only (GPU backends) reports the
+counters of the tower's command buffer without running it.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if table {
 				if len(args) == 0 {
