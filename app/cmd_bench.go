@@ -9,9 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/suzuran-app/suzuran/assets/models"
 	"github.com/suzuran-app/suzuran/engine/bench"
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/cpu"
+	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -24,6 +26,7 @@ func newBenchCmd() *cobra.Command {
 		listBackends              bool
 		threads, copyMiB          int
 		par                       bench.ParallelSettings
+		vis                       bench.VisionSettings
 	)
 	cmd := &cobra.Command{
 		Use:   "bench [--model DIR | --synthetic] [--backend " + strings.Join(bench.Kinds(), "|") + "] [--prompt 512,4096] [--gen 128] [--runs N] [--json]",
@@ -46,7 +49,13 @@ demo model Suzuran Tiny, as every command with --model does.
 --parallel 1,2,4 measures batched decode instead: for each count, that many
 sequences (prompts of --parallel-prompt tokens, different for each) decode
 together, one batched pass per step, and the aggregate and per-stream
-tokens/s are printed.`,
+tokens/s are printed.
+
+--image-tokens 1024 measures the vision tower instead: a synthetic tower of
+the model's vision_config shapes (random bf16 weights) encoding one image of
+that many tokens; --image-follow-up then asks about it through the engine and
+asks a follow-up question, and --image-plan-only (GPU backends) reports the
+counters of the tower's command buffer without running it.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if table {
 				if len(args) == 0 {
@@ -114,6 +123,9 @@ tokens/s are printed.`,
 			}
 			defer closeBackend()
 			t.Model.Synthetic = synthetic
+			if vis.Tokens > 0 {
+				return benchVision(cmd, t, vis, asJSON)
+			}
 			if len(par.Streams) > 0 {
 				par.Gen = s.Gen
 				rs, err := bench.RunParallel(t, par, log)
@@ -171,6 +183,11 @@ tokens/s are printed.`,
 	f.StringVar(&isa, "isa", "", "cpu backend instruction set, to measure a fallback: "+isaChoices()+" (default: the best this machine runs)")
 	f.IntSliceVar(&par.Streams, "parallel", nil, "measure batched decode of this many streams together instead, comma-separated (1,2,4)")
 	f.IntVar(&par.Prompt, "parallel-prompt", 64, "prompt tokens of each stream with --parallel")
+	f.IntVar(&vis.Tokens, "image-tokens", 0, "measure the vision tower instead: a synthetic tower of the model's vision_config shapes encoding one image of this many tokens (1024: 64 × 64 patches)")
+	f.IntVar(&vis.Depth, "image-depth", 0, "blocks of the synthetic tower with --image-tokens (0: the config's)")
+	f.IntVar(&vis.Runs, "image-runs", 1, "encodes timed with --image-tokens")
+	f.BoolVar(&vis.FollowUp, "image-follow-up", false, "with --image-tokens, also ask about the image through the engine and then ask a follow-up question, reporting what each encoded and prefilled")
+	f.BoolVar(&vis.PlanOnly, "image-plan-only", false, "with --image-tokens on a GPU backend, record the tower's command buffer without running it and report its counters")
 	f.IntVar(&copyMiB, "copy-mib", 1024, "size of the bandwidth probe's buffer, MiB")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON instead of a table")
 	f.StringVar(&out, "out", "", "also write the JSON report to this file")
@@ -238,4 +255,39 @@ func checkBenchSettings(s *bench.Settings, threads int) error {
 		return fmt.Errorf("--layer-costs %q: choose blocks, prefixes or off", s.LayerCosts)
 	}
 	return nil
+}
+
+// benchVision runs the vision tower's benchmark; the follow-up's answers
+// are decoded with the demo model's tokenizer (ids beyond it are skipped).
+func benchVision(cmd *cobra.Command, t bench.Target, vis bench.VisionSettings, asJSON bool) error {
+	if vis.Runs <= 0 {
+		return fmt.Errorf("--image-runs %d: give a positive count", vis.Runs)
+	}
+	if vis.Depth < 0 {
+		return fmt.Errorf("--image-depth %d: give a positive count, or 0 for the config's", vis.Depth)
+	}
+	var tok *tokenizer.Tokenizer
+	if vis.FollowUp {
+		root, err := models.DefaultRoot()
+		if err != nil {
+			return err
+		}
+		demo, err := models.Install(root)
+		if err != nil {
+			return err
+		}
+		if tok, err = tokenizer.Load(demo); err != nil {
+			return err
+		}
+	}
+	r, err := bench.RunVision(t, vis, tok, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"model": t.Model, "backend": t.Backend.Name(), "vision": r})
+	}
+	return bench.VisionTable(cmd.OutOrStdout(), t.Kind, r)
 }

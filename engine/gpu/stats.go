@@ -57,6 +57,10 @@ func (c *Counters) add(o Counters) {
 // prefill pass (a chunk) more.
 type Stats struct {
 	Prefill, Decode Counters
+	// Vision counts the vision tower's runs, one pass per image: Tokens
+	// are the image tokens made, MinimumBytes the tower's weights read once
+	// with the pixels in and the embeddings out.
+	Vision Counters
 }
 
 // Lines renders the stats in words, one counter per line, per token for
@@ -103,6 +107,18 @@ func (s Stats) Lines() []string {
 			fmt.Sprintf("prefill: mid-step readbacks per chunk: %s", per(p.MidStepReadbacks, p.Passes)),
 			fmt.Sprintf("prefill: dispatches per chunk: %s", per(p.Dispatches, p.Passes)),
 			fmt.Sprintf("prefill: planned bytes per token: %s", per(p.ReadBytes+p.WriteBytes, p.Tokens)))
+	}
+	if v := s.Vision; v.Passes > 0 {
+		out = append(out,
+			fmt.Sprintf("vision: images: %d, tokens: %d", v.Passes, v.Tokens),
+			fmt.Sprintf("vision: command buffers per image: %s", per(v.CommandBuffers, v.Passes)),
+			fmt.Sprintf("vision: host waits per image: %s", per(v.HostWaits, v.Passes)),
+			fmt.Sprintf("vision: dispatches per image: %s", per(v.Dispatches, v.Passes)),
+			fmt.Sprintf("vision: planned bytes per image: %s", per(v.ReadBytes+v.WriteBytes, v.Passes)),
+			fmt.Sprintf("vision: minimum bytes per image (weights once, pixels, embeddings): %s", per(v.MinimumBytes, v.Passes)))
+		if v.MinimumBytes > 0 {
+			out = append(out, fmt.Sprintf("vision: planned / minimum bytes: %.3f", float64(v.ReadBytes+v.WriteBytes)/float64(v.MinimumBytes)))
+		}
 	}
 	return out
 }

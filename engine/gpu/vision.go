@@ -98,13 +98,28 @@ func (b *Backend) vision(w *model.VisionWeights) (*devVision, error) {
 // EncodeImage implements model.VisionEncoder: the tower of engine/model/MODEL.md in
 // one command buffer.
 func (b *Backend) EncodeImage(w *model.VisionWeights, im *model.Image) ([]float32, error) {
+	out, _, err := b.encodeImage(w, im, true)
+	return out, err
+}
+
+// PlanImage records the command buffer EncodeImage would run for im and
+// discards it: the counters (dispatches, planned bytes against the
+// minimum) the tower's plan declares, without running it. They are the
+// counters a run adds to Stats().Vision, which PlanImage leaves alone.
+func (b *Backend) PlanImage(w *model.VisionWeights, im *model.Image) (Counters, error) {
+	_, stats, err := b.encodeImage(w, im, false)
+	return stats, err
+}
+
+func (b *Backend) encodeImage(w *model.VisionWeights, im *model.Image, run bool) ([]float32, Counters, error) {
+	var stats Counters
 	c := &w.Config
 	if err := c.CheckImage(im); err != nil {
-		return nil, err
+		return nil, stats, err
 	}
 	d, err := b.vision(w)
 	if err != nil {
-		return nil, err
+		return nil, stats, err
 	}
 	N, W, H, D, I := model.Patches(im.Grid), c.HiddenSize, c.NumHeads, c.HeadDim(), c.Intermediate
 	m2 := c.SpatialMerge * c.SpatialMerge
@@ -138,11 +153,11 @@ func (b *Backend) EncodeImage(w *model.VisionWeights, im *model.Image) ([]float3
 		}
 	}()
 	if err != nil {
-		return nil, err
+		return nil, stats, err
 	}
 	cb, err := b.dev.NewCommandBuffer()
 	if err != nil {
-		return nil, err
+		return nil, stats, err
 	}
 	committed := false
 	defer func() {
@@ -150,7 +165,6 @@ func (b *Backend) EncodeImage(w *model.VisionWeights, im *model.Image) ([]float3
 			cb.Discard()
 		}
 	}()
-	var stats Counters
 	e := &encoder{b: b, cb: cb, stats: &stats}
 	ops := b.opt.GEMMOperands
 	v := func(s []float32) loc { return d.vecs[&s[0]] }
@@ -182,14 +196,42 @@ func (b *Backend) EncodeImage(w *model.VisionWeights, im *model.Image) ([]float3
 	e.gemm(d.fc2, mh, out, ops)
 	e.biasAct(actNone, out, v(w.Merger.FC2Bias))
 	if e.err != nil {
-		return nil, e.err
+		return nil, stats, e.err
+	}
+	stats.Passes, stats.Tokens, stats.Sequences = 1, int64(N/m2), 1
+	stats.CommandBuffers, stats.HostWaits = 1, 1
+	stats.MinimumBytes = visionMinimumBytes(d, w, N, c.PatchWidth(), N/m2*c.OutHiddenSize)
+	if !run {
+		return nil, stats, nil
 	}
 	committed = true
 	cb.Commit()
 	if err := cb.Wait(); err != nil {
-		return nil, fmt.Errorf("vision tower: %w", err)
+		return nil, stats, fmt.Errorf("vision tower: %w", err)
 	}
-	return floats(out.buf.Bytes()[:4*out.rows*out.width]), nil
+	b.mu.Lock()
+	b.stats.Vision.add(stats)
+	b.mu.Unlock()
+	return floats(out.buf.Bytes()[:4*out.rows*out.width]), stats, nil
+}
+
+// visionMinimumBytes is the least memory traffic of encoding one image of N
+// patches: every weight of the tower read once, the image's f32 pixels read
+// and its f32 embeddings written. Activations kept on chip between the
+// layers would cost nothing more; the tower's plan writes and reads them.
+func visionMinimumBytes(d *devVision, w *model.VisionWeights, N, patchWidth, outFloats int) int64 {
+	n := d.patch.bytes + d.fc1.bytes + d.fc2.bytes
+	for i := range d.blocks {
+		k := &d.blocks[i]
+		n += k.qkv.bytes + k.proj.bytes + k.fc1.bytes + k.fc2.bytes
+	}
+	vec := func(v []float32) int64 { return int64(4 * len(v)) }
+	n += vec(w.PatchEmbedBias) + vec(w.Merger.Norm) + vec(w.Merger.NormBias) + vec(w.Merger.FC1Bias) + vec(w.Merger.FC2Bias)
+	for i := range w.Blocks {
+		k := &w.Blocks[i]
+		n += vec(k.Norm1) + vec(k.Norm1Bias) + vec(k.QKVBias) + vec(k.ProjBias) + vec(k.Norm2) + vec(k.Norm2Bias) + vec(k.FC1Bias) + vec(k.FC2Bias)
+	}
+	return n + int64(4*N*patchWidth) + int64(4*outFloats)
 }
 
 // visionHostTables are what depends on the grid alone: each patch's

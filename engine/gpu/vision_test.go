@@ -56,3 +56,62 @@ func TestVisionTowerEmu(t *testing.T) {
 		}
 	}
 }
+
+// TestVisionCounters holds the tower's counters to its plan: one command
+// buffer and one host wait per image, no readback inside, the planned
+// traffic at least the minimum (every weight once, pixels in, embeddings
+// out), and PlanImage, which records without running, declaring exactly
+// what a run adds to Stats().Vision (the benchmark counts the full-size
+// tower with it).
+func TestVisionCounters(t *testing.T) {
+	var c *fixtures.VisionCase
+	for _, vc := range fixtures.VisionCases(t) {
+		if vc.Name == "hf-bf16/tall" {
+			c = vc
+		}
+	}
+	if c == nil {
+		t.Fatal("the fixtures have no hf-bf16/tall case")
+	}
+	m, err := checkpoint.Load(c.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	vw, err := m.Vision()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(openTestDevice(t, 1), m.Weights, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	im := &c.Images[0]
+	plan, err := b.PlanImage(vw, im)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := b.Stats().Vision; s != (Counters{}) {
+		t.Fatalf("PlanImage changed the backend's counters: %+v", s)
+	}
+	if _, err := b.EncodeImage(vw, im); err != nil {
+		t.Fatal(err)
+	}
+	got := b.Stats().Vision
+	if got != plan {
+		t.Fatalf("a run counted %+v, the plan %+v", got, plan)
+	}
+	if got.Passes != 1 || got.CommandBuffers != 1 || got.HostWaits != 1 || got.MidStepReadbacks != 0 {
+		t.Fatalf("per image: %d passes, %d command buffers, %d host waits, %d readbacks; want 1, 1, 1, 0",
+			got.Passes, got.CommandBuffers, got.HostWaits, got.MidStepReadbacks)
+	}
+	if want := int64(vw.Config.Tokens(im.Grid)); got.Tokens != want {
+		t.Fatalf("tokens %d, want %d", got.Tokens, want)
+	}
+	if got.MinimumBytes <= 0 || got.ReadBytes+got.WriteBytes < got.MinimumBytes {
+		t.Fatalf("planned %d bytes, minimum %d: the plan moves less than the least any run must", got.ReadBytes+got.WriteBytes, got.MinimumBytes)
+	}
+	t.Logf("per image: %d dispatches, planned %d bytes, minimum %d (%.2f×)", got.Dispatches, got.ReadBytes+got.WriteBytes,
+		got.MinimumBytes, float64(got.ReadBytes+got.WriteBytes)/float64(got.MinimumBytes))
+}
