@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -35,6 +36,8 @@ import (
 	"github.com/ebitengine/purego"
 	"github.com/godbus/dbus/v5"
 	"github.com/godbus/dbus/v5/prop"
+	"github.com/suzuran-app/suzuran/app/service"
+	"github.com/suzuran-app/suzuran/app/store"
 	_ "modernc.org/sqlite" // reads the app's database
 )
 
@@ -78,6 +81,8 @@ func TestDesktopSmoke(t *testing.T) {
 	home := t.TempDir()
 	apiPort := freePort(t)
 	writeSettings(t, filepath.Join(home, "config", "suzuran", "settings.json"), fmt.Sprintf(`{"api_port": %d, "welcome_seen": true}`, apiPort))
+	dbPath := filepath.Join(home, "data", "suzuran", "suzuran.db")
+	showcaseID := storeShowcase(t, dbPath)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var output bytes.Buffer
@@ -107,6 +112,7 @@ func TestDesktopSmoke(t *testing.T) {
 	window := waitForWindow(t, exited)
 	t.Logf("window %s at %v", window.id, window.rect)
 	checkWindowPainted(t, window, exited)
+	checkShowcase(t, window, exited)
 
 	// The tray: registered with the watcher, its menu readable.
 	var itemService string
@@ -151,7 +157,7 @@ func TestDesktopSmoke(t *testing.T) {
 	})
 
 	checkLocalAPISwitch(t, menu, items[trayAPITitle], apiPort, exited)
-	checkMessageAnswered(t, window, filepath.Join(home, "data", "suzuran", "suzuran.db"), exited)
+	checkMessageAnswered(t, window, dbPath, showcaseID, exited)
 	checkViews(t, window, menu, items, exited)
 
 	// A second launch hands over to the first one, which shows its hidden
@@ -297,10 +303,81 @@ func checkLocalAPISwitch(t *testing.T, menu dbus.BusObject, apiID int32, port in
 	t.Logf("Local API off: %s refuses connections", url)
 }
 
+// showcaseFile is the browser tests' Markdown showcase: a conversation as
+// Export as JSON writes it, whose answer holds every block the window
+// renders (headings, a table, code, a task list, a quote, math).
+const showcaseFile = "../frontend/e2e/testdata/showcase.json"
+
+// storeShowcase puts the showcase conversation into the app's database
+// before the app starts, with the store's import (what the window's
+// Import… calls), so that it is the one conversation in the list.
+func storeShowcase(t *testing.T, dbPath string) int64 {
+	t.Helper()
+	text, err := os.ReadFile(showcaseFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in service.ExportedConversation
+	if err := json.Unmarshal(text, &in); err != nil {
+		t.Fatalf("%s: %v", showcaseFile, err)
+	}
+	if in.Settings == nil || len(in.Messages) != 2 {
+		t.Fatalf("%s: want a question and an answer, with the conversation's settings", showcaseFile)
+	}
+	msgs := make([]store.Message, 0, len(in.Messages))
+	for _, m := range in.Messages {
+		msgs = append(msgs, store.Message{ID: m.ID, ParentID: m.ParentID, Role: m.Role, Content: m.Content,
+			Status: m.Status, Stats: m.Stats, CreatedAt: m.CreatedAt})
+	}
+	db, err := store.Open(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := db.ImportConversation(context.Background(), in.Title, in.CreatedAt, *in.Settings, msgs, in.Shown)
+	if err != nil {
+		t.Fatalf("storing the showcase: %v", err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return c.ID
+}
+
+// checkShowcase opens the showcase conversation from the keyboard, as a
+// user without a mouse would, and photographs its answer. The window has
+// just opened on a new chat with nothing focused; from there the sixth Tab
+// reaches the search box and the seventh the conversation list's one stop,
+// the showcase (the only conversation), as measured in WebKitGTK, whose Tab
+// passes over links; Return opens it. (A change to the window's Tab order
+// shows here as the window not changing.) Ctrl+N then goes back to a new
+// chat for the question that checkMessageAnswered types.
+func checkShowcase(t *testing.T, window xWindow, exited <-chan error) {
+	t.Helper()
+	prev, err := screenshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	xdotool(t, "windowfocus", "--sync", window.id)
+	xdotool(t, "key", "--delay", "50", "Tab", "Tab", "Tab", "Tab", "Tab", "Tab", "Tab", "Return")
+	shot := checkViewShown(t, window, prev, "markdown", "seven Tabs and Return", exited)
+	if *smokeShot != "" {
+		saveImage(t, strings.TrimSuffix(*smokeShot, ".png")+"-markdown.png", shot)
+	}
+	xdotool(t, "key", "ctrl+n")
+	checkViewShown(t, window, shot, "new chat after the showcase", "Ctrl+N", exited)
+}
+
+func xdotool(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("xdotool", args...).CombinedOutput(); err != nil {
+		t.Fatalf("xdotool %v: %v: %s", args, err, out)
+	}
+}
+
 // checkMessageAnswered types a question into the window with xdotool and
 // waits for the demo model's answer in the app's database, then keeps a
 // screenshot of the window answering and checks that the window changed.
-func checkMessageAnswered(t *testing.T, window xWindow, dbPath string, exited <-chan error) {
+func checkMessageAnswered(t *testing.T, window xWindow, dbPath string, showcaseID int64, exited <-chan error) {
 	t.Helper()
 	before, err := screenshot()
 	if err != nil {
@@ -329,7 +406,8 @@ func checkMessageAnswered(t *testing.T, window xWindow, dbPath string, exited <-
 	waitFor(t, exited, "the demo model's answer in the database", func() bool {
 		err := db.QueryRow(`SELECT q.content, a.content FROM messages q JOIN messages a
 			ON a.conversation_id = q.conversation_id AND a.id > q.id AND a.role = 'assistant'
-			WHERE q.role = 'user' AND a.status = 'complete' ORDER BY a.id DESC LIMIT 1`).Scan(&question, &answer)
+			WHERE q.role = 'user' AND a.status = 'complete' AND q.conversation_id != ?
+			ORDER BY a.id DESC LIMIT 1`, showcaseID).Scan(&question, &answer)
 		return err == nil
 	})
 	if question != "What does json.dumps do?" || !strings.Contains(strings.ToLower(answer), "json") {
@@ -367,43 +445,53 @@ func checkViews(t *testing.T, window xWindow, menu dbus.BusObject, items map[str
 		{"new-chat", trayNewChatTitle},
 	} {
 		clickMenuItem(t, menu, items[view.item])
-		var shot image.Image
-		var changed float64
-		// The view paints within a moment; 20 s is for a loaded machine.
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			if shot, err = screenshot(); err != nil {
-				t.Fatal(err)
-			}
-			if changed = changedPercent(prev, shot, window.rect); changed >= 5 {
-				// Let it finish painting, then keep what it shows.
-				time.Sleep(500 * time.Millisecond)
-				if shot, err = screenshot(); err != nil {
-					t.Fatal(err)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("%s: only %.2f %% of the window changed after %q; want the view shown", view.name, changed, view.item)
-				break
-			}
-			select {
-			case err := <-exited:
-				t.Fatalf("the app exited while showing %s: %v", view.name, err)
-			case <-time.After(250 * time.Millisecond):
-			}
-		}
-		colours, background := colourStats(shot, window.rect)
-		if colours < minWindowColours || background > maxBackgroundPercent {
-			t.Errorf("%s looks blank: %d colours (want ≥ %d), background on %.1f %% (want ≤ %.1f %%)",
-				view.name, colours, minWindowColours, background, maxBackgroundPercent)
-		}
-		t.Logf("%s: %.1f %% of the window changed; %d colours, background on %.1f %%", view.name, changed, colours, background)
+		shot := checkViewShown(t, window, prev, view.name, fmt.Sprintf("%q", view.item), exited)
 		if *smokeShot != "" {
 			saveImage(t, strings.TrimSuffix(*smokeShot, ".png")+"-"+view.name+".png", shot)
 		}
 		prev = shot
 	}
+}
+
+// checkViewShown waits for the window to change from prev after what was
+// done (at least 5 % of its pixels), lets it finish painting, and checks
+// that what it shows is painted, as checkWindowPainted judges.
+func checkViewShown(t *testing.T, window xWindow, prev image.Image, name, after string, exited <-chan error) image.Image {
+	t.Helper()
+	var shot image.Image
+	var changed float64
+	var err error
+	// The view paints within a moment; 20 s is for a loaded machine.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if shot, err = screenshot(); err != nil {
+			t.Fatal(err)
+		}
+		if changed = changedPercent(prev, shot, window.rect); changed >= 5 {
+			// Let it finish painting, then keep what it shows.
+			time.Sleep(500 * time.Millisecond)
+			if shot, err = screenshot(); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s: only %.2f %% of the window changed after %s; want the view shown", name, changed, after)
+			break
+		}
+		select {
+		case err := <-exited:
+			t.Fatalf("the app exited while showing %s: %v", name, err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	colours, background := colourStats(shot, window.rect)
+	if colours < minWindowColours || background > maxBackgroundPercent {
+		t.Errorf("%s looks blank: %d colours (want ≥ %d), background on %.1f %% (want ≤ %.1f %%)",
+			name, colours, minWindowColours, background, maxBackgroundPercent)
+	}
+	t.Logf("%s: %.1f %% of the window changed; %d colours, background on %.1f %%", name, changed, colours, background)
+	return shot
 }
 
 // changedPercent is the share of pixels inside r that differ between a and b.

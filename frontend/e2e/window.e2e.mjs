@@ -19,7 +19,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -109,73 +109,11 @@ test('first run offline: the welcome view says so within 2 s and shows the machi
   }
 });
 
-// The showcase: one answer with every block the window renders.
-const showcaseAnswer = `# Sorting algorithms
-
-A short comparison, with the maths behind it.
-
-## Complexity
-
-| Algorithm | Best | Average | Worst | Stable | Memory | Notes |
-|-----------|------|---------|-------|--------|--------|-------|
-| Insertion sort | $O(n)$ | $O(n^2)$ | $O(n^2)$ | yes | $O(1)$ | Fast on nearly sorted input |
-| Merge sort | $O(n \\log n)$ | $O(n \\log n)$ | $O(n \\log n)$ | yes | $O(n)$ | Predictable; used by Python's sorted() as Timsort |
-| Quicksort | $O(n \\log n)$ | $O(n \\log n)$ | $O(n^2)$ | no | $O(\\log n)$ | Fastest in practice with a good pivot |
-
-### In Python
-
-\`\`\`python
-def insertion_sort(items):
-    for i in range(1, len(items)):
-        key = items[i]
-        j = i - 1
-        while j >= 0 and items[j] > key:
-            items[j + 1] = items[j]
-            j -= 1
-        items[j + 1] = key
-    return items
-\`\`\`
-
-### Checklist
-
-- [x] Pick a stable sort when equal keys must keep their order
-- [x] Use \`sorted()\` unless there is a reason not to
-- [ ] Measure before writing your own
-
-> Premature optimization is the root of all evil.
-> — Donald Knuth
-
-A comparison sort needs at least $\\log_2 n!$ comparisons, and by Stirling \\(\\log_2 n! \\approx n \\log_2 n\\):
-
-$$
-\\log_2 n! = \\sum_{k=1}^{n} \\log_2 k \\ge \\frac{n}{2} \\log_2 \\frac{n}{2}
-$$
-
-\\[ T(n) = 2\\,T\\!\\left(\\frac{n}{2}\\right) + O(n) \\]
-`;
-
-const ownSettings = { systemPrompt: 'Answer as a computer science teacher.', thinking: 'off', samplingPreset: 'coding' };
-
-const showcaseFile = JSON.stringify({
-  format: 'suzuran.conversation',
-  version: 1,
-  title: 'Sorting algorithms compared',
-  createdAt: Date.UTC(2026, 10, 30, 9, 0),
-  shown: 2,
-  settings: ownSettings,
-  messages: [
-    { id: 1, role: 'user', content: 'Compare the common sorting algorithms.', status: 'complete', createdAt: Date.UTC(2026, 10, 30, 9, 0) },
-    {
-      id: 2,
-      parentId: 1,
-      role: 'assistant',
-      content: showcaseAnswer,
-      status: 'complete',
-      createdAt: Date.UTC(2026, 10, 30, 9, 0, 4),
-      stats: { promptTokens: 20, cachedTokens: 0, generatedTokens: 480, timeToFirstMs: 40, tokensPerSecond: 55, finishReason: 'stop', model: 'Suzuran Tiny (demo)' },
-    },
-  ],
-});
+// The showcase: a conversation file (as Export as JSON writes it) whose
+// answer holds every block the window renders, with its own settings; the
+// desktop smoke test (app/smoke_test.go) opens the same file.
+const showcaseFile = readFileSync(join(import.meta.dirname, 'testdata', 'showcase.json'), 'utf8');
+const ownSettings = JSON.parse(showcaseFile).settings;
 
 /** The left and right edges of an element's box, in CSS pixels. */
 async function edges(locator) {
