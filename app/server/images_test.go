@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/suzuran-app/suzuran/engine"
+	"github.com/suzuran-app/suzuran/engine/chat"
 	"github.com/suzuran-app/suzuran/engine/imageproc"
 )
 
@@ -143,6 +144,20 @@ func TestImagesThroughAPI(t *testing.T) {
 		}
 		if !(got["low"] < got["auto"]) {
 			t.Errorf("detail low takes %v tokens, auto %v", got["low"], got["auto"])
+		}
+		// An image large enough for high to differ from auto costs tens of
+		// seconds of the tower on this CPU; the part's limit is read here.
+		for detail, want := range map[string]int{"low": lowDetailPixels, "auto": imageproc.DefaultMaxPixels, "": imageproc.DefaultMaxPixels, "high": highDetailPixels} {
+			obj := chat.NewObject()
+			iu := chat.NewObject()
+			iu.Set("url", dataURL(img0))
+			iu.Set("detail", detail)
+			obj.Set("type", "image_url")
+			obj.Set("image_url", iu)
+			p, err := decodeImagePart(obj, "p")
+			if err != nil || p.maxPixels != want {
+				t.Errorf("detail %q: %d pixels (%v), want %d", detail, p.maxPixels, err, want)
+			}
 		}
 	})
 
