@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
 	"github.com/suzuran-app/suzuran/engine/gpucheck"
+	"github.com/suzuran-app/suzuran/engine/imageproc"
 	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/sample"
 )
@@ -32,12 +34,13 @@ type chatOptions struct {
 	temperature                   float64
 	temperatureSet                bool
 	maxTokens, threads, parallel  int
+	images                        []string
 }
 
 func newChatCmd() *cobra.Command {
 	var o chatOptions
 	cmd := &cobra.Command{
-		Use:   "chat [--model DIR] [--backend " + backendChoices() + "] [--think on|off] [--temperature T] [--max-tokens N] [--system TEXT]",
+		Use:   "chat [--model DIR] [--backend " + backendChoices() + "] [--think on|off] [--temperature T] [--max-tokens N] [--system TEXT] [--image FILE…]",
 		Short: "Chat with the model in the terminal",
 		Long: `chat is a terminal chat on the engine. Answers stream as they are generated,
 thinking shown dimmed; after each answer the prefill and decode speeds are
@@ -59,7 +62,12 @@ is plain greedy decoding (no penalties), reproducible token for token.
 --think defaults to on, except for the demo model Suzuran Tiny, which was
 trained without thinking and always answers with thinking off.
 
-On a terminal, a long prompt shows how far it has been read.`,
+On a terminal, a long prompt shows how far it has been read.
+
+--image attaches image files (PNG, JPEG, GIF, WebP, BMP, TIFF) to the first
+message, before its text, each at most 1,310,720 pixels as the model sees
+it (about 1,280 tokens); each image's size and token cost is shown first.
+A model without a vision tower refuses them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.temperatureSet = cmd.Flags().Changed("temperature")
@@ -73,6 +81,7 @@ On a terminal, a long prompt shows how far it has been read.`,
 	f.Float64Var(&o.temperature, "temperature", 0, "sampling temperature; 0 is greedy (default: the model card's)")
 	f.IntVar(&o.maxTokens, "max-tokens", 0, "most tokens per answer (default: as many as the context holds)")
 	f.StringVar(&o.system, "system", "", "system message")
+	f.StringSliceVar(&o.images, "image", nil, "image files sent with the first message (repeat the flag or separate with commas)")
 	f.IntVar(&o.threads, "threads", 0, "CPU threads (0: all cores)")
 	addPrecisionFlag(cmd, &o.precision)
 	f.IntVar(&o.parallel, "parallel", 0, "requests decoded together in one batched step (0: 4 on a GPU, 2 on cpu)")
@@ -114,6 +123,11 @@ func runChat(cmd *cobra.Command, o chatOptions) error {
 		think = false
 	}
 
+	images, err := chatImages(dir, o.images, stderr)
+	if err != nil {
+		return err
+	}
+
 	// The GPU is checked as the window checks it, and a failure moves the
 	// chat to the CPU, saying why.
 	check := gpuCheckOptions(o.backend, zerolog.Nop())
@@ -138,6 +152,10 @@ func runChat(cmd *cobra.Command, o chatOptions) error {
 		e.Close()
 		return err
 	}
+	if len(images) > 0 && e.Config().Vision == nil {
+		e.Close()
+		return fmt.Errorf("--image: %v: the model in %s has no vision tower; chat without --image, or choose a model that reads images (Qwen3.6)", engine.ErrNoVision, dir)
+	}
 
 	s := &chatSession{
 		engine:    e,
@@ -148,6 +166,7 @@ func runChat(cmd *cobra.Command, o chatOptions) error {
 		errOut:    stderr,
 		color:     isTerminal(stdout),
 		statColor: isTerminal(stderr),
+		pending:   images,
 	}
 	defer func() {
 		if !s.abandoned {
@@ -182,11 +201,16 @@ const (
 
 // chatSession is one conversation in the terminal.
 type chatSession struct {
-	engine    *engine.Engine
-	opts      chatOptions
-	think     bool
-	demo      bool // the demo model, which never thinks
-	history   []chat.Message
+	engine  *engine.Engine
+	opts    chatOptions
+	think   bool
+	demo    bool // the demo model, which never thinks
+	history []chat.Message
+	// images are the images of the conversation, as ImagePart.Index
+	// numbers them; pending are those the next message takes (--image,
+	// for the first).
+	images    []model.Image
+	pending   []chatImage
 	out       io.Writer // answers
 	errOut    io.Writer // prompts, notes, statistics
 	color     bool      // out is a terminal: dim the thinking
@@ -243,7 +267,20 @@ type reply struct {
 // ask sends message and streams the answer. interrupt, when it delivers,
 // stops the answer; ask returns whether a second interrupt asked to quit.
 func (s *chatSession) ask(message string, interrupt <-chan os.Signal) (quit bool, err error) {
-	s.history = append(s.history, chat.Message{Role: "user", Content: message})
+	var content any = message
+	nImages := len(s.images)
+	if len(s.pending) > 0 {
+		var parts []any
+		for _, im := range s.pending {
+			parts = append(parts, chat.ImagePart{Index: len(s.images), Tokens: im.tokens})
+			s.images = append(s.images, im.image)
+		}
+		text := chat.NewObject()
+		text.Set("type", "text")
+		text.Set("text", message)
+		content = append(parts, text)
+	}
+	s.history = append(s.history, chat.Message{Role: "user", Content: content})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req := s.request()
@@ -260,11 +297,13 @@ func (s *chatSession) ask(message string, interrupt <-chan os.Signal) (quit bool
 		}
 	}
 	shown := false // a progress line is on the terminal
-	stream, prompt, err := s.engine.SubmitChat(ctx, req)
+	stream, prompt, err := s.submit(ctx, req)
 	if err != nil {
 		s.history = s.history[:len(s.history)-1]
+		s.images = s.images[:nImages]
 		return false, err
 	}
+	s.pending = nil
 	parser := chat.NewParser(chat.ParserOptions{InReasoning: chat.PromptOpensThinking(prompt.Text)})
 	var r reply
 	w := &replyWriter{s: s, r: &r}
@@ -427,6 +466,9 @@ func statsLine(st *engine.Stats) string {
 		prefill += fmt.Sprintf(" (%d more from the cache)", st.CachedTokens)
 	}
 	prefill += fmt.Sprintf(" at %.1f tok/s", st.PrefillTokensPerSecond())
+	if st.ImagesEncoded > 0 {
+		prefill += ", " + plural(st.ImagesEncoded, "image") + " encoded"
+	}
 	decode := "decode " + plural(st.GeneratedTokens, "token")
 	if st.GeneratedTokens > 1 {
 		decode += fmt.Sprintf(" at %.1f tok/s", st.DecodeTokensPerSecond())
@@ -443,7 +485,7 @@ func (s *chatSession) command(line string) bool {
 	}
 	switch {
 	case fields[0] == "/reset" && len(fields) == 1:
-		s.history = nil
+		s.history, s.images = nil, nil
 		s.note("[new conversation]")
 	case fields[0] == "/think" && len(fields) == 2 && fields[1] == "on" && s.demo:
 		s.note(demoThinkNote)
@@ -564,3 +606,73 @@ func prefillLine(p engine.PrefillProgress) string {
 
 // thousands writes n with commas between groups of three digits.
 func thousands(n int) string { return docs.Thousands(n) }
+
+// chatImage is an image file read for the chat: the tower's pixels and its
+// token cost.
+type chatImage struct {
+	image  model.Image
+	tokens int
+}
+
+// chatImages reads --image files through the model's image processor (at
+// the window's default size limit), saying each one's size and cost.
+func chatImages(dir string, files []string, notes io.Writer) ([]chatImage, error) {
+	if len(files) == 0 {
+		return nil, nil
+	}
+	cfg, err := imageproc.LoadConfig(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--image: %w", err)
+	}
+	cfg = cfg.WithMaxPixels(imageproc.DefaultMaxPixels)
+	var out []chatImage
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("--image: %w", err)
+		}
+		if len(data) > imageproc.MaxFileBytes {
+			return nil, fmt.Errorf("--image %s: the file is larger than the %d MB an image may be: export a smaller copy", f, imageproc.MaxFileBytes>>20)
+		}
+		img, info, err := imageproc.Decode(data)
+		if err != nil {
+			return nil, fmt.Errorf("--image %s: %w", f, err)
+		}
+		px, err := cfg.Process(img)
+		if err != nil {
+			return nil, fmt.Errorf("--image %s: %w", f, err)
+		}
+		note := ""
+		if info.Note != "" {
+			note = " (" + info.Note + ")"
+		}
+		fmt.Fprintf(notes, "%s: %d × %d, seen at %d × %d, %s%s\n", f, info.Width, info.Height, px.Width, px.Height, plural(px.Tokens, "token"), note)
+		out = append(out, chatImage{image: model.Image{Pixels: px.Values, Grid: px.Grid, Hash: sha256.Sum256(data)}, tokens: px.Tokens})
+	}
+	return out, nil
+}
+
+// submit renders the conversation and submits it with its images (as
+// engine.SubmitChat does for text).
+func (s *chatSession) submit(ctx context.Context, r engine.ChatRequest) (*engine.Stream, chat.Prompt, error) {
+	if len(s.images) == 0 {
+		return s.engine.SubmitChat(ctx, r)
+	}
+	prompt, err := s.engine.Encode(r.Render)
+	if err != nil {
+		return nil, chat.Prompt{}, err
+	}
+	images := make([]model.Image, len(prompt.Images))
+	for i, p := range prompt.Images {
+		images[i] = s.images[p.Index]
+	}
+	st, err := s.engine.Submit(ctx, engine.Request{
+		Prompt:      prompt.IDs,
+		Images:      images,
+		Sampling:    r.Sampling,
+		MaxTokens:   r.MaxTokens,
+		Checkpoints: prompt.Checkpoints,
+		Progress:    r.Progress,
+	})
+	return st, prompt, err
+}

@@ -36,7 +36,8 @@ gives them (<|vision_start|>, one <|image_pad|> per merged patch,
 <|vision_end|>); the k-th image fills the k-th run of pads. --pixel-values
 takes the k-th image's pixels from REF's tensors named after its file
 (image2.png: image2.pixel_values and image2.grid_thw) instead of the
-image processor. OUT then also holds image{k}.pixel_values and
+image processor; without it the checkpoint's own processor reads the files
+at its preprocessor_config.json's limits, as the reference does. OUT then also holds image{k}.pixel_values and
 image{k}.grid_thw as the engine used them (k in prompt order, from 0),
 image_embeds and position_ids.`,
 		Args: cobra.NoArgs,
@@ -63,7 +64,7 @@ image_embeds and position_ids.`,
 				return err
 			}
 			defer m.Close()
-			ims, err := logitsImages(images, pixelValues)
+			ims, err := logitsImages(images, pixelValues, modelDir)
 			if err != nil {
 				return err
 			}

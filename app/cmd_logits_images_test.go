@@ -92,6 +92,83 @@ func TestLogitsCommandImages(t *testing.T) {
 	}
 }
 
+// TestLogitsCommandImagesProcessed runs `suzuran logits` on the two-image
+// case of the hub layout with the fixture's PNG files read by the
+// project's image processor (no --pixel-values): the grids equal the
+// reference's, the pixels the engine took are within two uint8 steps
+// (2/127.5) of the reference's, and the prompt and greedy logits within
+// 2e-2 of transformers' (relative to the largest logit: the bar for
+// processed pixels, which may differ from the reference's by a step of
+// rounding where the resize filter lands on a half).
+func TestLogitsCommandImagesProcessed(t *testing.T) {
+	ref, err := safetensors.Open(filepath.Join(vlFixture, "reference.safetensors"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ref.Close()
+	get := func(f *safetensors.File, name string) safetensors.Tensor {
+		tn, ok := f.Tensor(name)
+		if !ok {
+			t.Fatalf("no tensor %s", name)
+		}
+		return tn
+	}
+	out := filepath.Join(t.TempDir(), "out.safetensors")
+	cmd := newLogitsCmd()
+	cmd.SetOut(&bytes.Buffer{})
+	imgs := filepath.Join(vlFixture, "images")
+	cmd.SetArgs([]string{"--model", filepath.Join(vlFixture, "hf-bf16"), "--ids", promptFlag(get(ref, "hf.two_images.prompt_ids")), "--gen", "8",
+		"--image", filepath.Join(imgs, "image2.png"), "--image", filepath.Join(imgs, "image0.png"), "--out", out})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := safetensors.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for k, name := range []string{"image2", "image0"} {
+		pre := "image" + string(rune('0'+k))
+		if got, want := get(f, pre+".grid_thw"), get(ref, name+".grid_thw"); !bytes.Equal(got.Data, want.Data) {
+			t.Errorf("%s.grid_thw %v, want %s's", pre, got.Data, name)
+		}
+		px := floats(t, get(f, pre+".pixel_values"))
+		codes := get(ref, name+".pixel_codes").Data
+		if len(px) != len(codes) {
+			t.Fatalf("%s: %d pixel values, want %d", pre, len(px), len(codes))
+		}
+		var worst float64
+		for i, u := range codes {
+			worst = max(worst, math.Abs(float64(px[i])-(float64(u)-127.5)/127.5))
+		}
+		if worst > 2/127.5+1e-6 {
+			t.Errorf("%s: pixel values differ from %s's by up to %.4g, over two uint8 steps (%.4g)", pre, name, worst, 2/127.5)
+		}
+		t.Logf("%s (%s): largest pixel difference %.3g", pre, name, worst)
+	}
+	rows := get(ref, "hf.two_images.prompt_logit_rows")
+	all := floats(t, get(f, "prompt_logits"))
+	V := 1024
+	var kept []float32
+	for i := range rows.NumElements() {
+		r := int(int32(binary.LittleEndian.Uint32(rows.Data[4*i:])))
+		kept = append(kept, all[r*V:(r+1)*V]...)
+	}
+	for _, c := range []struct {
+		what      string
+		got, want []float32
+	}{
+		{"prompt logits", kept, floats(t, get(ref, "hf.two_images.prompt_logits"))},
+		{"gen logits", floats(t, get(f, "gen_logits")), floats(t, get(ref, "hf.two_images.gen_logits"))},
+	} {
+		e := rel(c.got, c.want)
+		if !(e <= 2e-2) {
+			t.Errorf("%s: relative error %.3g > 2e-2", c.what, e)
+		}
+		t.Logf("%s: relative error %.3g", c.what, e)
+	}
+}
+
 // TestLogitsCommandImageErrors: an image without reference pixels, a name
 // missing from the reference, and a pad run of the wrong length are clear
 // errors.
@@ -112,7 +189,7 @@ func TestLogitsCommandImageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--ids", ids, "--image", img}, "the image processor is not built in; pass --pixel-values"},
+		{[]string{"--ids", ids, "--image", filepath.Join(vlFixture, "hf-bf16", "config.json")}, "not an image"},
 		{[]string{"--ids", ids, "--image", "photo.png", "--pixel-values", refPath}, "no photo.pixel_values"},
 		{[]string{"--ids", short, "--image", img, "--pixel-values", refPath}, "79 <|image_pad|> tokens"},
 		{[]string{"--ids", ids, "--pixel-values", refPath}, "--pixel-values needs"},

@@ -9,14 +9,16 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/suzuran-app/suzuran/engine/imageproc"
 	"github.com/suzuran-app/suzuran/engine/model"
 	"github.com/suzuran-app/suzuran/engine/safetensors"
 )
 
 // logitsImages reads `suzuran logits`' images: with pixelValues, the k-th
 // file's pixels and grid from that reference file's tensors named after
-// it; without, through the image processor.
-func logitsImages(files []string, pixelValues string) ([]model.Image, error) {
+// it; without, through the image processor of the checkpoint in modelDir,
+// at its own limits (the reference's), not the chat's lower default.
+func logitsImages(files []string, pixelValues, modelDir string) ([]model.Image, error) {
 	if len(files) == 0 {
 		if pixelValues != "" {
 			return nil, errors.New("--pixel-values needs the images it holds named with --image")
@@ -24,9 +26,13 @@ func logitsImages(files []string, pixelValues string) ([]model.Image, error) {
 		return nil, nil
 	}
 	if pixelValues == "" {
+		cfg, err := imageproc.LoadConfig(modelDir)
+		if err != nil {
+			return nil, fmt.Errorf("--image: %w", err)
+		}
 		var out []model.Image
 		for _, f := range files {
-			im, err := processImage(f)
+			im, err := processImage(cfg, f)
 			if err != nil {
 				return nil, err
 			}
@@ -71,7 +77,23 @@ func logitsImages(files []string, pixelValues string) ([]model.Image, error) {
 	return out, nil
 }
 
-// processImage turns an image file into the tower's pixel rows.
-func processImage(path string) (model.Image, error) {
-	return model.Image{}, fmt.Errorf("--image %s: the image processor is not built in; pass --pixel-values", path)
+// processImage turns an image file into the tower's pixel rows through
+// the image processor cfg; its identity is the file's bytes.
+func processImage(cfg imageproc.Config, path string) (model.Image, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return model.Image{}, fmt.Errorf("--image: %w", err)
+	}
+	if len(data) > imageproc.MaxFileBytes {
+		return model.Image{}, fmt.Errorf("--image %s: the file is larger than the %d MB an image may be", path, imageproc.MaxFileBytes>>20)
+	}
+	img, _, err := imageproc.Decode(data)
+	if err != nil {
+		return model.Image{}, fmt.Errorf("--image %s: %w", path, err)
+	}
+	px, err := cfg.Process(img)
+	if err != nil {
+		return model.Image{}, fmt.Errorf("--image %s: %w", path, err)
+	}
+	return model.Image{Pixels: px.Values, Grid: px.Grid, Hash: sha256.Sum256(data)}, nil
 }

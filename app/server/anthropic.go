@@ -200,15 +200,16 @@ func userBlocks(content any, param string) ([]chat.Message, error) {
 	var out []chat.Message
 	var text strings.Builder
 	var documents []documentPart
+	var images []imagePart
 	flush := func() {
 		switch {
-		case len(documents) > 0:
-			out = append(out, chat.Message{Role: "user", Content: &documentContent{text: text.String(), parts: documents}})
+		case len(documents)+len(images) > 0:
+			out = append(out, chat.Message{Role: "user", Content: &documentContent{text: text.String(), parts: documents, images: images}})
 		case text.Len() > 0:
 			out = append(out, chat.Message{Role: "user", Content: text.String()})
 		}
 		text.Reset()
-		documents = nil
+		documents, images = nil, nil
 	}
 	for j, block := range blocks {
 		bp := fmt.Sprintf("%s.content.%d", param, j)
@@ -225,6 +226,12 @@ func userBlocks(content any, param string) ([]chat.Message, error) {
 				return nil, err
 			}
 			documents = append(documents, d)
+		case "image":
+			im, err := decodeImagePart(block, bp)
+			if err != nil {
+				return nil, err
+			}
+			images = append(images, im)
 		case "tool_result":
 			flush()
 			result, err := toolResultText(field(block, "content"), bp+".content")
@@ -236,7 +243,7 @@ func userBlocks(content any, param string) ([]chat.Message, error) {
 			}
 			out = append(out, chat.Message{Role: "tool", Content: result, ToolCallID: stringField(block, "tool_use_id")})
 		default:
-			return nil, badRequest(bp+".type", "%s is a %q block: this model reads text, documents and tool results only", bp, typ)
+			return nil, badRequest(bp+".type", "%s is a %q block: this model reads text, images, documents and tool results only", bp, typ)
 		}
 	}
 	flush()

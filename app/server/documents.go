@@ -20,6 +20,9 @@ import (
 type documentContent struct {
 	text  string
 	parts []documentPart
+	// images are the message's images (readImages places them before the
+	// text).
+	images []imagePart
 }
 
 // documentPart is one document of a message, as decoded from its part.
@@ -96,7 +99,16 @@ func userContent(content any, param string) (any, error) {
 	}
 	var texts []any
 	var documents []documentPart
+	var images []imagePart
 	for i, part := range parts {
+		if typ := stringField(part, "type"); isImagePart(typ) {
+			im, err := decodeImagePart(part, fmt.Sprintf("%s[%d]", param, i))
+			if err != nil {
+				return nil, err
+			}
+			images = append(images, im)
+			continue
+		}
 		if !isDocumentPart(stringField(part, "type")) {
 			texts = append(texts, part)
 			continue
@@ -108,13 +120,14 @@ func userContent(content any, param string) (any, error) {
 		documents = append(documents, d)
 	}
 	text, err := textOf(texts, param)
-	if err != nil || len(documents) == 0 {
+	if err != nil || len(documents)+len(images) == 0 {
 		return text, err
 	}
-	return &documentContent{text: text, parts: documents}, nil
+	return &documentContent{text: text, parts: documents, images: images}, nil
 }
 
-// readDocuments extracts the documents of a turn's messages and counts
+// readDocuments extracts the documents of a turn's messages (and reads
+// their images, readImages) and counts
 // their tokens, under the window's limits (docs' default Limits: size,
 // pages, time, text), and places each message's documents before its text
 // as the window does. The log says each document's name, format, size and
@@ -144,6 +157,13 @@ func (s *Server) readDocuments(ctx context.Context, e *engine.Engine, t *chatTur
 			t.documentTokens += att.Tokens
 		}
 		t.messages[i].Content = docs.UserMessage(attachments, dc.text)
+		if len(dc.images) > 0 {
+			content, err := s.readImages(e, t, dc.images, docs.UserMessage(attachments, dc.text))
+			if err != nil {
+				return err
+			}
+			t.messages[i].Content = content
+		}
 	}
 	return nil
 }

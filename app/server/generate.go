@@ -75,6 +75,7 @@ func validateSampling(s *model.Sampling) error {
 // genParams is one generation, whichever API asked for it.
 type genParams struct {
 	prompt    chat.Prompt
+	images    []model.Image // the prompt's images, in the order of their pad runs
 	sampling  model.Sampling
 	maxTokens int
 	stop      []string
@@ -168,6 +169,7 @@ func (s *Server) submit(ctx context.Context, e *engine.Engine, p genParams) (*ge
 	}
 	req := engine.Request{
 		Prompt:         p.prompt.IDs,
+		Images:         p.images,
 		Sampling:       p.sampling,
 		MaxTokens:      p.maxTokens,
 		QueuePosition:  func(n int) { position.Store(int32(n)) },

@@ -9,6 +9,7 @@ import (
 
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
+	"github.com/suzuran-app/suzuran/engine/model"
 )
 
 // chatCompletionRequest is POST /v1/chat/completions. Fields this server
@@ -61,6 +62,10 @@ type chatTurn struct {
 	// documentTokens counts the tokens of the documents readDocuments
 	// placed in the messages.
 	documentTokens int
+	// images are the turn's images (readImages), as ImagePart.Index
+	// numbers them; imageTokens counts their tokens.
+	images      []model.Image
+	imageTokens int
 }
 
 // param is the request field that holds the conversation.
@@ -96,6 +101,9 @@ func (s *Server) prepare(e *engine.Engine, t *chatTurn) (genParams, error) {
 			if t.documentTokens > 0 {
 				what = fmt.Sprintf("the conversation or its documents (%d tokens of documents)", t.documentTokens)
 			}
+			if t.imageTokens > 0 {
+				what += fmt.Sprintf(" with its images (%d tokens of images)", t.imageTokens)
+			}
 			return genParams{}, contextExceeded(err, t.param(), what)
 		}
 		if _, terr := e.Template(); terr != nil {
@@ -112,6 +120,7 @@ func (s *Server) prepare(e *engine.Engine, t *chatTurn) (genParams, error) {
 	opensThinking := chat.PromptOpensThinking(prompt.Text)
 	p := genParams{
 		prompt:         prompt,
+		images:         promptImages(t.images, prompt.Images),
 		sampling:       t.sampling.resolve(opensThinking),
 		maxTokens:      t.maxTokens,
 		stop:           t.stop,

@@ -271,7 +271,7 @@ func TestChatRequestErrors(t *testing.T) {
 		{"max_completion_tokens -1", map[string]any{"messages": msgs, "max_completion_tokens": -1}, 400, "max_completion_tokens"},
 		{"stop not text", map[string]any{"messages": msgs, "stop": 5}, 400, "stop"},
 		{"unknown role", map[string]any{"messages": []any{map[string]any{"role": "robot", "content": "x"}}}, 400, "messages[0].role"},
-		{"image part", map[string]any{"messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "image_url", "image_url": map[string]any{"url": "file:///etc/passwd"}}}}}}, 400, "messages[0].content[0].type"},
+		{"image file url", map[string]any{"messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "image_url", "image_url": map[string]any{"url": "file:///etc/passwd"}}}}}}, 400, "messages[0].content[0].image_url.url"},
 		{"unknown model", map[string]any{"model": "gpt-4o", "messages": msgs}, 404, "model"},
 		{"required without tools", map[string]any{"messages": msgs, "tool_choice": "required"}, 400, "tool_choice"},
 		{"named tool not offered", map[string]any{"messages": msgs, "tools": []any{tool}, "tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "g"}}}, 400, "tool_choice"},

@@ -35,7 +35,7 @@ func EncodePrompt(e *engine.Engine, r chat.RenderRequest) (chat.Prompt, error) {
 		return chat.Prompt{}, &promptTooLong{tokens: ctx, context: ctx,
 			msg: fmt.Sprintf("%v: more than %d tokens, the context holds %d including the answer", engine.ErrPromptTooLong, ctx-1, ctx)}
 	}
-	return chat.Prompt{Text: text, IDs: ids, Checkpoints: chat.PromptCheckpoints(tok, r, ids)}, nil
+	return chat.Prompt{Text: text, IDs: ids, Checkpoints: chat.PromptCheckpoints(tok, r, ids), Images: r.Images()}, nil
 }
 
 // minPromptTokens is a lower bound on the rendered prompt's tokens from the

@@ -7,15 +7,16 @@ import { spawn } from 'node:child_process';
 export const model = process.env.SUZURAN_MODEL;
 const bin = process.env.SUZURAN_BIN;
 
-// startServer runs serve with extra flags and resolves once /health says
-// ready: { baseURL, logs(), stop() }.
-export async function startServer(flags = []) {
-  if (!bin || !model) {
+// startServer runs serve with extra flags (on dir, by default the model
+// SUZURAN_MODEL names) and resolves once /health says ready:
+// { baseURL, logs(), stop() }.
+export async function startServer(flags = [], dir = model) {
+  if (!bin || !dir) {
     throw new Error('set SUZURAN_BIN and SUZURAN_MODEL (make api-e2e does)');
   }
   // --no-ui: the API alone, which opens none of the user's conversations
   // or settings (the chat UI beside it is frontend/e2e's).
-  const child = spawn(bin, ['serve', '--no-ui', '--model', model, '--addr', '127.0.0.1:0', '--backend', 'cpu', ...flags], {
+  const child = spawn(bin, ['serve', '--no-ui', '--model', dir, '--addr', '127.0.0.1:0', '--backend', 'cpu', ...flags], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let logs = '';
