@@ -349,7 +349,8 @@ func storeShowcase(t *testing.T, dbPath string) int64 {
 // reaches the search box and the seventh the conversation list's one stop,
 // the showcase (the only conversation), as measured in WebKitGTK, whose Tab
 // passes over links; Return opens it. (A change to the window's Tab order
-// shows here as the window not changing.) Ctrl+N then goes back to a new
+// shows here as the window not changing.) Ctrl+I opens the conversation's
+// settings sheet over it and Esc closes it; Ctrl+N then goes back to a new
 // chat for the question that checkMessageAnswered types.
 func checkShowcase(t *testing.T, window xWindow, exited <-chan error) {
 	t.Helper()
@@ -363,6 +364,13 @@ func checkShowcase(t *testing.T, window xWindow, exited <-chan error) {
 	if *smokeShot != "" {
 		saveImage(t, strings.TrimSuffix(*smokeShot, ".png")+"-markdown.png", shot)
 	}
+	xdotool(t, "key", "ctrl+i")
+	sheet := checkViewShown(t, window, shot, "chat settings", "Ctrl+I", exited)
+	if *smokeShot != "" {
+		saveImage(t, strings.TrimSuffix(*smokeShot, ".png")+"-chat-settings.png", sheet)
+	}
+	xdotool(t, "key", "Escape")
+	checkViewShown(t, window, sheet, "the showcase after the sheet", "Esc", exited)
 	xdotool(t, "key", "ctrl+n")
 	checkViewShown(t, window, shot, "new chat after the showcase", "Ctrl+N", exited)
 }

@@ -265,6 +265,17 @@ describe('chat view', () => {
     expect(screen.queryByRole('dialog', { name: 'Keyboard shortcuts' })).toBeNull();
   });
 
+  it("opens the conversation's own settings with Ctrl+I", async () => {
+    await renderApp();
+    await fireEvent.keyDown(window, { key: 'i', ctrlKey: true });
+    expect(screen.queryByTestId('chat-settings')).toBeNull(); // no conversation yet
+    const reply = await sendMessage('Hello');
+    backend.stream(reply, [{ content: 'Hi' }]);
+    await screen.findByText('Hi');
+    await fireEvent.keyDown(window, { key: 'i', ctrlKey: true });
+    expect(await screen.findByTestId('chat-settings')).toBeTruthy();
+  });
+
   it('starts a new chat with Ctrl+N', async () => {
     await renderApp();
     const reply = await sendMessage('Hello');
