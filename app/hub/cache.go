@@ -3,12 +3,14 @@ package hub
 import (
 	"errors"
 	"fmt"
-	"github.com/suzuran-app/suzuran/app/internal/atomicfile"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
+
+	"github.com/suzuran-app/suzuran/app/internal/atomicfile"
 )
 
 // Cache is a Hugging Face hub cache folder, laid out as huggingface_hub
@@ -171,8 +173,9 @@ func (c Cache) Link(repo, commit, path, blob string, size int64) error {
 	if err != nil {
 		return err
 	}
-	tmp := link + ".link"
-	os.Remove(tmp)
+	// A name of this call's own: two pulls of one repository link the
+	// same files at once, and each must rename its own link into place.
+	tmp := fmt.Sprintf("%s.%d-%d.link", link, os.Getpid(), linkSeq.Add(1))
 	if err := os.Symlink(target, tmp); err != nil {
 		return fmt.Errorf("linking %s into the snapshot: %w", path, err)
 	}
@@ -182,6 +185,9 @@ func (c Cache) Link(repo, commit, path, blob string, size int64) error {
 	}
 	return nil
 }
+
+// linkSeq numbers Link's temporary links within the process.
+var linkSeq atomic.Uint64
 
 // CachedSnapshot is one snapshot folder found in the cache.
 type CachedSnapshot struct {
