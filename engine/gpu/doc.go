@@ -81,11 +81,14 @@
 //
 // weights.go binds the checkpoint's tensors to device buffers; params.go
 // holds the kernels' parameter structs (checked against the MSL ones by a
-// test); kernels.go encodes each kernel with its parameters and declared
-// traffic; pass.go
-// implements the blocks and chooses between decode kernels (GEMV, split
-// attention, grouped expert decode) and prefill kernels (GEMM, tiled attention,
-// grouped experts) by the number of rows of each segment of a pass;
+// test); kernels.go holds the encoder that records dispatches, and each
+// *_kernels.go (attention, conv, deltanet, embed, gemm, gemv, moe, norm,
+// sample, vision) encodes the kernels of the .metal file of its name with
+// their parameters and declared traffic; pass.go begins, submits and waits
+// on a pass, and deltanet.go, attention.go, moe.go and head.go implement the
+// blocks, choosing between decode kernels (GEMV, split attention, grouped
+// expert decode) and prefill kernels (GEMM, tiled attention, grouped
+// experts) by the number of rows of each segment of a pass;
 // sequence.go holds per-sequence
 // state and snapshots; stats.go the counters and the minimum traffic a
 // decode step must move.
