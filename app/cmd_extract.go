@@ -29,17 +29,20 @@ type extractOutput struct {
 	Errors []string `json:"errors,omitempty"`
 }
 
+// extractOptions are extract's flags.
+type extractOptions struct {
+	dir      string
+	asJSON   bool
+	maxBytes int64
+	maxPages int
+	maxChars int
+	maxToks  int
+	maxPix   int
+	timeout  time.Duration
+}
+
 func newExtractCmd() *cobra.Command {
-	var (
-		dir      string
-		asJSON   bool
-		maxBytes int64
-		maxPages int
-		maxChars int
-		maxToks  int
-		maxPix   int
-		timeout  time.Duration
-	)
+	o := &extractOptions{}
 	cmd := &cobra.Command{
 		Use:   "extract FILE... [--json] [--model DIR]",
 		Short: "Print the text the model reads from documents, with its tokens and pages",
@@ -58,81 +61,84 @@ cannot be read is reported, and the others are still
 printed; the command then exits with an error. Only regular files are read: a
 folder, a device, a named pipe or a socket is refused without being opened.`,
 		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			modelDir, err := commandModel(cmd, dir)
-			if err != nil {
-				return err
-			}
-			tok, err := tokenizer.Load(modelDir)
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
-			opts := docs.Options{Limits: docs.Limits{MaxBytes: maxBytes, MaxPages: maxPages, Timeout: timeout, MaxChars: maxChars, MaxTokens: maxToks}}
-			stderr := cmd.ErrOrStderr()
-			var out extractOutput
-			var imageCfg *imageproc.Config
-			for _, path := range args {
-				if isImageFile(path) {
-					if imageCfg == nil {
-						cfg, note := imageProcessor(modelDir, maxPix)
-						if note != "" {
-							fmt.Fprintln(stderr, note)
-						}
-						imageCfg = &cfg
-					}
-					rec, err := extractImage(path, *imageCfg)
-					if err != nil {
-						fmt.Fprintln(stderr, err)
-						out.Errors = append(out.Errors, err.Error())
-						continue
-					}
-					out.Images = append(out.Images, rec)
-					if !asJSON {
-						fmt.Fprintln(stderr, describeImage(rec))
-					}
-					continue
-				}
-				progress := newProgressLine(stderr)
-				opts.Progress = progress.extraction
-				att, err := extractOne(ctx, path, tok, opts, progress)
-				progress.clear()
-				if err != nil {
-					fmt.Fprintln(stderr, err)
-					out.Errors = append(out.Errors, err.Error())
-					if ctx.Err() != nil {
-						break
-					}
-					continue
-				}
-				out.Attachments = append(out.Attachments, att)
-				if !asJSON {
-					fmt.Fprintln(stderr, describe(att))
-				}
-			}
-			if len(out.Attachments) > 0 {
-				out.BlockTokens = len(tok.Encode(docs.DocumentBlock(out.Attachments) + "\n\n"))
-			}
-			if err := printExtract(cmd.OutOrStdout(), stderr, out, asJSON); err != nil {
-				return err
-			}
-			if len(out.Errors) > 0 {
-				return fmt.Errorf("%d of %d files could not be read", len(out.Errors), len(args))
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return o.run(cmd, args) },
 	}
 	f := cmd.Flags()
-	f.StringVar(&dir, "model", "", "model folder whose tokenizer counts the tokens (default: the configured model, else the demo model)")
-	f.BoolVar(&asJSON, "json", false, "print the attachment records as JSON")
-	f.Int64Var(&maxBytes, "max-bytes", 0, fmt.Sprintf("largest file read, in bytes (default %d)", docs.DefaultMaxBytes))
-	f.IntVar(&maxPages, "max-pages", 0, fmt.Sprintf("most PDF pages, XLSX sheets or EPUB chapters (default %d)", docs.DefaultMaxPages))
-	f.IntVar(&maxChars, "max-chars", 0, fmt.Sprintf("most characters of text one file may give (default %d)", docs.DefaultMaxChars))
-	f.IntVar(&maxToks, "max-tokens", 0, fmt.Sprintf("most tokens of text one file may give (default %d)", docs.DefaultMaxTokens))
-	f.IntVar(&maxPix, "max-pixels", imageproc.DefaultMaxPixels, "largest image the model sees, in pixels (its token cost is a 32 × 32 pixel square a token)")
-	f.DurationVar(&timeout, "timeout", 0, fmt.Sprintf("longest time one file may take, opening it included (default %v)", docs.DefaultTimeout))
+	f.StringVar(&o.dir, "model", "", "model folder whose tokenizer counts the tokens (default: the configured model, else the demo model)")
+	f.BoolVar(&o.asJSON, "json", false, "print the attachment records as JSON")
+	f.Int64Var(&o.maxBytes, "max-bytes", 0, fmt.Sprintf("largest file read, in bytes (default %d)", docs.DefaultMaxBytes))
+	f.IntVar(&o.maxPages, "max-pages", 0, fmt.Sprintf("most PDF pages, XLSX sheets or EPUB chapters (default %d)", docs.DefaultMaxPages))
+	f.IntVar(&o.maxChars, "max-chars", 0, fmt.Sprintf("most characters of text one file may give (default %d)", docs.DefaultMaxChars))
+	f.IntVar(&o.maxToks, "max-tokens", 0, fmt.Sprintf("most tokens of text one file may give (default %d)", docs.DefaultMaxTokens))
+	f.IntVar(&o.maxPix, "max-pixels", imageproc.DefaultMaxPixels, "largest image the model sees, in pixels (its token cost is a 32 × 32 pixel square a token)")
+	f.DurationVar(&o.timeout, "timeout", 0, fmt.Sprintf("longest time one file may take, opening it included (default %v)", docs.DefaultTimeout))
 	return cmd
+}
+
+// run reads each file of args, printing what the model would read.
+func (o *extractOptions) run(cmd *cobra.Command, args []string) error {
+	modelDir, err := commandModel(cmd, o.dir)
+	if err != nil {
+		return err
+	}
+	tok, err := tokenizer.Load(modelDir)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+	defer stop()
+	opts := docs.Options{Limits: docs.Limits{MaxBytes: o.maxBytes, MaxPages: o.maxPages, Timeout: o.timeout, MaxChars: o.maxChars, MaxTokens: o.maxToks}}
+	stderr := cmd.ErrOrStderr()
+	var out extractOutput
+	var imageCfg *imageproc.Config
+	for _, path := range args {
+		if isImageFile(path) {
+			if imageCfg == nil {
+				cfg, note := imageProcessor(modelDir, o.maxPix)
+				if note != "" {
+					fmt.Fprintln(stderr, note)
+				}
+				imageCfg = &cfg
+			}
+			rec, err := extractImage(path, *imageCfg)
+			if err != nil {
+				fmt.Fprintln(stderr, err)
+				out.Errors = append(out.Errors, err.Error())
+				continue
+			}
+			out.Images = append(out.Images, rec)
+			if !o.asJSON {
+				fmt.Fprintln(stderr, describeImage(rec))
+			}
+			continue
+		}
+		progress := newProgressLine(stderr)
+		opts.Progress = progress.extraction
+		att, err := extractOne(ctx, path, tok, opts, progress)
+		progress.clear()
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			out.Errors = append(out.Errors, err.Error())
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		out.Attachments = append(out.Attachments, att)
+		if !o.asJSON {
+			fmt.Fprintln(stderr, describe(att))
+		}
+	}
+	if len(out.Attachments) > 0 {
+		out.BlockTokens = len(tok.Encode(docs.DocumentBlock(out.Attachments) + "\n\n"))
+	}
+	if err := printExtract(cmd.OutOrStdout(), stderr, out, o.asJSON); err != nil {
+		return err
+	}
+	if len(out.Errors) > 0 {
+		return fmt.Errorf("%d of %d files could not be read", len(out.Errors), len(args))
+	}
+	return nil
 }
 
 // extractOne reads one file and counts its tokens.

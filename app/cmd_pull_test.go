@@ -77,9 +77,20 @@ func TestPullThenModels(t *testing.T) {
 		t.Errorf(`settings "model" = %v, want %s`, got, snapshot)
 	}
 
+	checkPullAgain(t, h, snapshot, repo.Commit)
+
+	lm, broken := checkModelsList(t, home, repo.Commit)
+
+	checkModelsUse(t, home, snapshot, lm, broken)
+}
+
+// checkPullAgain: pulled again, nothing is fetched; offline, or with the
+// hub out of reach, the cached snapshot is used.
+func checkPullAgain(t *testing.T, h *fakehub.Hub, snapshot, commit string) {
+	t.Helper()
 	// Pulled again, nothing is fetched and the settings stay.
 	h.ResetCounts()
-	if _, stderr, err := execute(t, "pull", tinyRepo); err != nil || !strings.Contains(stderr, "is already in ~/hf-cache/models--mlx-community--Qwen3.6-tiny-4bit/snapshots/"+repo.Commit) {
+	if _, stderr, err := execute(t, "pull", tinyRepo); err != nil || !strings.Contains(stderr, "is already in ~/hf-cache/models--mlx-community--Qwen3.6-tiny-4bit/snapshots/"+commit) {
 		t.Fatalf("second pull: %v\n%s", err, stderr)
 	}
 	if n := h.FileRequests(); n != 0 {
@@ -100,22 +111,28 @@ func TestPullThenModels(t *testing.T) {
 	// minute; 2 s leaves a loaded machine ample room).
 	h.Close()
 	start := time.Now()
-	out, stderr, err = execute(t, "pull", tinyRepo)
+	out, stderr, err := execute(t, "pull", tinyRepo)
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("pull with the hub out of reach took %s, want under 2 s", took)
 	}
 	if err != nil || strings.TrimSpace(out) != snapshot || !strings.Contains(stderr, "offline: cannot reach "+h.URL) || !strings.Contains(stderr, "is already in") {
 		t.Fatalf("pull with the hub out of reach: %v\n%s%s", err, out, stderr)
 	}
+}
 
+// checkModelsList: an LM Studio copy and a broken folder, made under home,
+// show up in suzuran models beside the pulled snapshot; it returns their
+// folders.
+func checkModelsList(t *testing.T, home, commit string) (lm, broken string) {
+	t.Helper()
 	// An LM Studio copy and a broken folder show up in the list.
-	lm := filepath.Join(home, ".lmstudio", "models", "lmstudio-community", "Qwen3.6-tiny-MLX")
+	lm = filepath.Join(home, ".lmstudio", "models", "lmstudio-community", "Qwen3.6-tiny-MLX")
 	copyDir(t, tinyModel, lm)
-	broken := filepath.Join(home, ".cache", "lm-studio", "models", "someone", "Broken")
+	broken = filepath.Join(home, ".cache", "lm-studio", "models", "someone", "Broken")
 	copyDir(t, tinyModel, broken)
 	os.Remove(filepath.Join(broken, "model.safetensors"))
 
-	out, stderr, err = execute(t, "models")
+	out, stderr, err := execute(t, "models")
 	if err != nil {
 		t.Fatalf("suzuran models: %v\n%s", err, stderr)
 	}
@@ -124,7 +141,7 @@ func TestPullThenModels(t *testing.T) {
 	wantRows := []struct{ prefix, contains string }{
 		{"  NAME", "STATUS"},
 		{"  lmstudio-community/Qwen3.6-tiny-MLX", "LM Studio: ~/.lmstudio/models/lmstudio-community/Qwen3.6-tiny-MLX"},
-		{"* " + tinyRepo, "Hugging Face cache: ~/hf-cache/models--mlx-community--Qwen3.6-tiny-4bit/snapshots/" + repo.Commit},
+		{"* " + tinyRepo, "Hugging Face cache: ~/hf-cache/models--mlx-community--Qwen3.6-tiny-4bit/snapshots/" + commit},
 		{"  someone/Broken", "model.safetensors"},
 		{"  Suzuran Tiny (demo)", "built in"},
 	}
@@ -139,7 +156,13 @@ func TestPullThenModels(t *testing.T) {
 	if !strings.Contains(lines[1], "ready") || !strings.Contains(lines[2], "1.40 MB") {
 		t.Errorf("the valid models should be ready with their size: %q, %q", lines[1], lines[2])
 	}
+	return lm, broken
+}
 
+// checkModelsUse: models use, by name and by folder, sets the model and
+// keeps the other settings; a broken folder or an unknown name is refused.
+func checkModelsUse(t *testing.T, home, snapshot, lm, broken string) {
+	t.Helper()
 	// models use, by name and by folder; the other settings stay.
 	settingsFile := filepath.Join(home, "config", "suzuran", "settings.json")
 	os.WriteFile(settingsFile, []byte(`{"model": "`+snapshot+`", "api": {"enabled": true}}`), 0o644)

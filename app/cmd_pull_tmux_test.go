@@ -36,46 +36,17 @@ func TestPullProgressBarInTmux(t *testing.T) {
 	t.Setenv(suzuranMainEnv, "1")
 	t.Setenv("PS1", "$ ")
 	t.Setenv("HISTFILE", "") // bash saves no history into the test's home
-	socket := filepath.Join(t.TempDir(), "tmux")
-	tm := func(args ...string) string {
-		out, err := exec.Command(tmux, append([]string{"-S", socket, "-f", "/dev/null"}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
-	tm("new-session", "-d", "-x", "100", "-y", "16", "bash", "--norc", "--noprofile", "-i")
-	t.Cleanup(func() { exec.Command(tmux, "-S", socket, "kill-server").Run() })
+	pane := startPane(t, tmux)
+	tm := pane.run
 	exitFile := filepath.Join(home, "exit-codes")
 	pull := fmt.Sprintf("clear; '%s' pull %s; echo $? >> '%s'", os.Args[0], tinyRepo, exitFile)
 
-	// waitScreen captures the pane until ok accepts it.
-	waitScreen := func(what string, ok func(screen string) bool) string {
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			screen := tm("capture-pane", "-p")
-			if ok(screen) {
-				return screen
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the terminal never showed %s; it shows:\n%s", what, screen)
-			}
-			time.Sleep(50 * time.Millisecond) // a terminal screen has no event: it is read again
-		}
-	}
+	waitScreen := pane.waitScreen
 	exits := func() []string {
 		data, _ := os.ReadFile(exitFile)
 		return strings.Fields(string(data))
 	}
-	percent := regexp.MustCompile(`\] +(\d+)% `)
-	at := func(screen string) int {
-		m := percent.FindStringSubmatch(lineWith(screen, "[="))
-		if m == nil {
-			return -1
-		}
-		n, _ := strconv.Atoi(m[1])
-		return n
-	}
+	at := barPercent
 
 	tm("send-keys", pull, "Enter")
 	midway := waitScreen("the bar between 20% and 80% with the time left", func(s string) bool {
@@ -131,6 +102,55 @@ func TestPullProgressBarInTmux(t *testing.T) {
 			t.Errorf("%s was requested %d times; the second pull should reuse it", name, h.Resolves(name))
 		}
 	}
+}
+
+// tmuxPane is a bash in a tmux terminal of 100 × 16 of the test's own.
+type tmuxPane struct {
+	t            *testing.T
+	tmux, socket string
+}
+
+func startPane(t *testing.T, tmux string) *tmuxPane {
+	p := &tmuxPane{t: t, tmux: tmux, socket: filepath.Join(t.TempDir(), "tmux")}
+	p.run("new-session", "-d", "-x", "100", "-y", "16", "bash", "--norc", "--noprofile", "-i")
+	t.Cleanup(func() { exec.Command(tmux, "-S", p.socket, "kill-server").Run() })
+	return p
+}
+
+// run runs a tmux command on the pane's server and returns its output.
+func (p *tmuxPane) run(args ...string) string {
+	out, err := exec.Command(p.tmux, append([]string{"-S", p.socket, "-f", "/dev/null"}, args...)...).CombinedOutput()
+	if err != nil {
+		p.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// waitScreen captures the pane until ok accepts it.
+func (p *tmuxPane) waitScreen(what string, ok func(screen string) bool) string {
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		screen := p.run("capture-pane", "-p")
+		if ok(screen) {
+			return screen
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("the terminal never showed %s; it shows:\n%s", what, screen)
+		}
+		time.Sleep(50 * time.Millisecond) // a terminal screen has no event: it is read again
+	}
+}
+
+var barPercentRE = regexp.MustCompile(`\] +(\d+)% `)
+
+// barPercent is the percentage the progress bar on screen shows, -1 for no bar.
+func barPercent(screen string) int {
+	m := barPercentRE.FindStringSubmatch(lineWith(screen, "[="))
+	if m == nil {
+		return -1
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }
 
 // lineWith returns the first line of screen that contains s, trimmed.

@@ -120,26 +120,8 @@ answers end within a second.`,
 }
 
 func runServe(cmd *cobra.Command, o serveOptions) error {
-	if err := checkBackend(o.backend); err != nil {
+	if err := o.check(cmd); err != nil {
 		return err
-	}
-	if err := checkPrecision(cmd, o.backend, o.precision); err != nil {
-		return err
-	}
-	if o.contextTokens < 0 {
-		return fmt.Errorf("--ctx %d: must be positive (or 0 for the default)", o.contextTokens)
-	}
-	if o.parallel < 0 || o.maxTokens < 0 {
-		return fmt.Errorf("--parallel %d, --max-tokens %d: must be positive (or 0 for the default)", o.parallel, o.maxTokens)
-	}
-	if o.threads < 0 {
-		return fmt.Errorf("--threads %d: use 0 (all cores) or more", o.threads)
-	}
-	if o.pace < 0 || o.pace > time.Second {
-		return fmt.Errorf("--pace %v: use 0 to 1s", o.pace)
-	}
-	if o.noUI && (o.database != "" || o.settings != "" || o.pace != 0) {
-		return errors.New("--db, --settings and --pace are the chat UI's: drop them, or --no-ui")
 	}
 	// The model: --model, else the configured one, else the demo. With
 	// --settings the service reads "model" from that file itself.
@@ -165,60 +147,19 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 		return err
 	}
 
-	var (
-		wait     func(context.Context) error
-		closeAll func() error
-		svc      *service.Service
-	)
+	var h *serveHost
 	if o.noUI {
-		prefix := openPrefixStore(func(msg string) { logger.Warn().Msg(msg) })
-		opts.Store = prefix
-		host := modelhost.New(modelhost.Options{Load: opts, GPU: gpuCheckOptions(o.backend, logger)})
-		cfg.Models = host
-		host.Load(dir)
-		wait = func(ctx context.Context) error { _, err := host.Wait(ctx); return err }
-		closeAll = func() error {
-			err := host.Close()
-			if prefix != nil {
-				prefix.Close()
-			}
-			return err
-		}
+		h = o.openAPIOnly(&cfg, opts, dir, logger)
 	} else {
 		var err error
-		svc, err = service.Open(service.Options{
-			DatabasePath:  o.database,
-			SettingsPath:  o.settings,
-			Model:         dir,
-			Backend:       o.backend,
-			Threads:       o.threads,
-			Precision:     o.precision,
-			ContextTokens: o.contextTokens,
-			QueueSize:     o.queue,
-			Parallel:      o.parallel,
-			Pace:          o.pace,
-			Version:       version,
-			Log:           logger.With().Str("part", "service").Logger(),
-			Report:        doctorJSON,
-		})
-		if err != nil {
+		if h, err = o.openService(cmd, &cfg, dir, logger); err != nil {
 			return err
 		}
-		// The API settings saved in the UI's Settings stand where the
-		// command line gives none.
-		o.savedAPI(cmd.Flags().Changed, svc.Settings())
-		cfg.Addr, cfg.APIKey, cfg.CORSOrigins, cfg.DefaultMaxTokens = o.addr, o.apiKey, o.cors, o.maxTokens
-		if _, err := server.CheckAddr(o.addr, o.apiKey); err != nil {
-			svc.Close()
-			return fmt.Errorf("%w (the API settings saved in Settings; change them there, or give --addr and --api-key)", err)
-		}
-		cfg.Models, cfg.UI = svc.Models(), serveUI(svc, logger)
-		wait = func(ctx context.Context) error { _, err := svc.WaitModel(ctx); return err }
-		closeAll = svc.Close
 		if dir == "" {
-			dir = svc.ModelState().Dir
+			dir = h.svc.ModelState().Dir
 		}
 	}
+	wait, closeAll, svc := h.wait, h.closeAll, h.svc
 	srv, err := server.New(cfg)
 	if err != nil {
 		closeAll()
@@ -261,6 +202,98 @@ func runServe(cmd *cobra.Command, o serveOptions) error {
 	defer cancel()
 	err = srv.Shutdown(shutdownCtx)
 	return errors.Join(err, closeAll())
+}
+
+// serveHost is what serves the model behind the API: with the chat UI, the
+// service (svc); with --no-ui, a model host of its own.
+type serveHost struct {
+	wait     func(context.Context) error // until the model is loaded
+	closeAll func() error
+	svc      *service.Service // nil with --no-ui
+}
+
+// check refuses flags out of range, or that do not go together.
+func (o serveOptions) check(cmd *cobra.Command) error {
+	if err := checkBackend(o.backend); err != nil {
+		return err
+	}
+	if err := checkPrecision(cmd, o.backend, o.precision); err != nil {
+		return err
+	}
+	if o.contextTokens < 0 {
+		return fmt.Errorf("--ctx %d: must be positive (or 0 for the default)", o.contextTokens)
+	}
+	if o.parallel < 0 || o.maxTokens < 0 {
+		return fmt.Errorf("--parallel %d, --max-tokens %d: must be positive (or 0 for the default)", o.parallel, o.maxTokens)
+	}
+	if o.threads < 0 {
+		return fmt.Errorf("--threads %d: use 0 (all cores) or more", o.threads)
+	}
+	if o.pace < 0 || o.pace > time.Second {
+		return fmt.Errorf("--pace %v: use 0 to 1s", o.pace)
+	}
+	if o.noUI && (o.database != "" || o.settings != "" || o.pace != 0) {
+		return errors.New("--db, --settings and --pace are the chat UI's: drop them, or --no-ui")
+	}
+	return nil
+}
+
+// openAPIOnly starts loading the model for --no-ui: a model host and the
+// prefix store, and no conversation database.
+func (o serveOptions) openAPIOnly(cfg *server.Config, opts engine.LoadOptions, dir string, logger zerolog.Logger) *serveHost {
+	h := &serveHost{}
+	prefix := openPrefixStore(func(msg string) { logger.Warn().Msg(msg) })
+	opts.Store = prefix
+	host := modelhost.New(modelhost.Options{Load: opts, GPU: gpuCheckOptions(o.backend, logger)})
+	cfg.Models = host
+	host.Load(dir)
+	h.wait = func(ctx context.Context) error { _, err := host.Wait(ctx); return err }
+	h.closeAll = func() error {
+		err := host.Close()
+		if prefix != nil {
+			prefix.Close()
+		}
+		return err
+	}
+	return h
+}
+
+// openService opens the chat UI's service, which loads the model, and
+// takes the API settings saved in its Settings where the command line
+// gives none.
+func (o *serveOptions) openService(cmd *cobra.Command, cfg *server.Config, dir string, logger zerolog.Logger) (*serveHost, error) {
+	svc, err := service.Open(service.Options{
+		DatabasePath:  o.database,
+		SettingsPath:  o.settings,
+		Model:         dir,
+		Backend:       o.backend,
+		Threads:       o.threads,
+		Precision:     o.precision,
+		ContextTokens: o.contextTokens,
+		QueueSize:     o.queue,
+		Parallel:      o.parallel,
+		Pace:          o.pace,
+		Version:       version,
+		Log:           logger.With().Str("part", "service").Logger(),
+		Report:        doctorJSON,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The API settings saved in the UI's Settings stand where the
+	// command line gives none.
+	o.savedAPI(cmd.Flags().Changed, svc.Settings())
+	cfg.Addr, cfg.APIKey, cfg.CORSOrigins, cfg.DefaultMaxTokens = o.addr, o.apiKey, o.cors, o.maxTokens
+	if _, err := server.CheckAddr(o.addr, o.apiKey); err != nil {
+		svc.Close()
+		return nil, fmt.Errorf("%w (the API settings saved in Settings; change them there, or give --addr and --api-key)", err)
+	}
+	cfg.Models, cfg.UI = svc.Models(), serveUI(svc, logger)
+	return &serveHost{
+		wait:     func(ctx context.Context) error { _, err := svc.WaitModel(ctx); return err },
+		closeAll: svc.Close,
+		svc:      svc,
+	}, nil
 }
 
 // serveUI is the chat UI for serve's browsers: the service's HTTP transport

@@ -237,22 +237,7 @@ func TestServeChatUIBesideTheAPI(t *testing.T) {
 		t.Errorf("serve does not say where the chat UI is:\n%s", p.log())
 	}
 
-	// The page: the built frontend, or, in a binary built before it, a
-	// page that says how to build it.
-	status, _, body := serveRequest(t, "GET", base+"/", "", nil)
-	if _, err := frontend.Dist(); err == nil {
-		if status != 200 || !strings.Contains(body, "<html") {
-			t.Errorf("GET / = %d %.200q, want the chat UI's index.html", status, body)
-		}
-	} else if status != 404 || !strings.Contains(body, "make build") {
-		t.Errorf("GET / without a built frontend = %d %q, want 404 saying how to build it", status, body)
-	}
-
-	// The UI shows the API as this server: on, at this address, no switch.
-	status, _, body = serveRequest(t, "POST", base+"/api/call/State", "[]", map[string]string{"Content-Type": "application/json"})
-	if want := `"api":{"available":false,"enabled":true,"url":"` + base + `","lan":false,"error":""}`; status != 200 || !strings.Contains(body, want) {
-		t.Errorf("State = %d %s, want it to hold %s", status, body, want)
-	}
+	checkServedUI(t, base)
 
 	// The UI's event stream, opened before sending.
 	events, err := http.Get(base + "/api/events")
@@ -261,52 +246,9 @@ func TestServeChatUIBesideTheAPI(t *testing.T) {
 	}
 	defer events.Body.Close()
 	lines := bufio.NewReader(events.Body)
-	status, _, body = serveRequest(t, "POST", base+"/api/call/Send", `[{"text": "Tell me everything", "think": true}]`,
-		map[string]string{"Content-Type": "application/json"})
-	if status != 200 {
-		t.Fatalf("Send: %d %s", status, body)
-	}
-	var sent struct {
-		Result struct {
-			Conversation struct {
-				ID int64 `json:"id"`
-			} `json:"conversation"`
-			Reply struct {
-				ID int64 `json:"id"`
-			} `json:"reply"`
-		} `json:"result"`
-	}
-	json.Unmarshal([]byte(body), &sent)
+	conversationID, replyID := sendFromUI(t, base, `[{"text": "Tell me everything", "think": true}]`)
 	jsonBody := map[string]string{"Content-Type": "application/json"}
-
-	// replyEvent reads the UI's events up to the next one about the reply.
-	type replyEvent struct {
-		Type      string `json:"type"`
-		MessageID int64  `json:"messageId"`
-		Message   *struct {
-			Status    string `json:"status"`
-			Content   string `json:"content"`
-			Reasoning string `json:"reasoning"`
-		} `json:"message"`
-	}
-	nextReplyEvent := func() replyEvent {
-		t.Helper()
-		for {
-			line, err := lines.ReadString('\n')
-			if err != nil {
-				t.Fatalf("the UI's event stream: %v", err)
-			}
-			payload, ok := strings.CutPrefix(strings.TrimSpace(line), "data: ")
-			if !ok {
-				continue
-			}
-			var ev replyEvent
-			json.Unmarshal([]byte(payload), &ev)
-			if ev.MessageID == sent.Result.Reply.ID {
-				return ev
-			}
-		}
-	}
+	nextReplyEvent := func() uiReplyEvent { t.Helper(); return nextUIReplyEvent(t, lines, replyID) }
 	// The reply streams.
 	for ev := nextReplyEvent(); ev.Type != "reply"; ev = nextReplyEvent() {
 	}
@@ -335,8 +277,8 @@ func TestServeChatUIBesideTheAPI(t *testing.T) {
 		rest, _ := io.ReadAll(apiLines)
 		answered <- apiAnswer{res.StatusCode, string(rest)}
 	}()
-	conversation := fmt.Sprintf("[%d]", sent.Result.Conversation.ID)
-	if status, _, body = serveRequest(t, "POST", base+"/api/call/Stop", conversation, jsonBody); status != 200 {
+	conversation := fmt.Sprintf("[%d]", conversationID)
+	if status, _, body := serveRequest(t, "POST", base+"/api/call/Stop", conversation, jsonBody); status != 200 {
 		t.Fatalf("Stop: %d %s", status, body)
 	}
 	var final, written string
@@ -356,7 +298,7 @@ func TestServeChatUIBesideTheAPI(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the API request was not answered within 30 s of the UI's reply stopping")
 	}
-	status, _, body = serveRequest(t, "POST", base+"/api/call/Conversations", `[""]`, jsonBody)
+	status, _, body := serveRequest(t, "POST", base+"/api/call/Conversations", `[""]`, jsonBody)
 	if status != 200 || strings.Count(body, `"title"`) != 1 {
 		t.Errorf("Conversations = %d %s, want the one conversation", status, body)
 	}
@@ -364,8 +306,96 @@ func TestServeChatUIBesideTheAPI(t *testing.T) {
 		t.Errorf("the conversation database --db named: %v", err)
 	}
 
-	// The API's safety rules hold for the UI: a foreign Host (DNS
-	// rebinding) and a foreign page's Origin are refused.
+	checkUIRefusesForeign(t, base)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-p.done; err != nil {
+		t.Errorf("serve exited with %v:\n%s", err, p.log())
+	}
+}
+
+// checkServedUI checks serve's chat UI at base: the built frontend (or a
+// page that says how to build it), and the API shown as this server.
+func checkServedUI(t *testing.T, base string) {
+	t.Helper()
+	// The page: the built frontend, or, in a binary built before it, a
+	// page that says how to build it.
+	status, _, body := serveRequest(t, "GET", base+"/", "", nil)
+	if _, err := frontend.Dist(); err == nil {
+		if status != 200 || !strings.Contains(body, "<html") {
+			t.Errorf("GET / = %d %.200q, want the chat UI's index.html", status, body)
+		}
+	} else if status != 404 || !strings.Contains(body, "make build") {
+		t.Errorf("GET / without a built frontend = %d %q, want 404 saying how to build it", status, body)
+	}
+
+	// The UI shows the API as this server: on, at this address, no switch.
+	status, _, body = serveRequest(t, "POST", base+"/api/call/State", "[]", map[string]string{"Content-Type": "application/json"})
+	if want := `"api":{"available":false,"enabled":true,"url":"` + base + `","lan":false,"error":""}`; status != 200 || !strings.Contains(body, want) {
+		t.Errorf("State = %d %s, want it to hold %s", status, body, want)
+	}
+}
+
+// sendFromUI sends a message through the UI's Send call and returns the
+// conversation's id and the reply's.
+func sendFromUI(t *testing.T, base, args string) (conversation, reply int64) {
+	t.Helper()
+	status, _, body := serveRequest(t, "POST", base+"/api/call/Send", args,
+		map[string]string{"Content-Type": "application/json"})
+	if status != 200 {
+		t.Fatalf("Send: %d %s", status, body)
+	}
+	var sent struct {
+		Result struct {
+			Conversation struct {
+				ID int64 `json:"id"`
+			} `json:"conversation"`
+			Reply struct {
+				ID int64 `json:"id"`
+			} `json:"reply"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(body), &sent); err != nil {
+		t.Fatalf("Send: %v in %s", err, body)
+	}
+	return sent.Result.Conversation.ID, sent.Result.Reply.ID
+
+}
+
+// uiReplyEvent is one event of the UI's stream about a reply.
+type uiReplyEvent struct {
+	Type      string `json:"type"`
+	MessageID int64  `json:"messageId"`
+	Message   *struct {
+		Status    string `json:"status"`
+		Content   string `json:"content"`
+		Reasoning string `json:"reasoning"`
+	} `json:"message"`
+}
+
+// nextUIReplyEvent reads the UI's events up to the next one about reply.
+func nextUIReplyEvent(t *testing.T, lines *bufio.Reader, reply int64) uiReplyEvent {
+	t.Helper()
+	for {
+		line, err := lines.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the UI's event stream: %v", err)
+		}
+		payload, ok := strings.CutPrefix(strings.TrimSpace(line), "data: ")
+		if !ok {
+			continue
+		}
+		var ev uiReplyEvent
+		json.Unmarshal([]byte(payload), &ev)
+		if ev.MessageID == reply {
+			return ev
+		}
+	}
+}
+
+// checkUIRefusesForeign: the API's safety rules hold for the UI at base: a
+// foreign Host (DNS rebinding) and a foreign page's Origin are refused.
+func checkUIRefusesForeign(t *testing.T, base string) {
+	t.Helper()
 	for _, tc := range []struct {
 		name, method, path string
 		header             map[string]string
@@ -379,10 +409,6 @@ func TestServeChatUIBesideTheAPI(t *testing.T) {
 		if status != http.StatusForbidden {
 			t.Errorf("%s: %d %s, want 403", tc.name, status, body)
 		}
-	}
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	if err := <-p.done; err != nil {
-		t.Errorf("serve exited with %v:\n%s", err, p.log())
 	}
 }
 

@@ -114,7 +114,49 @@ func TestDesktopSmoke(t *testing.T) {
 	checkWindowPainted(t, window, exited)
 	checkShowcase(t, window, exited)
 
-	// The tray: registered with the watcher, its menu readable.
+	item, menu, items := openTray(t, conn, watcher, exited)
+	quitID := items[trayQuitTitle]
+	// The model's line follows its state, to ready.
+	const readyLine = "Ready: demo model Suzuran Tiny"
+	waitFor(t, exited, "the tray to say "+readyLine, func() bool {
+		_, ok := readMenu(t, menu)[readyLine]
+		return ok
+	})
+
+	checkLocalAPISwitch(t, menu, items[trayAPITitle], apiPort, exited)
+	checkMessageAnswered(t, window, dbPath, showcaseID, exited)
+	checkViews(t, window, menu, items, exited)
+
+	checkSecondLaunch(t, ctx, app.Env, window, exited)
+
+	checkReopen(t, item, menu, items, exited)
+
+	// "Quit" ends the process with status 0.
+	clickMenuItem(t, menu, quitID)
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("after %q the app exited with %v, want status 0", trayQuitTitle, err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the app was still running 20 s after %q was clicked", trayQuitTitle)
+	}
+
+	// The desktop app writes its log file under XDG_STATE_HOME.
+	log, err := os.ReadFile(filepath.Join(stateDir, "suzuran", "suzuran.log"))
+	if err != nil {
+		t.Fatalf("the app left no log file: %v", err)
+	}
+	if !bytes.Contains(log, []byte(`"message":"quit from the tray"`)) {
+		t.Errorf("the log file does not record the quit from the tray:\n%s", log)
+	}
+}
+
+// openTray waits for the app's tray item to register with the watcher and
+// reads its menu, which must hold the tray's items; it returns the item,
+// its menu and the menu's item ids by title.
+func openTray(t *testing.T, conn *dbus.Conn, watcher *watcher, exited <-chan error) (dbus.BusObject, dbus.BusObject, map[string]int32) {
+	t.Helper()
 	var itemService string
 	select {
 	case itemService = <-watcher.registered:
@@ -136,12 +178,10 @@ func TestDesktopSmoke(t *testing.T) {
 	menu := conn.Object(itemService, menuPath.Value().(dbus.ObjectPath))
 	items := readMenu(t, menu)
 	t.Logf("tray menu: %v", items)
-	openID, ok := items[trayOpenTitle]
-	if !ok {
+	if _, ok := items[trayOpenTitle]; !ok {
 		t.Fatalf("the tray menu has no %q item: %v", trayOpenTitle, items)
 	}
-	quitID, ok := items[trayQuitTitle]
-	if !ok {
+	if _, ok := items[trayQuitTitle]; !ok {
 		t.Fatalf("the tray menu has no %q item: %v", trayQuitTitle, items)
 	}
 	for _, title := range []string{trayNewChatTitle, trayAPITitle, trayCopyURLTitle, traySettingsTitle, trayUpdateTitle} {
@@ -149,26 +189,20 @@ func TestDesktopSmoke(t *testing.T) {
 			t.Errorf("the tray menu has no %q item: %v", title, items)
 		}
 	}
-	// The model's line follows its state, to ready.
-	const readyLine = "Ready: demo model Suzuran Tiny"
-	waitFor(t, exited, "the tray to say "+readyLine, func() bool {
-		_, ok := readMenu(t, menu)[readyLine]
-		return ok
-	})
+	return item, menu, items
+}
 
-	checkLocalAPISwitch(t, menu, items[trayAPITitle], apiPort, exited)
-	checkMessageAnswered(t, window, dbPath, showcaseID, exited)
-	checkViews(t, window, menu, items, exited)
-
-	// A second launch hands over to the first one, which shows its hidden
-	// window, and exits with 0; the first runs on.
+// checkSecondLaunch: a second launch hands over to the first one, which
+// shows its hidden window, and exits with 0; the first runs on.
+func checkSecondLaunch(t *testing.T, ctx context.Context, env []string, window xWindow, exited <-chan error) {
+	t.Helper()
 	closeWindow(t, window.id)
 	waitFor(t, exited, "the window to hide before a second launch", func() bool {
 		_, err := findWindow()
 		return err != nil
 	})
 	second := exec.CommandContext(ctx, *smokeBinary)
-	second.Env = app.Env
+	second.Env = env
 	if out, err := second.CombinedOutput(); err != nil {
 		t.Errorf("a second launch: %v\n%s", err, out)
 	}
@@ -182,15 +216,18 @@ func TestDesktopSmoke(t *testing.T) {
 		return err == nil
 	})
 	t.Log("a second launch exited with 0 and the first showed its window")
+}
 
-	// Closing the window hides it and leaves the app running in the tray;
-	// "Open Chat", "New Chat", "Settings…", or a left click on the icon
-	// (Activate), brings it back.
+// checkReopen: closing the window hides it and leaves the app running in
+// the tray; "Open Chat", "New Chat", "Settings…", or a left click on the
+// icon (Activate), brings it back.
+func checkReopen(t *testing.T, item, menu dbus.BusObject, items map[string]int32, exited <-chan error) {
+	t.Helper()
 	for _, reopen := range []struct {
 		how  string
 		call func()
 	}{
-		{"the " + trayOpenTitle + " menu item", func() { clickMenuItem(t, menu, openID) }},
+		{"the " + trayOpenTitle + " menu item", func() { clickMenuItem(t, menu, items[trayOpenTitle]) }},
 		{"the " + trayNewChatTitle + " menu item", func() { clickMenuItem(t, menu, items[trayNewChatTitle]) }},
 		{"the " + traySettingsTitle + " menu item", func() { clickMenuItem(t, menu, items[traySettingsTitle]) }},
 		{"a left click on the tray icon", func() {
@@ -214,26 +251,6 @@ func TestDesktopSmoke(t *testing.T) {
 			return err == nil
 		})
 		t.Logf("the window hid on a close request, with the app running on, and came back with %s", reopen.how)
-	}
-
-	// "Quit" ends the process with status 0.
-	clickMenuItem(t, menu, quitID)
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("after %q the app exited with %v, want status 0", trayQuitTitle, err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatalf("the app was still running 20 s after %q was clicked", trayQuitTitle)
-	}
-
-	// The desktop app writes its log file under XDG_STATE_HOME.
-	log, err := os.ReadFile(filepath.Join(stateDir, "suzuran", "suzuran.log"))
-	if err != nil {
-		t.Fatalf("the app left no log file: %v", err)
-	}
-	if !bytes.Contains(log, []byte(`"message":"quit from the tray"`)) {
-		t.Errorf("the log file does not record the quit from the tray:\n%s", log)
 	}
 }
 

@@ -16,21 +16,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/suzuran-app/suzuran/app/internal/bytesize"
+	"github.com/suzuran-app/suzuran/engine/machine"
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
+	"github.com/suzuran-app/suzuran/internal/childrss"
 )
 
 // Document bombs: small files made to expand into gigabytes of text. Each
 // is written at test time and extracted, with the default limits, in a
 // child process (this test binary again) whose peak RSS the kernel
-// measures (maxRSS); the bound holds for the whole child, the Go runtime
+// measures (internal/childrss); the bound holds for the whole child, the Go runtime
 // and the tokenizer included.
 //
 // maxBombRSS is that bound. The text of a document is at most
@@ -67,15 +66,7 @@ type bombResult struct {
 // extractInChild extracts the file at path as the app does (extraction,
 // then counting its tokens) and prints a bombResult.
 func extractInChild(path string) int {
-	go func() { // a failing run must not take the machine's memory
-		for {
-			if rss := maxRSS(); rss > childRSSCeiling {
-				fmt.Printf(`{"error":"peak RSS passed %d MB: stopped"}`+"\n", rss>>20)
-				os.Exit(3)
-			}
-			time.Sleep(5 * time.Millisecond) // the watchdog samples the RSS: the bound under test
-		}
-	}()
+	childrss.Guard(childRSSCeiling)
 	var r bombResult
 	doc, err := ExtractFile(context.Background(), path, Options{})
 	if err == nil {
@@ -91,39 +82,9 @@ func extractInChild(path string) int {
 	if err != nil {
 		r.Error, r.TextLimit = err.Error(), errors.Is(err, ErrTextLimit)
 	}
-	r.PeakRSS = maxRSS()
+	r.PeakRSS = machine.PeakRSS()
 	json.NewEncoder(os.Stdout).Encode(r)
 	return 0
-}
-
-// maxRSS is this process's peak resident size in bytes. On Linux it is
-// VmHWM, the high-water mark of this program's own memory: rusage's
-// Maxrss also takes in the parent's at the fork (Linux carries the
-// mark across exec), so it reads the test binary's memory, not the
-// child's. Elsewhere it is rusage's Maxrss.
-func maxRSS() int64 {
-	if status, err := os.ReadFile("/proc/self/status"); err == nil {
-		for _, line := range strings.Split(string(status), "\n") {
-			if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-				if n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64); err == nil {
-					return n << 10
-				}
-			}
-		}
-	}
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return rssBytes(ru.Maxrss)
-}
-
-// rssBytes converts rusage's Maxrss: kilobytes on Linux, bytes on macOS.
-func rssBytes(maxrss int64) int64 {
-	if runtime.GOOS == "darwin" {
-		return maxrss
-	}
-	return maxrss << 10
 }
 
 var (
@@ -163,16 +124,10 @@ func bombChild(t *testing.T) string {
 // peak RSS.
 func runBomb(t *testing.T, path string) (bombResult, int64) {
 	t.Helper()
-	cmd := exec.Command(bombChild(t), "-test.run=^$")
-	cmd.Env = append(os.Environ(), bombEnv+"="+path)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("child: %v\n%s%s", err, stdout.String(), stderr.String())
-	}
+	stdout := childrss.Run(t, bombChild(t), bombEnv+"="+path)
 	var r bombResult
-	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil || r.PeakRSS <= 0 {
-		t.Fatalf("child said %q: %v", stdout.String(), err)
+	if err := json.Unmarshal(stdout, &r); err != nil || r.PeakRSS <= 0 {
+		t.Fatalf("child said %q: %v", stdout, err)
 	}
 	return r, r.PeakRSS
 }
@@ -308,7 +263,9 @@ func pdfBomb(t *testing.T, head, unit, tail string, size int) []byte {
 
 const lily = "<p>Lilies of the valley flower in late spring, white and small.</p>\n"
 
-func TestDocumentBombs(t *testing.T) {
+// bombXLSXParts are a workbook's parts but for its shared strings; its
+// sheet has 10,000 rows of 20 cells, all the one shared string.
+func bombXLSXParts() [][2]string {
 	var sheet strings.Builder
 	sheet.WriteString(`<?xml version="1.0" encoding="UTF-8" standalone="yes"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>`)
 	for r := 1; r <= 10000; r++ { // 200,000 cells, all the one shared string
@@ -319,157 +276,170 @@ func TestDocumentBombs(t *testing.T) {
 		sheet.WriteString(`</row>`)
 	}
 	sheet.WriteString(`</sheetData></worksheet>`)
-	xlsxParts := [][2]string{
+	return [][2]string{
 		{"[Content_Types].xml", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/><Override PartName="/xl/workbook.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/><Override PartName="/xl/worksheets/sheet1.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/><Override PartName="/xl/sharedStrings.xml" ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/></Types>`},
 		{"_rels/.rels", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="xl/workbook.xml"/></Relationships>`},
 		{"xl/workbook.xml", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets><sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>`},
 		{"xl/_rels/workbook.xml.rels", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"><Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" Target="worksheets/sheet1.xml"/><Relationship Id="rId2" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" Target="sharedStrings.xml"/></Relationships>`},
 		{"xl/worksheets/sheet1.xml", sheet.String()},
 	}
-	docxParts := [][2]string{
-		{"[Content_Types].xml", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>`},
-	}
-	docxHead := `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document ` + wordNS + `><w:body>`
-	docxTail := `</w:body></w:document>`
+}
 
-	for _, tc := range []struct {
-		name string
-		data func() []byte
-		// Either the document is read, to chars characters at most, with
-		// a note; or it is refused with the text limit's message.
-		chars int
-		note  string
-		err   string
-		kind  error // of err: ErrTextLimit when nil
-	}{{
-		// One 4 MB chapter listed 2,000 times (under two ids): read once,
-		// so its text is shorter than the chapter (8 GB if read 2,000 times).
-		name: "repeated-chapter.epub",
-		data: func() []byte {
-			return epubBomb(t, strings.Repeat(`<itemref idref="c1"/><itemref idref="c2"/>`, 1000),
-				deflated{name: "OEBPS/c1.xhtml", head: "<html><body>", tail: "</body></html>", unit: lily, size: 4 << 20})
-		},
-		chars: 4 << 20,
-		note:  "the book lists chapters it has already listed 1999 more times; each chapter was read once",
-	}, {
-		// One chapter of 256 MB of text.
-		name: "long-chapter.epub",
-		data: func() []byte {
-			return epubBomb(t, `<itemref idref="c1"/>`,
-				deflated{name: "OEBPS/c1.xhtml", head: "<html><body>", tail: "</body></html>", unit: lily, size: 256 << 20})
-		},
-		err: "long-chapter.epub: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
-	}, {
-		// One shared string of 64 KB in 200,000 cells: 13 GB of text.
-		name: "shared-string.xlsx",
-		data: func() []byte {
-			return zipBomb(t, xlsxParts, deflated{
-				name: "xl/sharedStrings.xml",
-				head: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="200000" uniqueCount="1"><si><t>`,
-				tail: `</t></si></sst>`, unit: "lily ", size: 64 << 10,
-			})
-		},
-		err: "shared-string.xlsx: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
-	}, {
-		// 480 MB of paragraphs.
-		name: "paragraphs.docx",
-		data: func() []byte {
-			return zipBomb(t, docxParts, deflated{name: "word/document.xml", head: docxHead, tail: docxTail,
-				unit: "<w:p><w:r><w:t>Lilies of the valley flower in late spring.</w:t></w:r></w:p>", size: 480 << 20})
-		},
-		err: "paragraphs.docx: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
-	}, {
-		// 256 MB of text in one run, which the XML decoder would hold whole.
-		name: "one-run.docx",
-		data: func() []byte {
-			return zipBomb(t, docxParts, deflated{name: "word/document.xml", head: docxHead + "<w:p><w:r><w:t>", tail: "</w:t></w:r></w:p>" + docxTail,
-				unit: "lily ", size: 256 << 20})
-		},
-		err: "one-run.docx: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
-	}, {
-		// 256 MB in one tag's attribute.
-		name: "one-tag.docx",
-		data: func() []byte {
-			return zipBomb(t, docxParts, deflated{name: "word/document.xml", head: docxHead + `<w:p w:lily="`, tail: `"/>` + docxTail,
-				unit: "lily ", size: 256 << 20})
-		},
-		err: "one-tag.docx: has a single piece of text or markup longer than 16.8 MB in its part word/document.xml; no real document does, and it was not read",
-	}, {
-		// An EPUB chapter of one 256 MB tag.
-		name: "one-tag.epub",
-		data: func() []byte {
-			return epubBomb(t, `<itemref idref="c1"/>`,
-				deflated{name: "OEBPS/c1.xhtml", head: `<html><body><p title="`, tail: `">lily</p></body></html>`, unit: "lily ", size: 256 << 20})
-		},
-		err: "one-tag.epub: has a single piece of text or markup longer than 16.8 MB; no real document does, and it was not read",
-	}, {
-		// 256 MB of paragraphs, each opened inside the one before.
-		name: "nested.docx",
-		data: func() []byte {
-			return zipBomb(t, docxParts, deflated{name: "word/document.xml", head: docxHead, tail: docxTail, unit: "<w:p>", size: 256 << 20})
-		},
-		kind: ErrDamaged,
-		err:  "nested.docx: is not a readable document (part word/document.xml nests elements more than 1,000 deep; no real document does); open it in the program that made it, save a new copy and attach that",
-	}, {
-		// A chapter of 128 MB of tables, each opened in a cell of the one
-		// before (and a word in the innermost): read as one table's text.
-		name: "nested-tables.epub",
-		data: func() []byte {
-			return epubBomb(t, `<itemref idref="c1"/>`,
-				deflated{name: "OEBPS/c1.xhtml", head: "<html><body>", tail: "lily</body></html>", unit: "<table><tr><td>", size: 128 << 20})
-		},
-		chars: 100,
-		note:  "",
-	}, {
-		// 64 MB of groups opened in one another.
-		name: "groups.rtf",
-		data: func() []byte { return []byte(`{\rtf1 ` + strings.Repeat("{", 64<<20)) },
-		kind: ErrDamaged,
-		err:  "groups.rtf: is not a readable RTF document (it nests groups more than 10,000 deep; no real document does); open it in the program that made it, save a new copy and attach that",
-	}, {
-		// 15 MB of commas: one record of 15 million fields.
-		name: "commas.csv",
-		data: func() []byte { return []byte(strings.Repeat(",", 15<<20) + "x\n") },
-		err:  "commas.csv: is a table of more than 4,000,000 cells, which written out is over the limit of 16,000,000 characters of text for one document; attach the part you need",
-	}, {
-		// A rich-text shared string of 230,000 characters in one row of
-		// 16,384 cells: excelize would build the row's values, 3.8 GB,
-		// before any could be counted.
-		name: "rich-row.xlsx",
-		data: func() []byte {
-			var row strings.Builder
-			row.WriteString(`<?xml version="1.0" encoding="UTF-8" standalone="yes"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="1">`)
-			for c := 0; c < 16384; c++ {
-				row.WriteString(`<c t="s"><v>0</v></c>`)
-			}
-			row.WriteString(`</row></sheetData></worksheet>`)
-			parts := append([][2]string{}, xlsxParts[:4]...)
-			parts = append(parts, [2]string{"xl/worksheets/sheet1.xml", row.String()})
-			return zipBomb(t, parts, deflated{
-				name: "xl/sharedStrings.xml",
-				head: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="1" uniqueCount="1"><si>`,
-				tail: `</si></sst>`, unit: "<r><t>lily</t></r>", size: 1 << 20,
-			})
-		},
-		err: "rich-row.xlsx: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
-	}, {
-		// A page that shows 256 MB of text: the library would keep every
-		// character of it (64 bytes each) before the layout.
-		name: "page-text.pdf",
-		data: func() []byte {
-			return pdfBomb(t, "BT /F1 12 Tf 72 720 Td ", "(Lilies of the valley) Tj ", " ET", 256<<20)
-		},
-		err: "page-text.pdf: has more than 524 KB of text on page 1, far more than any printed page; it may be made to fill memory, and was not read",
-	}, {
-		// A page of 256 MB of numbers without an operator: the library
-		// would hold them all on its stack.
-		name: "operands.pdf",
-		data: func() []byte { return pdfBomb(t, "", "1 ", " m", 256<<20) },
-		kind: ErrDamaged,
-		err:  "operands.pdf: is not a readable PDF document (page 1 gives an operator more than 65,536 values; no real PDF does); open it in the program that made it, save a new copy and attach that",
-	}} {
+// bombDOCXParts are a document's parts but for word/document.xml, which
+// starts with bombDOCXHead and ends with bombDOCXTail.
+var bombDOCXParts = [][2]string{
+	{"[Content_Types].xml", `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>`},
+}
+
+const (
+	bombDOCXHead = `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><w:document ` + wordNS + `><w:body>`
+	bombDOCXTail = `</w:body></w:document>`
+)
+
+// documentBomb is a file made to expand, and what extracting it must give:
+// either the document is read, to chars characters at most, with a note;
+// or it is refused with err.
+type documentBomb struct {
+	name  string
+	data  func(t *testing.T) []byte
+	chars int
+	note  string
+	err   string
+	kind  error // of err: ErrTextLimit when nil
+}
+
+var documentBombs = []documentBomb{{
+	// One 4 MB chapter listed 2,000 times (under two ids): read once,
+	// so its text is shorter than the chapter (8 GB if read 2,000 times).
+	name: "repeated-chapter.epub",
+	data: func(t *testing.T) []byte {
+		return epubBomb(t, strings.Repeat(`<itemref idref="c1"/><itemref idref="c2"/>`, 1000),
+			deflated{name: "OEBPS/c1.xhtml", head: "<html><body>", tail: "</body></html>", unit: lily, size: 4 << 20})
+	},
+	chars: 4 << 20,
+	note:  "the book lists chapters it has already listed 1999 more times; each chapter was read once",
+}, {
+	// One chapter of 256 MB of text.
+	name: "long-chapter.epub",
+	data: func(t *testing.T) []byte {
+		return epubBomb(t, `<itemref idref="c1"/>`,
+			deflated{name: "OEBPS/c1.xhtml", head: "<html><body>", tail: "</body></html>", unit: lily, size: 256 << 20})
+	},
+	err: "long-chapter.epub: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
+}, {
+	// One shared string of 64 KB in 200,000 cells: 13 GB of text.
+	name: "shared-string.xlsx",
+	data: func(t *testing.T) []byte {
+		return zipBomb(t, bombXLSXParts(), deflated{
+			name: "xl/sharedStrings.xml",
+			head: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="200000" uniqueCount="1"><si><t>`,
+			tail: `</t></si></sst>`, unit: "lily ", size: 64 << 10,
+		})
+	},
+	err: "shared-string.xlsx: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
+}, {
+	// 480 MB of paragraphs.
+	name: "paragraphs.docx",
+	data: func(t *testing.T) []byte {
+		return zipBomb(t, bombDOCXParts, deflated{name: "word/document.xml", head: bombDOCXHead, tail: bombDOCXTail,
+			unit: "<w:p><w:r><w:t>Lilies of the valley flower in late spring.</w:t></w:r></w:p>", size: 480 << 20})
+	},
+	err: "paragraphs.docx: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
+}, {
+	// 256 MB of text in one run, which the XML decoder would hold whole.
+	name: "one-run.docx",
+	data: func(t *testing.T) []byte {
+		return zipBomb(t, bombDOCXParts, deflated{name: "word/document.xml", head: bombDOCXHead + "<w:p><w:r><w:t>", tail: "</w:t></w:r></w:p>" + bombDOCXTail,
+			unit: "lily ", size: 256 << 20})
+	},
+	err: "one-run.docx: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
+}, {
+	// 256 MB in one tag's attribute.
+	name: "one-tag.docx",
+	data: func(t *testing.T) []byte {
+		return zipBomb(t, bombDOCXParts, deflated{name: "word/document.xml", head: bombDOCXHead + `<w:p w:lily="`, tail: `"/>` + bombDOCXTail,
+			unit: "lily ", size: 256 << 20})
+	},
+	err: "one-tag.docx: has a single piece of text or markup longer than 16.8 MB in its part word/document.xml; no real document does, and it was not read",
+}, {
+	// An EPUB chapter of one 256 MB tag.
+	name: "one-tag.epub",
+	data: func(t *testing.T) []byte {
+		return epubBomb(t, `<itemref idref="c1"/>`,
+			deflated{name: "OEBPS/c1.xhtml", head: `<html><body><p title="`, tail: `">lily</p></body></html>`, unit: "lily ", size: 256 << 20})
+	},
+	err: "one-tag.epub: has a single piece of text or markup longer than 16.8 MB; no real document does, and it was not read",
+}, {
+	// 256 MB of paragraphs, each opened inside the one before.
+	name: "nested.docx",
+	data: func(t *testing.T) []byte {
+		return zipBomb(t, bombDOCXParts, deflated{name: "word/document.xml", head: bombDOCXHead, tail: bombDOCXTail, unit: "<w:p>", size: 256 << 20})
+	},
+	kind: ErrDamaged,
+	err:  "nested.docx: is not a readable document (part word/document.xml nests elements more than 1,000 deep; no real document does); open it in the program that made it, save a new copy and attach that",
+}, {
+	// A chapter of 128 MB of tables, each opened in a cell of the one
+	// before (and a word in the innermost): read as one table's text.
+	name: "nested-tables.epub",
+	data: func(t *testing.T) []byte {
+		return epubBomb(t, `<itemref idref="c1"/>`,
+			deflated{name: "OEBPS/c1.xhtml", head: "<html><body>", tail: "lily</body></html>", unit: "<table><tr><td>", size: 128 << 20})
+	},
+	chars: 100,
+	note:  "",
+}, {
+	// 64 MB of groups opened in one another.
+	name: "groups.rtf",
+	data: func(t *testing.T) []byte { return []byte(`{\rtf1 ` + strings.Repeat("{", 64<<20)) },
+	kind: ErrDamaged,
+	err:  "groups.rtf: is not a readable RTF document (it nests groups more than 10,000 deep; no real document does); open it in the program that made it, save a new copy and attach that",
+}, {
+	// 15 MB of commas: one record of 15 million fields.
+	name: "commas.csv",
+	data: func(t *testing.T) []byte { return []byte(strings.Repeat(",", 15<<20) + "x\n") },
+	err:  "commas.csv: is a table of more than 4,000,000 cells, which written out is over the limit of 16,000,000 characters of text for one document; attach the part you need",
+}, {
+	// A rich-text shared string of 230,000 characters in one row of
+	// 16,384 cells: excelize would build the row's values, 3.8 GB,
+	// before any could be counted.
+	name: "rich-row.xlsx",
+	data: func(t *testing.T) []byte {
+		var row strings.Builder
+		row.WriteString(`<?xml version="1.0" encoding="UTF-8" standalone="yes"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData><row r="1">`)
+		for c := 0; c < 16384; c++ {
+			row.WriteString(`<c t="s"><v>0</v></c>`)
+		}
+		row.WriteString(`</row></sheetData></worksheet>`)
+		parts := append([][2]string{}, bombXLSXParts()[:4]...)
+		parts = append(parts, [2]string{"xl/worksheets/sheet1.xml", row.String()})
+		return zipBomb(t, parts, deflated{
+			name: "xl/sharedStrings.xml",
+			head: `<?xml version="1.0" encoding="UTF-8" standalone="yes"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="1" uniqueCount="1"><si>`,
+			tail: `</si></sst>`, unit: "<r><t>lily</t></r>", size: 1 << 20,
+		})
+	},
+	err: "rich-row.xlsx: has more than 16,000,000 characters of text, the limit for one document (far more than the model can read at once); attach the part you need",
+}, {
+	// A page that shows 256 MB of text: the library would keep every
+	// character of it (64 bytes each) before the layout.
+	name: "page-text.pdf",
+	data: func(t *testing.T) []byte {
+		return pdfBomb(t, "BT /F1 12 Tf 72 720 Td ", "(Lilies of the valley) Tj ", " ET", 256<<20)
+	},
+	err: "page-text.pdf: has more than 524 KB of text on page 1, far more than any printed page; it may be made to fill memory, and was not read",
+}, {
+	// A page of 256 MB of numbers without an operator: the library
+	// would hold them all on its stack.
+	name: "operands.pdf",
+	data: func(t *testing.T) []byte { return pdfBomb(t, "", "1 ", " m", 256<<20) },
+	kind: ErrDamaged,
+	err:  "operands.pdf: is not a readable PDF document (page 1 gives an operator more than 65,536 values; no real PDF does); open it in the program that made it, save a new copy and attach that",
+}}
+
+func TestDocumentBombs(t *testing.T) {
+	for _, tc := range documentBombs {
 		t.Run(tc.name, func(t *testing.T) {
-			data := tc.data()
+			data := tc.data(t)
 			path := filepath.Join(t.TempDir(), tc.name)
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				t.Fatal(err)

@@ -230,140 +230,29 @@ type docxBlock struct {
 }
 
 func (r *docxReader) readDocument(f *zip.File, what string) (string, error) {
-	part := f.Name
-	var (
-		blocks     []docxBlock
-		paragraphs []*docxParagraph
-		tables     []*docxTable
-		inText     bool
-		skipDepth  int // inside mc:Fallback, whose content repeats mc:Choice
-		depth      int
-	)
-	emit := func(text string, listItem bool) {
-		if n := len(tables); n > 0 && tables[n-1].in {
-			tables[n-1].cell = append(tables[n-1].cell, text)
-			return
-		}
-		blocks = append(blocks, docxBlock{text, listItem})
-	}
+	w := &docxWalk{r: r}
 	err := r.x.walkPart(f, what, func(d *xml.Decoder, t xml.Token) error {
 		switch t := t.(type) {
 		case xml.StartElement:
-			depth++
-			if skipDepth > 0 {
-				return nil
-			}
-			p := (*docxParagraph)(nil)
-			if n := len(paragraphs); n > 0 {
-				p = paragraphs[n-1]
-			}
-			switch t.Name.Local {
-			case "Fallback":
-				skipDepth = depth
-			case "p":
-				paragraphs = append(paragraphs, &docxParagraph{})
-			case "pStyle":
-				if p != nil {
-					p.style = attr(t, "val")
-				}
-			case "outlineLvl":
-				if n, err := strconv.Atoi(attr(t, "val")); err == nil && p != nil && n < 9 {
-					p.outline = n + 1
-				}
-			case "numId":
-				if p != nil {
-					p.numID = attr(t, "val")
-				}
-			case "ilvl":
-				if n, err := strconv.Atoi(attr(t, "val")); err == nil && p != nil {
-					p.level = min(max(n, 0), maxIndent)
-				}
-			case "t":
-				inText = p != nil
-			case "tab", "ptab":
-				if p != nil && len(paragraphs) > 0 && inRun(t) {
-					p.text.WriteByte('\t')
-				}
-			case "br", "cr":
-				if p != nil {
-					p.text.WriteByte('\n')
-				}
-			case "noBreakHyphen":
-				if p != nil {
-					p.text.WriteByte('-')
-				}
-			case "tbl":
-				tables = append(tables, &docxTable{})
-			case "tr":
-				if n := len(tables); n > 0 {
-					tables[n-1].row = []string{}
-				}
-			case "tc":
-				if n := len(tables); n > 0 {
-					tables[n-1].in, tables[n-1].cell = true, nil
-				}
-			case "gridSpan":
-				// A cell merged across n grid columns: n-1 empty cells
-				// after it keep the columns of the Markdown table aligned.
-				if n := len(tables); n > 0 {
-					if span, err := strconv.Atoi(attr(t, "val")); err == nil && span > 1 {
-						tables[n-1].cellSpan(min(span, 64) - 1)
-					}
-				}
+			w.depth++
+			if w.skipDepth == 0 {
+				w.start(t)
 			}
 		case xml.EndElement:
-			defer func() { depth-- }()
-			if skipDepth > 0 {
-				if depth == skipDepth {
-					skipDepth = 0
+			if w.skipDepth > 0 {
+				if w.depth == w.skipDepth {
+					w.skipDepth = 0
 				}
-				return nil
+			} else {
+				w.end(t)
 			}
-			switch t.Name.Local {
-			case "t":
-				inText = false
-			case "p":
-				n := len(paragraphs)
-				if n == 0 {
-					return nil
-				}
-				p := paragraphs[n-1]
-				paragraphs = paragraphs[:n-1]
-				text, listItem := r.paragraphText(p)
-				if text != "" {
-					emit(text, listItem)
-				}
-			case "tc":
-				if n := len(tables); n > 0 {
-					tb := tables[n-1]
-					tb.row = append(tb.row, strings.Join(tb.cell, "\n"))
-					tb.cell, tb.in = nil, false
-					tb.row = append(tb.row, tb.pending()...)
-				}
-			case "tr":
-				if n := len(tables); n > 0 {
-					tables[n-1].rows = append(tables[n-1].rows, tables[n-1].row)
-					tables[n-1].row = nil
-				}
-			case "tbl":
-				if n := len(tables); n > 0 {
-					tb := tables[n-1]
-					tables = tables[:n-1]
-					table := markdownTable(tb.rows)
-					if len(tables) > 0 {
-						table = flattenTable(tb.rows) // a table in a cell
-					}
-					if table != "" {
-						emit(table, false)
-					}
-				}
-			}
+			w.depth--
 		case xml.CharData:
-			if inText && skipDepth == 0 {
+			if w.inText && w.skipDepth == 0 {
 				if err := r.x.spendBytes(t); err != nil {
 					return err
 				}
-				paragraphs[len(paragraphs)-1].text.Write(t)
+				w.paragraphs[len(w.paragraphs)-1].text.Write(t)
 			}
 		}
 		return nil
@@ -371,13 +260,145 @@ func (r *docxReader) readDocument(f *zip.File, what string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if depth != 0 {
-		return "", damaged(r.x.name, what, fmt.Errorf("part %s ends before its elements close", part))
+	if w.depth != 0 {
+		return "", damaged(r.x.name, what, fmt.Errorf("part %s ends before its elements close", f.Name))
 	}
+	return w.text(), nil
+}
+
+// docxWalk is where readDocument stands in word/document.xml: the
+// paragraphs and tables open around it, and the blocks written so far.
+type docxWalk struct {
+	r          *docxReader
+	blocks     []docxBlock
+	paragraphs []*docxParagraph
+	tables     []*docxTable
+	inText     bool
+	skipDepth  int // inside mc:Fallback, whose content repeats mc:Choice
+	depth      int
+}
+
+// emit writes a block: into the cell of the table open, else the document.
+func (w *docxWalk) emit(text string, listItem bool) {
+	if n := len(w.tables); n > 0 && w.tables[n-1].in {
+		w.tables[n-1].cell = append(w.tables[n-1].cell, text)
+		return
+	}
+	w.blocks = append(w.blocks, docxBlock{text, listItem})
+}
+
+// start takes an element's opening.
+func (w *docxWalk) start(t xml.StartElement) {
+	p := (*docxParagraph)(nil)
+	if n := len(w.paragraphs); n > 0 {
+		p = w.paragraphs[n-1]
+	}
+	switch t.Name.Local {
+	case "Fallback":
+		w.skipDepth = w.depth
+	case "p":
+		w.paragraphs = append(w.paragraphs, &docxParagraph{})
+	case "pStyle":
+		if p != nil {
+			p.style = attr(t, "val")
+		}
+	case "outlineLvl":
+		if n, err := strconv.Atoi(attr(t, "val")); err == nil && p != nil && n < 9 {
+			p.outline = n + 1
+		}
+	case "numId":
+		if p != nil {
+			p.numID = attr(t, "val")
+		}
+	case "ilvl":
+		if n, err := strconv.Atoi(attr(t, "val")); err == nil && p != nil {
+			p.level = min(max(n, 0), maxIndent)
+		}
+	case "t":
+		w.inText = p != nil
+	case "tab", "ptab":
+		if p != nil && len(w.paragraphs) > 0 && inRun(t) {
+			p.text.WriteByte('\t')
+		}
+	case "br", "cr":
+		if p != nil {
+			p.text.WriteByte('\n')
+		}
+	case "noBreakHyphen":
+		if p != nil {
+			p.text.WriteByte('-')
+		}
+	case "tbl":
+		w.tables = append(w.tables, &docxTable{})
+	case "tr":
+		if n := len(w.tables); n > 0 {
+			w.tables[n-1].row = []string{}
+		}
+	case "tc":
+		if n := len(w.tables); n > 0 {
+			w.tables[n-1].in, w.tables[n-1].cell = true, nil
+		}
+	case "gridSpan":
+		// A cell merged across n grid columns: n-1 empty cells
+		// after it keep the columns of the Markdown table aligned.
+		if n := len(w.tables); n > 0 {
+			if span, err := strconv.Atoi(attr(t, "val")); err == nil && span > 1 {
+				w.tables[n-1].cellSpan(min(span, 64) - 1)
+			}
+		}
+	}
+}
+
+// end takes an element's closing.
+func (w *docxWalk) end(t xml.EndElement) {
+	switch t.Name.Local {
+	case "t":
+		w.inText = false
+	case "p":
+		n := len(w.paragraphs)
+		if n == 0 {
+			return
+		}
+		p := w.paragraphs[n-1]
+		w.paragraphs = w.paragraphs[:n-1]
+		text, listItem := w.r.paragraphText(p)
+		if text != "" {
+			w.emit(text, listItem)
+		}
+	case "tc":
+		if n := len(w.tables); n > 0 {
+			tb := w.tables[n-1]
+			tb.row = append(tb.row, strings.Join(tb.cell, "\n"))
+			tb.cell, tb.in = nil, false
+			tb.row = append(tb.row, tb.pending()...)
+		}
+	case "tr":
+		if n := len(w.tables); n > 0 {
+			w.tables[n-1].rows = append(w.tables[n-1].rows, w.tables[n-1].row)
+			w.tables[n-1].row = nil
+		}
+	case "tbl":
+		if n := len(w.tables); n > 0 {
+			tb := w.tables[n-1]
+			w.tables = w.tables[:n-1]
+			table := markdownTable(tb.rows)
+			if len(w.tables) > 0 {
+				table = flattenTable(tb.rows) // a table in a cell
+			}
+			if table != "" {
+				w.emit(table, false)
+			}
+		}
+	}
+}
+
+// text joins the blocks written: list items by one line break, everything
+// else by a blank line.
+func (w *docxWalk) text() string {
 	var b strings.Builder
-	for i, blk := range blocks {
+	for i, blk := range w.blocks {
 		if i > 0 {
-			if blk.listItem && blocks[i-1].listItem {
+			if blk.listItem && w.blocks[i-1].listItem {
 				b.WriteString("\n")
 			} else {
 				b.WriteString("\n\n")
@@ -385,7 +406,7 @@ func (r *docxReader) readDocument(f *zip.File, what string) (string, error) {
 		}
 		b.WriteString(blk.text)
 	}
-	return b.String(), nil
+	return b.String()
 }
 
 // inRun is true for a w:tab that is text (inside a run), not a tab stop

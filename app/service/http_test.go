@@ -68,39 +68,7 @@ func TestHTTPTransport(t *testing.T) {
 	data, _ := json.Marshal(out.Result)
 	json.Unmarshal(data, &sent)
 
-	var text strings.Builder
-	deadline := time.Now().Add(60 * time.Second)
-	for final := false; !final; {
-		if time.Now().After(deadline) {
-			t.Fatal("no final message over SSE within 60 s")
-		}
-		line, err := lines.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		payload, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "data: ")
-		if !ok {
-			continue
-		}
-		var ev Event
-		if err := json.Unmarshal([]byte(payload), &ev); err != nil {
-			t.Fatalf("event %q: %v", payload, err)
-		}
-		if ev.MessageID != sent.Reply.ID {
-			continue
-		}
-		switch ev.Type {
-		case EventReply:
-			text.WriteString(ev.Content)
-		case EventMessage:
-			if ev.Message.Status != store.StatusStreaming {
-				final = true
-				if ev.Message.Content != text.String() || ev.Message.Status != store.StatusComplete {
-					t.Errorf("SSE text %q, final %+v", text.String(), ev.Message)
-				}
-			}
-		}
-	}
+	readReply(t, lines, sent.Reply.ID)
 
 	status, out = call(t, srv.URL, "Conversations", `["json"]`)
 	if list, _ := out.Result.([]any); status != 200 || len(list) != 1 {
@@ -132,6 +100,45 @@ func TestHTTPTransport(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnsupportedMediaType {
 		t.Errorf("text/plain call: %d, want 415", resp.StatusCode)
+	}
+}
+
+// readReply reads the event stream until reply's final message, which
+// must be complete and hold the text its deltas streamed.
+func readReply(t *testing.T, lines *bufio.Reader, reply int64) {
+	t.Helper()
+	var text strings.Builder
+	deadline := time.Now().Add(60 * time.Second)
+	for final := false; !final; {
+		if time.Now().After(deadline) {
+			t.Fatal("no final message over SSE within 60 s")
+		}
+		line, err := lines.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload, ok := strings.CutPrefix(strings.TrimRight(line, "\n"), "data: ")
+		if !ok {
+			continue
+		}
+		var ev Event
+		if err := json.Unmarshal([]byte(payload), &ev); err != nil {
+			t.Fatalf("event %q: %v", payload, err)
+		}
+		if ev.MessageID != reply {
+			continue
+		}
+		switch ev.Type {
+		case EventReply:
+			text.WriteString(ev.Content)
+		case EventMessage:
+			if ev.Message.Status != store.StatusStreaming {
+				final = true
+				if ev.Message.Content != text.String() || ev.Message.Status != store.StatusComplete {
+					t.Errorf("SSE text %q, final %+v", text.String(), ev.Message)
+				}
+			}
+		}
 	}
 }
 

@@ -192,18 +192,9 @@ func Open(o Options) (*Service, error) {
 	s.welcomeSeen = s.settings.flag(welcomeSeenKey)
 	s.apiState = APIState{Available: o.API != nil, LAN: current.APILAN}
 
-	dir := o.Model
-	if dir == "" {
-		dir = configured
-	}
-	if dir == "" {
-		root, err := models.DefaultRoot()
-		if err != nil {
-			return nil, err
-		}
-		if dir, err = models.Install(root); err != nil {
-			return nil, fmt.Errorf("installing the demo model: %w", err)
-		}
+	dir, err := modelFolder(o.Model, configured)
+	if err != nil {
+		return nil, err
 	}
 
 	db, err := store.Open(o.DatabasePath)
@@ -214,33 +205,9 @@ func Open(o Options) (*Service, error) {
 		s.log.Warn().Str("database", o.DatabasePath).Msg("conversations are read-only: " + why)
 	}
 	s.store = db
-	check := o.GPUCheck
-	check.Version = o.Version
-	if check.StateFile == "" {
-		check.StateFile = filepath.Join(filepath.Dir(o.SettingsPath), GPUCheckFile)
-	}
-	if check.DemoDir == "" && o.Backend != "cpu" {
-		if modelhost.IsDemo(dir) {
-			check.DemoDir = dir
-		} else if root, err := models.DefaultRoot(); err == nil {
-			// A demo model that cannot be installed leaves the check to
-			// the loaded model's layers.
-			check.DemoDir, _ = models.Install(root)
-		}
-	}
+	check := gpuCheckOptions(o, dir)
 	s.report = o.Report
-	prefixDir := o.PrefixDir
-	if prefixDir == "" {
-		prefixDir, err = defaultPrefixDir()
-	}
-	var prefix *prefixstore.Store
-	if err == nil {
-		prefix, err = prefixstore.Open(prefixstore.Options{Dir: prefixDir, Limit: int64(current.PrefixCacheGB) << 30,
-			Log: func(msg string) { s.log.Warn().Msg(msg) }})
-	}
-	if err != nil {
-		s.log.Warn().Err(err).Msg("prefix snapshots are kept in memory only")
-	}
+	prefix := s.openPrefixStore(o.PrefixDir, current.PrefixCacheGB)
 	s.prefix = prefix
 	s.models = modelhost.New(modelhost.Options{
 		Load: engine.LoadOptions{Backend: o.Backend, Threads: o.Threads, QueueSize: o.QueueSize, Precision: o.Precision, Store: prefix},
@@ -262,6 +229,64 @@ func Open(o Options) (*Service, error) {
 	})
 	s.models.Load(dir)
 	return s, nil
+}
+
+// modelFolder is the model to load: the one asked for, else the one the
+// settings name, else the demo model, installed if it is not yet.
+func modelFolder(asked, configured string) (string, error) {
+	dir := asked
+	if dir == "" {
+		dir = configured
+	}
+	if dir != "" {
+		return dir, nil
+	}
+	root, err := models.DefaultRoot()
+	if err != nil {
+		return "", err
+	}
+	if dir, err = models.Install(root); err != nil {
+		return "", fmt.Errorf("installing the demo model: %w", err)
+	}
+	return dir, nil
+}
+
+// gpuCheckOptions completes o.GPUCheck for the model in dir.
+func gpuCheckOptions(o Options, dir string) gpucheck.Options {
+	check := o.GPUCheck
+	check.Version = o.Version
+	if check.StateFile == "" {
+		check.StateFile = filepath.Join(filepath.Dir(o.SettingsPath), GPUCheckFile)
+	}
+	if check.DemoDir == "" && o.Backend != "cpu" {
+		if modelhost.IsDemo(dir) {
+			check.DemoDir = dir
+		} else if root, err := models.DefaultRoot(); err == nil {
+			// A demo model that cannot be installed leaves the check to
+			// the loaded model's layers.
+			check.DemoDir, _ = models.Install(root)
+		}
+	}
+	return check
+}
+
+// openPrefixStore opens the prefix snapshots' store in dir (default: the
+// app's), of limitGB; nil, with a warning, if it cannot be opened, and the
+// snapshots stay in memory.
+func (s *Service) openPrefixStore(dir string, limitGB int) *prefixstore.Store {
+	var err error
+	if dir == "" {
+		dir, err = defaultPrefixDir()
+	}
+	var prefix *prefixstore.Store
+	if err == nil {
+		prefix, err = prefixstore.Open(prefixstore.Options{Dir: dir, Limit: int64(limitGB) << 30,
+			Log: func(msg string) { s.log.Warn().Msg(msg) }})
+	}
+	if err != nil {
+		s.log.Warn().Err(err).Msg("prefix snapshots are kept in memory only")
+	}
+	return prefix
 }
 
 // Close stops every reply (each is saved as stopped), the API server, and

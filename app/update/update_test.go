@@ -36,13 +36,28 @@ func releaseJSON(tag string) string {
 }`, tag, strings.TrimPrefix(tag, "v"))
 }
 
-// feedServer serves body with status at /releases/latest and counts the
-// requests; it checks that each asks for GitHub's JSON.
-func feedServer(t *testing.T, status int, body string) (*httptest.Server, *atomic.Int32) {
+// feed is a release feed served for the tests at /releases/latest: what it
+// answers may change while it runs (set); each request is counted (hits)
+// and signalled on asked. It checks that each asks for GitHub's JSON.
+type feed struct {
+	*httptest.Server
+	hits  atomic.Int32
+	asked chan struct{}
+
+	mu     sync.Mutex
+	status int
+	body   string
+}
+
+func newFeed(t *testing.T, status int, body string) *feed {
 	t.Helper()
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
+	f := &feed{asked: make(chan struct{}, 1000), status: status, body: body}
+	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.hits.Add(1)
+		select {
+		case f.asked <- struct{}{}:
+		default:
+		}
 		if r.URL.Path != "/releases/latest" || r.Method != http.MethodGet {
 			http.NotFound(w, r)
 			return
@@ -53,12 +68,35 @@ func feedServer(t *testing.T, status int, body string) (*httptest.Server, *atomi
 		if got := r.Header.Get("User-Agent"); !strings.HasPrefix(got, "Suzuran/") {
 			t.Errorf("User-Agent %q, want Suzuran/VERSION", got)
 		}
+		f.mu.Lock()
+		status, body := f.status, f.body
+		f.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		fmt.Fprint(w, body)
 	}))
-	t.Cleanup(srv.Close)
-	return srv, &hits
+	t.Cleanup(f.Close)
+	return f
+}
+
+// set changes what the feed answers.
+func (f *feed) set(status int, body string) {
+	f.mu.Lock()
+	f.status, f.body = status, body
+	f.mu.Unlock()
+}
+
+// waitHits waits up to 10 s until the feed has had n requests in all.
+func (f *feed) waitHits(t *testing.T, n int32) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for f.hits.Load() < n {
+		select {
+		case <-f.asked:
+		case <-timeout:
+			t.Fatalf("the feed was asked %d times in 10 s, want at least %d", f.hits.Load(), n)
+		}
+	}
 }
 
 func TestCheck(t *testing.T) {
@@ -94,7 +132,7 @@ func TestCheck(t *testing.T) {
 			wantSays: "Suzuran 0.3.0 is newer than the latest release (0.2.9)."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, hits := feedServer(t, http.StatusOK, releaseJSON(tc.tag))
+			srv := newFeed(t, http.StatusOK, releaseJSON(tc.tag))
 			c := Checker{Feed: srv.URL + "/releases/latest", Current: tc.current, GOOS: tc.goos, GOARCH: tc.goarch}
 			got, err := c.Check(context.Background())
 			if err != nil {
@@ -113,8 +151,8 @@ func TestCheck(t *testing.T) {
 			if tc.wantSays != "" && got.Message() != tc.wantSays {
 				t.Errorf("message %q\nwant    %q", got.Message(), tc.wantSays)
 			}
-			if hits.Load() != 1 {
-				t.Errorf("%d requests to the feed, want 1", hits.Load())
+			if srv.hits.Load() != 1 {
+				t.Errorf("%d requests to the feed, want 1", srv.hits.Load())
 			}
 		})
 	}
@@ -148,7 +186,7 @@ func TestCheckFailures(t *testing.T) {
 		{"running version unstamped", http.StatusOK, releaseJSON("v0.2.0"), "dev", `running version "dev" is not a version`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, _ := feedServer(t, tc.status, tc.body)
+			srv := newFeed(t, tc.status, tc.body)
 			got, err := Checker{Feed: srv.URL + "/releases/latest", Current: tc.current, GOOS: "darwin"}.Check(context.Background())
 			if err == nil {
 				t.Fatalf("no error; result %+v", got)
@@ -247,22 +285,9 @@ func waitSignals(t *testing.T, ch chan struct{}, n int, what string) {
 // Daily checks on its schedule while the switch is on, skips while it is
 // off, announces a newer version once, and reports failures to OnError.
 func TestDaily(t *testing.T) {
-	var mu sync.Mutex
-	tag, status := "v0.1.0", http.StatusOK
-	var hits atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		mu.Lock()
-		defer mu.Unlock()
-		w.WriteHeader(status)
-		fmt.Fprint(w, releaseJSON(tag))
-	}))
-	defer srv.Close()
-	set := func(newTag string, newStatus int) {
-		mu.Lock()
-		tag, status = newTag, newStatus
-		mu.Unlock()
-	}
+	f := newFeed(t, http.StatusOK, releaseJSON("v0.1.0"))
+	set := func(tag string, status int) { f.set(status, releaseJSON(tag)) }
+	hits := &f.hits
 
 	var enabled atomic.Bool
 	enabled.Store(true)
@@ -271,7 +296,7 @@ func TestDaily(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	c := Checker{
-		Feed: srv.URL + "/releases/latest", Current: "0.1.0", GOOS: "darwin",
+		Feed: f.URL + "/releases/latest", Current: "0.1.0", GOOS: "darwin",
 		FirstCheck: time.Millisecond, Interval: 20 * time.Millisecond,
 		OnError: func(err error) { failed <- err },
 	}
@@ -294,17 +319,7 @@ func TestDaily(t *testing.T) {
 	waitSkips := func(n int) { t.Helper(); waitSignals(t, skipped, n, "checks that found the switch off") }
 
 	// waitHits waits until the feed has been asked n more times.
-	waitHits := func(n int32) {
-		t.Helper()
-		target := hits.Load() + n
-		deadline := time.Now().Add(10 * time.Second)
-		for hits.Load() < target {
-			if time.Now().After(deadline) {
-				t.Fatalf("the feed was asked %d times in 10 s, want at least %d", hits.Load(), target)
-			}
-			time.Sleep(5 * time.Millisecond) // the feed server counts its requests; the count is read again
-		}
-	}
+	waitHits := func(n int32) { t.Helper(); f.waitHits(t, hits.Load()+n) }
 
 	// Up to date: checks run, nobody is told.
 	waitHits(2)
@@ -408,7 +423,8 @@ func TestDailyStopsDuringAHangingCheck(t *testing.T) {
 // clock below stands still while the real poll ticks (the Mac's monotonic
 // clock, which stops during sleep), then jumps a day (the Mac wakes up).
 func TestDailyFollowsTheWallClock(t *testing.T) {
-	srv, hits := feedServer(t, http.StatusOK, releaseJSON("v0.1.0"))
+	srv := newFeed(t, http.StatusOK, releaseJSON("v0.1.0"))
+	hits := &srv.hits
 	var mu sync.Mutex
 	clock := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	// polled is told each time Daily reads the clock: once a poll.
@@ -439,17 +455,7 @@ func TestDailyFollowsTheWallClock(t *testing.T) {
 	}()
 	defer func() { cancel(); <-done }()
 
-	waitFor := func(n int32) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for hits.Load() < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d checks in 10 s, want %d", hits.Load(), n)
-			}
-			time.Sleep(time.Millisecond) // the feed server counts its requests; the count is read again
-		}
-	}
-	waitFor(1) // the first check, soon after the start
+	srv.waitHits(t, 1) // the first check, soon after the start
 	// Many polls within the same wall-clock hour: no check.
 	waitPolls(50)
 	if got := hits.Load(); got != 1 {
@@ -461,7 +467,7 @@ func TestDailyFollowsTheWallClock(t *testing.T) {
 		t.Fatalf("%d checks after 23 hours, want 1", got)
 	}
 	advance(time.Hour) // a day since the first check
-	waitFor(2)
+	srv.waitHits(t, 2)
 	waitPolls(25)
 	if got := hits.Load(); got != 2 {
 		t.Errorf("%d checks once a day had passed, want exactly 2", got)

@@ -243,41 +243,9 @@ func Run(t Target, s Settings, log io.Writer) (*Report, error) {
 	}
 
 	for _, p := range s.Prompts {
-		runs := s.Runs
-		if p > s.LongPrompt && s.LongRuns > 0 {
-			runs = s.LongRuns
-		}
-		var ttft, prefillRate, decodeRate, msPerToken, preCPU, decCPU []float64
-		var pre, dec *BlockTimes
-		if s.LayerCosts == "blocks" {
-			pre, dec = &BlockTimes{}, &BlockTimes{}
-		}
-		for i := range runs {
-			cpu0 := processCPUTime()
-			pt, dt, err := m.run(p, s.Gen, uint64(i), pre, dec)
-			if err != nil {
-				return nil, fmt.Errorf("bench: %d-token prompt, run %d: %w", p, i+1, err)
-			}
-			preCPU = append(preCPU, m.prefillCPU.Seconds())
-			decCPU = append(decCPU, (processCPUTime() - cpu0 - m.prefillCPU).Seconds())
-			ttft = append(ttft, pt.Seconds())
-			prefillRate = append(prefillRate, float64(p)/pt.Seconds())
-			decodeRate = append(decodeRate, float64(s.Gen)/dt.Seconds())
-			msPerToken = append(msPerToken, dt.Seconds()*1e3/float64(s.Gen))
-			fmt.Fprintf(log, "%s: %d-token prompt, run %d/%d: prefill %.2f s (%.1f tok/s), decode %d tokens %.2f s (%.2f tok/s)\n",
-				t.Kind, p, i+1, runs, pt.Seconds(), float64(p)/pt.Seconds(), s.Gen, dt.Seconds(), float64(s.Gen)/dt.Seconds())
-		}
-		pr := PrefillResult{Tokens: p, TTFT: Summarize(ttft), TokPerSec: Summarize(prefillRate), CPUSeconds: Summarize(preCPU)}
-		dr := DecodeResult{Context: p, Tokens: s.Gen, TokPerSec: Summarize(decodeRate), MsPerToken: Summarize(msPerToken),
-			CPUSeconds: Summarize(decCPU),
-			Traffic:    DecodeTraffic(t.Weights, p+s.Gen/2, t.KVElemBytes)}
-		if pre != nil {
-			shape := Describe(t.Weights)
-			dn, att := shape.DeltaNetLayers, shape.AttentionLayers
-			c := pre.Costs(runs, p, dn, att)
-			pr.Layers = &c
-			d := dec.Costs(runs*s.Gen, 1, dn, att)
-			dr.Layers = &d
+		pr, dr, err := m.prompt(p)
+		if err != nil {
+			return nil, err
 		}
 		r.Prefill = append(r.Prefill, pr)
 		r.Decode = append(r.Decode, dr)
@@ -294,11 +262,64 @@ func Run(t Target, s Settings, log io.Writer) (*Report, error) {
 
 	// The probe's buffers would raise the peak: read it first.
 	r.PeakRSS = machine.PeakRSS()
-	fmt.Fprintf(log, "%s: copy bandwidth probe (%d MiB × %d)\n", t.Kind, s.CopyBytes>>20, s.Copies)
+	m.bandwidth(r)
+	r.Machine.LoadEnd = machine.LoadAverage()
+	r.Seconds = time.Since(started).Seconds()
+	return r, nil
+}
+
+// prompt measures s.Runs (or s.LongRuns) prefills of a p-token prompt,
+// each followed by s.Gen decode steps.
+func (m *measurer) prompt(p int) (PrefillResult, DecodeResult, error) {
+	t, s := m.t, m.s
+	runs := s.Runs
+	if p > s.LongPrompt && s.LongRuns > 0 {
+		runs = s.LongRuns
+	}
+	var ttft, prefillRate, decodeRate, msPerToken, preCPU, decCPU []float64
+	var pre, dec *BlockTimes
+	if s.LayerCosts == "blocks" {
+		pre, dec = &BlockTimes{}, &BlockTimes{}
+	}
+	for i := range runs {
+		cpu0 := processCPUTime()
+		pt, dt, err := m.run(p, s.Gen, uint64(i), pre, dec)
+		if err != nil {
+			return PrefillResult{}, DecodeResult{}, fmt.Errorf("bench: %d-token prompt, run %d: %w", p, i+1, err)
+		}
+		preCPU = append(preCPU, m.prefillCPU.Seconds())
+		decCPU = append(decCPU, (processCPUTime() - cpu0 - m.prefillCPU).Seconds())
+		ttft = append(ttft, pt.Seconds())
+		prefillRate = append(prefillRate, float64(p)/pt.Seconds())
+		decodeRate = append(decodeRate, float64(s.Gen)/dt.Seconds())
+		msPerToken = append(msPerToken, dt.Seconds()*1e3/float64(s.Gen))
+		fmt.Fprintf(m.log, "%s: %d-token prompt, run %d/%d: prefill %.2f s (%.1f tok/s), decode %d tokens %.2f s (%.2f tok/s)\n",
+			t.Kind, p, i+1, runs, pt.Seconds(), float64(p)/pt.Seconds(), s.Gen, dt.Seconds(), float64(s.Gen)/dt.Seconds())
+	}
+	pr := PrefillResult{Tokens: p, TTFT: Summarize(ttft), TokPerSec: Summarize(prefillRate), CPUSeconds: Summarize(preCPU)}
+	dr := DecodeResult{Context: p, Tokens: s.Gen, TokPerSec: Summarize(decodeRate), MsPerToken: Summarize(msPerToken),
+		CPUSeconds: Summarize(decCPU),
+		Traffic:    DecodeTraffic(t.Weights, p+s.Gen/2, t.KVElemBytes)}
+	if pre != nil {
+		shape := Describe(t.Weights)
+		dn, att := shape.DeltaNetLayers, shape.AttentionLayers
+		c := pre.Costs(runs, p, dn, att)
+		pr.Layers = &c
+		d := dec.Costs(runs*s.Gen, 1, dn, att)
+		dr.Layers = &d
+	}
+	return pr, dr, nil
+}
+
+// bandwidth runs the copy probes (the device's too, for a GPU target) and
+// states each decode result as a fraction of the best copy rate.
+func (m *measurer) bandwidth(r *Report) {
+	t, s := m.t, m.s
+	fmt.Fprintf(m.log, "%s: copy bandwidth probe (%d MiB × %d)\n", t.Kind, s.CopyBytes>>20, s.Copies)
 	r.Bandwidth = MeasureCopy(s.CopyBytes, s.Copies, s.Threads)
 	ceiling := r.Bandwidth.GBps
 	if t.Device != nil {
-		fmt.Fprintf(log, "%s: device copy probe (%d MiB × %d)\n", t.Kind, s.CopyBytes>>20, s.Copies)
+		fmt.Fprintf(m.log, "%s: device copy probe (%d MiB × %d)\n", t.Kind, s.CopyBytes>>20, s.Copies)
 		b, err := MeasureDeviceCopy(t.Device, s.CopyBytes, s.Copies)
 		if err != nil {
 			r.Notes = append(r.Notes, fmt.Sprintf("device copy probe failed: %v; the bandwidth fraction uses the host copy", err))
@@ -314,9 +335,6 @@ func Run(t Target, s Settings, log io.Writer) (*Report, error) {
 			d.BandwidthFraction = d.AchievedGBps / ceiling
 		}
 	}
-	r.Machine.LoadEnd = machine.LoadAverage()
-	r.Seconds = time.Since(started).Seconds()
-	return r, nil
 }
 
 // measurer runs timed passes of one target.

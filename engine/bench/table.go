@@ -14,32 +14,54 @@ func Table(out io.Writer, reports []*Report) error {
 	if len(reports) == 0 {
 		return nil
 	}
-	var rows [][]string
+	t := &table{reports: reports}
+	t.settingRows()
+	order := promptSizes(reports)
+	t.measuredRows(order)
+	t.layerRows(order)
+	t.projectedRows(order)
+	t.bandwidthRows(order)
+	t.counterRows()
+	return t.write(out)
+}
+
+// table gathers the rows of Table, one cell per report.
+type table struct {
+	reports []*Report
+	rows    [][]string
 	// A section's title waits for its first filled row, so that a section
 	// with nothing measured (per-layer costs turned off) prints nothing.
-	var pending string
-	add := func(label string, cell func(r *Report) string) {
-		row := []string{label}
-		filled := false
-		for _, r := range reports {
-			c := cell(r)
-			if c != "" {
-				filled = true
-			} else {
-				c = "–"
-			}
-			row = append(row, c)
-		}
-		if filled {
-			if pending != "" {
-				rows = append(rows, []string{pending})
-				pending = ""
-			}
-			rows = append(rows, row)
-		}
-	}
-	section := func(title string) { pending = title }
+	pending string
+}
 
+// add appends a row whose cells cell gives, one per report, if any of them
+// is filled; an empty cell prints as "–".
+func (t *table) add(label string, cell func(r *Report) string) {
+	row := []string{label}
+	filled := false
+	for _, r := range t.reports {
+		c := cell(r)
+		if c != "" {
+			filled = true
+		} else {
+			c = "–"
+		}
+		row = append(row, c)
+	}
+	if filled {
+		if t.pending != "" {
+			t.rows = append(t.rows, []string{t.pending})
+			t.pending = ""
+		}
+		t.rows = append(t.rows, row)
+	}
+}
+
+func (t *table) section(title string) { t.pending = title }
+
+// settingRows are the rows that say what was measured, and how.
+func (t *table) settingRows() {
+	add := t.add
 	add("backend", func(r *Report) string { return r.Backend })
 	add("model", func(r *Report) string {
 		return fmt.Sprintf("%d layers (%d DeltaNet, %d attention), hidden %d, %d experts, %s",
@@ -62,7 +84,11 @@ func Table(out io.Writer, reports []*Report) error {
 	add("load average (1 min) at start / end", func(r *Report) string {
 		return fmt.Sprintf("%.2f / %.2f on %d cores", r.Machine.LoadStart[0], r.Machine.LoadEnd[0], r.Machine.Cores)
 	})
+}
 
+// promptSizes are the prompt lengths any report prefilled, in the order
+// they first appear.
+func promptSizes(reports []*Report) []int {
 	prompts := map[int]bool{}
 	var order []int
 	for _, r := range reports {
@@ -73,7 +99,12 @@ func Table(out io.Writer, reports []*Report) error {
 			}
 		}
 	}
-	section("measured")
+	return order
+}
+
+func (t *table) measuredRows(order []int) {
+	add := t.add
+	t.section("measured")
 	for _, n := range order {
 		add(fmt.Sprintf("prefill %d: time to first token, s", n), func(r *Report) string {
 			if p := r.prefill(n); p != nil {
@@ -111,8 +142,11 @@ func Table(out io.Writer, reports []*Report) error {
 		})
 	}
 	add("peak resident memory", func(r *Report) string { return gib(r.PeakRSS) })
+}
 
-	section("per layer (median; each layer includes its MoE)")
+func (t *table) layerRows(order []int) {
+	add := t.add
+	t.section("per layer (median; each layer includes its MoE)")
 	for _, n := range order {
 		add(fmt.Sprintf("prefill %d: DeltaNet / attention layer, fixed, ms", n), func(r *Report) string {
 			if p := r.prefill(n); p != nil && p.Layers != nil {
@@ -129,8 +163,11 @@ func Table(out io.Writer, reports []*Report) error {
 			return ""
 		})
 	}
+}
 
-	section(fmt.Sprintf("projected to 40 layers (%d DeltaNet + %d attention)", TargetDeltaNetLayers, TargetAttentionLayers))
+func (t *table) projectedRows(order []int) {
+	add := t.add
+	t.section(fmt.Sprintf("projected to 40 layers (%d DeltaNet + %d attention)", TargetDeltaNetLayers, TargetAttentionLayers))
 	for _, n := range order {
 		add(fmt.Sprintf("prefill %d: time to first token, s", n), func(r *Report) string {
 			if p := r.prefill(n); p != nil && p.Layers != nil {
@@ -153,8 +190,11 @@ func Table(out io.Writer, reports []*Report) error {
 			return ""
 		})
 	}
+}
 
-	section("memory bandwidth")
+func (t *table) bandwidthRows(order []int) {
+	add := t.add
+	t.section("memory bandwidth")
 	add("copy probe, GB/s (read+write)", func(r *Report) string {
 		if r.Bandwidth.Copies == 0 {
 			return ""
@@ -176,10 +216,13 @@ func Table(out io.Writer, reports []*Report) error {
 			return ""
 		})
 	}
+}
 
+func (t *table) counterRows() {
+	add := t.add
 	var counterNames []string
 	seen := map[string]bool{}
-	for _, r := range reports {
+	for _, r := range t.reports {
 		for _, c := range r.Counters {
 			k := c.Phase + ": " + c.Name
 			if !seen[k] {
@@ -189,7 +232,7 @@ func Table(out io.Writer, reports []*Report) error {
 		}
 	}
 	if len(counterNames) > 0 {
-		section("GPU counters (per decode token, per prefill chunk)")
+		t.section("GPU counters (per decode token, per prefill chunk)")
 		for _, k := range counterNames {
 			add(k, func(r *Report) string {
 				for _, c := range r.Counters {
@@ -204,8 +247,12 @@ func Table(out io.Writer, reports []*Report) error {
 			})
 		}
 	}
+}
+
+// write prints the rows aligned, then each report's notes.
+func (t *table) write(out io.Writer) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	for _, row := range rows {
+	for _, row := range t.rows {
 		if len(row) == 1 {
 			fmt.Fprintf(tw, "%s\n", strings.ToUpper(row[0][:1])+row[0][1:])
 			continue
@@ -215,7 +262,7 @@ func Table(out io.Writer, reports []*Report) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, r := range reports {
+	for _, r := range t.reports {
 		for _, n := range r.Notes {
 			fmt.Fprintf(out, "note (%s): %s\n", r.Kind, n)
 		}

@@ -128,198 +128,149 @@ func expectError(t *testing.T, dir string, kind error, mentions ...string) {
 	}
 }
 
-func TestBadFolders(t *testing.T) {
-	hub := fixtures.Path(t, "qwen35moe-tiny", "hf-bf16")
-	mlx := fixtures.Path(t, "qwen35moe-tiny", "mlx-4bit")
-	const hubL3 = "model.language_model.layers.3."
-	const mlxL0 = "language_model.model.layers.0."
+// badFolder is a model folder broken one way, and the error Load must give.
+type badFolder struct {
+	name string
+	from string // the fixture copied: "hf-bf16" or "mlx-4bit"; "" for no folder at all
+	// breakIt breaks the copy in d.
+	breakIt func(t *testing.T, d string)
+	kind    error
+	// mentions are what the message must name; the folder itself too if
+	// namesFolder.
+	mentions    []string
+	namesFolder bool
+}
 
-	t.Run("missing folder", func(t *testing.T) {
-		expectError(t, filepath.Join(t.TempDir(), "nope"), ErrMissing, "config.json")
-	})
-	t.Run("missing config", func(t *testing.T) {
-		d := copyFolder(t, hub)
-		os.Remove(filepath.Join(d, "config.json"))
-		expectError(t, d, ErrMissing, "no config.json", d)
-	})
-	t.Run("missing safetensors", func(t *testing.T) {
-		d := copyFolder(t, hub)
-		os.Remove(filepath.Join(d, "model.safetensors"))
-		expectError(t, d, ErrMissing, "model.safetensors", d)
-	})
-	t.Run("truncated safetensors", func(t *testing.T) {
-		d := copyFolder(t, mlx)
+const (
+	hubFixture = "hf-bf16"
+	mlxFixture = "mlx-4bit"
+	hubL3      = "model.language_model.layers.3."
+	mlxL0      = "language_model.model.layers.0."
+)
+
+// inConfig breaks a folder by editing its config.json.
+func inConfig(edit func(c map[string]any)) func(t *testing.T, d string) {
+	return func(t *testing.T, d string) { editConfig(t, d, edit) }
+}
+
+// inTensors breaks a folder by rewriting its model.safetensors.
+func inTensors(edit func(t *testing.T, e *tensorEdit)) func(t *testing.T, d string) {
+	return func(t *testing.T, d string) {
+		p := filepath.Join(d, "model.safetensors")
+		e := readTensors(t, p)
+		edit(t, e)
+		e.write(t, p)
+	}
+}
+
+// removing breaks a folder by removing one of its files.
+func removing(name string) func(t *testing.T, d string) {
+	return func(t *testing.T, d string) { os.Remove(filepath.Join(d, name)) }
+}
+
+// quantization is the quantization block of an MLX config.
+func quantization(c map[string]any) map[string]any { return c["quantization"].(map[string]any) }
+
+var badFolders = []badFolder{
+	{name: "missing folder", kind: ErrMissing, mentions: []string{"config.json"}},
+	{name: "missing config", from: hubFixture, breakIt: removing("config.json"),
+		kind: ErrMissing, mentions: []string{"no config.json"}, namesFolder: true},
+	{name: "missing safetensors", from: hubFixture, breakIt: removing("model.safetensors"),
+		kind: ErrMissing, mentions: []string{"model.safetensors"}, namesFolder: true},
+	{name: "truncated safetensors", from: mlxFixture, breakIt: func(t *testing.T, d string) {
 		p := filepath.Join(d, "model.safetensors")
 		st, _ := os.Stat(p)
 		os.Truncate(p, st.Size()-1000)
-		expectError(t, d, ErrWeights, "model.safetensors", "truncated")
-	})
-	t.Run("truncated header", func(t *testing.T) {
-		d := copyFolder(t, mlx)
+	}, kind: ErrWeights, mentions: []string{"model.safetensors", "truncated"}},
+	{name: "truncated header", from: mlxFixture, breakIt: func(t *testing.T, d string) {
 		os.Truncate(filepath.Join(d, "model.safetensors"), 100)
-		expectError(t, d, ErrWeights, "model.safetensors", "truncated")
-	})
-	t.Run("corrupt config", func(t *testing.T) {
-		d := copyFolder(t, hub)
+	}, kind: ErrWeights, mentions: []string{"model.safetensors", "truncated"}},
+	{name: "corrupt config", from: hubFixture, breakIt: func(t *testing.T, d string) {
 		os.WriteFile(filepath.Join(d, "config.json"), []byte(`{"model_type": "qwen3_5_moe", `), 0o644)
-		expectError(t, d, ErrConfig, "config.json", "JSON")
-	})
-	t.Run("missing config field", func(t *testing.T) {
-		d := copyFolder(t, hub)
-		editConfig(t, d, func(c map[string]any) { delete(textConfig(c), "linear_value_head_dim") })
-		expectError(t, d, ErrConfig, "text_config.linear_value_head_dim", "config.json")
-	})
-	t.Run("bad config value", func(t *testing.T) {
-		d := copyFolder(t, hub)
-		editConfig(t, d, func(c map[string]any) { textConfig(c)["num_key_value_heads"] = 3 })
-		expectError(t, d, ErrConfig, "num_key_value_heads", "does not divide")
-	})
-	t.Run("layer_types length", func(t *testing.T) {
-		d := copyFolder(t, hub)
-		editConfig(t, d, func(c map[string]any) { textConfig(c)["num_hidden_layers"] = 5 })
-		expectError(t, d, ErrConfig, "layer_types", "5")
-	})
-	t.Run("another architecture", func(t *testing.T) {
-		d := copyFolder(t, hub)
-		editConfig(t, d, func(c map[string]any) {
-			c["model_type"] = "llama"
-			c["architectures"] = []string{"LlamaForCausalLM"}
-		})
-		expectError(t, d, ErrArchitecture, `"llama"`, "qwen3_5_moe")
-	})
-	t.Run("another text architecture", func(t *testing.T) {
-		d := copyFolder(t, hub)
-		editConfig(t, d, func(c map[string]any) { textConfig(c)["model_type"] = "qwen3_next" })
-		expectError(t, d, ErrArchitecture, "text_config.model_type", `"qwen3_next"`)
-	})
-	t.Run("unsupported rope scaling", func(t *testing.T) {
-		d := copyFolder(t, hub)
-		editConfig(t, d, func(c map[string]any) {
-			textConfig(c)["rope_parameters"].(map[string]any)["rope_type"] = "yarn"
-		})
-		expectError(t, d, ErrConfig, "rope_type", "yarn")
-	})
-	t.Run("wrong shape", func(t *testing.T) {
-		d := copyFolder(t, hub)
-		p := filepath.Join(d, "model.safetensors")
-		e := readTensors(t, p)
+	}, kind: ErrConfig, mentions: []string{"config.json", "JSON"}},
+	{name: "missing config field", from: hubFixture,
+		breakIt: inConfig(func(c map[string]any) { delete(textConfig(c), "linear_value_head_dim") }),
+		kind:    ErrConfig, mentions: []string{"text_config.linear_value_head_dim", "config.json"}},
+	{name: "bad config value", from: hubFixture,
+		breakIt: inConfig(func(c map[string]any) { textConfig(c)["num_key_value_heads"] = 3 }),
+		kind:    ErrConfig, mentions: []string{"num_key_value_heads", "does not divide"}},
+	{name: "layer_types length", from: hubFixture,
+		breakIt: inConfig(func(c map[string]any) { textConfig(c)["num_hidden_layers"] = 5 }),
+		kind:    ErrConfig, mentions: []string{"layer_types", "5"}},
+	{name: "another architecture", from: hubFixture, breakIt: inConfig(func(c map[string]any) {
+		c["model_type"] = "llama"
+		c["architectures"] = []string{"LlamaForCausalLM"}
+	}), kind: ErrArchitecture, mentions: []string{`"llama"`, "qwen3_5_moe"}},
+	{name: "another text architecture", from: hubFixture,
+		breakIt: inConfig(func(c map[string]any) { textConfig(c)["model_type"] = "qwen3_next" }),
+		kind:    ErrArchitecture, mentions: []string{"text_config.model_type", `"qwen3_next"`}},
+	{name: "unsupported rope scaling", from: hubFixture, breakIt: inConfig(func(c map[string]any) {
+		textConfig(c)["rope_parameters"].(map[string]any)["rope_type"] = "yarn"
+	}), kind: ErrConfig, mentions: []string{"rope_type", "yarn"}},
+	{name: "wrong shape", from: hubFixture, breakIt: inTensors(func(t *testing.T, e *tensorEdit) {
 		i := e.index(t, hubL3+"mlp.gate.weight")
 		e.specs[i].Shape = []int{8, 128}
 		e.data[i] = e.data[i][:8*128*2]
-		e.write(t, p)
-		expectError(t, d, ErrWeights, "model.safetensors: tensor "+hubL3+"mlp.gate.weight has shape [8,128], config says [16,128]")
-	})
-	t.Run("wrong dtype", func(t *testing.T) {
-		d := copyFolder(t, hub)
-		p := filepath.Join(d, "model.safetensors")
-		e := readTensors(t, p)
+	}), kind: ErrWeights, mentions: []string{"model.safetensors: tensor " + hubL3 + "mlp.gate.weight has shape [8,128], config says [16,128]"}},
+	{name: "wrong dtype", from: hubFixture, breakIt: inTensors(func(t *testing.T, e *tensorEdit) {
 		i := e.index(t, hubL3+"self_attn.k_proj.weight")
 		e.specs[i].DType = safetensors.I32
 		e.specs[i].Shape = []int{128, 64}
-		e.write(t, p)
-		expectError(t, d, ErrWeights, hubL3+"self_attn.k_proj.weight", "dtype I32")
-	})
-	t.Run("config disagrees with tensor shapes", func(t *testing.T) {
-		d := copyFolder(t, hub)
-		editConfig(t, d, func(c map[string]any) { textConfig(c)["moe_intermediate_size"] = 32 })
-		expectError(t, d, ErrWeights, "mlp.experts.gate_up_proj", "[16,128,128]", "config says [16,64,128]")
-	})
-	t.Run("missing tensor", func(t *testing.T) {
-		d := copyFolder(t, mlx)
-		p := filepath.Join(d, "model.safetensors")
-		e := readTensors(t, p)
-		e.remove(t, mlxL0+"linear_attn.dt_bias")
-		e.write(t, p)
-		expectError(t, d, ErrWeights, mlxL0+"linear_attn.dt_bias", "missing")
-	})
-	t.Run("leftover tensor", func(t *testing.T) {
-		d := copyFolder(t, hub)
-		p := filepath.Join(d, "model.safetensors")
-		e := readTensors(t, p)
+	}), kind: ErrWeights, mentions: []string{hubL3 + "self_attn.k_proj.weight", "dtype I32"}},
+	{name: "config disagrees with tensor shapes", from: hubFixture,
+		breakIt: inConfig(func(c map[string]any) { textConfig(c)["moe_intermediate_size"] = 32 }),
+		kind:    ErrWeights, mentions: []string{"mlp.experts.gate_up_proj", "[16,128,128]", "config says [16,64,128]"}},
+	{name: "missing tensor", from: mlxFixture,
+		breakIt: inTensors(func(t *testing.T, e *tensorEdit) { e.remove(t, mlxL0+"linear_attn.dt_bias") }),
+		kind:    ErrWeights, mentions: []string{mlxL0 + "linear_attn.dt_bias", "missing"}},
+	{name: "leftover tensor", from: hubFixture, breakIt: inTensors(func(t *testing.T, e *tensorEdit) {
 		e.add("model.language_model.layers.1.mlp.extra_proj.weight", safetensors.BF16, []int{4, 4}, make([]byte, 32))
-		e.write(t, p)
-		expectError(t, d, ErrWeights, "model.layers.1.mlp.extra_proj.weight", "not part of")
-	})
-	t.Run("extra layer", func(t *testing.T) {
-		// A 4-layer config over 5 layers of weights: layer 4 is left over.
-		d := copyFolder(t, hub)
-		p := filepath.Join(d, "model.safetensors")
-		e := readTensors(t, p)
+	}), kind: ErrWeights, mentions: []string{"model.layers.1.mlp.extra_proj.weight", "not part of"}},
+	// A 4-layer config over 5 layers of weights: layer 4 is left over.
+	{name: "extra layer", from: hubFixture, breakIt: inTensors(func(t *testing.T, e *tensorEdit) {
 		e.add("model.language_model.layers.4.input_layernorm.weight", safetensors.BF16, []int{128}, make([]byte, 256))
-		e.write(t, p)
-		expectError(t, d, ErrWeights, "layers.4.input_layernorm.weight", "4-layer")
-	})
-	t.Run("quantization bits disagree", func(t *testing.T) {
-		d := copyFolder(t, mlx)
-		editConfig(t, d, func(c map[string]any) { c["quantization"].(map[string]any)["bits"] = 8 })
-		expectError(t, d, ErrQuantization, "8 bits", "i.e. 4 bits", "disagrees")
-	})
-	t.Run("quantization override missing", func(t *testing.T) {
-		// Without the per-module overrides the 8-bit router looks 4-bit.
-		d := copyFolder(t, mlx)
-		editConfig(t, d, func(c map[string]any) {
-			q := c["quantization"].(map[string]any)
-			for k := range q {
-				if strings.Contains(k, "layers.") {
-					delete(q, k)
-				}
+	}), kind: ErrWeights, mentions: []string{"layers.4.input_layernorm.weight", "4-layer"}},
+	{name: "quantization bits disagree", from: mlxFixture,
+		breakIt: inConfig(func(c map[string]any) { quantization(c)["bits"] = 8 }),
+		kind:    ErrQuantization, mentions: []string{"8 bits", "i.e. 4 bits", "disagrees"}},
+	// Without the per-module overrides the 8-bit router looks 4-bit.
+	{name: "quantization override missing", from: mlxFixture, breakIt: inConfig(func(c map[string]any) {
+		q := quantization(c)
+		for k := range q {
+			if strings.Contains(k, "layers.") {
+				delete(q, k)
 			}
-			delete(c, "quantization_config")
-		})
-		expectError(t, d, ErrQuantization, mlxL0+"mlp.gate", "i.e. 8 bits")
-	})
-	t.Run("quantization group size disagrees", func(t *testing.T) {
-		d := copyFolder(t, mlx)
-		editConfig(t, d, func(c map[string]any) { c["quantization"].(map[string]any)["group_size"] = 32 })
-		expectError(t, d, ErrQuantization, "group size 32", "i.e. group size 64")
-	})
-	t.Run("quantization block missing", func(t *testing.T) {
-		d := copyFolder(t, mlx)
-		editConfig(t, d, func(c map[string]any) {
-			delete(c, "quantization")
-			delete(c, "quantization_config")
-		})
-		expectError(t, d, ErrQuantization, "no quantization block")
-	})
-	t.Run("quantization block on bf16 weights", func(t *testing.T) {
-		d := copyFolder(t, hub)
-		editConfig(t, d, func(c map[string]any) {
-			c["quantization"] = map[string]any{"bits": 4, "group_size": 64, "mode": "affine"}
-		})
-		expectError(t, d, ErrQuantization, "no tensor is quantized")
-	})
-	t.Run("unsupported quantization mode", func(t *testing.T) {
-		d := copyFolder(t, mlx)
-		editConfig(t, d, func(c map[string]any) { c["quantization"].(map[string]any)["mode"] = "mxfp4" })
-		expectError(t, d, ErrQuantization, "mxfp4")
-	})
-	t.Run("unsupported bits", func(t *testing.T) {
-		d := copyFolder(t, mlx)
-		editConfig(t, d, func(c map[string]any) { c["quantization"].(map[string]any)["bits"] = 3 })
-		expectError(t, d, ErrQuantization, "bits is 3")
-	})
-	t.Run("scales without biases", func(t *testing.T) {
-		d := copyFolder(t, mlx)
-		p := filepath.Join(d, "model.safetensors")
-		e := readTensors(t, p)
-		e.remove(t, mlxL0+"linear_attn.in_proj_z.biases")
-		e.write(t, p)
-		expectError(t, d, ErrQuantization, mlxL0+"linear_attn.in_proj_z.biases")
-	})
-	t.Run("no eos", func(t *testing.T) {
-		d := copyFolder(t, hub)
+		}
+		delete(c, "quantization_config")
+	}), kind: ErrQuantization, mentions: []string{mlxL0 + "mlp.gate", "i.e. 8 bits"}},
+	{name: "quantization group size disagrees", from: mlxFixture,
+		breakIt: inConfig(func(c map[string]any) { quantization(c)["group_size"] = 32 }),
+		kind:    ErrQuantization, mentions: []string{"group size 32", "i.e. group size 64"}},
+	{name: "quantization block missing", from: mlxFixture, breakIt: inConfig(func(c map[string]any) {
+		delete(c, "quantization")
+		delete(c, "quantization_config")
+	}), kind: ErrQuantization, mentions: []string{"no quantization block"}},
+	{name: "quantization block on bf16 weights", from: hubFixture, breakIt: inConfig(func(c map[string]any) {
+		c["quantization"] = map[string]any{"bits": 4, "group_size": 64, "mode": "affine"}
+	}), kind: ErrQuantization, mentions: []string{"no tensor is quantized"}},
+	{name: "unsupported quantization mode", from: mlxFixture,
+		breakIt: inConfig(func(c map[string]any) { quantization(c)["mode"] = "mxfp4" }),
+		kind:    ErrQuantization, mentions: []string{"mxfp4"}},
+	{name: "unsupported bits", from: mlxFixture,
+		breakIt: inConfig(func(c map[string]any) { quantization(c)["bits"] = 3 }),
+		kind:    ErrQuantization, mentions: []string{"bits is 3"}},
+	{name: "scales without biases", from: mlxFixture,
+		breakIt: inTensors(func(t *testing.T, e *tensorEdit) { e.remove(t, mlxL0+"linear_attn.in_proj_z.biases") }),
+		kind:    ErrQuantization, mentions: []string{mlxL0 + "linear_attn.in_proj_z.biases"}},
+	{name: "no eos", from: hubFixture, breakIt: func(t *testing.T, d string) {
 		os.Remove(filepath.Join(d, "generation_config.json"))
 		editConfig(t, d, func(c map[string]any) { delete(textConfig(c), "eos_token_id") })
-		expectError(t, d, ErrConfig, "eos_token_id")
-	})
-	t.Run("shard missing", func(t *testing.T) {
-		d := copyFolder(t, hub)
+	}, kind: ErrConfig, mentions: []string{"eos_token_id"}},
+	{name: "shard missing", from: hubFixture, breakIt: func(t *testing.T, d string) {
 		shard(t, d, 2)
 		os.Remove(filepath.Join(d, "model-00002-of-00002.safetensors"))
-		expectError(t, d, ErrMissing, "model-00002-of-00002.safetensors", "listed in model.safetensors.index.json")
-	})
-	t.Run("shard index lies", func(t *testing.T) {
-		d := copyFolder(t, hub)
+	}, kind: ErrMissing, mentions: []string{"model-00002-of-00002.safetensors", "listed in model.safetensors.index.json"}},
+	{name: "shard index lies", from: hubFixture, breakIt: func(t *testing.T, d string) {
 		shard(t, d, 2)
 		idx := filepath.Join(d, safetensors.IndexFileName)
 		raw, _ := os.ReadFile(idx)
@@ -332,8 +283,26 @@ func TestBadFolders(t *testing.T) {
 		m["weight_map"]["lm_head.weight"] = other
 		out, _ := json.Marshal(m)
 		os.WriteFile(idx, out, 0o644)
-		expectError(t, d, ErrWeights, "lm_head.weight")
-	})
+	}, kind: ErrWeights, mentions: []string{"lm_head.weight"}},
+}
+
+// TestBadFolders breaks a copy of a fixture folder each way of badFolders
+// and loads it.
+func TestBadFolders(t *testing.T) {
+	for _, tc := range badFolders {
+		t.Run(tc.name, func(t *testing.T) {
+			d := filepath.Join(t.TempDir(), "nope")
+			if tc.from != "" {
+				d = copyFolder(t, fixtures.Path(t, "qwen35moe-tiny", tc.from))
+				tc.breakIt(t, d)
+			}
+			mentions := tc.mentions
+			if tc.namesFolder {
+				mentions = append(slices.Clone(mentions), d)
+			}
+			expectError(t, d, tc.kind, mentions...)
+		})
+	}
 }
 
 // shard splits dir/model.safetensors into n shards with an index, the way

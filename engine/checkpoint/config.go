@@ -146,40 +146,78 @@ func ParseConfig(raw []byte, path string) (*model.Config, error) {
 		return nil, &Error{Kind: ErrConfig, Path: path, Msg: "not valid JSON: " + err.Error(), Err: err}
 	}
 	root := object{path: path, fields: top}
-	text := root
-	topType, err := root.str("model_type")
+	text, modelType, err := textPart(root)
 	if err != nil {
 		return nil, err
 	}
+	c := &model.Config{ModelType: modelType}
+	if err := readSizes(text, c); err != nil {
+		return nil, err
+	}
+	if err := readLayerTypes(text, c); err != nil {
+		return nil, err
+	}
+	if err := readRope(text, c); err != nil {
+		return nil, err
+	}
+	if err := checkFixedFeatures(text); err != nil {
+		return nil, err
+	}
+	if err := readTokens(root, text, c); err != nil {
+		return nil, err
+	}
+	q, err := readQuantization(root, c)
+	if err != nil {
+		return nil, err
+	}
+	c.Quantization = q
+	// A vision_config that does not describe a tower this engine runs
+	// leaves the text model usable: Model.Vision reports why.
+	c.Vision, c.VisionErr = readVision(root, c)
+	return c, nil
+}
+
+// textPart finds the text model's part of a config (text_config in a
+// wrapper, else the config itself) and its model_type, which either part
+// may state; it refuses a model this engine does not run.
+func textPart(root object) (object, string, error) {
+	text := root
+	topType, err := root.str("model_type")
+	if err != nil {
+		return object{}, "", err
+	}
 	if root.has("text_config") {
 		if text, _, err = root.sub("text_config"); err != nil {
-			return nil, err
+			return object{}, "", err
 		}
 		if topType != "" && !slices.Contains(wrapperModelTypes, topType) {
-			return nil, archError(path, "model_type", topType)
+			return object{}, "", archError(root.path, "model_type", topType)
 		}
 	}
 	textType, err := text.str("model_type")
 	if err != nil {
-		return nil, err
+		return object{}, "", err
 	}
 	switch {
 	case textType != "":
 		if !slices.Contains(textModelTypes, textType) && !slices.Contains(wrapperModelTypes, textType) {
-			return nil, archError(path, text.prefix+"model_type", textType)
+			return object{}, "", archError(root.path, text.prefix+"model_type", textType)
 		}
 	case topType != "":
 		if !slices.Contains(wrapperModelTypes, topType) && !slices.Contains(textModelTypes, topType) {
-			return nil, archError(path, "model_type", topType)
+			return object{}, "", archError(root.path, "model_type", topType)
 		}
 	default:
-		return nil, root.errorf("model_type", "missing: cannot tell which model this is (expected qwen3_5_moe)")
+		return object{}, "", root.errorf("model_type", "missing: cannot tell which model this is (expected qwen3_5_moe)")
 	}
+	if textType == "" {
+		textType = topType
+	}
+	return text, textType, nil
+}
 
-	c := &model.Config{ModelType: textType}
-	if c.ModelType == "" {
-		c.ModelType = topType
-	}
+// readSizes reads the model's dimensions and rms_norm_eps, each required.
+func readSizes(text object, c *model.Config) error {
 	ints := []struct {
 		field string
 		dst   *int
@@ -204,51 +242,45 @@ func ParseConfig(raw []byte, path string) (*model.Config, error) {
 	for _, f := range ints {
 		v, err := text.positive(f.field)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		*f.dst = v
 	}
 	if c.NumHeads%c.NumKVHeads != 0 {
-		return nil, text.errorf("num_key_value_heads", "%d does not divide num_attention_heads %d", c.NumKVHeads, c.NumHeads)
+		return text.errorf("num_key_value_heads", "%d does not divide num_attention_heads %d", c.NumKVHeads, c.NumHeads)
 	}
 	if c.LinearValueHeads%c.LinearKeyHeads != 0 {
-		return nil, text.errorf("linear_num_key_heads", "%d does not divide linear_num_value_heads %d", c.LinearKeyHeads, c.LinearValueHeads)
+		return text.errorf("linear_num_key_heads", "%d does not divide linear_num_value_heads %d", c.LinearKeyHeads, c.LinearValueHeads)
 	}
 	if c.ExpertsPerToken > c.NumExperts {
-		return nil, text.errorf("num_experts_per_tok", "%d is more than num_experts %d", c.ExpertsPerToken, c.NumExperts)
+		return text.errorf("num_experts_per_tok", "%d is more than num_experts %d", c.ExpertsPerToken, c.NumExperts)
 	}
 
 	if !text.has("rms_norm_eps") {
-		return nil, text.errorf("rms_norm_eps", "missing: the model needs it")
+		return text.errorf("rms_norm_eps", "missing: the model needs it")
 	}
 	var eps float64
 	if err := text.decode("rms_norm_eps", &eps); err != nil {
-		return nil, err
+		return err
 	}
 	if !(eps > 0 && eps < 1) {
-		return nil, text.errorf("rms_norm_eps", "%v must be in (0, 1)", eps)
+		return text.errorf("rms_norm_eps", "%v must be in (0, 1)", eps)
 	}
 	c.RMSNormEps = float32(eps)
 	c.DeltaNetNormEps = c.RMSNormEps
 	c.DeltaNetL2Eps = 1e-6
+	return nil
+}
 
-	if err := readLayerTypes(text, c); err != nil {
-		return nil, err
-	}
-	if err := readRope(text, c); err != nil {
-		return nil, err
-	}
-	if err := checkFixedFeatures(text); err != nil {
-		return nil, err
-	}
-
+// readTokens reads tie_word_embeddings and the end-of-sequence ids.
+func readTokens(root, text object, c *model.Config) error {
 	// tie_word_embeddings may sit in the wrapper, the text config or both;
 	// either saying true ties.
 	for _, o := range []object{root, text} {
 		if o.has("tie_word_embeddings") {
 			var tie bool
 			if err := o.decode("tie_word_embeddings", &tie); err != nil {
-				return nil, err
+				return err
 			}
 			c.TieWordEmbeddings = c.TieWordEmbeddings || tie
 		}
@@ -257,21 +289,12 @@ func ParseConfig(raw []byte, path string) (*model.Config, error) {
 	for _, o := range []object{text, root} {
 		ids, err := o.ids("eos_token_id")
 		if err != nil {
-			return nil, err
+			return err
 		}
 		c.EOSTokenIDs = append(c.EOSTokenIDs, ids...)
 	}
 	c.EOSTokenIDs = dedupe(c.EOSTokenIDs)
-
-	q, err := readQuantization(root, c)
-	if err != nil {
-		return nil, err
-	}
-	c.Quantization = q
-	// A vision_config that does not describe a tower this engine runs
-	// leaves the text model usable: Model.Vision reports why.
-	c.Vision, c.VisionErr = readVision(root, c)
-	return c, nil
+	return nil
 }
 
 func archError(path, field, got string) error {

@@ -3,16 +3,14 @@ package imageproc
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
+
+	"github.com/suzuran-app/suzuran/engine/machine"
+	"github.com/suzuran-app/suzuran/internal/childrss"
 )
 
 // The decompression bomb is decoded in a child process (this test binary
@@ -44,15 +42,7 @@ type bombResult struct {
 }
 
 func decodeInChild(path string) int {
-	go func() {
-		for {
-			if rss := maxRSS(); rss > childRSSCeiling {
-				fmt.Printf(`{"error":"peak RSS passed %d MB: stopped"}`+"\n", rss>>20)
-				os.Exit(3)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
+	childrss.Guard(childRSSCeiling)
 	var r bombResult
 	img, _, err := DecodeFile(path)
 	if err != nil {
@@ -62,32 +52,9 @@ func decodeInChild(path string) int {
 	}
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	r.PeakRSS, r.HeapSys = maxRSS(), ms.HeapSys
+	r.PeakRSS, r.HeapSys = machine.PeakRSS(), ms.HeapSys
 	json.NewEncoder(os.Stdout).Encode(r)
 	return 0
-}
-
-// maxRSS is this process's peak resident size in bytes: VmHWM on Linux
-// (rusage's Maxrss there carries the parent's mark across the exec),
-// rusage's Maxrss elsewhere.
-func maxRSS() int64 {
-	if status, err := os.ReadFile("/proc/self/status"); err == nil {
-		for _, line := range strings.Split(string(status), "\n") {
-			if kb, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-				if n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64); err == nil {
-					return n << 10
-				}
-			}
-		}
-	}
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	if runtime.GOOS == "darwin" {
-		return ru.Maxrss
-	}
-	return ru.Maxrss << 10
 }
 
 func runChild(t *testing.T, data []byte) bombResult {
@@ -96,12 +63,7 @@ func runChild(t *testing.T, data []byte) bombResult {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), bombEnv+"="+path)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("child: %v: %s", err, out)
-	}
+	out := childrss.Run(t, os.Args[0], bombEnv+"="+path)
 	var r bombResult
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("child printed %q: %v", out, err)
