@@ -31,11 +31,8 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 		return out
 	}
 	rope := newRotary(c, p.ropePos)
-	p.b.pool.parallelFor(T, 4, func(lo, hi int) {
+	if !p.parallel(T, 4, stopTokens, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
-			if (t-lo)%stopTokens == 0 && p.stopping() {
-				return
-			}
 			for h := range H {
 				q := qg[(t*H+h)*2*D : (t*H+h)*2*D+D]
 				rmsNorm(q, q, w.QNorm, c.RMSNormEps)
@@ -47,8 +44,7 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 				rope.apply(kh, t)
 			}
 		}
-	})
-	if p.stopped() {
+	}) {
 		return out
 	}
 	kvWidth := KV * D
@@ -59,8 +55,7 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 	}
 
 	o := buf.floats(T * H * D)
-	p.attendCache(layer, qg, o)
-	if p.stopped() {
+	if !p.attendCache(layer, qg, o) {
 		return out
 	}
 	p.matMul(out.data, &tensor{rows: T, width: H * D, data: o}, &w.O)
@@ -69,12 +64,14 @@ func (p *pass) Attention(layer int, w *model.Attention, xa model.Activation) mod
 
 // attendCache computes o, [rows, H·D], from the pass's normed, rotated
 // queries qg ([rows, H, query ‖ gate]) against each segment's cache of
-// layer, which already holds the pass's own keys and values.
-func (p *pass) attendCache(layer int, qg, o []float32) {
+// layer, which already holds the pass's own keys and values; false when
+// the pass stopped or failed.
+func (p *pass) attendCache(layer int, qg, o []float32) bool {
 	blocks := p.attentionBlocks(layer, qg, o)
-	// A stop check before each block and every stopTiles tiles inside one
-	// (attend): the work between checks is bounded whatever the context.
-	// The blocks are handed out one at a
+	// A stop check before each block (the region's) and every stopTiles
+	// tiles inside one (attend: a block's tiles run in order, and their
+	// number grows with the context): the work between checks is bounded
+	// whatever the context. The blocks are handed out one at a
 	// time, those with the most scores first (a prefill's later tokens
 	// see more keys), so that the threads finish together.
 	order := make([]int, len(blocks))
@@ -87,11 +84,8 @@ func (p *pass) attendCache(layer int, qg, o []float32) {
 		cost[i] *= blocks[i].perToken
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cost[b] - cost[a] })
-	p.b.pool.parallelEach(len(blocks), func(lo, hi int) {
+	return p.parallel(len(blocks), 1, 1, func(lo, hi int) {
 		for _, i := range order[lo:hi] {
-			if p.stopping() {
-				return
-			}
 			blocks[i].attend()
 		}
 	})
@@ -266,8 +260,8 @@ func (b *attentionBlock) attend() {
 			for q := range quads {
 				r := quadRows(i, q)
 				s := scores
-				attentionScores4(b.kern, b.queries[r[0]], b.queries[r[1]], b.queries[r[2]], b.queries[r[3]],
-					b.keys[j0*b.stride+b.offset:], b.stride, cols, b.dim, b.scale, s, tile)
+				qs := [4][]float32{b.queries[r[0]], b.queries[r[1]], b.queries[r[2]], b.queries[r[3]]}
+				attentionScores4(b.kern, &qs, cacheRows{b.keys[j0*b.stride+b.offset:], b.stride, cols, b.dim}, b.scale, s, tile)
 				var outs [4][]float32
 				for l := range outs {
 					outs[l] = spare
@@ -296,8 +290,7 @@ func (b *attentionBlock) attend() {
 					b.act.expShift(e, e, float32(m))
 					sums[row] += sumFloats(e)
 				}
-				attentionValues4With(b.kern, &outs, ptrs, s, tile,
-					b.values[j0*b.stride+b.offset:], b.stride, cols, b.dim)
+				attentionValues4With(b.kern, &outs, ptrs, s, tile, cacheRows{b.values[j0*b.stride+b.offset:], b.stride, cols, b.dim})
 			}
 		}
 	}
@@ -330,47 +323,57 @@ func sumFloats(x []float32) float64 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// attentionScores4 writes out[l·outStride+j] = scale·(q_l · key j) for four
-// query rows and n key rows of keys (one every stride floats, dim wide),
-// with the kernels k: its scores4 where it has one, else its dot4 per key
-// row, which gives the same bits.
-func attentionScores4(k *simdKernels, q0, q1, q2, q3, keys []float32, stride, n, dim int, scale float32, out []float32, outStride int) {
-	_ = keys[(n-1)*stride+dim-1]
+// cacheRows is n rows of a kv head's cache, dim wide: row j at
+// data[j·stride:].
+type cacheRows struct {
+	data           []float32
+	stride, n, dim int
+}
+
+// attentionScores4 writes out[l·outStride+j] = scale·(q[l] · key j) for
+// four query rows and the n key rows of keys, with the kernels k: its
+// scores4 where it has one, else its dot4 per key row, which gives the
+// same bits.
+func attentionScores4(k *simdKernels, q *[4][]float32, keys cacheRows, scale float32, out []float32, outStride int) {
+	n, dim, stride := keys.n, keys.dim, keys.stride
+	_ = keys.data[(n-1)*stride+dim-1]
 	_ = out[3*outStride+n-1]
+	q0, q1, q2, q3 := q[0], q[1], q[2], q[3]
 	if k.scores4 != nil && dim%16 == 0 {
-		k.scores4(&q0[0], &q1[0], &q2[0], &q3[0], &keys[0], stride, n, dim, scale, &out[0], outStride)
+		k.scores4(&q0[0], &q1[0], &q2[0], &q3[0], &keys.data[0], stride, n, dim, scale, &out[0], outStride)
 		return
 	}
 	for j := range n {
-		s0, s1, s2, s3 := dot4With(k, q0[:dim], q1[:dim], q2[:dim], q3[:dim], keys[j*stride:j*stride+dim])
+		s0, s1, s2, s3 := dot4With(k, q0[:dim], q1[:dim], q2[:dim], q3[:dim], keys.data[j*stride:j*stride+dim])
 		out[j], out[outStride+j], out[2*outStride+j], out[3*outStride+j] = s0*scale, s1*scale, s2*scale, s3*scale
 	}
 }
 
 // attentionValues4 adds Σ_j e[l·eStride+j]·(value row j) to outs[l] for
-// four rows, j in order over n value rows of values (one every stride
-// floats, dim wide), with the kernels k: its values4 where it has one,
-// else its axpy per value row, which gives the same bits.
-func attentionValues4(k *simdKernels, outs *[4][]float32, e []float32, eStride int, values []float32, stride, n, dim int) {
-	attentionValues4With(k, outs, new([4]*float32), e, eStride, values, stride, n, dim)
+// four rows, j in order over the n rows of values, with the kernels k:
+// its values4 where it has one, else its axpy per value row, which gives
+// the same bits.
+func attentionValues4(k *simdKernels, outs *[4][]float32, e []float32, eStride int, values cacheRows) {
+	attentionValues4With(k, outs, new([4]*float32), e, eStride, values)
 }
 
 // attentionValues4With is attentionValues4 with ptrs, room for the rows'
 // addresses that values4 takes: a caller that passes its own does not
 // allocate it on every call (it escapes through the kernel table).
-func attentionValues4With(k *simdKernels, outs *[4][]float32, ptrs *[4]*float32, e []float32, eStride int, values []float32, stride, n, dim int) {
-	_ = values[(n-1)*stride+dim-1]
+func attentionValues4With(k *simdKernels, outs *[4][]float32, ptrs *[4]*float32, e []float32, eStride int, values cacheRows) {
+	n, dim, stride := values.n, values.dim, values.stride
+	_ = values.data[(n-1)*stride+dim-1]
 	_ = e[3*eStride+n-1]
 	for _, o := range outs {
 		_ = o[dim-1]
 	}
 	if k.values4 != nil && dim%16 == 0 {
 		*ptrs = [4]*float32{&outs[0][0], &outs[1][0], &outs[2][0], &outs[3][0]}
-		k.values4(ptrs, &e[0], eStride, &values[0], stride, n, dim)
+		k.values4(ptrs, &e[0], eStride, &values.data[0], stride, n, dim)
 		return
 	}
 	for j := range n {
-		v := values[j*stride : j*stride+dim]
+		v := values.data[j*stride : j*stride+dim]
 		for l, o := range outs {
 			axpyWith(k, o[:dim], v, e[l*eStride+j])
 		}

@@ -121,11 +121,11 @@ func testAttentionKernels(t *testing.T, k kernelSet) {
 			}
 			run := func(k *simdKernels) (scores []float32, outs [4][]float32) {
 				scores = make([]float32, 4*eStride)
-				attentionScores4(k, q[0], q[1], q[2], q[3], keys, c.stride, c.n, c.dim, scale, scores, eStride)
+				attentionScores4(k, &q, cacheRows{keys, c.stride, c.n, c.dim}, scale, scores, eStride)
 				for l := range outs {
 					outs[l] = append([]float32(nil), base[l]...)
 				}
-				attentionValues4(k, &outs, e, eStride, values, c.stride, c.n, c.dim)
+				attentionValues4(k, &outs, e, eStride, cacheRows{values, c.stride, c.n, c.dim})
 				return scores, outs
 			}
 			scores, outs := run(&k.f32)

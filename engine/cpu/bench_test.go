@@ -74,10 +74,19 @@ func runTimed(tb testing.TB, be *Backend, w *model.Weights, seq model.Sequence, 
 	return res
 }
 
-// report turns block times over n passes of tokens each into per-layer
-// times and the projection to the full 40 layers (30 DeltaNet, 10
-// attention; every layer has an MoE).
-func report(b *testing.B, bt *blockTimes, w *model.Weights, n, tokens int, pools poolUsage, threads int) {
+// benchRun is what a pass benchmark measured: n passes of tokens each,
+// and the pool's usage (threads threads) over them.
+type benchRun struct {
+	n, tokens int
+	pools     poolUsage
+	threads   int
+}
+
+// report turns block times over the run's passes into per-layer times and
+// the projection to the full 40 layers (30 DeltaNet, 10 attention; every
+// layer has an MoE).
+func report(b *testing.B, bt *blockTimes, w *model.Weights, run benchRun) {
+	n, tokens, pools, threads := run.n, run.tokens, run.pools, run.threads
 	var dnLayers, attLayers int
 	for _, l := range w.Layers {
 		if l.DeltaNet != nil {
@@ -181,7 +190,7 @@ func benchDecode(b *testing.B, opt Options) {
 	for range b.N {
 		runTimed(b, be, w, seq, model.Input{Sample: greedy}, &bt)
 	}
-	report(b, &bt, w, b.N, 1, be.pool.usage().since(before), be.pool.threads)
+	report(b, &bt, w, benchRun{b.N, 1, be.pool.usage().since(before), be.pool.threads})
 }
 
 // BenchmarkDecodeGoLoops is BenchmarkDecode with the assembly kernels off:
@@ -219,7 +228,7 @@ func benchPrefill512(b *testing.B, opt Options) {
 	cpu := processCPU() - cpu0
 	var gc1 runtime.MemStats
 	runtime.ReadMemStats(&gc1)
-	report(b, &bt, w, b.N, len(prompt), be.pool.usage().since(before), be.pool.threads)
+	report(b, &bt, w, benchRun{b.N, len(prompt), be.pool.usage().since(before), be.pool.threads})
 	// The whole pass's process CPU (the garbage collector's included) and
 	// the collections it started.
 	b.ReportMetric(cpu.Seconds()*1e3/float64(b.N), "cpu-ms/op")
@@ -418,76 +427,24 @@ func BenchmarkDecodeLayerProducts(b *testing.B) {
 	be0, w := benchSetupWith(b, Options{})
 	one := &Backend{pool: pool{threads: 1}, kern: be0.kern, precision: be0.precision, cfg: be0.cfg}
 	two := &Backend{pool: pool{threads: 2}, kern: be0.kern, precision: be0.precision, cfg: be0.cfg}
-	var dn *model.DeltaNet
-	var moe *model.MoE
-	for _, l := range w.Layers {
-		if l.DeltaNet != nil {
-			dn, moe = l.DeltaNet, &l.MoE
-			break
-		}
-	}
-	rng := rand.New(rand.NewPCG(3, 4))
-	vec := func(n int) []float32 {
-		v := make([]float32, n)
-		for i := range v {
-			v[i] = float32(rng.NormFloat64())
-		}
-		return v
-	}
-	H := be0.cfg.HiddenSize
-	x := vec(H)
-	// work is what a part did: multiply-adds and weight bytes read.
-	type work struct{ macs, bytes float64 }
-	count := func(ms ...*model.Matrix) work {
-		var n work
-		for _, m := range ms {
-			n.macs += float64(m.Out) * float64(m.In)
-			n.bytes += float64(len(m.Data) + len(m.Scales) + len(m.Biases))
-		}
-		return n
-	}
-	add := func(a, b work) work { return work{a.macs + b.macs, a.bytes + b.bytes} }
-	mixer := func(be *Backend, _ int) work {
-		qkv, z := make([]float32, dn.QKV.Out), make([]float32, dn.Z.Out)
-		bb, a := make([]float32, dn.B.Out), make([]float32, dn.A.Out)
-		be.matVecs([]vecJob{{y: qkv, x: x, rows: 1, w: &dn.QKV}, {y: z, x: x, rows: 1, w: &dn.Z},
-			{y: bb, x: x, rows: 1, w: &dn.B}, {y: a, x: x, rows: 1, w: &dn.A}})
-		o := vec(dn.Out.In)
-		be.matVecs([]vecJob{{y: make([]float32, H), x: o, rows: 1, w: &dn.Out}})
-		return count(&dn.QKV, &dn.Z, &dn.B, &dn.A, &dn.Out)
-	}
-	experts := func(be *Backend, step int) work {
-		be.matVecs([]vecJob{{y: make([]float32, moe.Router.Out), x: x, rows: 1, w: &moe.Router}})
-		n := count(&moe.Router, &moe.SharedExpert, &moe.SharedGate, &moe.SharedUp, &moe.SharedDown)
-		jobs := []vecJob{{y: make([]float32, 1), x: x, rows: 1, w: &moe.SharedExpert},
-			{y: make([]float32, moe.SharedGate.Out), x: x, rows: 1, w: &moe.SharedGate},
-			{y: make([]float32, moe.SharedUp.Out), x: x, rows: 1, w: &moe.SharedUp}}
-		var chosen []int
-		for i := range be.cfg.ExpertsPerToken {
-			e := (step*61 + i*37) % be.cfg.NumExperts
-			chosen = append(chosen, e)
-			jobs = append(jobs, vecJob{y: make([]float32, moe.Gate[e].Out), x: x, rows: 1, w: &moe.Gate[e]},
-				vecJob{y: make([]float32, moe.Up[e].Out), x: x, rows: 1, w: &moe.Up[e]})
-			n = add(n, count(&moe.Gate[e], &moe.Up[e], &moe.Down[e]))
-		}
-		be.matVecs(jobs)
-		hidden := vec(moe.SharedDown.In)
-		jobs = []vecJob{{y: make([]float32, H), x: hidden, rows: 1, w: &moe.SharedDown}}
-		for _, e := range chosen {
-			jobs = append(jobs, vecJob{y: make([]float32, H), x: hidden[:moe.Down[e].In], rows: 1, w: &moe.Down[e]})
-		}
-		be.matVecs(jobs)
-		return n
-	}
+	lp := newLayerProducts(be0, w)
 	flush := make([]byte, 256<<20)
 	for i := range flush {
 		flush[i] = byte(i)
 	}
 	var sink byte
+	// read reads flush through the caches, untimed, before a cold step.
+	read := func(cold bool) {
+		if cold {
+			for j := 0; j < len(flush); j += 64 {
+				sink += flush[j]
+			}
+		}
+	}
 	for _, part := range []struct {
 		name string
-		run  func(be *Backend, step int) work
-	}{{"mixer", mixer}, {"moe", experts}} {
+		run  func(be *Backend, step int) productWork
+	}{{"mixer", lp.mixer}, {"moe", lp.experts}} {
 		for _, cold := range []bool{false, true} {
 			name := part.name + "/hot"
 			if cold {
@@ -497,15 +454,11 @@ func BenchmarkDecodeLayerProducts(b *testing.B) {
 				runtime.LockOSThread()
 				defer runtime.UnlockOSThread()
 				var cpu time.Duration
-				var n work
+				var n productWork
 				for i := range b.N {
-					if cold {
-						for j := 0; j < len(flush); j += 64 {
-							sink += flush[j]
-						}
-					}
+					read(cold)
 					c0, ok := threadCPUTime()
-					n = add(n, part.run(one, i))
+					n = n.add(part.run(one, i))
 					c1, ok1 := threadCPUTime()
 					if !ok || !ok1 {
 						b.Skip("no thread CPU time on this system")
@@ -517,15 +470,11 @@ func BenchmarkDecodeLayerProducts(b *testing.B) {
 			})
 			b.Run(name+"/2threads", func(b *testing.B) {
 				var wall, cpu time.Duration
-				var n work
+				var n productWork
 				for i := range b.N {
-					if cold {
-						for j := 0; j < len(flush); j += 64 {
-							sink += flush[j]
-						}
-					}
+					read(cold)
 					t0, c0 := time.Now(), processCPU()
-					n = add(n, part.run(two, i))
+					n = n.add(part.run(two, i))
 					wall += time.Since(t0)
 					cpu += processCPU() - c0
 				}
@@ -536,6 +485,93 @@ func BenchmarkDecodeLayerProducts(b *testing.B) {
 		}
 	}
 	_ = sink
+}
+
+// productWork is what a part of BenchmarkDecodeLayerProducts did:
+// multiply-adds and weight bytes read.
+type productWork struct{ macs, bytes float64 }
+
+func (a productWork) add(b productWork) productWork {
+	return productWork{a.macs + b.macs, a.bytes + b.bytes}
+}
+
+// countWork is the work of one row through each of ms.
+func countWork(ms ...*model.Matrix) productWork {
+	var n productWork
+	for _, m := range ms {
+		n.macs += float64(m.Out) * float64(m.In)
+		n.bytes += float64(len(m.Data) + len(m.Scales) + len(m.Biases))
+	}
+	return n
+}
+
+// layerProducts holds the first DeltaNet layer's weights of the benchmark
+// checkpoint and a random input row for BenchmarkDecodeLayerProducts.
+type layerProducts struct {
+	dn  *model.DeltaNet
+	moe *model.MoE
+	cfg model.Config
+	x   []float32
+	rng *rand.Rand
+}
+
+func newLayerProducts(be *Backend, w *model.Weights) *layerProducts {
+	lp := &layerProducts{cfg: be.cfg, rng: rand.New(rand.NewPCG(3, 4))}
+	for _, l := range w.Layers {
+		if l.DeltaNet != nil {
+			lp.dn, lp.moe = l.DeltaNet, &l.MoE
+			break
+		}
+	}
+	lp.x = lp.vec(be.cfg.HiddenSize)
+	return lp
+}
+
+func (lp *layerProducts) vec(n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(lp.rng.NormFloat64())
+	}
+	return v
+}
+
+// mixer is the DeltaNet mixer's products of one decode step.
+func (lp *layerProducts) mixer(be *Backend, _ int) productWork {
+	dn, x := lp.dn, lp.x
+	qkv, z := make([]float32, dn.QKV.Out), make([]float32, dn.Z.Out)
+	bb, a := make([]float32, dn.B.Out), make([]float32, dn.A.Out)
+	be.matVecs([]vecJob{{y: qkv, x: x, rows: 1, w: &dn.QKV}, {y: z, x: x, rows: 1, w: &dn.Z},
+		{y: bb, x: x, rows: 1, w: &dn.B}, {y: a, x: x, rows: 1, w: &dn.A}})
+	o := lp.vec(dn.Out.In)
+	be.matVecs([]vecJob{{y: make([]float32, lp.cfg.HiddenSize), x: o, rows: 1, w: &dn.Out}})
+	return countWork(&dn.QKV, &dn.Z, &dn.B, &dn.A, &dn.Out)
+}
+
+// experts is the MoE's products of decode step step, whose 8 routed
+// experts change from step to step.
+func (lp *layerProducts) experts(be *Backend, step int) productWork {
+	moe, x, H := lp.moe, lp.x, lp.cfg.HiddenSize
+	be.matVecs([]vecJob{{y: make([]float32, moe.Router.Out), x: x, rows: 1, w: &moe.Router}})
+	n := countWork(&moe.Router, &moe.SharedExpert, &moe.SharedGate, &moe.SharedUp, &moe.SharedDown)
+	jobs := []vecJob{{y: make([]float32, 1), x: x, rows: 1, w: &moe.SharedExpert},
+		{y: make([]float32, moe.SharedGate.Out), x: x, rows: 1, w: &moe.SharedGate},
+		{y: make([]float32, moe.SharedUp.Out), x: x, rows: 1, w: &moe.SharedUp}}
+	var chosen []int
+	for i := range lp.cfg.ExpertsPerToken {
+		e := (step*61 + i*37) % lp.cfg.NumExperts
+		chosen = append(chosen, e)
+		jobs = append(jobs, vecJob{y: make([]float32, moe.Gate[e].Out), x: x, rows: 1, w: &moe.Gate[e]},
+			vecJob{y: make([]float32, moe.Up[e].Out), x: x, rows: 1, w: &moe.Up[e]})
+		n = n.add(countWork(&moe.Gate[e], &moe.Up[e], &moe.Down[e]))
+	}
+	be.matVecs(jobs)
+	hidden := lp.vec(moe.SharedDown.In)
+	jobs = []vecJob{{y: make([]float32, H), x: hidden, rows: 1, w: &moe.SharedDown}}
+	for _, e := range chosen {
+		jobs = append(jobs, vecJob{y: make([]float32, H), x: hidden[:moe.Down[e].In], rows: 1, w: &moe.Down[e]})
+	}
+	be.matVecs(jobs)
+	return n
 }
 
 // BenchmarkReadBandwidth measures how fast one and two threads read a

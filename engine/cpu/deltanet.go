@@ -35,17 +35,52 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 	// its conv reads the two in place (window).
 	back := len(p.segs[0].seq.layers[layer].conv)
 	preRoom := buf.floats(back + T*C)
-	pre := preRoom[back:]
 	z := buf.floats(T * Hv * Dv)
 	b := buf.floats(T * Hv)
 	a := buf.floats(T * Hv)
-	p.project(x, projection{pre, &w.QKV}, projection{z, &w.Z}, projection{b, &w.B}, projection{a, &w.A})
+	p.project(x, projection{preRoom[back:], &w.QKV}, projection{z, &w.Z}, projection{b, &w.B}, projection{a, &w.A})
 	if p.err != nil {
 		return out
 	}
-
-	// One parallel region over the channels for every segment's conv.
 	mixed := buf.floats(T * C)
+	if !p.deltaNetConv(layer, w, preRoom, mixed, &buf) {
+		return out
+	}
+
+	beta := buf.floats(T * Hv)
+	decay := buf.floats(T * Hv)
+	if !p.parallel(T, 4, stopTokens, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			normalizeQueryKey(mixed[t*C:(t+1)*C], Hk, Dk, c.DeltaNetL2Eps)
+			deltaNetGates(beta[t*Hv:(t+1)*Hv], decay[t*Hv:(t+1)*Hv], b[t*Hv:(t+1)*Hv], a[t*Hv:(t+1)*Hv], w)
+		}
+	}) {
+		return out
+	}
+	o := buf.floats(T * Hv * Dv)
+	if !p.deltaNetScan(layer, deltaScanRows{mixed: mixed, decay: decay, beta: beta, out: o}) {
+		return out
+	}
+	if !p.parallel(T*Hv, 16, stopTokens, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			gatedRMSNorm(o[i*Dv:(i+1)*Dv], z[i*Dv:(i+1)*Dv], w.Norm, c.DeltaNetNormEps, act)
+		}
+	}) {
+		return out
+	}
+	p.matMul(out.data, &tensor{rows: T, width: Hv * Dv, data: o}, &w.Out)
+	return out
+}
+
+// deltaNetConv runs every segment's conv over the pre-conv rows (after
+// the first segment's conv state, preRoom) into mixed, in one parallel
+// region over the channels, and keeps each segment's new conv state;
+// false when the pass stopped or failed.
+func (p *pass) deltaNetConv(layer int, w *model.DeltaNet, preRoom, mixed []float32, buf *blockBuffers) bool {
+	C := deltaNetChannels(&p.b.cfg)
+	back := len(p.segs[0].seq.layers[layer].conv)
+	pre := preRoom[back:]
+	act := p.b.acts()
 	convs := make([]causalConv, len(p.segs))
 	for i, seg := range p.segs {
 		rows := seg.row0 * C
@@ -56,7 +91,7 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 			copy(preRoom, convs[i].state)
 			convs[i].rows = preRoom[:back+len(seg.ids)*C]
 		} else {
-			convs[i].window(&buf)
+			convs[i].window(buf)
 		}
 	}
 	// Each run of stopTokens tokens of a segment is a conv of its own over
@@ -68,82 +103,70 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, xa model.Activation) model
 		parts = append(parts, convs[i].runs(stopTokens)...)
 	}
 	channelParts := (C + convChannels - 1) / convChannels
-	p.b.pool.parallelEach(len(parts)*channelParts, func(lo, hi int) {
+	if !p.parallel(len(parts)*channelParts, 1, 1, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
-			if p.stopping() {
-				return
-			}
 			ch := i % channelParts * convChannels
 			parts[i/channelParts].channelsSilu(ch, min(ch+convChannels, C))
 		}
-	})
-	if p.stopped() {
-		return out
+	}) {
+		return false
 	}
 	for i := range convs {
 		convs[i].keepState()
 	}
+	return true
+}
 
-	beta := buf.floats(T * Hv)
-	decay := buf.floats(T * Hv)
-	p.b.pool.parallelFor(T, 4, func(lo, hi int) {
-		for t := lo; t < hi; t++ {
-			if (t-lo)%stopTokens == 0 && p.stopping() {
-				return
-			}
-			normalizeQueryKey(mixed[t*C:(t+1)*C], Hk, Dk, c.DeltaNetL2Eps)
-			deltaNetGates(beta[t*Hv:(t+1)*Hv], decay[t*Hv:(t+1)*Hv], b[t*Hv:(t+1)*Hv], a[t*Hv:(t+1)*Hv], w)
-		}
-	})
+// deltaScanRows are the pass's rows a DeltaNet scan reads and writes: the
+// conv's output, each row's gates per value head, and the output rows.
+type deltaScanRows struct {
+	mixed, decay, beta, out []float32
+}
 
-	if p.stopped() {
-		return out
+// deltaNetScan runs the scan: per segment and value head, each on its own
+// sequence's state; value head j reads key head j/(Hv/Hk)
+// (repeat_interleave). The scans go stopTokens tokens at a time, one
+// parallel region per run, each head's state carried from run to run, so
+// that the region's stop checks come between runs; a region's scans are
+// handed out one at a time: a few dozen of them, so pieces of several
+// would leave a thread idle for the last. False when the pass stopped or
+// failed.
+func (p *pass) deltaNetScan(layer int, r deltaScanRows) bool {
+	c := &p.b.cfg
+	Hk, Hv, Dk, Dv := c.LinearKeyHeads, c.LinearValueHeads, c.LinearKeyHeadDim, c.LinearValueHeadDim
+	C := deltaNetChannels(c)
+	longest := 0
+	for _, seg := range p.segs {
+		longest = max(longest, len(seg.ids))
 	}
-	// The scan: per segment and value head, each on its own sequence's
-	// state; value head j reads key head j/(Hv/Hk) (repeat_interleave). A
-	// head's scan goes stopTokens tokens at a time, its state carried from
-	// run to run, with a stop check before each run. The scans are handed
-	// out one at a time: a few dozen of them, so pieces of several would
-	// leave a thread idle for the last.
-	o := buf.floats(T * Hv * Dv)
-	p.b.pool.parallelEach(len(p.segs)*Hv, func(lo, hi int) {
-		for task := lo; task < hi; task++ {
-			seg, j := &p.segs[task/Hv], task%Hv
-			for t0 := 0; t0 < len(seg.ids); t0 += stopTokens {
-				if p.stopping() {
-					return
-				}
+	var segs []*segment // the segments with tokens from t0 on
+	for t0 := 0; t0 < longest; t0 += stopTokens {
+		segs = segs[:0]
+		for i := range p.segs {
+			if len(p.segs[i].ids) > t0 {
+				segs = append(segs, &p.segs[i])
+			}
+		}
+		if !p.parallel(len(segs)*Hv, 1, 1, func(lo, hi int) {
+			for task := lo; task < hi; task++ {
+				seg, j := segs[task/Hv], task%Hv
 				r0, r1 := seg.row0+t0, seg.row0+min(t0+stopTokens, len(seg.ids))
 				scan := deltaScan{
 					state: seg.seq.layers[layer].recurrent[j*Dk*Dv : (j+1)*Dk*Dv],
-					rows:  mixed[r0*C : r1*C], channels: C,
+					rows:  r.mixed[r0*C : r1*C], channels: C,
 					query: (j / (Hv / Hk)) * Dk, key: Hk*Dk + (j/(Hv/Hk))*Dk, value: 2*Hk*Dk + j*Dv,
 					keyDim: Dk, valueDim: Dv,
-					out: o[r0*Hv*Dv:], outStride: Hv * Dv, outOffset: j * Dv,
-					decay: decay[r0*Hv:], beta: beta[r0*Hv:], gateStride: Hv, head: j,
+					out: r.out[r0*Hv*Dv:], outStride: Hv * Dv, outOffset: j * Dv,
+					decay: r.decay[r0*Hv:], beta: r.beta[r0*Hv:], gateStride: Hv, head: j,
 					kern: &p.b.kern.f32,
 				}
 				scan.run()
 			}
+		}) {
+			return false
 		}
-	})
-	if p.stopped() {
-		return out
 	}
-
-	p.b.pool.parallelFor(T*Hv, 16, func(lo, hi int) {
-		for i := lo; i < hi; i++ {
-			if (i-lo)%stopTokens == 0 && p.stopping() {
-				return
-			}
-			gatedRMSNorm(o[i*Dv:(i+1)*Dv], z[i*Dv:(i+1)*Dv], w.Norm, c.DeltaNetNormEps, act)
-		}
-	})
-	if p.stopped() {
-		return out
-	}
-	p.matMul(out.data, &tensor{rows: T, width: Hv * Dv, data: o}, &w.Out)
-	return out
+	return true
 }
 
 // causalConv is one segment's causal depthwise convolution: the K-1 rows of
@@ -287,16 +310,26 @@ func (s *deltaScan) run() {
 		row := s.rows[t*s.channels : (t+1)*s.channels]
 		o := s.out[t*s.outStride+s.outOffset:]
 		g := t*s.gateStride + s.head
-		deltaStepWith(s.kern, s.state, row[s.key:s.key+Dk], row[s.query:s.query+Dk],
-			row[s.value:s.value+s.valueDim], o[:s.valueDim], s.decay[g], s.beta[g])
+		deltaStepWith(s.kern, &deltaStep{S: s.state, k: row[s.key : s.key+Dk], q: row[s.query : s.query+Dk],
+			v: row[s.value : s.value+s.valueDim], o: o[:s.valueDim], decay: s.decay[g], beta: s.beta[g]})
 	}
+}
+
+// deltaStep is one value head's step of the scan for one token: its state
+// S, kept transposed, [Dv, Dk] (row d is column d of S), so that both Sᵀk
+// and Sᵀq are dot products along contiguous rows; the token's key, query
+// and value; the output o (Dv); and the token's gates.
+type deltaStep struct {
+	S, k, q, v, o []float32
+	decay, beta   float32
 }
 
 // deltaStepWith advances one value head's state by one token and writes
 // its output, with the kernels of kern: S = decay·S; S += k ⊗ beta·(v − Sᵀk);
-// o = Sᵀq. The state is kept transposed, [Dv, Dk] (row d is column d of S),
-// so that both Sᵀk and Sᵀq are dot products along contiguous rows.
-func deltaStepWith(kern *simdKernels, S, k, q, v, o []float32, decay, beta float32) {
+// o = Sᵀq.
+func deltaStepWith(kern *simdKernels, st *deltaStep) {
+	S, k, q, v, o := st.S, st.k, st.q, st.v, st.o
+	decay, beta := st.decay, st.beta
 	dk, dv := len(k), len(v)
 	if kern.deltaStep != nil && dk%8 == 0 {
 		_ = S[dv*dk-1]

@@ -27,12 +27,8 @@
 //     computed with the same arithmetic whatever the number of rows in the
 //     call, so a row's result does not depend on the batch it is in.
 //   - int8: the same with int8 activations (vpdpbusd, vpmaddubsw, sdot on
-//     arm64), as llama.cpp's Q8 products. 0.2–0.3 of the largest logit
-//     off on the fixtures' random models; on the trained demo model,
-//     teacher-forced, 99% top-1 agreement with the exact path and
-//     perplexity within 0.1% (fast: 100%, 0.0001%; teacher_test.go). Not
-//     the default: it has only one-token tile kernels, none of the fast
-//     path's multi-row ones, and takes more CPU than it (BENCHMARKS.md).
+//     arm64), as llama.cpp's Q8 products: the least accurate, and slower
+//     than fast; PrecisionInt8 says who it is for.
 //   - exact: f32 activations against the dequantized weights, below: the
 //     reference the fixture tests verify.
 //

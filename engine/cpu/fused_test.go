@@ -79,7 +79,9 @@ func dot4Fused(w [4][]float32, x []float32, n int) [4]float32 {
 
 // deltaStepFused is the kernels' DeltaNet step (deltaStepWith's loops with
 // eight lanes and fused multiply-adds).
-func deltaStepFused(S, k, q, v, o []float32, decay, beta float32) {
+func deltaStepFused(st *deltaStep) {
+	S, k, q, v, o := st.S, st.k, st.q, st.v, st.o
+	decay, beta := st.decay, st.beta
 	dk := len(k)
 	for d := range v {
 		row := S[d*dk : (d+1)*dk]
@@ -155,7 +157,7 @@ func TestFusedF32Kernels(t *testing.T) {
 					decay, beta := float32(0.5+0.5*rng.Float64()), float32(rng.Float64())
 					o, want := make([]float32, size.dv), make([]float32, size.dv)
 					f.deltaStep(&S[0], &k[0], &q[0], &v[0], &o[0], size.dk, size.dv, decay, beta)
-					deltaStepFused(ref, k, q, v, want, decay, beta)
+					deltaStepFused(&deltaStep{S: ref, k: k, q: q, v: v, o: want, decay: decay, beta: beta})
 					for i := range S {
 						if math.Float32bits(S[i]) != math.Float32bits(ref[i]) {
 							t.Fatalf("%dx%d step %d: S[%d] = %v, want %v", size.dk, size.dv, step, i, S[i], ref[i])

@@ -39,7 +39,7 @@ func TestDeltaStep(t *testing.T) {
 				decay := float32(0.5 + 0.5*rng.Float64())
 				beta := float32(rng.Float64())
 				o := make([]float32, dv)
-				deltaStepWith(&ks.f32, S, k, q, v, o, decay, beta)
+				deltaStepWith(&ks.f32, &deltaStep{S: S, k: k, q: q, v: v, o: o, decay: decay, beta: beta})
 
 				// float64 reference, S[i][d] at ref[i*dv+d].
 				want := reference.DeltaRule(ref, reference.Float64(k), reference.Float64(q), reference.Float64(v), float64(decay), float64(beta))

@@ -21,37 +21,25 @@ type kernelCalls struct {
 func countKernels(k kernelSet) (kernelSet, *kernelCalls) {
 	n := new(kernelCalls)
 	f := &k.f32
-	if g := f.scores4; g != nil {
-		f.scores4 = func(q0, q1, q2, q3, keys *float32, stride, m, dim int, scale float32, out *float32, outStride int) {
-			n.scores4.Add(1)
-			g(q0, q1, q2, q3, keys, stride, m, dim, scale, out, outStride)
-		}
-	}
-	if g := f.values4; g != nil {
-		f.values4 = func(outs *[4]*float32, e *float32, eStride int, values *float32, stride, m, dim int) {
-			n.values4.Add(1)
-			g(outs, e, eStride, values, stride, m, dim)
-		}
-	}
-	if g := f.deltaStep; g != nil {
-		f.deltaStep = func(s, k, q, v, o *float32, dk, dv int, decay, beta float32) {
-			n.deltaStep.Add(1)
-			g(s, k, q, v, o, dk, dv, decay, beta)
-		}
-	}
-	if g := f.dot4; g != nil {
-		f.dot4 = func(w0, w1, w2, w3, x *float32, m int, out *[4]float32) {
-			n.dot4.Add(1)
-			g(w0, w1, w2, w3, x, m, out)
-		}
-	}
-	if g := f.axpy; g != nil {
-		f.axpy = func(y, x *float32, m int, a float32) {
-			n.axpy.Add(1)
-			g(y, x, m, a)
-		}
-	}
+	counted(&f.scores4, &n.scores4)
+	counted(&f.values4, &n.values4)
+	counted(&f.deltaStep, &n.deltaStep)
+	counted(&f.dot4, &n.dot4)
+	counted(&f.axpy, &n.axpy)
 	return k, n
+}
+
+// counted wraps the kernel *entry, unless it is nil, to add 1 to calls
+// before running it.
+func counted[F any](entry *F, calls *atomic.Int64) {
+	kernel := reflect.ValueOf(*entry)
+	if kernel.IsNil() {
+		return
+	}
+	*entry = reflect.MakeFunc(kernel.Type(), func(args []reflect.Value) []reflect.Value {
+		calls.Add(1)
+		return kernel.Call(args)
+	}).Interface().(F)
 }
 
 // emptyF32 says whether every entry of an f32 table is nil (the Go loops).

@@ -235,10 +235,11 @@ func (b *Backend) matMul(y, x []float32, rows int, w *model.Matrix) {
 					dequantRow(w, o0+r, buf[r*in:(r+1)*in])
 				}
 			}
+			c := gemmTile{y: y, x: x, xp: xp, rows: rows, in: in, out: out, o0: o0, n: n, buf: buf}
 			if xp != nil {
-				gemmPacked(k, y, x, xp, rows, in, out, o0, n, buf)
+				gemmPacked(k, &c)
 			} else {
-				gemmChunk(k, y, x, rows, in, out, o0, n, buf)
+				gemmChunk(k, &c)
 			}
 		}
 	})
@@ -274,12 +275,25 @@ func packTokens(x []float32, rows, in int) []float32 {
 	return xp
 }
 
+// gemmTile is one chunk of matMul's dequantizing product: y [rows, out]
+// and x [rows, in] row-major, xp x packed by packTokens (nil when the
+// chunk is not multiplied from packed tokens), and the chunk's n
+// dequantized weight rows in buf ([n, in]), for y's columns o0 … o0+n-1.
+type gemmTile struct {
+	y, x, xp      []float32
+	rows, in, out int
+	o0, n         int
+	buf           []float32
+}
+
 // gemmPacked computes y[t, o0+r] for r < n from n dequantized rows in buf
 // with the outer-product kernel over packed token blocks; rows past the
 // last multiple of six use dot products. k is split into blocks of
 // packKBlock so that a token block's slice (16 KiB) stays in L1 while every
 // six-row group of the chunk passes over it.
-func gemmPacked(sk *simdKernels, y, x, xp []float32, rows, in, out, o0, n int, buf []float32) {
+func gemmPacked(sk *simdKernels, c *gemmTile) {
+	y, x, xp, buf := c.y, c.x, c.xp, c.buf
+	rows, in, out, o0, n := c.rows, c.in, c.out, c.o0, c.n
 	full := n - n%6
 	groups := full / 6
 	accp := scratch.get(groups * 96)
@@ -314,15 +328,17 @@ func gemmPacked(sk *simdKernels, y, x, xp []float32, rows, in, out, o0, n int, b
 const packKBlock = 256
 
 // gemmChunk computes y[t, o0+r] for r < n from n dequantized rows in buf.
-func gemmChunk(sk *simdKernels, y, x []float32, rows, in, out, o0, n int, buf []float32) {
+func gemmChunk(sk *simdKernels, c *gemmTile) {
+	y, x, buf := c.y, c.x, c.buf
+	rows, in, out, o0, n := c.rows, c.in, c.out, c.o0, c.n
 	full := n &^ (tileRows - 1)
 	t := 0
 	for ; t+2 <= rows; t += 2 {
 		x0, x1 := x[t*in:(t+1)*in], x[(t+1)*in:(t+2)*in]
 		y0, y1 := y[t*out+o0:t*out+o0+n], y[(t+1)*out+o0:(t+1)*out+o0+n]
 		for r := 0; r < full; r += tileRows {
-			dot4x2With(sk, buf[r*in:(r+1)*in], buf[(r+1)*in:(r+2)*in], buf[(r+2)*in:(r+3)*in], buf[(r+3)*in:(r+4)*in],
-				x0, x1, y0[r:r+4], y1[r:r+4])
+			w := [4][]float32{buf[r*in : (r+1)*in], buf[(r+1)*in : (r+2)*in], buf[(r+2)*in : (r+3)*in], buf[(r+3)*in : (r+4)*in]}
+			dot4x2With(sk, &w, x0, x1, y0[r:r+4], y1[r:r+4])
 		}
 	}
 	for ; t < rows; t++ {
@@ -616,9 +632,10 @@ func dot4With(k *simdKernels, w0, w1, w2, w3, x []float32) (float32, float32, fl
 	return s0, s1, s2, s3
 }
 
-// dot4x2With writes the dot products of w0..w3 with x0 into y0[:4] and
-// with x1 into y1[:4].
-func dot4x2With(k *simdKernels, w0, w1, w2, w3, x0, x1, y0, y1 []float32) {
+// dot4x2With writes the dot products of w's four rows with x0 into y0[:4]
+// and with x1 into y1[:4].
+func dot4x2With(k *simdKernels, w *[4][]float32, x0, x1, y0, y1 []float32) {
+	w0, w1, w2, w3 := w[0], w[1], w[2], w[3]
 	n := len(x0)
 	if m := n &^ 7; m > 0 && k.dot4x2 != nil {
 		var out [8]float32

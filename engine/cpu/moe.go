@@ -40,16 +40,15 @@ func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activatio
 		routes[t] = expertRoute{experts: chosen[t*topK : (t+1)*topK], weights: weights[t*topK : (t+1)*topK],
 			slots: slots[t*topK : (t+1)*topK]}
 	}
-	p.b.pool.parallelFor(T, 8, func(lo, hi int) {
+	if !p.parallel(T, 8, stopTokens, func(lo, hi int) {
 		probsp := getFloats(E)
 		defer putFloats(probsp)
 		for t := lo; t < hi; t++ {
-			if (t-lo)%stopTokens == 0 && p.stopping() {
-				return
-			}
 			route(&routes[t], routerLogits[t*E:(t+1)*E], *probsp, act)
 		}
-	})
+	}) {
+		return out
+	}
 	// tokens[e] lists the rows routed to expert e, in row order; a row's
 	// route keeps its place in each of its experts' lists.
 	tokens := make([][]int, E)
@@ -65,26 +64,18 @@ func (p *pass) MoE(layer int, w *model.MoE, xa model.Activation) model.Activatio
 	// sharedY's data and routedY's slices are made by expertsRows (see
 	// storeRows), after the routing, so that the pass does not zero them
 	// on its own thread first.
-	gate := buf.floats(T)
-	sharedY := &tensor{rows: T, width: H}
-	routedY := make([][]float32, E) // [len(tokens[e]), H] per expert
-	if p.stopped() {
-		return out
-	}
+	moe := experts{w: w, x: x, tokens: tokens, gate: buf.floats(T), sharedY: &tensor{rows: T, width: H},
+		routedY: make([][]float32, E), buf: &buf}
 	for _, g := range p.groupsOf(x) {
-		p.expertsRows(w, x, g, tokens, gate, sharedY, routedY, &buf)
+		if !p.expertsRows(&moe, g) {
+			return out
+		}
 	}
-	if p.stopped() {
-		return out
-	}
-
+	gate, sharedY, routedY := moe.gate, moe.sharedY, moe.routedY
 	add := scaleAddFor(p.b.kern.isa)
-	p.b.pool.parallelFor(T, 4, func(lo, hi int) {
+	p.parallel(T, 4, stopTokens, func(lo, hi int) {
 		routed := make([][]float32, topK)
 		for t := lo; t < hi; t++ {
-			if (t-lo)%stopTokens == 0 && p.stopping() {
-				return
-			}
 			r := &routes[t]
 			for i, e := range r.experts {
 				routed[i] = routedY[e][r.slots[i]*H : (r.slots[i]+1)*H]
@@ -141,184 +132,218 @@ func scaleAddGo(y, x []float32, a float32) {
 	}
 }
 
-// expertsRows runs the shared expert and the routed experts on the rows of
-// group g: gate[t] and sharedY's row t for each row t of the group, and row
-// i of routedY[e] for each tokens[e][i] in the group. A matrix-vector group
-// (decode steps, of any number of sequences) runs every gate and up
-// projection in one parallel region, then every down projection in another,
-// so that an expert chosen by rows of several sequences is read once; a
-// prefill segment runs each expert's SwiGLU as matrix products over its
-// rows routed to it.
-//
-// buf holds the group's buffers (its outputs among them) until the block
-// ends; an expert's input rows and hidden rows in a prefill go back to the
-// pools as soon as its products are done.
-func (p *pass) expertsRows(w *model.MoE, x *tensor, g rowGroup, tokens [][]int, gate []float32, sharedY *tensor, routedY [][]float32, buf *blockBuffers) {
-	H := x.width
-	in := make(map[int]int, len(g.rows)) // pass row → index in the group
-	for i, t := range g.rows {
-		in[t] = i
-	}
-	gx, _ := gatherRows(x, g.rows)
-	groupX := &tensor{rows: len(g.rows), width: H, data: gx}
+// experts is the MoE's work over the pass's rows x, group by group:
+// tokens[e] lists the rows routed to expert e, in row order; the outputs
+// are gate[t] (the shared expert's gate logit) and sharedY's row t for
+// each row t, and row i of routedY[e] for each tokens[e][i]. buf holds the
+// block's buffers (the outputs among them) until the block ends.
+type experts struct {
+	w       *model.MoE
+	x       *tensor
+	tokens  [][]int
+	gate    []float32
+	sharedY *tensor
+	routedY [][]float32
+	buf     *blockBuffers
+}
 
+// expertGroup is one group of rows' share of experts: in maps a pass row
+// to its index in the group, groupX holds the group's rows, and active
+// lists the experts that rows of the group are routed to.
+type expertGroup struct {
+	*experts
+	g      rowGroup
+	in     map[int]int
+	groupX *tensor
+	active []*expertWork
+}
+
+// expertsRows runs the shared expert and the routed experts on the rows of
+// group g into ex's outputs (see experts): a matrix-vector group through
+// expertsDecode, a prefill segment through expertsPrefill. False when the
+// pass stopped or failed.
+func (p *pass) expertsRows(ex *experts, g rowGroup) bool {
+	H := ex.x.width
+	eg := &expertGroup{experts: ex, g: g, in: make(map[int]int, len(g.rows))}
+	for i, t := range g.rows {
+		eg.in[t] = i
+	}
+	gx, _ := gatherRows(ex.x, g.rows)
+	eg.groupX = &tensor{rows: len(g.rows), width: H, data: gx}
 	// The active experts with the group's rows routed to each. An expert
 	// that gets every row of the group (always, for a one-token decode
 	// step) reads the group's x itself, so matVecs prepares x once for all
 	// of them.
-	var active []*expertWork
-	for e, ts := range tokens {
-		ex := &expertWork{e: e}
+	for e, ts := range ex.tokens {
+		work := &expertWork{e: e}
 		for i, t := range ts {
-			if _, ok := in[t]; ok {
-				ex.rows = append(ex.rows, i)
+			if _, ok := eg.in[t]; ok {
+				work.rows = append(work.rows, i)
 			}
 		}
-		if len(ex.rows) == 0 {
+		if len(work.rows) == 0 {
 			continue
 		}
-		ex.x = groupX
-		active = append(active, ex)
+		work.x = eg.groupX
+		eg.active = append(eg.active, work)
 	}
-	// gather copies an expert's rows out of x, unless it has all of them,
-	// into a buffer of the pools; it returns the buffer, nil for none.
-	gather := func(ex *expertWork) *[]float32 {
-		if len(ex.rows) == groupX.rows {
-			return nil
-		}
-		xp := getFloats(len(ex.rows) * H)
-		ex.x = &tensor{rows: len(ex.rows), width: H, data: *xp}
-		for j, i := range ex.rows {
-			copy(ex.x.row(j), x.row(tokens[ex.e][i]))
-		}
-		return xp
+	if g.vec {
+		return p.expertsDecode(eg)
 	}
+	return p.expertsPrefill(eg)
+}
 
+// gather copies an expert's rows out of x, unless it has all of the
+// group's, into a buffer of the pools; it returns the buffer, nil for none.
+func (eg *expertGroup) gather(ex *expertWork) *[]float32 {
+	if len(ex.rows) == eg.groupX.rows {
+		return nil
+	}
+	H := eg.x.width
+	xp := getFloats(len(ex.rows) * H)
+	ex.x = &tensor{rows: len(ex.rows), width: H, data: *xp}
+	for j, i := range ex.rows {
+		copy(ex.x.row(j), eg.x.row(eg.tokens[ex.e][i]))
+	}
+	return xp
+}
+
+// expertsDecode runs a matrix-vector group (decode steps, of any number of
+// sequences): every gate and up projection in one parallel region, then
+// every down projection in another, so that an expert chosen by rows of
+// several sequences is read once.
+func (p *pass) expertsDecode(eg *expertGroup) bool {
+	w, buf, active := eg.w, eg.buf, eg.active
+	if !p.parallel(len(active), 4, 0, func(lo, hi int) {
+		for _, ex := range active[lo:hi] {
+			if xp := eg.gather(ex); xp != nil {
+				buf.keep(xp)
+			}
+		}
+	}) {
+		return false
+	}
+	groupX := eg.groupX
 	groupGate := buf.floats(groupX.rows)
 	shared := &expertWork{x: groupX}
-	if g.vec {
-		p.b.pool.parallelFor(len(active), 4, func(lo, hi int) {
-			for _, ex := range active[lo:hi] {
-				if p.stopping() {
-					return
-				}
-				if xp := gather(ex); xp != nil {
-					buf.keep(xp)
-				}
-			}
-		})
-		jobs := []vecJob{{y: groupGate, x: groupX.data, rows: groupX.rows, w: &w.SharedExpert}}
-		addGateUp := func(ex *expertWork, g, u *model.Matrix) {
-			ex.hidden = buf.tensor(ex.x.rows, g.Out)
-			ex.up = buf.floats(ex.x.rows * u.Out)
-			jobs = append(jobs, vecJob{y: ex.hidden.data, x: ex.x.data, rows: ex.x.rows, w: g},
-				vecJob{y: ex.up, x: ex.x.data, rows: ex.x.rows, w: u})
-		}
-		addGateUp(shared, &w.SharedGate, &w.SharedUp)
-		for _, ex := range active {
-			addGateUp(ex, &w.Gate[ex.e], &w.Up[ex.e])
-		}
-		p.b.matVecs(jobs)
-		jobs = jobs[:0]
-		all := append([]*expertWork{shared}, active...)
-		p.b.pool.parallelFor(len(all), 1, func(lo, hi int) {
-			for _, ex := range all[lo:hi] {
-				p.b.acts().swiGLU(ex.hidden.data, ex.hidden.data, ex.up)
-			}
-		})
-		addDown := func(ex *expertWork, d *model.Matrix) {
-			ex.y = buf.tensor(ex.x.rows, d.Out)
-			jobs = append(jobs, vecJob{y: ex.y.data, x: ex.hidden.data, rows: ex.x.rows, w: d})
-		}
-		addDown(shared, &w.SharedDown)
-		for _, ex := range active {
-			addDown(ex, &w.Down[ex.e])
-		}
-		p.b.matVecs(jobs)
-	} else {
-		p.blocks(groupX.rows, func(lo, hi int) {
-			p.b.matMul(groupGate[lo:hi], groupX.data[lo*H:hi*H], hi-lo, &w.SharedExpert)
-		})
-		for i, t := range g.rows {
-			gate[t] = groupGate[i]
-		}
-		// One expert per thread at a time: a few rows each (16 on average
-		// at 512 tokens), so splitting each expert's products over the
-		// threads costs four regions per expert for little work in each.
-		// The shared expert joins them as runs of rows (those of
-		// pass.blocks), each on one thread too. The pieces are handed out
-		// one by one, those with the most rows first, so that the threads
-		// finish together; each expert gathers its rows, picks their
-		// prepared records and stores its output itself, inside the
-		// region. A row's arithmetic is the same whichever thread runs it
-		// (the shared expert's products, called inside the region, run on
-		// the calling thread and the helpers that are free).
-		if p.stopping() {
-			return
-		}
-		all := p.prepareExpertInputs(w, groupX, active)
-		shared.y = buf.tensor(groupX.rows, H)
-		var pieces []moePiece
-		for _, r := range p.runs(groupX.rows) {
-			pieces = append(pieces, moePiece{rows: r[1] - r[0], shared: r})
-		}
-		for _, ex := range active {
-			pieces = append(pieces, moePiece{rows: len(ex.rows), ex: ex})
-		}
-		slices.SortStableFunc(pieces, func(a, b moePiece) int { return b.rows - a.rows })
-		p.b.pool.parallelEach(len(pieces), func(lo, hi int) {
-			for _, pc := range pieces[lo:hi] {
-				if p.stopping() {
-					return
-				}
-				if ex := pc.ex; ex == nil {
-					r0, r1 := pc.shared[0], pc.shared[1]
-					run := &tensor{rows: r1 - r0, width: H, data: groupX.data[r0*H : r1*H]}
-					p.swiGLUInto(shared.y.data[r0*H:r1*H], run, &w.SharedGate, &w.SharedUp, &w.SharedDown, nil)
-				} else {
-					// With the rows prepared, the products read their
-					// records only: no copy of the expert's rows.
-					var xp *[]float32
-					var prepared *q8Input
-					if all != nil {
-						prepared = expertInput(all, ex, tokens, in)
-						ex.x = &tensor{rows: len(ex.rows), width: H}
-					} else {
-						xp = gather(ex)
-					}
-					ex.y = buf.tensor(ex.x.rows, H)
-					p.swiGLURuns(ex.y, ex.x, &w.Gate[ex.e], &w.Up[ex.e], &w.Down[ex.e], prepared)
-					storeRows(&routedY[ex.e], len(tokens[ex.e]), H, ex.rows, ex.y, buf)
-					putFloats(xp)
-					if prepared != nil {
-						prepared.release()
-					}
-					ex.x, ex.y = nil, nil
-				}
-			}
-		})
-		if !p.stopping() {
-			storeRows(&sharedY.data, sharedY.rows, H, g.rows, shared.y, buf)
-		}
-		if all != nil {
-			all.release()
-		}
-		return
+	jobs := []vecJob{{y: groupGate, x: groupX.data, rows: groupX.rows, w: &w.SharedExpert}}
+	addGateUp := func(ex *expertWork, g, u *model.Matrix) {
+		ex.hidden = buf.tensor(ex.x.rows, g.Out)
+		ex.up = buf.floats(ex.x.rows * u.Out)
+		jobs = append(jobs, vecJob{y: ex.hidden.data, x: ex.x.data, rows: ex.x.rows, w: g},
+			vecJob{y: ex.up, x: ex.x.data, rows: ex.x.rows, w: u})
 	}
-
-	if p.stopping() {
-		return
-	}
-	for i, t := range g.rows {
-		gate[t] = groupGate[i]
-	}
-	storeRows(&sharedY.data, sharedY.rows, H, g.rows, shared.y, buf)
+	addGateUp(shared, &w.SharedGate, &w.SharedUp)
 	for _, ex := range active {
-		if p.stopping() {
-			return
-		}
-		storeRows(&routedY[ex.e], len(tokens[ex.e]), H, ex.rows, ex.y, buf)
+		addGateUp(ex, &w.Gate[ex.e], &w.Up[ex.e])
 	}
+	p.b.matVecs(jobs)
+	jobs = jobs[:0]
+	all := append([]*expertWork{shared}, active...)
+	p.b.pool.parallelFor(len(all), 1, func(lo, hi int) {
+		for _, ex := range all[lo:hi] {
+			p.b.acts().swiGLU(ex.hidden.data, ex.hidden.data, ex.up)
+		}
+	})
+	addDown := func(ex *expertWork, d *model.Matrix) {
+		ex.y = buf.tensor(ex.x.rows, d.Out)
+		jobs = append(jobs, vecJob{y: ex.y.data, x: ex.hidden.data, rows: ex.x.rows, w: d})
+	}
+	addDown(shared, &w.SharedDown)
+	for _, ex := range active {
+		addDown(ex, &w.Down[ex.e])
+	}
+	p.b.matVecs(jobs)
+	H := eg.x.width
+	for i, t := range eg.g.rows {
+		eg.gate[t] = groupGate[i]
+	}
+	storeRows(&eg.sharedY.data, eg.sharedY.rows, H, eg.g.rows, shared.y, buf)
+	for _, ex := range active {
+		storeRows(&eg.routedY[ex.e], len(eg.tokens[ex.e]), H, ex.rows, ex.y, buf)
+	}
+	return true
+}
+
+// expertsPrefill runs a prefill segment: each expert's SwiGLU as matrix
+// products over its rows routed to it. An expert's input rows and hidden
+// rows go back to the pools as soon as its products are done.
+//
+// One expert per thread at a time: a few rows each (16 on average at 512
+// tokens), so splitting each expert's products over the threads costs
+// four regions per expert for little work in each. The shared expert
+// joins them as runs of rows (those of pass.blocks), each on one thread
+// too. The pieces are handed out one by one, those with the most rows
+// first, so that the threads finish together; each expert gathers its
+// rows, picks their prepared records and stores its output itself, inside
+// the region. A row's arithmetic is the same whichever thread runs it (the
+// shared expert's products, called inside the region, run on the calling
+// thread and the helpers that are free).
+func (p *pass) expertsPrefill(eg *expertGroup) bool {
+	w, buf, groupX := eg.w, eg.buf, eg.groupX
+	H := eg.x.width
+	groupGate := buf.floats(groupX.rows)
+	p.blocks(groupX.rows, func(lo, hi int) {
+		p.b.matMul(groupGate[lo:hi], groupX.data[lo*H:hi*H], hi-lo, &w.SharedExpert)
+	})
+	if p.stopped() {
+		return false
+	}
+	for i, t := range eg.g.rows {
+		eg.gate[t] = groupGate[i]
+	}
+	all := p.prepareExpertInputs(w, groupX, eg.active)
+	if all != nil {
+		defer all.release()
+	}
+	shared := buf.tensor(groupX.rows, H)
+	var pieces []moePiece
+	for _, r := range p.runs(groupX.rows) {
+		pieces = append(pieces, moePiece{rows: r[1] - r[0], shared: r})
+	}
+	for _, ex := range eg.active {
+		pieces = append(pieces, moePiece{rows: len(ex.rows), ex: ex})
+	}
+	slices.SortStableFunc(pieces, func(a, b moePiece) int { return b.rows - a.rows })
+	if !p.parallel(len(pieces), 1, 1, func(lo, hi int) {
+		for _, pc := range pieces[lo:hi] {
+			if pc.ex == nil {
+				r0, r1 := pc.shared[0], pc.shared[1]
+				run := &tensor{rows: r1 - r0, width: H, data: groupX.data[r0*H : r1*H]}
+				p.swiGLUInto(shared.data[r0*H:r1*H], run, &w.SharedGate, &w.SharedUp, &w.SharedDown, nil)
+			} else {
+				p.routedExpert(eg, pc.ex, all)
+			}
+		}
+	}) {
+		return false
+	}
+	storeRows(&eg.sharedY.data, eg.sharedY.rows, H, eg.g.rows, shared, buf)
+	return true
+}
+
+// routedExpert is one routed expert's piece of a prefill: its SwiGLU over
+// its rows of the group, stored into routedY. With the rows prepared
+// (all, prepareExpertInputs), the products read their records only: no
+// copy of the expert's rows.
+func (p *pass) routedExpert(eg *expertGroup, ex *expertWork, all *q8Input) {
+	H := eg.x.width
+	var xp *[]float32
+	var prepared *q8Input
+	if all != nil {
+		prepared = expertInput(all, ex, eg.tokens, eg.in)
+		ex.x = &tensor{rows: len(ex.rows), width: H}
+	} else {
+		xp = eg.gather(ex)
+	}
+	ex.y = eg.buf.tensor(ex.x.rows, H)
+	p.swiGLURuns(ex.y, ex.x, &eg.w.Gate[ex.e], &eg.w.Up[ex.e], &eg.w.Down[ex.e], prepared)
+	storeRows(&eg.routedY[ex.e], len(eg.tokens[ex.e]), H, ex.rows, ex.y, eg.buf)
+	putFloats(xp)
+	if prepared != nil {
+		prepared.release()
+	}
+	ex.x, ex.y = nil, nil
 }
 
 // storeRows writes row j of y into row rows[j] of *dst, a matrix of n rows

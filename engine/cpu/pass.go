@@ -75,7 +75,12 @@ type pass struct {
 // Stopping inside a pass. A pass given a stop function (StopWhen) asks it
 // before every run of work whose size does not grow with the pass's rows,
 // so that a cancelled prefill ends a bounded amount of work after its
-// cancellation, whatever its length:
+// cancellation, whatever its length. The blocks hold no checks of their
+// own: their parallel regions go through pass.parallel (pool.stoppable),
+// which asks before each work item, and the runs of a matrix product
+// through pass.blocks; attention alone also asks inside an item, between
+// the tiles of a block (attend), whose number grows with the context. The
+// items:
 //
 //   - the matrix products of a segment's rows (projections, the router, the
 //     shared and each routed expert's SwiGLU) run stopRows rows at a time
@@ -88,7 +93,7 @@ type pass struct {
 //   - the DeltaNet's conv and scan run stopTokens tokens at a time, each
 //     value head's scan carrying its state from run to run;
 //   - the row-wise loops (norms, rotary, gates, routing, the MoE's combine)
-//     ask every stopTokens rows.
+//     run in pieces of at most stopTokens rows.
 //
 // Left between checks, and linear in the rows: the embedding and the
 // norms between blocks, allocating and zeroing each block's buffers,
@@ -130,6 +135,21 @@ func (p *pass) stopped() bool {
 		p.fail(model.ErrStopped)
 	}
 	return p.err != nil
+}
+
+// parallel runs fn over [0, n) on the backend's pool in pieces of at
+// least grain and at most most items, with the pass's stop asked before
+// each piece (pool.stoppable), and reports whether the pass goes on: false
+// once it was told to stop (it then fails with model.ErrStopped) or has
+// failed. fn holds no stop checks: a row loop passes stopTokens as most,
+// so that a stop waits for at most stopTokens rows a thread.
+func (p *pass) parallel(n, grain, most int, fn func(lo, hi int)) bool {
+	var stop func() bool
+	if p.stop != nil {
+		stop = p.stopping
+	}
+	p.b.pool.stoppable(stop, n, grain, most, fn)
+	return !p.stopped()
 }
 
 // blocks splits count rows into runs of blockRows, the last between

@@ -60,8 +60,12 @@ type region struct {
 	fn       func(lo, hi int)
 	n, piece int
 	pieces   int
-	next     atomic.Int64
-	busy     atomic.Int64
+	// stop, when not nil, is asked before each piece; halted records that
+	// it said yes.
+	stop   func() bool
+	halted atomic.Bool
+	next   atomic.Int64
+	busy   atomic.Int64
 	// state counts the helpers working on the region, with closed set once
 	// the caller has finished its own share: a helper that finds it set
 	// leaves the region alone, and the last helper out of a closed region
@@ -78,6 +82,10 @@ func (r *region) work() {
 	for {
 		i := int(r.next.Add(1)) - 1
 		if i >= r.pieces {
+			break
+		}
+		if r.stop != nil && (r.halted.Load() || r.stop()) {
+			r.halted.Store(true)
 			break
 		}
 		lo := i * r.piece
@@ -174,8 +182,27 @@ func ensureWorkers(n int) chan *region {
 // for its slowest thread. fn may itself call parallelFor: no thread
 // ever waits for a helper that has not started on its region.
 func (p *pool) parallelFor(n, grain int, fn func(lo, hi int)) {
+	p.stoppable(nil, n, grain, 0, fn)
+}
+
+// parallelEach calls fn(i, i+1) for each i in [0, n), handing the items out
+// one at a time in index order: for a few items of unequal cost (the MoE's
+// experts at a prefill), which the caller orders longest first so that the
+// last to start are the shortest.
+func (p *pool) parallelEach(n int, fn func(lo, hi int)) {
+	p.stoppable(nil, n, 1, 1, fn)
+}
+
+// stoppable is the pool's one way to stop a region between its work items:
+// parallelFor with pieces of at most most items (0: no bound; 1:
+// parallelEach's one at a time), and stop, when not nil, asked by the
+// thread that takes a piece before it starts it. Once stop says yes no
+// piece starts (the pieces under way finish: at most one a thread), and
+// stoppable returns false; so the work left after a stop is bounded by
+// the pieces' size, not by n. fn's items need no stop checks of their own.
+func (p *pool) stoppable(stop func() bool, n, grain, most int, fn func(lo, hi int)) bool {
 	if n <= 0 {
-		return
+		return true
 	}
 	if grain < 1 {
 		grain = 1
@@ -186,28 +213,22 @@ func (p *pool) parallelFor(n, grain int, fn func(lo, hi int)) {
 	if piece < grain {
 		piece = grain
 	}
-	p.run(n, piece, fn)
-}
-
-// parallelEach calls fn(i, i+1) for each i in [0, n), handing the items out
-// one at a time in index order: for a few items of unequal cost (the MoE's
-// experts at a prefill), which the caller orders longest first so that the
-// last to start are the shortest.
-func (p *pool) parallelEach(n int, fn func(lo, hi int)) {
-	if n > 0 {
-		p.run(n, 1, fn)
+	if most > 0 && piece > most {
+		piece = max(most, grain)
 	}
+	return p.run(n, piece, stop, fn)
 }
 
-// run is a parallel region over [0, n) in pieces of piece items.
-func (p *pool) run(n, piece int, fn func(lo, hi int)) {
+// run is a parallel region over [0, n) in pieces of piece items, asking
+// stop (if any) before each; false when it said yes.
+func (p *pool) run(n, piece int, stop func() bool, fn func(lo, hi int)) bool {
 	threads := max(p.threads, 1)
 	pieces := (n + piece - 1) / piece
 	helpers := min(threads, pieces) - 1
 	start := time.Now()
 	outermost := p.inFlight.Add(1) == 1
 	defer p.inFlight.Add(-1)
-	r := &region{fn: fn, n: n, piece: piece, pieces: pieces}
+	r := &region{fn: fn, n: n, piece: piece, pieces: pieces, stop: stop}
 	if helpers > 0 {
 		r.done = make(chan struct{}, 1)
 		queue := ensureWorkers(helpers)
@@ -237,4 +258,5 @@ func (p *pool) run(n, piece int, fn func(lo, hi int)) {
 		p.stats.wall.Add(int64(time.Since(start)))
 		p.stats.busy.Add(r.busy.Load())
 	}
+	return !r.halted.Load()
 }

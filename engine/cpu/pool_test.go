@@ -136,3 +136,62 @@ func BenchmarkParallelForAfterGap(b *testing.B) {
 	}
 	b.ReportMetric(float64(inside.Microseconds())/float64(b.N), "µs/region")
 }
+
+// TestStoppableStopsBetweenItems: a stop that says yes while an item runs
+// is seen before the next item starts, on every thread: after the stop no
+// piece begins, the pieces under way (at most one a thread) finish, the
+// region reports false, and the stop is asked before each piece. Pieces of
+// at most most items hold that many; a region whose stop never says yes
+// visits every item once and reports true.
+func TestStoppableStopsBetweenItems(t *testing.T) {
+	for _, c := range []struct{ n, grain, most, threads int }{
+		{40, 1, 1, 1}, {40, 1, 1, 3}, {1000, 4, 16, 3}, {1000, 1, 0, 2},
+	} {
+		t.Run(fmt.Sprintf("n%d_most%d_threads%d", c.n, c.most, c.threads), func(t *testing.T) {
+			p := &pool{threads: c.threads}
+			var said atomic.Bool
+			var asked, started, startedAfter atomic.Int64
+			const stopAt = 3 // the piece during which the stop says yes
+			ok := p.stoppable(func() bool { asked.Add(1); return said.Load() }, c.n, c.grain, c.most, func(lo, hi int) {
+				if c.most > 0 && hi-lo > max(c.most, c.grain) {
+					t.Errorf("piece [%d, %d) holds more than %d items", lo, hi, c.most)
+				}
+				if said.Load() {
+					startedAfter.Add(1)
+				}
+				if started.Add(1) == stopAt {
+					said.Store(true)
+				}
+			})
+			if ok {
+				t.Fatal("the region reports that it finished after its stop said yes")
+			}
+			// A piece whose thread asked the stop before it said yes may
+			// start after: one on each other thread at the most, none on
+			// one thread.
+			if n := startedAfter.Load(); n > int64(c.threads)-1 {
+				t.Errorf("%d pieces started after the stop said yes, on %d threads", n, c.threads)
+			}
+			if n := started.Load(); n > stopAt+int64(c.threads)-1 {
+				t.Errorf("%d pieces ran, the stop said yes during piece %d on %d threads", n, stopAt, c.threads)
+			}
+			if asked.Load() < started.Load() {
+				t.Errorf("the stop was asked %d times for %d pieces", asked.Load(), started.Load())
+			}
+
+			seen := make([]atomic.Int32, c.n)
+			if !p.stoppable(func() bool { return false }, c.n, c.grain, c.most, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					seen[i].Add(1)
+				}
+			}) {
+				t.Fatal("a region whose stop never said yes reports a stop")
+			}
+			for i := range seen {
+				if v := seen[i].Load(); v != 1 {
+					t.Fatalf("index %d visited %d times", i, v)
+				}
+			}
+		})
+	}
+}

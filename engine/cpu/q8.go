@@ -514,7 +514,7 @@ func (b *Backend) fastProducts(jobs []vecJob) {
 			inputs[i] = b.prepareQ8(l, j.x, j.rows, j.w.In)
 		}
 	}
-	b.pool.run(total, productPiece(total, b.pool.threads), func(lo, hi int) {
+	b.pool.run(total, productPiece(total, b.pool.threads), nil, func(lo, hi int) {
 		base := 0
 		for i := range jobs {
 			j := &jobs[i]

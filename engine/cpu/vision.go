@@ -110,9 +110,16 @@ func visionRotary(c *model.VisionConfig, grid [3]int) rotary {
 	return r
 }
 
+// layerNorm is one LayerNorm's weight, bias and epsilon.
+type layerNorm struct {
+	w, bias []float32
+	eps     float64
+}
+
 // layerNormRows writes LayerNorm(x) (biased variance, f64 sums) of each
-// row into y.
-func (b *Backend) layerNormRows(y, x []float32, rows, width int, w, bias []float32, eps float64) {
+// of x's rows, [rows, width], into y.
+func (b *Backend) layerNormRows(y, x []float32, rows, width int, n layerNorm) {
+	w, bias, eps := n.w, n.bias, n.eps
 	b.pool.parallelFor(rows, 16, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			xr, yr := x[t*width:(t+1)*width], y[t*width:(t+1)*width]
@@ -136,7 +143,7 @@ func (b *Backend) layerNormRows(y, x []float32, rows, width int, w, bias []float
 func (b *Backend) visionBlock(c *model.VisionConfig, w *model.VisionBlock, x []float32, N int, rope rotary, grid [3]int) {
 	W, H, D := c.HiddenSize, c.NumHeads, c.HeadDim()
 	a := make([]float32, N*W)
-	b.layerNormRows(a, x, N, W, w.Norm1, w.Norm1Bias, c.LayerNormEps)
+	b.layerNormRows(a, x, N, W, layerNorm{w.Norm1, w.Norm1Bias, c.LayerNormEps})
 	qkv := make([]float32, N*3*W)
 	b.linear(qkv, a, N, &w.QKV, w.QKVBias)
 	b.pool.parallelFor(N, 16, func(lo, hi int) {
@@ -188,7 +195,7 @@ func (b *Backend) visionBlock(c *model.VisionConfig, w *model.VisionBlock, x []f
 	for i := range x {
 		x[i] += proj[i]
 	}
-	b.layerNormRows(a, x, N, W, w.Norm2, w.Norm2Bias, c.LayerNormEps)
+	b.layerNormRows(a, x, N, W, layerNorm{w.Norm2, w.Norm2Bias, c.LayerNormEps})
 	hid := make([]float32, N*c.Intermediate)
 	b.linear(hid, a, N, &w.FC1, w.FC1Bias)
 	b.pool.parallelFor(len(hid), 4096, func(lo, hi int) {
@@ -210,7 +217,7 @@ func (b *Backend) merger(c *model.VisionConfig, w *model.VisionMerger, x []float
 	n := N / (c.SpatialMerge * c.SpatialMerge)
 	M := W * c.SpatialMerge * c.SpatialMerge
 	normed := make([]float32, N*W)
-	b.layerNormRows(normed, x, N, W, w.Norm, w.NormBias, c.LayerNormEps)
+	b.layerNormRows(normed, x, N, W, layerNorm{w.Norm, w.NormBias, c.LayerNormEps})
 	h := make([]float32, n*M)
 	b.linear(h, normed, n, &w.FC1, w.FC1Bias)
 	for i, v := range h {
