@@ -94,7 +94,7 @@ type finding struct {
 // repoRoot is the repository's root, two folders up from this package.
 func repoRoot(t *testing.T) string {
 	t.Helper()
-	root, err := filepath.Abs("../..")
+	root, err := filepath.Abs("../../..")
 	if err != nil {
 		t.Fatal(err)
 	}
