@@ -23,13 +23,13 @@ import (
 	"github.com/suzuran-app/suzuran/app/internal/bytesize"
 	"github.com/suzuran-app/suzuran/engine/machine"
 	"github.com/suzuran-app/suzuran/engine/tokenizer"
-	"github.com/suzuran-app/suzuran/internal/childrss"
+	"github.com/suzuran-app/suzuran/engine/machine/childrss"
 )
 
 // Document bombs: small files made to expand into gigabytes of text. Each
 // is written at test time and extracted, with the default limits, in a
 // child process (this test binary again) whose peak RSS the kernel
-// measures (internal/childrss); the bound holds for the whole child, the Go runtime
+// measures (engine/machine/childrss); the bound holds for the whole child, the Go runtime
 // and the tokenizer included.
 //
 // maxBombRSS is that bound. The text of a document is at most

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/suzuran-app/suzuran/engine/machine"
-	"github.com/suzuran-app/suzuran/internal/childrss"
+	"github.com/suzuran-app/suzuran/engine/machine/childrss"
 )
 
 // The decompression bomb is decoded in a child process (this test binary
