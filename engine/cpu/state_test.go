@@ -19,7 +19,7 @@ import (
 // prefix is computed in two pieces in both, so the arithmetic is the same
 // and no tolerance applies.
 func TestStateWrittenAndReadBack(t *testing.T) {
-	for _, ref := range fixtures.Models(t)[:2] {
+	for _, ref := range fixtures.ModelsNamed(t, fixtures.TinyHF, fixtures.TinyMLX) {
 		docIDs, docCut := prompttest.DocumentPrompt(t, ref.Dir, 4)
 		for _, precision := range []Precision{PrecisionExact, PrecisionFast} {
 			t.Run(ref.Name+"/"+string(precision), func(t *testing.T) {
@@ -84,7 +84,7 @@ func TestStateWrittenAndReadBack(t *testing.T) {
 // the kernels are part of the format, so that a snapshot computed in the
 // fast path is never read back into the exact one.
 func TestStateFormatNamesWhatChangesTheState(t *testing.T) {
-	ref := fixtures.Models(t)[1]
+	ref := fixtures.Model(t, fixtures.TinyMLX)
 	fast, w := openModel(t, ref.Dir, Options{Precision: PrecisionFast})
 	exact, err := New(w, Options{Precision: PrecisionExact})
 	if err != nil {
@@ -101,7 +101,7 @@ func TestStateFormatNamesWhatChangesTheState(t *testing.T) {
 		t.Errorf("%s and generic kernels share the state format %q", fast.Kernels().ISA, fast.StateFormat())
 	}
 	// Another model's snapshot (other layer shapes) does not read.
-	alt := fixtures.Models(t)[2]
+	alt := fixtures.Model(t, fixtures.AltHF)
 	ab, aw := openModel(t, alt.Dir, Options{})
 	seq, _ := ab.NewSequence(16)
 	prefillPieces(t, ab, aw, seq, alt.Prompt[:8])

@@ -18,7 +18,7 @@ import (
 // with f32. Both sides run the same passes after the prefix, so no
 // tolerance applies.
 func TestStateWrittenAndReadBack(t *testing.T) {
-	ref := fixtures.Models(t)[0]
+	ref := fixtures.Model(t, fixtures.TinyHF)
 	docIDs, docCut := prompttest.DocumentPrompt(t, ref.Dir, 3)
 	m, err := checkpoint.Load(ref.Dir)
 	if err != nil {
