@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
 )
 
 // TestLogitsCommandEmu runs `suzuran logits --backend emu --stats` on the
