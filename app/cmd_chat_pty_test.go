@@ -6,8 +6,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -75,13 +73,7 @@ func startChatOnPTY(t *testing.T, args ...string) (master *os.File, out *termina
 	t.Helper()
 	master, slave := openPTY(t)
 	t.Cleanup(func() { master.Close() })
-	home := t.TempDir()
-	cmd := exec.Command(os.Args[0], append([]string{"chat"}, args...)...)
-	cmd.Env = append(os.Environ(), suzuranMainEnv+"=1",
-		"HOME="+home,
-		"XDG_CONFIG_HOME="+filepath.Join(home, "config"),
-		"XDG_CACHE_HOME="+filepath.Join(home, "cache"),
-		"XDG_STATE_HOME="+filepath.Join(home, "state"))
+	cmd := chatProcess(t, args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	// A session of its own with the terminal as its controlling terminal,
 	// so that typing Ctrl-C sends SIGINT to it as in a real shell.

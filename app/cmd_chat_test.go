@@ -41,10 +41,11 @@ func chatReference(t *testing.T, question string) string {
 	return ""
 }
 
-// runChat runs `suzuran chat args...` in a fresh process (see TestMain)
-// with stdin, in private config and cache folders, so the demo model is
-// installed from the binary as on a new machine.
-func runChatProcess(t *testing.T, stdin string, args ...string) (stdout, stderr string) {
+// chatProcess is `suzuran chat args...` as a fresh process of this test
+// binary (see TestMain), in private home, config, cache and state
+// folders, so the demo model is installed from the binary as on a new
+// machine.
+func chatProcess(t *testing.T, args ...string) *exec.Cmd {
 	t.Helper()
 	home := t.TempDir()
 	cmd := exec.Command(os.Args[0], append([]string{"chat"}, args...)...)
@@ -53,6 +54,15 @@ func runChatProcess(t *testing.T, stdin string, args ...string) (stdout, stderr 
 		"XDG_CONFIG_HOME="+filepath.Join(home, "config"),
 		"XDG_CACHE_HOME="+filepath.Join(home, "cache"),
 		"XDG_STATE_HOME="+filepath.Join(home, "state"))
+	return cmd
+}
+
+// runChat runs `suzuran chat args...` in a fresh process (see TestMain)
+// with stdin, in private config and cache folders, so the demo model is
+// installed from the binary as on a new machine.
+func runChatProcess(t *testing.T, stdin string, args ...string) (stdout, stderr string) {
+	t.Helper()
+	cmd := chatProcess(t, args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

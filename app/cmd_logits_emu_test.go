@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/suzuran-app/suzuran/engine/safetensors"
 )
 
 // TestLogitsCommandEmu runs `suzuran logits --backend emu --stats` on the
@@ -20,11 +18,7 @@ import (
 // the pipeline counters in words on stderr.
 func TestLogitsCommandEmu(t *testing.T) {
 	tiny := filepath.Join(repoFixtures(t), "qwen35moe-tiny")
-	ref, err := safetensors.Open(filepath.Join(tiny, "reference.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Close()
+	ref := openTensors(t, filepath.Join(tiny, "reference.safetensors"))
 	promptT, _ := ref.Tensor("prompt_ids")
 	ids := promptFlag(promptT)
 	wantIDs, _ := ref.Tensor("mlx.gen_ids")
@@ -39,11 +33,7 @@ func TestLogitsCommandEmu(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := safetensors.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openTensors(t, out)
 	gotIDs, _ := f.Tensor("gen_ids")
 	if !bytes.Equal(gotIDs.Data, wantIDs.Data) {
 		t.Fatal("gen_ids differ from the reference's greedy continuation")

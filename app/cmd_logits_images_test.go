@@ -22,19 +22,8 @@ var vlFixture = filepath.Join("..", "engine", "internal", "fixtures", "testdata"
 // images written back as the engine took them, in prompt order.
 func TestLogitsCommandImages(t *testing.T) {
 	refPath := filepath.Join(vlFixture, "reference.safetensors")
-	ref, err := safetensors.Open(refPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Close()
-	get := func(f *safetensors.File, name string) safetensors.Tensor {
-		tn, ok := f.Tensor(name)
-		if !ok {
-			t.Fatalf("no tensor %s", name)
-		}
-		return tn
-	}
-	promptT := get(ref, "mlx.two_images.prompt_ids")
+	ref := openTensors(t, refPath)
+	promptT := tensorOf(t, ref, "mlx.two_images.prompt_ids")
 	pixels := pixelValuesFile(t, ref, "image2", "image0")
 	out := filepath.Join(t.TempDir(), "out.safetensors")
 	cmd := newLogitsCmd()
@@ -46,16 +35,12 @@ func TestLogitsCommandImages(t *testing.T) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := safetensors.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openTensors(t, out)
 
 	// prompt_logits: the fixture keeps every row but the pads.
-	rows := get(ref, "mlx.two_images.prompt_logit_rows")
-	all, _ := safetensors.ToFloat32(get(f, "prompt_logits"))
-	want, _ := safetensors.ToFloat32(get(ref, "mlx.two_images.prompt_logits"))
+	rows := tensorOf(t, ref, "mlx.two_images.prompt_logit_rows")
+	all, _ := safetensors.ToFloat32(tensorOf(t, f, "prompt_logits"))
+	want, _ := safetensors.ToFloat32(tensorOf(t, ref, "mlx.two_images.prompt_logits"))
 	V := 1024
 	var kept []float32
 	for i := range rows.NumElements() {
@@ -67,25 +52,21 @@ func TestLogitsCommandImages(t *testing.T) {
 		got, want []float32
 	}{
 		{"prompt logits", kept, want},
-		{"gen logits", floats(t, get(f, "gen_logits")), floats(t, get(ref, "mlx.two_images.gen_logits"))},
-		{"image embeddings", floats(t, get(f, "image_embeds")), floats(t, get(ref, "mlx.two_images.image_embeds"))},
+		{"gen logits", floats(t, tensorOf(t, f, "gen_logits")), floats(t, tensorOf(t, ref, "mlx.two_images.gen_logits"))},
+		{"image embeddings", floats(t, tensorOf(t, f, "image_embeds")), floats(t, tensorOf(t, ref, "mlx.two_images.image_embeds"))},
 	} {
 		if e := rel(c.got, c.want); !(e <= 1e-4) {
 			t.Errorf("%s: relative error %.3g > 1e-4", c.what, e)
 		}
 	}
-	if got, want := get(f, "position_ids"), get(ref, "mlx.two_images.position_ids"); !bytes.Equal(got.Data, want.Data) || !slices.Equal(got.Shape, want.Shape) {
+	if got, want := tensorOf(t, f, "position_ids"), tensorOf(t, ref, "mlx.two_images.position_ids"); !bytes.Equal(got.Data, want.Data) || !slices.Equal(got.Shape, want.Shape) {
 		t.Error("position_ids differ from the reference's")
 	}
-	px, err := safetensors.Open(pixels)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer px.Close()
+	px := openTensors(t, pixels)
 	for k, name := range []string{"image2", "image0"} {
 		for _, part := range []string{"pixel_values", "grid_thw"} {
-			got := get(f, "image"+string(rune('0'+k))+"."+part)
-			if !bytes.Equal(got.Data, get(px, name+"."+part).Data) {
+			got := tensorOf(t, f, "image"+string(rune('0'+k))+"."+part)
+			if !bytes.Equal(got.Data, tensorOf(t, px, name+"."+part).Data) {
 				t.Errorf("image%d.%s is not %s.%s", k, part, name, part)
 			}
 		}
@@ -101,39 +82,24 @@ func TestLogitsCommandImages(t *testing.T) {
 // processed pixels, which may differ from the reference's by a step of
 // rounding where the resize filter lands on a half).
 func TestLogitsCommandImagesProcessed(t *testing.T) {
-	ref, err := safetensors.Open(filepath.Join(vlFixture, "reference.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Close()
-	get := func(f *safetensors.File, name string) safetensors.Tensor {
-		tn, ok := f.Tensor(name)
-		if !ok {
-			t.Fatalf("no tensor %s", name)
-		}
-		return tn
-	}
+	ref := openTensors(t, filepath.Join(vlFixture, "reference.safetensors"))
 	out := filepath.Join(t.TempDir(), "out.safetensors")
 	cmd := newLogitsCmd()
 	cmd.SetOut(&bytes.Buffer{})
 	imgs := filepath.Join(vlFixture, "images")
-	cmd.SetArgs([]string{"--model", filepath.Join(vlFixture, "hf-bf16"), "--ids", promptFlag(get(ref, "hf.two_images.prompt_ids")), "--gen", "8",
+	cmd.SetArgs([]string{"--model", filepath.Join(vlFixture, "hf-bf16"), "--ids", promptFlag(tensorOf(t, ref, "hf.two_images.prompt_ids")), "--gen", "8",
 		"--image", filepath.Join(imgs, "image2.png"), "--image", filepath.Join(imgs, "image0.png"), "--out", out})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := safetensors.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openTensors(t, out)
 	for k, name := range []string{"image2", "image0"} {
 		pre := "image" + string(rune('0'+k))
-		if got, want := get(f, pre+".grid_thw"), get(ref, name+".grid_thw"); !bytes.Equal(got.Data, want.Data) {
+		if got, want := tensorOf(t, f, pre+".grid_thw"), tensorOf(t, ref, name+".grid_thw"); !bytes.Equal(got.Data, want.Data) {
 			t.Errorf("%s.grid_thw %v, want %s's", pre, got.Data, name)
 		}
-		px := floats(t, get(f, pre+".pixel_values"))
-		codes := get(ref, name+".pixel_codes").Data
+		px := floats(t, tensorOf(t, f, pre+".pixel_values"))
+		codes := tensorOf(t, ref, name+".pixel_codes").Data
 		if len(px) != len(codes) {
 			t.Fatalf("%s: %d pixel values, want %d", pre, len(px), len(codes))
 		}
@@ -146,8 +112,8 @@ func TestLogitsCommandImagesProcessed(t *testing.T) {
 		}
 		t.Logf("%s (%s): largest pixel difference %.3g", pre, name, worst)
 	}
-	rows := get(ref, "hf.two_images.prompt_logit_rows")
-	all := floats(t, get(f, "prompt_logits"))
+	rows := tensorOf(t, ref, "hf.two_images.prompt_logit_rows")
+	all := floats(t, tensorOf(t, f, "prompt_logits"))
 	V := 1024
 	var kept []float32
 	for i := range rows.NumElements() {
@@ -158,8 +124,8 @@ func TestLogitsCommandImagesProcessed(t *testing.T) {
 		what      string
 		got, want []float32
 	}{
-		{"prompt logits", kept, floats(t, get(ref, "hf.two_images.prompt_logits"))},
-		{"gen logits", floats(t, get(f, "gen_logits")), floats(t, get(ref, "hf.two_images.gen_logits"))},
+		{"prompt logits", kept, floats(t, tensorOf(t, ref, "hf.two_images.prompt_logits"))},
+		{"gen logits", floats(t, tensorOf(t, f, "gen_logits")), floats(t, tensorOf(t, ref, "hf.two_images.gen_logits"))},
 	} {
 		e := rel(c.got, c.want)
 		if !(e <= 2e-2) {
@@ -174,11 +140,7 @@ func TestLogitsCommandImagesProcessed(t *testing.T) {
 // errors.
 func TestLogitsCommandImageErrors(t *testing.T) {
 	refPath := filepath.Join(vlFixture, "reference.safetensors")
-	ref, err := safetensors.Open(refPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Close()
+	ref := openTensors(t, refPath)
 	promptT, _ := ref.Tensor("hf.single.prompt_ids")
 	ids := promptFlag(promptT)
 	refPath = pixelValuesFile(t, ref, "image0")

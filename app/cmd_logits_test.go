@@ -30,11 +30,7 @@ func TestLogitsCommand(t *testing.T) {
 
 func testLogitsCommand(t *testing.T, precision string, tolerance float64) {
 	alt := filepath.Join("..", "engine", "checkpoint", "testdata", "qwen35moe-alt")
-	ref, err := safetensors.Open(filepath.Join(alt, "reference.safetensors"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ref.Close()
+	ref := openTensors(t, filepath.Join(alt, "reference.safetensors"))
 	promptT, _ := ref.Tensor("prompt_ids")
 	ids := promptFlag(promptT)
 	out := filepath.Join(t.TempDir(), "out.safetensors")
@@ -45,11 +41,7 @@ func testLogitsCommand(t *testing.T, precision string, tolerance float64) {
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := safetensors.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := openTensors(t, out)
 	T := promptT.NumElements()
 	for name, shape := range map[string][]int{"prompt_logits": {T, 512}, "gen_ids": {3}, "gen_logits": {3, 512}} {
 		tn, ok := f.Tensor(name)
@@ -119,4 +111,25 @@ func relError(got, want safetensors.Tensor) float64 {
 		m = max(m, math.Abs(float64(w[i])))
 	}
 	return d / m
+}
+
+// openTensors opens a safetensors file for the test, closed when it ends.
+func openTensors(t *testing.T, path string) *safetensors.File {
+	t.Helper()
+	f, err := safetensors.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// tensorOf returns f's tensor name; a missing one fails the test.
+func tensorOf(t *testing.T, f *safetensors.File, name string) safetensors.Tensor {
+	t.Helper()
+	tn, ok := f.Tensor(name)
+	if !ok {
+		t.Fatalf("no tensor %s", name)
+	}
+	return tn
 }

@@ -126,7 +126,7 @@ func TestCrashMidReply(t *testing.T) {
 		}
 		// The reply is written by another process: its database is all
 		// there is to watch, and no event crosses to this one.
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // another process writes the reply: the database is read again
 		watch.QueryRow(`SELECT length(content) + length(reasoning), status FROM messages WHERE id = ?`, replyID).Scan(&seen, &status)
 		if status != "" && status != store.StatusStreaming {
 			t.Fatalf("the reply ended (%s) after %d bytes, before the kill", status, seen)

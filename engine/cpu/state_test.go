@@ -4,34 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"strings"
 	"testing"
 
 	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
+	"github.com/suzuran-app/suzuran/engine/internal/prompttest"
 	"github.com/suzuran-app/suzuran/engine/model"
-	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
-
-// documentPrompt is a user turn holding a documents block (as app/docs
-// renders one) and a question, in the fixture model's tokens, and a cut
-// inside the document's text.
-func documentPrompt(t *testing.T, dir string) ([]int, int) {
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := strings.Repeat("The river rises in the hills and runs down to the sea. ", 4)
-	text := "<|im_start|>user\n<documents>\n<document name=\"river.txt\" type=\"Text\">\n" + body +
-		"\n</document>\n</documents>\n\nWhere does the river run?<|im_end|>\n<|im_start|>assistant\n"
-	ids := tok.EncodeWithSpecials(text)
-	start := len(tok.EncodeWithSpecials(text[:strings.Index(text, body)]))
-	end := len(tok.EncodeWithSpecials(text[:strings.Index(text, body)+len(body)]))
-	cut := (start + end) / 2
-	if cut <= start+1 || cut >= end-1 || len(ids) < end+4 {
-		t.Fatalf("the document's tokens [%d, %d) of %d leave no cut inside it", start, end, len(ids))
-	}
-	return ids, cut
-}
 
 // TestStateWrittenAndReadBack checks that a snapshot written out
 // (WriteSnapshot) and read back by another backend on the same weights
@@ -41,8 +19,8 @@ func documentPrompt(t *testing.T, dir string) ([]int, int) {
 // prefix is computed in two pieces in both, so the arithmetic is the same
 // and no tolerance applies.
 func TestStateWrittenAndReadBack(t *testing.T) {
-	for _, ref := range fixtures.Models(t)[:2] {
-		docIDs, docCut := documentPrompt(t, ref.Dir)
+	for _, ref := range fixtures.ModelsNamed(t, fixtures.TinyHF, fixtures.TinyMLX) {
+		docIDs, docCut := prompttest.DocumentPrompt(t, ref.Dir, 4)
 		for _, precision := range []Precision{PrecisionExact, PrecisionFast} {
 			t.Run(ref.Name+"/"+string(precision), func(t *testing.T) {
 				opt := Options{Precision: precision}
@@ -106,7 +84,7 @@ func TestStateWrittenAndReadBack(t *testing.T) {
 // the kernels are part of the format, so that a snapshot computed in the
 // fast path is never read back into the exact one.
 func TestStateFormatNamesWhatChangesTheState(t *testing.T) {
-	ref := fixtures.Models(t)[1]
+	ref := fixtures.Model(t, fixtures.TinyMLX)
 	fast, w := openModel(t, ref.Dir, Options{Precision: PrecisionFast})
 	exact, err := New(w, Options{Precision: PrecisionExact})
 	if err != nil {
@@ -123,7 +101,7 @@ func TestStateFormatNamesWhatChangesTheState(t *testing.T) {
 		t.Errorf("%s and generic kernels share the state format %q", fast.Kernels().ISA, fast.StateFormat())
 	}
 	// Another model's snapshot (other layer shapes) does not read.
-	alt := fixtures.Models(t)[2]
+	alt := fixtures.Model(t, fixtures.AltHF)
 	ab, aw := openModel(t, alt.Dir, Options{})
 	seq, _ := ab.NewSequence(16)
 	prefillPieces(t, ab, aw, seq, alt.Prompt[:8])

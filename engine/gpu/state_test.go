@@ -2,35 +2,13 @@ package gpu
 
 import (
 	"bytes"
-	"strings"
 	"testing"
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
+	"github.com/suzuran-app/suzuran/engine/internal/prompttest"
 	"github.com/suzuran-app/suzuran/engine/model"
-	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
-
-// documentPrompt is a user turn holding a documents block (as app/docs
-// renders one) and a question, in the fixture model's tokens, and a cut
-// inside the document's text.
-func documentPrompt(t *testing.T, dir string) ([]int, int) {
-	tok, err := tokenizer.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := strings.Repeat("The river rises in the hills and runs down to the sea. ", 3)
-	text := "<|im_start|>user\n<documents>\n<document name=\"river.txt\" type=\"Text\">\n" + body +
-		"\n</document>\n</documents>\n\nWhere does the river run?<|im_end|>\n<|im_start|>assistant\n"
-	ids := tok.EncodeWithSpecials(text)
-	start := len(tok.EncodeWithSpecials(text[:strings.Index(text, body)]))
-	end := len(tok.EncodeWithSpecials(text[:strings.Index(text, body)+len(body)]))
-	cut := (start + end) / 2
-	if cut <= start+1 || cut >= end-1 || len(ids) < end+4 {
-		t.Fatalf("the document's tokens [%d, %d) of %d leave no cut inside it", start, end, len(ids))
-	}
-	return ids, cut
-}
 
 // TestStateWrittenAndReadBack checks on the emulator that a snapshot
 // written out and read back by another backend on another device (as a
@@ -40,8 +18,8 @@ func documentPrompt(t *testing.T, dir string) ([]int, int) {
 // with f32. Both sides run the same passes after the prefix, so no
 // tolerance applies.
 func TestStateWrittenAndReadBack(t *testing.T) {
-	ref := fixtures.Models(t)[0]
-	docIDs, docCut := documentPrompt(t, ref.Dir)
+	ref := fixtures.Model(t, fixtures.TinyHF)
+	docIDs, docCut := prompttest.DocumentPrompt(t, ref.Dir, 3)
 	m, err := checkpoint.Load(ref.Dir)
 	if err != nil {
 		t.Fatal(err)

@@ -226,7 +226,7 @@ func TestSizeLimit(t *testing.T) {
 		if load(t, s, space, kept, size) != len(kept) {
 			t.Fatalf("write %d: the snapshot loaded after every write was evicted", i)
 		}
-		time.Sleep(2 * time.Millisecond) // distinct modification times
+		time.Sleep(2 * time.Millisecond) // the files' clock: distinct modification times order the eviction under test
 	}
 	if first := append(seq(30), 0); load(t, s, space, first, size) != 0 {
 		t.Fatal("the first of 40 snapshots survived a limit of five")
@@ -268,7 +268,7 @@ func TestKilledWhileWriting(t *testing.T) {
 				if i == 4<<20 {
 					os.WriteFile(filepath.Join(dir, "..", "writing"), nil, 0o600)
 				}
-				time.Sleep(20 * time.Millisecond)
+				time.Sleep(20 * time.Millisecond) // a slow writer, so that the kill comes mid-write: the case under test
 			}
 			return nil
 		})
@@ -291,7 +291,7 @@ func TestKilledWhileWriting(t *testing.T) {
 			cmd.Process.Kill()
 			t.Fatal("the child never started writing")
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // another process writes the marker, with no event across: the folder is read again
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	err := cmd.Wait()

@@ -320,18 +320,17 @@ func (b *build) run() (string, error) {
 	srcDir := filepath.Join(b.dir, "src-"+srcHash)
 	objDir := filepath.Join(b.dir, "obj")
 
-	type job struct{ name, key, src string }
-	var jobs []job
+	var jobs []buildJob
 	var unames []string
 	for n := range b.units {
 		unames = append(unames, n)
 	}
 	sort.Strings(unames)
 	rtKey := hashOf(append([]string{"runtime", b.id, b.shimHash}, runtimeFlags...)...)
-	jobs = append(jobs, job{"emu_runtime.cc", rtKey, ""})
+	jobs = append(jobs, buildJob{"emu_runtime.cc", rtKey, ""})
 	for _, n := range unames {
 		key := hashOf(append(append(append([]string{"unit", b.id, b.shimHash, srcHash, n, b.units[n]}, kernelFlags...), hostFlags()...), hparts...)...)
-		jobs = append(jobs, job{n, key, b.units[n]})
+		jobs = append(jobs, buildJob{n, key, b.units[n]})
 	}
 	var keys, objs []string
 	for _, j := range jobs {
@@ -358,10 +357,35 @@ func (b *build) run() (string, error) {
 		touch(append([]string{lib}, objs...))
 		return lib, nil
 	}
+	if err := b.writeSources(shimDir, srcDir); err != nil {
+		return "", err
+	}
+	if err := b.compileAll(jobs, objs, shimDir, srcDir); err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(lib), 0o755); err != nil {
+		return "", err
+	}
+	args := append([]string{"-shared", "-fPIC"}, objs...)
+	args = append(args, "-lpthread")
+	if err := b.compile(args, lib); err != nil {
+		return "", fmt.Errorf("emu: linking the kernel library: %w", err)
+	}
+	prune(b.dir)
+	return lib, nil
+}
+
+// buildJob is one object of the kernel library: the runner (src "") or a
+// translation unit, cached under key.
+type buildJob struct{ name, key, src string }
+
+// writeSources writes the shim and the headers the units include, where
+// they are not yet.
+func (b *build) writeSources(shimDir, srcDir string) error {
 	if !exists(filepath.Join(shimDir, "emu_metal.h")) || !exists(filepath.Join(shimDir, "emu_runtime.cc")) {
 		for n, t := range b.shim {
 			if err := writeAtomic(filepath.Join(shimDir, n), []byte(t)); err != nil {
-				return "", err
+				return err
 			}
 		}
 	}
@@ -369,10 +393,16 @@ func (b *build) run() (string, error) {
 		p := filepath.Join(srcDir, n)
 		if !exists(p) {
 			if err := writeAtomic(p, []byte(t)); err != nil {
-				return "", err
+				return err
 			}
 		}
 	}
+	return nil
+}
+
+// compileAll compiles each job whose object (objs[i]) is not cached yet,
+// as many at once as there are CPUs.
+func (b *build) compileAll(jobs []buildJob, objs []string, shimDir, srcDir string) error {
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runtime.NumCPU())
@@ -405,19 +435,7 @@ func (b *build) run() (string, error) {
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return "", err
-	}
-	if err := os.MkdirAll(filepath.Dir(lib), 0o755); err != nil {
-		return "", err
-	}
-	args := append([]string{"-shared", "-fPIC"}, objs...)
-	args = append(args, "-lpthread")
-	if err := b.compile(args, lib); err != nil {
-		return "", fmt.Errorf("emu: linking the kernel library: %w", err)
-	}
-	prune(b.dir)
-	return lib, nil
+	return errors.Join(errs...)
 }
 
 // lockDir takes an exclusive lock on dir/.lock, waiting for other

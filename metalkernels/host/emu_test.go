@@ -249,82 +249,89 @@ func TestSimdFunctions(t *testing.T) {
 	}
 	xs, us, o := f32s(x), u32s(u), f32s(out)
 	for gid := range n {
-		base := gid &^ 31 // SIMD groups are 32 consecutive threads of a threadgroup (tg is a multiple of 32)
-		lane := gid - base
-		active := func(l int) bool { return l >= 0 && l < 32 && base+l < n }
-		val := func(l int) float32 { return xs[base+l] }
-		var sum, incl, excl, maxv, minv, sum2 float32
-		maxv, minv = float32(math.Inf(-1)), float32(math.Inf(1))
-		var usum, umax, uor, uxor, uexcl uint32
-		var ballot uint32
-		anyv, allv := false, true
-		firstLane := -1
-		for l := range 32 {
-			if !active(l) {
-				continue
-			}
-			if firstLane < 0 {
-				firstLane = l
-			}
-			v := val(l)
-			sum += v
-			sum2 += 2 * v
-			if l <= lane {
-				incl += v
-			}
-			if l < lane {
-				excl += v
-				uexcl += us[base+l]
-			}
-			maxv, minv = max(maxv, v), min(minv, v)
-			usum += us[base+l]
-			umax = max(umax, us[base+l])
-			uor |= us[base+l]
-			uxor ^= us[base+l]
-			if v > 0 {
-				ballot |= 1 << l
-			}
-			anyv = anyv || v > 2.5
-			allv = allv && v > -2.5
-		}
-		shuf := func(src int) float32 {
-			if active(src) {
-				return val(src)
-			}
-			return val(lane)
-		}
-		var quad float32
-		for l := lane &^ 3; l < lane&^3+4; l++ {
-			if active(l) {
-				quad += val(l)
-			}
-		}
-		b2f := func(b bool) float32 {
-			if b {
-				return 1
-			}
-			return 0
-		}
-		up := val(lane)
-		if lane >= 3 {
-			up = shuf(lane - 3)
-		}
-		down := val(lane)
-		if lane+3 < 32 {
-			down = shuf(lane + 3)
-		}
-		want := []float32{
-			sum, maxv, minv, incl, excl,
-			shuf((lane*7 + 3) & 31), shuf(lane ^ 5), up, down, shuf(2),
-			float32(ballot & 0xffff), float32(ballot >> 16), b2f(anyv), b2f(allv),
-			float32(usum), float32(umax), float32(uor & 0xffff), float32(uxor & 0xffff),
-			quad, val(firstLane), b2f(lane == firstLane), shuf((lane + 5) & 31), sum2, float32(uexcl),
-		}
+		lane := gid % 32
+		want := simdOpsWant(xs, us, n, gid)
 		for op, w := range want {
 			if got := o[op*n+gid]; got != w {
 				t.Errorf("op %d, thread %d (lane %d): got %v, want %v", op, gid, lane, got, w)
 			}
 		}
+	}
+}
+
+// simdOpsWant is what simd_ops writes for thread gid, op by op, computed
+// in Go over the thread's SIMD group of xs and us (n threads in all).
+func simdOpsWant(xs []float32, us []uint32, n, gid int) []float32 {
+	base := gid &^ 31 // SIMD groups are 32 consecutive threads of a threadgroup (tg is a multiple of 32)
+	lane := gid - base
+	active := func(l int) bool { return l >= 0 && l < 32 && base+l < n }
+	val := func(l int) float32 { return xs[base+l] }
+	var sum, incl, excl, maxv, minv, sum2 float32
+	maxv, minv = float32(math.Inf(-1)), float32(math.Inf(1))
+	var usum, umax, uor, uxor, uexcl uint32
+	var ballot uint32
+	anyv, allv := false, true
+	firstLane := -1
+	for l := range 32 {
+		if !active(l) {
+			continue
+		}
+		if firstLane < 0 {
+			firstLane = l
+		}
+		v := val(l)
+		sum += v
+		sum2 += 2 * v
+		if l <= lane {
+			incl += v
+		}
+		if l < lane {
+			excl += v
+			uexcl += us[base+l]
+		}
+		maxv, minv = max(maxv, v), min(minv, v)
+		usum += us[base+l]
+		umax = max(umax, us[base+l])
+		uor |= us[base+l]
+		uxor ^= us[base+l]
+		if v > 0 {
+			ballot |= 1 << l
+		}
+		anyv = anyv || v > 2.5
+		allv = allv && v > -2.5
+	}
+	shuf := func(src int) float32 {
+		if active(src) {
+			return val(src)
+		}
+		return val(lane)
+	}
+	var quad float32
+	for l := lane &^ 3; l < lane&^3+4; l++ {
+		if active(l) {
+			quad += val(l)
+		}
+	}
+	b2f := func(b bool) float32 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	up := val(lane)
+	if lane >= 3 {
+		up = shuf(lane - 3)
+	}
+	down := val(lane)
+	if lane+3 < 32 {
+		down = shuf(lane + 3)
+	}
+	return []float32{
+		sum, maxv, minv, incl, excl,
+		shuf((lane*7 + 3) & 31), shuf(lane ^ 5), up, down, shuf(2),
+		float32(ballot & 0xffff), float32(ballot >> 16), b2f(anyv), b2f(allv),
+		float32(usum), float32(umax), float32(uor & 0xffff), float32(uxor & 0xffff),
+		quad, val(firstLane), b2f(lane == firstLane), shuf((lane + 5) & 31), sum2, float32(uexcl),
 	}
 }
 

@@ -968,34 +968,40 @@ func (l *linter) calls(known map[string][]funcSig) {
 			if close < 0 {
 				continue
 			}
-			var args [][2]int
-			l.eachParam(open, close, func(a, b int) { args = append(args, [2]int{a, b}) })
-			var mismatch string
-			matched := false
-			for _, sig := range sigs {
-				if len(sig) != len(args) {
-					continue
-				}
-				bad := ""
-				for n, arg := range args {
-					if msg := l.argMismatch(sig[n], arg[0], arg[1], lookup); msg != "" {
-						bad = fmt.Sprintf("%s: argument %d %s", name, n+1, msg)
-						break
-					}
-				}
-				if bad == "" {
-					matched = true
-					break
-				}
-				if mismatch == "" {
-					mismatch = bad
-				}
-			}
-			if !matched && mismatch != "" {
+			if mismatch := l.callMismatch(name, sigs, open, close, lookup); mismatch != "" {
 				l.errorf(l.toks[i].off, "%s; MSL does not convert between address spaces (write an overload for this space, or take the space as a template parameter)", mismatch)
 			}
 		}
 	}
+}
+
+// callMismatch checks a call of name, its arguments between the
+// parentheses at open and close, against the overloads sigs: "" when one
+// matches (or none has as many parameters), else what is wrong with the
+// first that has.
+func (l *linter) callMismatch(name string, sigs []funcSig, open, close int, lookup func(string, int) (varInfo, bool)) string {
+	var args [][2]int
+	l.eachParam(open, close, func(a, b int) { args = append(args, [2]int{a, b}) })
+	var mismatch string
+	for _, sig := range sigs {
+		if len(sig) != len(args) {
+			continue
+		}
+		bad := ""
+		for n, arg := range args {
+			if msg := l.argMismatch(sig[n], arg[0], arg[1], lookup); msg != "" {
+				bad = fmt.Sprintf("%s: argument %d %s", name, n+1, msg)
+				break
+			}
+		}
+		if bad == "" {
+			return ""
+		}
+		if mismatch == "" {
+			mismatch = bad
+		}
+	}
+	return mismatch
 }
 
 // argSpace tells, from the declarations lookup finds, which address space

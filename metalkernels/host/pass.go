@@ -257,18 +257,9 @@ func runPassKnown(file, src string, defines map[string]string, known map[string]
 		res.defines[string(m[1])] = strings.TrimSpace(string(m[2]))
 	}
 
-	// Attributes.
-	var attrs []attribute
-	for i := 0; i+1 < len(c); i++ {
-		if c[i] == '[' && c[i+1] == '[' {
-			end := strings.Index(string(c[i:]), "]]")
-			if end < 0 {
-				return nil, &SourceError{file, lineOf(c, i), "unterminated [[ attribute"}
-			}
-			a := attribute{start: i, end: i + end + 2, text: strings.TrimSpace(src[i+2 : i+end])}
-			attrs = append(attrs, a)
-			i = a.end - 1
-		}
+	attrs, err := findAttributes(file, src, c)
+	if err != nil {
+		return nil, err
 	}
 	attrAt := map[int]attribute{}
 	for _, a := range attrs {
@@ -322,6 +313,34 @@ func runPassKnown(file, src string, defines map[string]string, known map[string]
 		}
 	}
 
+	res.rewrite(src, cw, out, attrs)
+	res.out = apply(out, res.edits)
+	return res, nil
+}
+
+// findAttributes finds the [[ ]] attributes of src (c is its code, with
+// comments and strings blanked).
+func findAttributes(file, src string, c []byte) ([]attribute, error) {
+	// Attributes.
+	var attrs []attribute
+	for i := 0; i+1 < len(c); i++ {
+		if c[i] == '[' && c[i+1] == '[' {
+			end := strings.Index(string(c[i:]), "]]")
+			if end < 0 {
+				return nil, &SourceError{file, lineOf(c, i), "unterminated [[ attribute"}
+			}
+			a := attribute{start: i, end: i + end + 2, text: strings.TrimSpace(src[i+2 : i+end])}
+			attrs = append(attrs, a)
+			i = a.end - 1
+		}
+	}
+	return attrs, nil
+}
+
+// rewrite blanks in out what C++ does not know (attributes, address-space
+// keywords, threadgroup qualifiers) and records the edits that make the
+// rest C++: program-scope constants as static const, half literals cast.
+func (res *passResult) rewrite(src string, cw, out []byte, attrs []attribute) {
 	// Blank attributes and address-space keywords.
 	for _, a := range attrs {
 		blank(out, a.start, a.end)
@@ -362,8 +381,6 @@ func runPassKnown(file, src string, defines map[string]string, known map[string]
 		}
 		res.edits = append(res.edits, edit{m[0], m[1], "((half)" + src[m[2]:m[3]] + ")"})
 	}
-	res.out = apply(out, res.edits)
-	return res, nil
 }
 
 // parseParams splits a parameter list (between the parentheses at open and
