@@ -68,7 +68,10 @@ type Options struct {
 	CacheBytes int64
 	// PrefillChunk is the most prompt tokens one pass consumes; the running
 	// requests take a decode step between chunks, and a cancelled request
-	// stops before its pass's next layer. 0 means 512.
+	// stops before its pass's next layer. Further into a long prompt, where
+	// attention's work per token grows with the position, chunks take fewer
+	// tokens, so that none plans more than twice the work of a first full
+	// chunk. 0 means 512.
 	PrefillChunk int
 	// Pipelined starts each decode step before the host reads the token
 	// of the step before, which the backend then feeds from its own memory:
@@ -345,6 +348,8 @@ type Engine struct {
 	// broken is the first pass failure on the backend since the last
 	// move to Options.Fallback (nil: none).
 	broken error
+	// cost is the model's prefill work, which sizes the prompt chunks.
+	cost chunkCost
 }
 
 // job is a submitted request with its stream.
@@ -413,6 +418,7 @@ func New(opts Options) (*Engine, error) {
 		done:    make(chan struct{}),
 		cache:   newPrefixCache(max(opts.CacheBytes, 0)),
 		tmpl:    opts.Template,
+		cost:    prefillCost(cfg),
 	}
 	if e.opts.SequenceBytes <= 0 {
 		e.opts.SequenceBytes = int64(opts.Parallel+1) * e.sequenceBytes(opts.ContextTokens)

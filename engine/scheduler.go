@@ -24,7 +24,9 @@ import (
 //     cancelled;
 //  4. runs one prefill chunk of one request still reading its prompt (the
 //     highest priority, then the oldest), in a pass of its own, so that the
-//     running requests' streams keep flowing between chunks. The pass asks
+//     running requests' streams keep flowing between chunks; chunks shrink
+//     as attention's work per token grows with the position, so that each
+//     plans no more work than twice a first full chunk (chunks.go). The pass asks
 //     the request's context before each layer's blocks and, on the CPU
 //     backend, between bounded runs of work inside them (engine/cpu's
 //     pass.go): a cancelled request stops within a few milliseconds of CPU
@@ -74,10 +76,11 @@ func (e *Engine) run() {
 				ahead.finish()
 				ahead = nil
 			}
-			// Always PrefillChunk, never shortened while others stream: a
-			// chunk's size decides which kernels its rows take, and a
-			// request's answer must not depend on what else runs.
-			if err := g.prefillChunk(e.opts.PrefillChunk); err != nil {
+			// The chunk's size follows from the position alone (chunks.go),
+			// never shortened while others stream: a chunk's size decides
+			// which kernels its rows take, and a request's answer must not
+			// depend on what else runs.
+			if err := g.prefillChunk(e.cost.chunkAt(g.pos, e.opts.PrefillChunk)); err != nil {
 				if !errors.Is(err, errCancelled) {
 					e.passFailed(err)
 				}

@@ -254,6 +254,21 @@ func TestRunOnTinyModel(t *testing.T) {
 			if err := Table(&tab, []*Report{&back, r}); err != nil {
 				t.Fatal(err)
 			}
+			if method == "blocks" {
+				// Each block kind per prompt token: the layer's time less
+				// its MoE, the MoE, over the 40 tokens.
+				c := r.Prefill[1].Layers
+				cells := ms((c.DeltaNetLayerMs-c.MoEMs)*1e3/40) + " / " + ms(c.MoEMs*1e3/40) + " / " + ms((c.AttentionLayerMs-c.MoEMs)*1e3/40)
+				found := false
+				for _, line := range strings.Split(tab.String(), "\n") {
+					if strings.Contains(line, "prefill 40: DeltaNet mixer / MoE / attention mixer, µs per token") && strings.Contains(line, cells) {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("table lacks the per-token block times of the 40-token prompt (%s):\n%s", cells, tab.String())
+				}
+			}
 			for _, want := range []string{"prefill 16: tok/s", "decode after 40: tok/s", "projected to 40 layers", "copy probe"} {
 				if !strings.Contains(strings.ToLower(tab.String()), strings.ToLower(want)) {
 					t.Errorf("table lacks %q:\n%s", want, tab.String())

@@ -156,6 +156,17 @@ func (t *table) layerRows(order []int) {
 		})
 	}
 	for _, n := range order {
+		// Per prompt token, so that lengths compare: flat for the blocks
+		// whose work is linear in the prompt, growing for attention.
+		add(fmt.Sprintf("prefill %d: DeltaNet mixer / MoE / attention mixer, µs per token", n), func(r *Report) string {
+			if p := r.prefill(n); p != nil && p.Layers != nil && p.Layers.Method == "blocks" && n > 0 {
+				c, k := p.Layers, 1e3/float64(n)
+				return fmt.Sprintf("%s / %s / %s", ms((c.DeltaNetLayerMs-c.MoEMs)*k), ms(c.MoEMs*k), ms((c.AttentionLayerMs-c.MoEMs)*k))
+			}
+			return ""
+		})
+	}
+	for _, n := range order {
 		add(fmt.Sprintf("decode after %d: DeltaNet / attention layer, fixed, ms/token", n), func(r *Report) string {
 			if d := r.decode(n); d != nil && d.Layers != nil {
 				return layerCells(d.Layers)
