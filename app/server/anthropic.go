@@ -386,20 +386,11 @@ func stopReason(res *genResult) string {
 	return "end_turn"
 }
 
-func anthropicUsage(st engine.Stats) map[string]any {
-	return map[string]any{
-		"input_tokens":                st.PromptTokens - st.CachedTokens,
-		"cache_read_input_tokens":     st.CachedTokens,
-		"cache_creation_input_tokens": 0,
-		"output_tokens":               st.GeneratedTokens,
-	}
-}
-
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
+// messageUsage is a whole message's usage: the prompt's tokens that were
+// not in the prefix cache, the cached ones, and the answer's.
+func messageUsage(st engine.Stats) anthropicUsage {
+	return anthropicUsage{InputTokens: st.PromptTokens - st.CachedTokens, CacheReadInputTokens: ptr(st.CachedTokens),
+		CacheCreationInputTokens: ptr(0), OutputTokens: st.GeneratedTokens}
 }
 
 // toolInput is a parsed call's arguments as JSON for a tool_use block.
@@ -436,19 +427,19 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := chat.Collect(events)
-	content := []any{}
+	content := []anthropicBlock{}
 	if out.Reasoning != "" {
-		content = append(content, map[string]any{"type": "thinking", "thinking": out.Reasoning, "signature": ""})
+		content = append(content, thinkingBlock(out.Reasoning))
 	}
 	if out.Content != "" || (len(out.ToolCalls) == 0 && out.Reasoning == "") {
-		content = append(content, map[string]any{"type": "text", "text": out.Content})
+		content = append(content, textBlock(out.Content))
 	}
 	for _, c := range out.ToolCalls {
-		content = append(content, map[string]any{"type": "tool_use", "id": newID("toolu_"), "name": c.Name, "input": toolInput(c.Arguments)})
+		content = append(content, toolUseBlock(c.Name, toolInput(c.Arguments)))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"id": id, "type": "message", "role": "assistant", "model": name, "content": content,
-		"stop_reason": stopReason(&res), "stop_sequence": nullable(res.stopSequence), "usage": anthropicUsage(res.stats),
+	writeJSON(w, http.StatusOK, anthropicMessageOut{
+		ID: id, Type: "message", Role: "assistant", Model: name, Content: content,
+		StopReason: nullString(stopReason(&res)), StopSequence: nullString(res.stopSequence), Usage: messageUsage(res.stats),
 	})
 }
 
@@ -458,16 +449,15 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 // message_delta with the stop reason and usage, and message_stop.
 func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, g *generation, id, model string) {
 	sse := newSSE(w)
-	sse.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
-		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": len(g.p.prompt.IDs), "output_tokens": 0},
+	sse.event("message_start", messageStartEvent{Type: "message_start", Message: anthropicMessageOut{
+		ID: id, Type: "message", Role: "assistant", Model: model, Content: []anthropicBlock{},
+		Usage: anthropicUsage{InputTokens: len(g.p.prompt.IDs)},
 	}})
-	sse.event("ping", map[string]any{"type": "ping"})
+	sse.event("ping", anthropicEvent{Type: "ping"})
 	sse.flush()
 	blocks := &blockWriter{sse: sse, index: -1}
 	g.keepAlive = func() error {
-		sse.event("ping", map[string]any{"type": "ping"})
+		sse.event("ping", anthropicEvent{Type: "ping"})
 		return sse.flush()
 	}
 	res := g.run(func(events []chat.Event, received time.Time) error {
@@ -478,11 +468,11 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, g *genera
 		return
 	}
 	blocks.closeBlock()
-	sse.event("message_delta", map[string]any{"type": "message_delta",
-		"delta": map[string]any{"stop_reason": stopReason(&res), "stop_sequence": nullable(res.stopSequence)},
-		"usage": map[string]any{"output_tokens": res.stats.GeneratedTokens, "input_tokens": res.stats.PromptTokens - res.stats.CachedTokens,
-			"cache_read_input_tokens": res.stats.CachedTokens}})
-	sse.event("message_stop", map[string]any{"type": "message_stop"})
+	end := messageDeltaEvent{Type: "message_delta", Usage: anthropicUsage{OutputTokens: res.stats.GeneratedTokens,
+		InputTokens: res.stats.PromptTokens - res.stats.CachedTokens, CacheReadInputTokens: ptr(res.stats.CachedTokens)}}
+	end.Delta.StopReason, end.Delta.StopSequence = stopReason(&res), nullString(res.stopSequence)
+	sse.event("message_delta", end)
+	sse.event("message_stop", anthropicEvent{Type: "message_stop"})
 	sse.flush()
 }
 
@@ -497,20 +487,20 @@ type blockWriter struct {
 
 func (b *blockWriter) closeBlock() {
 	if b.open != "" {
-		b.sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": b.index})
+		b.sse.event("content_block_stop", blockEvent{Type: "content_block_stop", Index: b.index})
 		b.open = ""
 	}
 }
 
-func (b *blockWriter) openBlock(kind string, block map[string]any) {
+func (b *blockWriter) openBlock(block anthropicBlock) {
 	b.closeBlock()
 	b.index++
-	b.open = kind
-	b.sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": b.index, "content_block": block})
+	b.open = block.Type
+	b.sse.event("content_block_start", blockEvent{Type: "content_block_start", Index: b.index, ContentBlock: &block})
 }
 
-func (b *blockWriter) delta(d map[string]any) {
-	b.sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": b.index, "delta": d})
+func (b *blockWriter) delta(d anthropicDelta) {
+	b.sse.event("content_block_delta", blockEvent{Type: "content_block_delta", Index: b.index, Delta: &d})
 }
 
 func (b *blockWriter) feed(events []chat.Event) {
@@ -518,19 +508,19 @@ func (b *blockWriter) feed(events []chat.Event) {
 		switch ev.Kind {
 		case chat.ReasoningDelta:
 			if b.open != "thinking" {
-				b.openBlock("thinking", map[string]any{"type": "thinking", "thinking": "", "signature": ""})
+				b.openBlock(thinkingBlock(""))
 			}
-			b.delta(map[string]any{"type": "thinking_delta", "thinking": ev.Text})
+			b.delta(anthropicDelta{Type: "thinking_delta", Thinking: ptr(ev.Text)})
 		case chat.ContentDelta:
 			if b.open != "text" {
-				b.openBlock("text", map[string]any{"type": "text", "text": ""})
+				b.openBlock(textBlock(""))
 			}
-			b.delta(map[string]any{"type": "text_delta", "text": ev.Text})
+			b.delta(anthropicDelta{Type: "text_delta", Text: ptr(ev.Text)})
 		case chat.ToolCallStart:
-			b.openBlock("tool_use", map[string]any{"type": "tool_use", "id": newID("toolu_"), "name": ev.Name, "input": map[string]any{}})
+			b.openBlock(toolUseBlock(ev.Name, json.RawMessage("{}")))
 		case chat.ToolCallArguments:
 			if b.open == "tool_use" {
-				b.delta(map[string]any{"type": "input_json_delta", "partial_json": ev.Text})
+				b.delta(anthropicDelta{Type: "input_json_delta", PartialJSON: ptr(ev.Text)})
 			}
 		case chat.ToolCallEnd:
 			b.closeBlock()
@@ -570,5 +560,5 @@ func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"input_tokens": len(p.prompt.IDs)})
+	writeJSON(w, http.StatusOK, countTokensBody{InputTokens: len(p.prompt.IDs)})
 }
