@@ -67,7 +67,7 @@ func (req *messagesRequest) turn(countOnly bool) (*chatTurn, error) {
 	}
 	var messages []chat.Message
 	if req.System.Set && req.System.Value != nil {
-		system, err := textOf(req.System.Value, "system")
+		system, err := systemText(req.System.Value, "system")
 		if err != nil {
 			return nil, err
 		}
@@ -86,7 +86,7 @@ func (req *messagesRequest) turn(countOnly bool) (*chatTurn, error) {
 			// Claude Code sends system messages inside messages beside the
 			// top-level system; they join it (systemFirst).
 			var text string
-			if text, err = textOf(m.Content.Value, param+".content"); err == nil {
+			if text, err = systemText(m.Content.Value, param+".content"); err == nil {
 				converted = []chat.Message{{Role: "system", Content: text}}
 			}
 		default:
@@ -234,14 +234,18 @@ func userBlocks(content any, param string) ([]chat.Message, error) {
 			images = append(images, im)
 		case "tool_result":
 			flush()
-			result, err := toolResultText(field(block, "content"), bp+".content")
+			result, resultImages, err := toolResultContent(field(block, "content"), bp+".content")
 			if err != nil {
 				return nil, err
 			}
 			if isErr, _ := field(block, "is_error").(bool); isErr {
 				result = "Error: " + result
 			}
-			out = append(out, chat.Message{Role: "tool", Content: result, ToolCallID: stringField(block, "tool_use_id")})
+			var content any = result
+			if len(resultImages) > 0 {
+				content = &documentContent{text: result, images: resultImages}
+			}
+			out = append(out, chat.Message{Role: "tool", Content: content, ToolCallID: stringField(block, "tool_use_id")})
 		default:
 			return nil, badRequest(bp+".type", "%s is a %q block: this model reads text, images, documents and tool results only", bp, typ)
 		}
@@ -253,12 +257,50 @@ func userBlocks(content any, param string) ([]chat.Message, error) {
 	return out, nil
 }
 
-// toolResultText reads a tool_result's content: a string or text blocks.
-func toolResultText(content any, param string) (string, error) {
-	if content == nil {
-		return "", nil
+// systemText reads Anthropic's system prompt: a string or text blocks, as
+// Anthropic's API takes it (an image there is refused by name).
+func systemText(content any, param string) (string, error) {
+	if list, ok := content.([]any); ok {
+		for i, block := range list {
+			if typ := stringField(block, "type"); typ == "image" || typ == "document" {
+				bp := fmt.Sprintf("%s.%d", param, i)
+				return "", badRequest(bp+".type", "%s is an %s block: the system prompt holds text blocks only; send the %s in a user message", bp, typ, typ)
+			}
+		}
 	}
 	return textOf(content, param)
+}
+
+// toolResultContent reads a tool_result's content: a string, or text and
+// image blocks (the images for readImages, after the text's place).
+func toolResultContent(content any, param string) (string, []imagePart, error) {
+	list, ok := content.([]any)
+	if !ok {
+		text, err := textOf(content, param)
+		return text, nil, err
+	}
+	var text strings.Builder
+	var images []imagePart
+	for i, block := range list {
+		bp := fmt.Sprintf("%s.%d", param, i)
+		switch typ := stringField(block, "type"); typ {
+		case "image":
+			im, err := decodeImagePart(block, bp)
+			if err != nil {
+				return "", nil, err
+			}
+			images = append(images, im)
+		case "text":
+			s, ok := field(block, "text").(string)
+			if !ok {
+				return "", nil, badRequest(bp+".text", "%s.text must be a string", bp)
+			}
+			text.WriteString(s)
+		default:
+			return "", nil, badRequest(bp+".type", "%s is a %q block: a tool_result holds text and image blocks", bp, typ)
+		}
+	}
+	return text.String(), images, nil
 }
 
 // assistantBlocks turns an assistant turn into one message: text as its
@@ -270,6 +312,7 @@ func assistantBlocks(content any, param string) ([]chat.Message, error) {
 	}
 	m := chat.Message{Role: "assistant"}
 	var text, reasoning strings.Builder
+	var images []imagePart
 	for j, block := range blocks {
 		bp := fmt.Sprintf("%s.content.%d", param, j)
 		switch typ := stringField(block, "type"); typ {
@@ -280,6 +323,12 @@ func assistantBlocks(content any, param string) ([]chat.Message, error) {
 			s, _ := field(block, "thinking").(string)
 			reasoning.WriteString(s)
 		case "redacted_thinking":
+		case "image":
+			im, err := decodeImagePart(block, bp)
+			if err != nil {
+				return nil, err
+			}
+			images = append(images, im)
 		case "tool_use":
 			name := stringField(block, "name")
 			if name == "" {
@@ -295,10 +344,13 @@ func assistantBlocks(content any, param string) ([]chat.Message, error) {
 			m.ToolCalls = append(m.ToolCalls, chat.ToolCall{ID: stringField(block, "id"), Type: "function",
 				Function: chat.FunctionCall{Name: name, Arguments: input}})
 		default:
-			return nil, badRequest(bp+".type", "%s is a %q block: an assistant turn holds text, thinking and tool_use blocks", bp, typ)
+			return nil, badRequest(bp+".type", "%s is a %q block: an assistant turn holds text, image, thinking and tool_use blocks", bp, typ)
 		}
 	}
 	m.Content = text.String()
+	if len(images) > 0 {
+		m.Content = &documentContent{text: text.String(), images: images}
+	}
 	if reasoning.Len() > 0 {
 		r := reasoning.String()
 		m.ReasoningContent = &r
