@@ -67,7 +67,7 @@ func (req *messagesRequest) turn(countOnly bool) (*chatTurn, error) {
 	}
 	var messages []chat.Message
 	if req.System.Set && req.System.Value != nil {
-		system, err := textOf(req.System.Value, "system")
+		system, err := systemText(req.System.Value, "system")
 		if err != nil {
 			return nil, err
 		}
@@ -86,7 +86,7 @@ func (req *messagesRequest) turn(countOnly bool) (*chatTurn, error) {
 			// Claude Code sends system messages inside messages beside the
 			// top-level system; they join it (systemFirst).
 			var text string
-			if text, err = textOf(m.Content.Value, param+".content"); err == nil {
+			if text, err = systemText(m.Content.Value, param+".content"); err == nil {
 				converted = []chat.Message{{Role: "system", Content: text}}
 			}
 		default:
@@ -234,14 +234,18 @@ func userBlocks(content any, param string) ([]chat.Message, error) {
 			images = append(images, im)
 		case "tool_result":
 			flush()
-			result, err := toolResultText(field(block, "content"), bp+".content")
+			result, resultImages, err := toolResultContent(field(block, "content"), bp+".content")
 			if err != nil {
 				return nil, err
 			}
 			if isErr, _ := field(block, "is_error").(bool); isErr {
 				result = "Error: " + result
 			}
-			out = append(out, chat.Message{Role: "tool", Content: result, ToolCallID: stringField(block, "tool_use_id")})
+			var content any = result
+			if len(resultImages) > 0 {
+				content = &documentContent{text: result, images: resultImages}
+			}
+			out = append(out, chat.Message{Role: "tool", Content: content, ToolCallID: stringField(block, "tool_use_id")})
 		default:
 			return nil, badRequest(bp+".type", "%s is a %q block: this model reads text, images, documents and tool results only", bp, typ)
 		}
@@ -253,12 +257,50 @@ func userBlocks(content any, param string) ([]chat.Message, error) {
 	return out, nil
 }
 
-// toolResultText reads a tool_result's content: a string or text blocks.
-func toolResultText(content any, param string) (string, error) {
-	if content == nil {
-		return "", nil
+// systemText reads Anthropic's system prompt: a string or text blocks, as
+// Anthropic's API takes it (an image there is refused by name).
+func systemText(content any, param string) (string, error) {
+	if list, ok := content.([]any); ok {
+		for i, block := range list {
+			if typ := stringField(block, "type"); typ == "image" || typ == "document" {
+				bp := fmt.Sprintf("%s.%d", param, i)
+				return "", badRequest(bp+".type", "%s is an %s block: the system prompt holds text blocks only; send the %s in a user message", bp, typ, typ)
+			}
+		}
 	}
 	return textOf(content, param)
+}
+
+// toolResultContent reads a tool_result's content: a string, or text and
+// image blocks (the images for readImages, after the text's place).
+func toolResultContent(content any, param string) (string, []imagePart, error) {
+	list, ok := content.([]any)
+	if !ok {
+		text, err := textOf(content, param)
+		return text, nil, err
+	}
+	var text strings.Builder
+	var images []imagePart
+	for i, block := range list {
+		bp := fmt.Sprintf("%s.%d", param, i)
+		switch typ := stringField(block, "type"); typ {
+		case "image":
+			im, err := decodeImagePart(block, bp)
+			if err != nil {
+				return "", nil, err
+			}
+			images = append(images, im)
+		case "text":
+			s, ok := field(block, "text").(string)
+			if !ok {
+				return "", nil, badRequest(bp+".text", "%s.text must be a string", bp)
+			}
+			text.WriteString(s)
+		default:
+			return "", nil, badRequest(bp+".type", "%s is a %q block: a tool_result holds text and image blocks", bp, typ)
+		}
+	}
+	return text.String(), images, nil
 }
 
 // assistantBlocks turns an assistant turn into one message: text as its
@@ -270,6 +312,7 @@ func assistantBlocks(content any, param string) ([]chat.Message, error) {
 	}
 	m := chat.Message{Role: "assistant"}
 	var text, reasoning strings.Builder
+	var images []imagePart
 	for j, block := range blocks {
 		bp := fmt.Sprintf("%s.content.%d", param, j)
 		switch typ := stringField(block, "type"); typ {
@@ -280,6 +323,12 @@ func assistantBlocks(content any, param string) ([]chat.Message, error) {
 			s, _ := field(block, "thinking").(string)
 			reasoning.WriteString(s)
 		case "redacted_thinking":
+		case "image":
+			im, err := decodeImagePart(block, bp)
+			if err != nil {
+				return nil, err
+			}
+			images = append(images, im)
 		case "tool_use":
 			name := stringField(block, "name")
 			if name == "" {
@@ -295,10 +344,13 @@ func assistantBlocks(content any, param string) ([]chat.Message, error) {
 			m.ToolCalls = append(m.ToolCalls, chat.ToolCall{ID: stringField(block, "id"), Type: "function",
 				Function: chat.FunctionCall{Name: name, Arguments: input}})
 		default:
-			return nil, badRequest(bp+".type", "%s is a %q block: an assistant turn holds text, thinking and tool_use blocks", bp, typ)
+			return nil, badRequest(bp+".type", "%s is a %q block: an assistant turn holds text, image, thinking and tool_use blocks", bp, typ)
 		}
 	}
 	m.Content = text.String()
+	if len(images) > 0 {
+		m.Content = &documentContent{text: text.String(), images: images}
+	}
 	if reasoning.Len() > 0 {
 		r := reasoning.String()
 		m.ReasoningContent = &r
@@ -386,20 +438,11 @@ func stopReason(res *genResult) string {
 	return "end_turn"
 }
 
-func anthropicUsage(st engine.Stats) map[string]any {
-	return map[string]any{
-		"input_tokens":                st.PromptTokens - st.CachedTokens,
-		"cache_read_input_tokens":     st.CachedTokens,
-		"cache_creation_input_tokens": 0,
-		"output_tokens":               st.GeneratedTokens,
-	}
-}
-
-func nullable(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
+// messageUsage is a whole message's usage: the prompt's tokens that were
+// not in the prefix cache, the cached ones, and the answer's.
+func messageUsage(st engine.Stats) anthropicUsage {
+	return anthropicUsage{InputTokens: st.PromptTokens - st.CachedTokens, CacheReadInputTokens: ptr(st.CachedTokens),
+		CacheCreationInputTokens: ptr(0), OutputTokens: st.GeneratedTokens}
 }
 
 // toolInput is a parsed call's arguments as JSON for a tool_use block.
@@ -436,19 +479,19 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := chat.Collect(events)
-	content := []any{}
+	content := []anthropicBlock{}
 	if out.Reasoning != "" {
-		content = append(content, map[string]any{"type": "thinking", "thinking": out.Reasoning, "signature": ""})
+		content = append(content, thinkingBlock(out.Reasoning))
 	}
 	if out.Content != "" || (len(out.ToolCalls) == 0 && out.Reasoning == "") {
-		content = append(content, map[string]any{"type": "text", "text": out.Content})
+		content = append(content, textBlock(out.Content))
 	}
 	for _, c := range out.ToolCalls {
-		content = append(content, map[string]any{"type": "tool_use", "id": newID("toolu_"), "name": c.Name, "input": toolInput(c.Arguments)})
+		content = append(content, toolUseBlock(c.Name, toolInput(c.Arguments)))
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"id": id, "type": "message", "role": "assistant", "model": name, "content": content,
-		"stop_reason": stopReason(&res), "stop_sequence": nullable(res.stopSequence), "usage": anthropicUsage(res.stats),
+	writeJSON(w, http.StatusOK, anthropicMessageOut{
+		ID: id, Type: "message", Role: "assistant", Model: name, Content: content,
+		StopReason: nullString(stopReason(&res)), StopSequence: nullString(res.stopSequence), Usage: messageUsage(res.stats),
 	})
 }
 
@@ -458,16 +501,15 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 // message_delta with the stop reason and usage, and message_stop.
 func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, g *generation, id, model string) {
 	sse := newSSE(w)
-	sse.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
-		"id": id, "type": "message", "role": "assistant", "model": model, "content": []any{},
-		"stop_reason": nil, "stop_sequence": nil,
-		"usage": map[string]any{"input_tokens": len(g.p.prompt.IDs), "output_tokens": 0},
+	sse.event("message_start", messageStartEvent{Type: "message_start", Message: anthropicMessageOut{
+		ID: id, Type: "message", Role: "assistant", Model: model, Content: []anthropicBlock{},
+		Usage: anthropicUsage{InputTokens: len(g.p.prompt.IDs)},
 	}})
-	sse.event("ping", map[string]any{"type": "ping"})
+	sse.event("ping", anthropicEvent{Type: "ping"})
 	sse.flush()
 	blocks := &blockWriter{sse: sse, index: -1}
 	g.keepAlive = func() error {
-		sse.event("ping", map[string]any{"type": "ping"})
+		sse.event("ping", anthropicEvent{Type: "ping"})
 		return sse.flush()
 	}
 	res := g.run(func(events []chat.Event, received time.Time) error {
@@ -478,11 +520,11 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, g *genera
 		return
 	}
 	blocks.closeBlock()
-	sse.event("message_delta", map[string]any{"type": "message_delta",
-		"delta": map[string]any{"stop_reason": stopReason(&res), "stop_sequence": nullable(res.stopSequence)},
-		"usage": map[string]any{"output_tokens": res.stats.GeneratedTokens, "input_tokens": res.stats.PromptTokens - res.stats.CachedTokens,
-			"cache_read_input_tokens": res.stats.CachedTokens}})
-	sse.event("message_stop", map[string]any{"type": "message_stop"})
+	end := messageDeltaEvent{Type: "message_delta", Usage: anthropicUsage{OutputTokens: res.stats.GeneratedTokens,
+		InputTokens: res.stats.PromptTokens - res.stats.CachedTokens, CacheReadInputTokens: ptr(res.stats.CachedTokens)}}
+	end.Delta.StopReason, end.Delta.StopSequence = stopReason(&res), nullString(res.stopSequence)
+	sse.event("message_delta", end)
+	sse.event("message_stop", anthropicEvent{Type: "message_stop"})
 	sse.flush()
 }
 
@@ -497,20 +539,20 @@ type blockWriter struct {
 
 func (b *blockWriter) closeBlock() {
 	if b.open != "" {
-		b.sse.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": b.index})
+		b.sse.event("content_block_stop", blockEvent{Type: "content_block_stop", Index: b.index})
 		b.open = ""
 	}
 }
 
-func (b *blockWriter) openBlock(kind string, block map[string]any) {
+func (b *blockWriter) openBlock(block anthropicBlock) {
 	b.closeBlock()
 	b.index++
-	b.open = kind
-	b.sse.event("content_block_start", map[string]any{"type": "content_block_start", "index": b.index, "content_block": block})
+	b.open = block.Type
+	b.sse.event("content_block_start", blockEvent{Type: "content_block_start", Index: b.index, ContentBlock: &block})
 }
 
-func (b *blockWriter) delta(d map[string]any) {
-	b.sse.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": b.index, "delta": d})
+func (b *blockWriter) delta(d anthropicDelta) {
+	b.sse.event("content_block_delta", blockEvent{Type: "content_block_delta", Index: b.index, Delta: &d})
 }
 
 func (b *blockWriter) feed(events []chat.Event) {
@@ -518,19 +560,19 @@ func (b *blockWriter) feed(events []chat.Event) {
 		switch ev.Kind {
 		case chat.ReasoningDelta:
 			if b.open != "thinking" {
-				b.openBlock("thinking", map[string]any{"type": "thinking", "thinking": "", "signature": ""})
+				b.openBlock(thinkingBlock(""))
 			}
-			b.delta(map[string]any{"type": "thinking_delta", "thinking": ev.Text})
+			b.delta(anthropicDelta{Type: "thinking_delta", Thinking: ptr(ev.Text)})
 		case chat.ContentDelta:
 			if b.open != "text" {
-				b.openBlock("text", map[string]any{"type": "text", "text": ""})
+				b.openBlock(textBlock(""))
 			}
-			b.delta(map[string]any{"type": "text_delta", "text": ev.Text})
+			b.delta(anthropicDelta{Type: "text_delta", Text: ptr(ev.Text)})
 		case chat.ToolCallStart:
-			b.openBlock("tool_use", map[string]any{"type": "tool_use", "id": newID("toolu_"), "name": ev.Name, "input": map[string]any{}})
+			b.openBlock(toolUseBlock(ev.Name, json.RawMessage("{}")))
 		case chat.ToolCallArguments:
 			if b.open == "tool_use" {
-				b.delta(map[string]any{"type": "input_json_delta", "partial_json": ev.Text})
+				b.delta(anthropicDelta{Type: "input_json_delta", PartialJSON: ptr(ev.Text)})
 			}
 		case chat.ToolCallEnd:
 			b.closeBlock()
@@ -570,5 +612,5 @@ func (s *Server) handleCountTokens(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"input_tokens": len(p.prompt.IDs)})
+	writeJSON(w, http.StatusOK, countTokensBody{InputTokens: len(p.prompt.IDs)})
 }

@@ -118,19 +118,9 @@ func withoutPaths(msg string) string {
 func errorBody(flavor errFlavor, e *apiError) any {
 	e = &apiError{Status: e.Status, Type: e.Type, Message: withoutPaths(e.Message), Param: e.Param, Code: e.Code}
 	if flavor == anthropicErrors {
-		return map[string]any{
-			"type":  "error",
-			"error": map[string]any{"type": anthropicType(e.Status), "message": e.Message},
-		}
+		return anthropicErrorBody{Type: "error", Error: anthropicError{Type: anthropicType(e.Status), Message: e.Message}}
 	}
-	var param, code any
-	if e.Param != "" {
-		param = e.Param
-	}
-	if e.Code != "" {
-		code = e.Code
-	}
-	return map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "param": param, "code": code}}
+	return openAIErrorBody{Error: openAIError{Message: e.Message, Type: e.Type, Param: nullString(e.Param), Code: nullString(e.Code)}}
 }
 
 // writeError answers with err in the route's error shape. Errors that are

@@ -112,48 +112,45 @@ type generation struct {
 	constraint engine.Constraint
 	// logprobs holds the OpenAI logprob entries of tokens received and not
 	// yet handed out (takeLogprobs); only run's goroutine touches it.
-	logprobs []map[string]any
+	logprobs []logprobEntry
 }
 
 // takeLogprobs hands out the logprob entries received so far.
-func (g *generation) takeLogprobs() []map[string]any {
+func (g *generation) takeLogprobs() []logprobEntry {
 	out := g.logprobs
 	g.logprobs = nil
 	return out
 }
 
-// logprobEntry is a token's entry in OpenAI's logprobs.content: its text,
-// its UTF-8 bytes (a token may hold part of a character), its logprob and
-// the alternatives.
-func (g *generation) logprobEntry(tok int, lp *engine.TokenLogprob) map[string]any {
-	entry := tokenLogprob(g.e, tok, lp.Logprob)
-	top := make([]any, 0, len(lp.Top))
+// logprobEntry is a token's entry in OpenAI's logprobs.content: the
+// token and its alternatives.
+func (g *generation) logprobEntry(tok int, lp *engine.TokenLogprob) logprobEntry {
+	top := make([]logprobAlt, 0, len(lp.Top))
 	for _, alt := range lp.Top {
 		top = append(top, tokenLogprob(g.e, alt.Token, alt.Logprob))
 	}
-	entry["top_logprobs"] = top
-	return entry
+	return logprobEntry{logprobAlt: tokenLogprob(g.e, tok, lp.Logprob), TopLogprobs: top}
 }
 
-func tokenLogprob(e *engine.Engine, tok int, logprob float64) map[string]any {
+func tokenLogprob(e *engine.Engine, tok int, logprob float64) logprobAlt {
 	text := e.Tokenizer().Decode([]int{tok})
 	raw := e.Tokenizer().TokenBytes(tok)
 	bytes := make([]int, len(raw))
 	for i, b := range raw {
 		bytes[i] = int(b)
 	}
-	return map[string]any{"token": text, "logprob": logprob, "bytes": bytes}
+	return logprobAlt{Token: text, Logprob: logprob, Bytes: bytes}
 }
 
 // logprobsField is a choice's "logprobs": null unless asked for.
-func logprobsField(asked bool, entries []map[string]any) any {
+func logprobsField(asked bool, entries []logprobEntry) *logprobsContent {
 	if !asked {
 		return nil
 	}
 	if entries == nil {
-		entries = []map[string]any{}
+		entries = []logprobEntry{}
 	}
-	return map[string]any{"content": entries}
+	return &logprobsContent{Content: entries}
 }
 
 // submit queues a generation on the engine. Its errors come before any

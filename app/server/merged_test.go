@@ -26,7 +26,7 @@ func TestRunReadsMergedEvents(t *testing.T) {
 	}
 	p := genParams{prompt: chat.Prompt{IDs: e.Tokenizer().Encode("The quick brown fox")}, maxTokens: 10,
 		logprobs: true, topLogprobs: 2}
-	run := func(delay time.Duration) (res genResult, entries []map[string]any, steps int) {
+	run := func(delay time.Duration) (res genResult, entries []logprobEntry, steps int) {
 		g, err := ts.submit(context.Background(), e, p)
 		if err != nil {
 			t.Fatal(err)

@@ -449,25 +449,18 @@ func (s *Server) handleChatCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	collected := chat.Collect(events)
-	message := map[string]any{"role": "assistant", "content": collected.Content}
-	if collected.Reasoning != "" {
-		message["reasoning_content"] = collected.Reasoning
+	message := chatMessageOut{Role: "assistant", Content: &collected.Content, ReasoningContent: collected.Reasoning}
+	for _, c := range collected.ToolCalls {
+		message.ToolCalls = append(message.ToolCalls, chatToolCall{ID: newID("call_"), Type: "function",
+			Function: chatFunction{Name: c.Name, Arguments: c.Arguments}})
 	}
-	if len(collected.ToolCalls) > 0 {
-		var calls []any
-		for _, c := range collected.ToolCalls {
-			calls = append(calls, map[string]any{"id": newID("call_"), "type": "function",
-				"function": map[string]any{"name": c.Name, "arguments": c.Arguments}})
-		}
-		message["tool_calls"] = calls
-		if collected.Content == "" {
-			message["content"] = nil
-		}
+	if len(message.ToolCalls) > 0 && collected.Content == "" {
+		message.Content = nil
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"id": out.id, "object": "chat.completion", "created": out.created, "model": out.model,
-		"choices": []any{map[string]any{"index": 0, "message": message, "logprobs": logprobsField(g.p.logprobs, g.takeLogprobs()), "finish_reason": res.finish()}},
-		"usage":   usageOf(&res),
+	writeJSON(w, http.StatusOK, openAICompletion[chatChoice]{
+		ID: out.id, Object: "chat.completion", Created: out.created, Model: out.model,
+		Choices: []chatChoice{{Message: message, Logprobs: logprobsField(g.p.logprobs, g.takeLogprobs()), FinishReason: res.finish()}},
+		Usage:   some(usageOf(&res)),
 	})
 }
 
@@ -527,12 +520,15 @@ type chatCompletionOutput struct {
 	model   string
 }
 
-func (o chatCompletionOutput) chunk(choices []any) map[string]any {
-	return map[string]any{"id": o.id, "object": "chat.completion.chunk", "created": o.created, "model": o.model, "choices": choices}
-}
-
-func choiceDelta(delta map[string]any, finish any) []any {
-	return []any{map[string]any{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}}
+// chunk is a chat.completion.chunk of one choice; usage is null in each
+// chunk but the last when the client asked for it.
+func (o chatCompletionOutput) chunk(delta chatDeltaOut, finish string, includeUsage bool) *openAICompletion[chunkChoice] {
+	c := &openAICompletion[chunkChoice]{ID: o.id, Object: "chat.completion.chunk", Created: o.created, Model: o.model,
+		Choices: []chunkChoice{{Delta: delta, FinishReason: nullString(finish)}}}
+	if includeUsage {
+		c.Usage = some[*openAIUsage](nil)
+	}
+	return c
 }
 
 // streamChatCompletion streams the answer as chat.completion.chunk events:
@@ -540,33 +536,28 @@ func choiceDelta(delta map[string]any, finish any) []any {
 // the usage chunk when asked for, then [DONE].
 func (s *Server) streamChatCompletion(w http.ResponseWriter, r *http.Request, g *generation, out chatCompletionOutput, includeUsage bool) {
 	sse := newSSE(w)
-	send := func(chunk map[string]any) {
-		if includeUsage {
-			chunk["usage"] = nil
+	// Each chunk carries the logprobs of the tokens received since the
+	// last one sent; a token whose text the parser holds back has its
+	// logprob in the next chunk.
+	send := func(delta chatDeltaOut, finish string) {
+		chunk := out.chunk(delta, finish, includeUsage)
+		if g.p.logprobs {
+			if pending := g.takeLogprobs(); len(pending) > 0 {
+				chunk.Choices[0].Logprobs = logprobsField(true, pending)
+			}
 		}
 		sse.event("", chunk)
 	}
 	// The role goes out at once: the client knows its request was taken
 	// while the prompt is prefilled.
-	send(out.chunk(choiceDelta(map[string]any{"role": "assistant", "content": ""}, nil)))
+	sse.event("", out.chunk(chatDeltaOut{Role: "assistant", Content: ptr("")}, "", includeUsage))
 	sse.flush()
 	callIDs := map[int]string{}
 	g.keepAlive = func() error { return sse.comment(g.waitNote()) }
-	// Each chunk carries the logprobs of the tokens received since the
-	// last one sent; a token whose text the parser holds back has its
-	// logprob in the next chunk.
-	withLogprobs := func(choices []any) []any {
-		if g.p.logprobs {
-			if pending := g.takeLogprobs(); len(pending) > 0 {
-				choices[0].(map[string]any)["logprobs"] = logprobsField(true, pending)
-			}
-		}
-		return choices
-	}
 	res := g.run(func(events []chat.Event, received time.Time) error {
 		for _, ev := range events {
-			if delta := chatDelta(ev, callIDs); delta != nil {
-				send(out.chunk(withLogprobs(choiceDelta(delta, nil))))
+			if delta, ok := chatDelta(ev, callIDs); ok {
+				send(delta, "")
 			}
 		}
 		return s.flushToken(sse, received)
@@ -574,11 +565,10 @@ func (s *Server) streamChatCompletion(w http.ResponseWriter, r *http.Request, g 
 	if !s.endStream(r, sse, res, openAIErrors) {
 		return
 	}
-	send(out.chunk(withLogprobs(choiceDelta(map[string]any{}, res.finish()))))
+	send(chatDeltaOut{}, res.finish())
 	if includeUsage {
-		chunk := out.chunk([]any{})
-		chunk["usage"] = usageOf(&res)
-		sse.event("", chunk)
+		sse.event("", &openAICompletion[chunkChoice]{ID: out.id, Object: "chat.completion.chunk", Created: out.created, Model: out.model,
+			Choices: []chunkChoice{}, Usage: some(usageOf(&res))})
 	}
 	sse.raw("", []byte("[DONE]"))
 	sse.flush()
@@ -586,23 +576,21 @@ func (s *Server) streamChatCompletion(w http.ResponseWriter, r *http.Request, g 
 
 // chatDelta is the chunk delta of one parsed event: content, reasoning,
 // or a tool call (its start with the id, the type and the name, then its
-// arguments in pieces, each with the call's index); nil for none.
-func chatDelta(ev chat.Event, callIDs map[int]string) map[string]any {
+// arguments in pieces, each with the call's index); ok is false for none.
+func chatDelta(ev chat.Event, callIDs map[int]string) (delta chatDeltaOut, ok bool) {
 	switch ev.Kind {
 	case chat.ContentDelta:
-		return map[string]any{"content": ev.Text}
+		return chatDeltaOut{Content: ptr(ev.Text)}, true
 	case chat.ReasoningDelta:
-		return map[string]any{"reasoning_content": ev.Text}
+		return chatDeltaOut{ReasoningContent: ptr(ev.Text)}, true
 	case chat.ToolCallStart:
 		callIDs[ev.Index] = newID("call_")
-		return map[string]any{"tool_calls": []any{map[string]any{
-			"index": ev.Index, "id": callIDs[ev.Index], "type": "function",
-			"function": map[string]any{"name": ev.Name, "arguments": ""}}}}
+		return chatDeltaOut{ToolCalls: []chatToolCallDelta{{Index: ev.Index, ID: callIDs[ev.Index], Type: "function",
+			Function: chatFunctionDelta{Name: ev.Name}}}}, true
 	case chat.ToolCallArguments:
-		return map[string]any{"tool_calls": []any{map[string]any{
-			"index": ev.Index, "function": map[string]any{"arguments": ev.Text}}}}
+		return chatDeltaOut{ToolCalls: []chatToolCallDelta{{Index: ev.Index, Function: chatFunctionDelta{Arguments: ev.Text}}}}, true
 	}
-	return nil
+	return chatDeltaOut{}, false
 }
 
 // flushToken sends one step's events and records the server's overhead:
@@ -650,14 +638,14 @@ func cancelledError() *apiError {
 }
 
 // usageOf is OpenAI's usage object.
-func usageOf(res *genResult) map[string]any {
+func usageOf(res *genResult) *openAIUsage {
 	st := res.stats
-	return map[string]any{
-		"prompt_tokens":             st.PromptTokens,
-		"completion_tokens":         st.GeneratedTokens,
-		"total_tokens":              st.PromptTokens + st.GeneratedTokens,
-		"prompt_tokens_details":     map[string]any{"cached_tokens": st.CachedTokens},
-		"completion_tokens_details": map[string]any{"reasoning_tokens": res.reasoningTokens},
+	return &openAIUsage{
+		PromptTokens:            st.PromptTokens,
+		CompletionTokens:        st.GeneratedTokens,
+		TotalTokens:             st.PromptTokens + st.GeneratedTokens,
+		PromptTokensDetails:     cachedTokens{st.CachedTokens},
+		CompletionTokensDetails: reasoningTokens{res.reasoningTokens},
 	}
 }
 

@@ -78,36 +78,54 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if req.N != nil && *req.N != 1 {
-		s.writeError(w, r, badRequest("n", "n %d: this server returns one choice per request; send n 1 or leave it out", *req.N))
+	g, name, err := s.startCompletion(r, &req)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
+	}
+	out := &completionOutput{id: newID("cmpl-"), created: time.Now().Unix(), model: name, g: g}
+	if req.Stream {
+		s.streamCompletion(w, r, g, out, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		return
+	}
+	res := g.run(func([]chat.Event, time.Time) error { return nil })
+	switch {
+	case res.err != nil:
+		s.writeError(w, r, res.err)
+	case res.stats.FinishReason == engine.FinishCancelled:
+		s.writeError(w, r, cancelledError())
+	default:
+		body := out.chunk(res.text, res.finish())
+		body.Usage = some(usageOf(&res))
+		writeJSON(w, http.StatusOK, body)
+	}
+}
+
+// startCompletion checks a completions request and submits it.
+func (s *Server) startCompletion(r *http.Request, req *completionRequest) (*generation, string, error) {
+	if req.N != nil && *req.N != 1 {
+		return nil, "", badRequest("n", "n %d: this server returns one choice per request; send n 1 or leave it out", *req.N)
 	}
 	if req.Echo {
-		s.writeError(w, r, badRequest("echo", "echo is not supported: the answer never repeats the prompt; leave echo out"))
-		return
+		return nil, "", badRequest("echo", "echo is not supported: the answer never repeats the prompt; leave echo out")
 	}
 	if req.Logprobs != nil && (*req.Logprobs < 0 || *req.Logprobs > maxTopLogprobs) {
-		s.writeError(w, r, badRequest("logprobs", "logprobs %d: must be between 0 and %d", *req.Logprobs, maxTopLogprobs))
-		return
+		return nil, "", badRequest("logprobs", "logprobs %d: must be between 0 and %d", *req.Logprobs, maxTopLogprobs)
 	}
 	maxTokens, err := maxTokensOf(req.MaxTokens)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, "", err
 	}
 	e, name, err := s.current(r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, "", err
 	}
 	if err := checkModel(req.Model, name); err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, "", err
 	}
 	ids, err := promptIDs(req.Prompt, e)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, "", err
 	}
 	// A raw prompt is not a chat: the model card's non-thinking defaults.
 	p := genParams{prompt: chat.Prompt{IDs: ids}, sampling: req.samplingFields.resolve(false), maxTokens: maxTokens, stop: req.Stop}
@@ -116,45 +134,42 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 	}
 	s.debugRequest(r, "completions", p, req.Stream)
 	g, err := s.submit(r.Context(), e, p)
-	if err != nil {
-		if errors.Is(err, engine.ErrPromptTooLong) {
-			err = &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "prompt", Code: "context_length_exceeded",
-				Message: fmt.Sprintf("%v; shorten the prompt or start the server with a larger context (--ctx)", err)}
-		}
-		s.writeError(w, r, err)
-		return
+	if errors.Is(err, engine.ErrPromptTooLong) {
+		err = &apiError{Status: http.StatusBadRequest, Type: "invalid_request_error", Param: "prompt", Code: "context_length_exceeded",
+			Message: fmt.Sprintf("%v; shorten the prompt or start the server with a larger context (--ctx)", err)}
 	}
-	id, created := newID("cmpl-"), time.Now().Unix()
-	// offset is where the next token's text starts in the completion.
-	offset := 0
-	chunk := func(text string, finish any) map[string]any {
-		var logprobs any
-		if p.logprobs {
-			logprobs = legacyLogprobs(g.takeLogprobs(), &offset)
-		}
-		return map[string]any{"id": id, "object": "text_completion", "created": created, "model": name,
-			"choices": []any{map[string]any{"text": text, "index": 0, "logprobs": logprobs, "finish_reason": finish}}}
+	return g, name, err
+}
+
+// completionOutput is what every chunk of one completion repeats; offset
+// is where the next token's text starts in the completion.
+type completionOutput struct {
+	id      string
+	created int64
+	model   string
+	g       *generation
+	offset  int
+}
+
+// chunk is a text_completion of text, with the logprobs of the tokens
+// received since the last chunk when they were asked for.
+func (o *completionOutput) chunk(text, finish string) *openAICompletion[textChoice] {
+	choice := textChoice{Text: text, FinishReason: nullString(finish)}
+	if o.g.p.logprobs {
+		choice.Logprobs = toLegacyLogprobs(o.g.takeLogprobs(), &o.offset)
 	}
-	if !req.Stream {
-		res := g.run(func([]chat.Event, time.Time) error { return nil })
-		switch {
-		case res.err != nil:
-			s.writeError(w, r, res.err)
-		case res.stats.FinishReason == engine.FinishCancelled:
-			s.writeError(w, r, cancelledError())
-		default:
-			body := chunk(res.text, res.finish())
-			body["usage"] = usageOf(&res)
-			writeJSON(w, http.StatusOK, body)
-		}
-		return
-	}
-	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
+	return &openAICompletion[textChoice]{ID: o.id, Object: "text_completion", Created: o.created, Model: o.model,
+		Choices: []textChoice{choice}}
+}
+
+// streamCompletion streams the completion as text_completion chunks, then
+// the usage chunk when asked for, then [DONE].
+func (s *Server) streamCompletion(w http.ResponseWriter, r *http.Request, g *generation, out *completionOutput, includeUsage bool) {
 	sse := newSSE(w)
 	sse.flush() // the headers: the request was taken
-	send := func(c map[string]any) {
+	send := func(c *openAICompletion[textChoice]) {
 		if includeUsage {
-			c["usage"] = nil
+			c.Usage = some[*openAIUsage](nil)
 		}
 		sse.event("", c)
 	}
@@ -163,18 +178,18 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		// The logprobs of the tokens received so far go with the first
 		// chunk; the chunks after it (a token may give several) carry none.
 		for _, ev := range events {
-			send(chunk(ev.Text, nil))
+			send(out.chunk(ev.Text, ""))
 		}
 		return s.flushToken(sse, received)
 	})
 	if !s.endStream(r, sse, res, openAIErrors) {
 		return
 	}
-	send(chunk("", res.finish()))
+	send(out.chunk("", res.finish()))
 	if includeUsage {
-		c := chunk("", nil)
-		c["choices"] = []any{}
-		c["usage"] = usageOf(&res)
+		c := out.chunk("", "")
+		c.Choices = []textChoice{}
+		c.Usage = some(usageOf(&res))
 		sse.event("", c)
 	}
 	sse.raw("", []byte("[DONE]"))
@@ -185,37 +200,34 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 // token, in both APIs.
 const maxTopLogprobs = 20
 
-// legacyLogprobs turns logprob entries (generation.logprobEntry) into the
+// toLegacyLogprobs turns logprob entries (generation.logprobEntry) into the
 // legacy completions shape: the tokens' texts, their logprobs, for each
 // token a map from the text of the most likely tokens (and of the one
 // chosen, so up to logprobs+1 of them) to their logprobs, and where each
 // token's text starts in the completion (in characters, as vLLM counts;
 // offset carries the count across the chunks of a stream).
-func legacyLogprobs(entries []map[string]any, offset *int) map[string]any {
+func toLegacyLogprobs(entries []logprobEntry, offset *int) *legacyLogprobs {
 	n := len(entries)
-	tokens, logprobs := make([]string, 0, n), make([]float64, 0, n)
-	top, offsets := make([]map[string]float64, 0, n), make([]int, 0, n)
+	out := &legacyLogprobs{Tokens: make([]string, 0, n), TokenLogprobs: make([]float64, 0, n),
+		TopLogprobs: make([]map[string]float64, 0, n), TextOffset: make([]int, 0, n)}
 	for _, e := range entries {
-		text, lp := e["token"].(string), e["logprob"].(float64)
-		tokens, logprobs = append(tokens, text), append(logprobs, lp)
+		out.Tokens, out.TokenLogprobs = append(out.Tokens, e.Token), append(out.TokenLogprobs, e.Logprob)
 		alternatives := map[string]float64{}
-		alts, _ := e["top_logprobs"].([]any)
-		for _, a := range alts {
-			alt := a.(map[string]any)
+		for _, alt := range e.TopLogprobs {
 			// Two tokens may read the same (parts of one character): the
 			// first, most likely, stays.
-			if t := alt["token"].(string); !hasKey(alternatives, t) {
-				alternatives[t] = alt["logprob"].(float64)
+			if !hasKey(alternatives, alt.Token) {
+				alternatives[alt.Token] = alt.Logprob
 			}
 		}
-		if !hasKey(alternatives, text) {
-			alternatives[text] = lp
+		if !hasKey(alternatives, e.Token) {
+			alternatives[e.Token] = e.Logprob
 		}
-		top = append(top, alternatives)
-		offsets = append(offsets, *offset)
-		*offset += utf8.RuneCountInString(text)
+		out.TopLogprobs = append(out.TopLogprobs, alternatives)
+		out.TextOffset = append(out.TextOffset, *offset)
+		*offset += utf8.RuneCountInString(e.Token)
 	}
-	return map[string]any{"tokens": tokens, "token_logprobs": logprobs, "top_logprobs": top, "text_offset": offsets}
+	return out
 }
 
 func hasKey(m map[string]float64, k string) bool {
@@ -226,26 +238,26 @@ func hasKey(m map[string]float64, k string) bool {
 // handleModels lists the one model this server runs, with its context
 // length (while it loads, without).
 func (s *Server) handleModels(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{s.modelEntry(r)}})
+	writeJSON(w, http.StatusOK, modelList{Object: "list", Data: []modelObject{s.modelEntry(r)}})
 }
 
 func (s *Server) handleModel(w http.ResponseWriter, r *http.Request) {
 	entry := s.modelEntry(r)
-	if id := r.PathValue("id"); id != entry["id"] {
+	if id := r.PathValue("id"); id != entry.ID {
 		s.writeError(w, r, &apiError{Status: http.StatusNotFound, Type: "invalid_request_error", Param: "model", Code: "model_not_found",
-			Message: fmt.Sprintf("the model %q is not served here; this server runs %q", id, entry["id"])})
+			Message: fmt.Sprintf("the model %q is not served here; this server runs %q", id, entry.ID)})
 		return
 	}
 	writeJSON(w, http.StatusOK, entry)
 }
 
-func (s *Server) modelEntry(r *http.Request) map[string]any {
+func (s *Server) modelEntry(r *http.Request) modelObject {
 	st := s.cfg.Models.Status()
-	entry := map[string]any{"id": st.Name, "object": "model", "created": 0, "owned_by": "suzuran"}
+	entry := modelObject{ID: st.Name, Object: "model", OwnedBy: "suzuran"}
 	if st.State == modelhost.StateReady {
 		if e, _, err := s.current(r); err == nil {
-			entry["context_length"] = e.ContextTokens()
-			entry["max_model_len"] = e.ContextTokens()
+			entry.ContextLength = e.ContextTokens()
+			entry.MaxModelLen = e.ContextTokens()
 		}
 	}
 	return entry
@@ -257,12 +269,12 @@ func (s *Server) modelEntry(r *http.Request) map[string]any {
 // response_format json_schema and forced tool calls are served.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	st := s.cfg.Models.Status()
-	body := map[string]any{"status": st.State, "model": st.Name, "constrained_sampling": constrain != nil}
+	body := healthBody{Status: st.State, Model: st.Name, ConstrainedSampling: constrain != nil}
 	switch st.State {
 	case modelhost.StateLoading:
-		body["progress"] = st.Progress
+		body.Progress = some(st.Progress)
 	case modelhost.StateError:
-		body["error"] = st.Error
+		body.Error = some(st.Error)
 	}
 	status := http.StatusOK
 	if st.State != modelhost.StateReady {

@@ -287,8 +287,8 @@ func responsesTools(v orderedJSON) (tools []any, dropped []string, err error) {
 type responseBuilder struct {
 	sse      *sseWriter
 	seq      int
-	response map[string]any
-	items    []map[string]any
+	response *responseObject
+	items    []*responseItem
 	// open is the item being written (its index in items), -1 for none.
 	open     int
 	openKind string
@@ -296,13 +296,13 @@ type responseBuilder struct {
 	// logprobs, when set, hands out the logprob entries of the tokens
 	// received since it was last called; the answer's go on its
 	// output_text (textLogprobs), the reasoning's and the calls' nowhere.
-	logprobs     func() []map[string]any
-	textLogprobs []any
+	logprobs     func() []logprobEntry
+	textLogprobs []logprobEntry
 }
 
 // takeLogprobs is the entries of the tokens since the last call, for the
 // answer's text when forText.
-func (b *responseBuilder) takeLogprobs(forText bool) []any {
+func (b *responseBuilder) takeLogprobs(forText bool) []logprobEntry {
 	if b.logprobs == nil {
 		return nil
 	}
@@ -310,37 +310,39 @@ func (b *responseBuilder) takeLogprobs(forText bool) []any {
 	if !forText {
 		return nil
 	}
-	out := make([]any, 0, len(entries))
-	for _, e := range entries {
-		out = append(out, e)
-	}
+	out := append([]logprobEntry{}, entries...)
 	b.textLogprobs = append(b.textLogprobs, out...)
 	return out
 }
 
-func (b *responseBuilder) emit(typ string, fields map[string]any) {
+// stamper is a stream event, which emit numbers.
+type stamper interface{ stamp(typ string, seq int) }
+
+func (b *responseBuilder) emit(typ string, ev stamper) {
 	if b.sse == nil {
 		return
 	}
-	fields["type"] = typ
-	fields["sequence_number"] = b.seq
+	ev.stamp(typ, b.seq)
 	b.seq++
-	b.sse.event(typ, fields)
+	b.sse.event(typ, ev)
 }
 
-func (b *responseBuilder) add(kind string, item map[string]any) {
+// first is the index of an item's only content or summary part.
+var first = ptr(0)
+
+func (b *responseBuilder) add(item *responseItem) {
 	b.closeItem()
 	b.items = append(b.items, item)
-	b.open, b.openKind = len(b.items)-1, kind
+	b.open, b.openKind = len(b.items)-1, item.Type
 	b.text.Reset()
-	b.emit("response.output_item.added", map[string]any{"output_index": b.open, "item": item})
-	if kind == "reasoning" {
-		b.emit("response.reasoning_summary_part.added", map[string]any{"item_id": item["id"], "output_index": b.open, "summary_index": 0,
-			"part": map[string]any{"type": "summary_text", "text": ""}})
-	}
-	if kind == "message" {
-		b.emit("response.content_part.added", map[string]any{"item_id": item["id"], "output_index": b.open, "content_index": 0,
-			"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
+	b.emit("response.output_item.added", &itemEvent{OutputIndex: b.open, Item: item})
+	switch item.Type {
+	case "reasoning":
+		b.emit("response.reasoning_summary_part.added", &partEvent{ItemID: item.ID, OutputIndex: b.open, SummaryIndex: first,
+			Part: &responsePart{Type: "summary_text"}})
+	case "message":
+		part := outputTextPart("")
+		b.emit("response.content_part.added", &partEvent{ItemID: item.ID, OutputIndex: b.open, ContentIndex: first, Part: &part})
 	}
 }
 
@@ -354,27 +356,27 @@ func (b *responseBuilder) closeItem() {
 		// The reasoning is both the item's content (as open-weight models
 		// send it) and its summary (what clients written for OpenAI's
 		// models show, @ai-sdk/openai among them): nothing is summarised.
-		item["content"] = []any{map[string]any{"type": "reasoning_text", "text": text}}
-		summary := map[string]any{"type": "summary_text", "text": text}
-		item["summary"] = []any{summary}
-		b.emit("response.reasoning_text.done", map[string]any{"item_id": item["id"], "output_index": i, "content_index": 0, "text": text})
-		b.emit("response.reasoning_summary_text.done", map[string]any{"item_id": item["id"], "output_index": i, "summary_index": 0, "text": text})
-		b.emit("response.reasoning_summary_part.done", map[string]any{"item_id": item["id"], "output_index": i, "summary_index": 0, "part": summary})
+		item.Content = some([]responsePart{{Type: "reasoning_text", Text: text}})
+		summary := responsePart{Type: "summary_text", Text: text}
+		item.Summary = some([]responsePart{summary})
+		b.emit("response.reasoning_text.done", &textEvent{ItemID: item.ID, OutputIndex: i, ContentIndex: first, Text: &text})
+		b.emit("response.reasoning_summary_text.done", &textEvent{ItemID: item.ID, OutputIndex: i, SummaryIndex: first, Text: &text})
+		b.emit("response.reasoning_summary_part.done", &partEvent{ItemID: item.ID, OutputIndex: i, SummaryIndex: first, Part: &summary})
 	case "message":
-		part := map[string]any{"type": "output_text", "text": text, "annotations": []any{}}
+		part := outputTextPart(text)
 		if b.logprobs != nil {
-			part["logprobs"] = append([]any{}, b.textLogprobs...)
+			part.Logprobs = some(append([]logprobEntry{}, b.textLogprobs...))
 			b.textLogprobs = nil
 		}
-		item["content"] = []any{part}
-		b.emit("response.output_text.done", map[string]any{"item_id": item["id"], "output_index": i, "content_index": 0, "text": text})
-		b.emit("response.content_part.done", map[string]any{"item_id": item["id"], "output_index": i, "content_index": 0, "part": part})
+		item.Content = some([]responsePart{part})
+		b.emit("response.output_text.done", &textEvent{ItemID: item.ID, OutputIndex: i, ContentIndex: first, Text: &text})
+		b.emit("response.content_part.done", &partEvent{ItemID: item.ID, OutputIndex: i, ContentIndex: first, Part: &part})
 	case "function_call":
-		item["arguments"] = text
-		b.emit("response.function_call_arguments.done", map[string]any{"item_id": item["id"], "output_index": i, "arguments": text})
+		item.Arguments = some(text)
+		b.emit("response.function_call_arguments.done", &textEvent{ItemID: item.ID, OutputIndex: i, Arguments: &text})
 	}
-	item["status"] = "completed"
-	b.emit("response.output_item.done", map[string]any{"output_index": i, "item": item})
+	item.Status = "completed"
+	b.emit("response.output_item.done", &itemEvent{OutputIndex: i, Item: item})
 	b.open, b.openKind = -1, ""
 }
 
@@ -386,27 +388,28 @@ func (b *responseBuilder) feed(events []chat.Event) {
 		switch ev.Kind {
 		case chat.ReasoningDelta:
 			if b.openKind != "reasoning" {
-				b.add("reasoning", map[string]any{"type": "reasoning", "id": newID("rs_"), "summary": []any{}})
+				b.add(&responseItem{Type: "reasoning", ID: newID("rs_"), Summary: some([]responsePart{})})
 			}
 			b.text.WriteString(ev.Text)
-			b.emit("response.reasoning_text.delta", map[string]any{"item_id": b.items[b.open]["id"], "output_index": b.open, "content_index": 0, "delta": ev.Text})
-			b.emit("response.reasoning_summary_text.delta", map[string]any{"item_id": b.items[b.open]["id"], "output_index": b.open, "summary_index": 0, "delta": ev.Text})
+			id := b.items[b.open].ID
+			b.emit("response.reasoning_text.delta", &textEvent{ItemID: id, OutputIndex: b.open, ContentIndex: first, Delta: ptr(ev.Text)})
+			b.emit("response.reasoning_summary_text.delta", &textEvent{ItemID: id, OutputIndex: b.open, SummaryIndex: first, Delta: ptr(ev.Text)})
 		case chat.ContentDelta:
 			if b.openKind != "message" {
-				b.add("message", map[string]any{"type": "message", "id": newID("msg_"), "status": "in_progress", "role": "assistant", "content": []any{}})
+				b.add(&responseItem{Type: "message", ID: newID("msg_"), Status: "in_progress", Role: "assistant", Content: some([]responsePart{})})
 			}
 			b.text.WriteString(ev.Text)
-			delta := map[string]any{"item_id": b.items[b.open]["id"], "output_index": b.open, "content_index": 0, "delta": ev.Text}
+			delta := &textEvent{ItemID: b.items[b.open].ID, OutputIndex: b.open, ContentIndex: first, Delta: ptr(ev.Text)}
 			if b.logprobs != nil {
-				delta["logprobs"] = b.takeLogprobs(true)
+				delta.Logprobs = some(b.takeLogprobs(true))
 			}
 			b.emit("response.output_text.delta", delta)
 		case chat.ToolCallStart:
-			b.add("function_call", map[string]any{"type": "function_call", "id": newID("fc_"), "call_id": newID("call_"), "name": ev.Name, "arguments": "", "status": "in_progress"})
+			b.add(&responseItem{Type: "function_call", ID: newID("fc_"), CallID: newID("call_"), Name: ev.Name, Arguments: some(""), Status: "in_progress"})
 		case chat.ToolCallArguments:
 			if b.openKind == "function_call" {
 				b.text.WriteString(ev.Text)
-				b.emit("response.function_call_arguments.delta", map[string]any{"item_id": b.items[b.open]["id"], "output_index": b.open, "delta": ev.Text})
+				b.emit("response.function_call_arguments.delta", &textEvent{ItemID: b.items[b.open].ID, OutputIndex: b.open, Delta: ptr(ev.Text)})
 			}
 		case chat.ToolCallEnd:
 			b.closeItem()
@@ -415,32 +418,30 @@ func (b *responseBuilder) feed(events []chat.Event) {
 }
 
 // finish completes the response object with the output and usage.
-func (b *responseBuilder) finish(res *genResult) map[string]any {
+func (b *responseBuilder) finish(res *genResult) *responseObject {
 	b.closeItem()
-	output := make([]any, len(b.items))
 	var text strings.Builder
-	for i, item := range b.items {
-		output[i] = item
-		if item["type"] == "message" {
-			for _, part := range item["content"].([]any) {
-				text.WriteString(part.(map[string]any)["text"].(string))
+	for _, item := range b.items {
+		if item.Type == "message" {
+			for _, part := range item.Content.v {
+				text.WriteString(part.Text)
 			}
 		}
 	}
 	r := b.response
-	r["output"] = output
-	r["output_text"] = text.String()
-	r["status"] = "completed"
+	r.Output = append([]*responseItem{}, b.items...)
+	r.OutputText = some(text.String())
+	r.Status = "completed"
 	if res.stats.FinishReason == engine.FinishLength {
-		r["status"] = "incomplete"
-		r["incomplete_details"] = map[string]any{"reason": "max_output_tokens"}
+		r.Status = "incomplete"
+		r.IncompleteDetails = &incompleteDetails{Reason: "max_output_tokens"}
 	}
-	r["usage"] = map[string]any{
-		"input_tokens":          res.stats.PromptTokens,
-		"input_tokens_details":  map[string]any{"cached_tokens": res.stats.CachedTokens},
-		"output_tokens":         res.stats.GeneratedTokens,
-		"output_tokens_details": map[string]any{"reasoning_tokens": res.reasoningTokens},
-		"total_tokens":          res.stats.PromptTokens + res.stats.GeneratedTokens,
+	r.Usage = &responsesUsage{
+		InputTokens:         res.stats.PromptTokens,
+		InputTokensDetails:  cachedTokens{res.stats.CachedTokens},
+		OutputTokens:        res.stats.GeneratedTokens,
+		OutputTokensDetails: reasoningTokens{res.reasoningTokens},
+		TotalTokens:         res.stats.PromptTokens + res.stats.GeneratedTokens,
 	}
 	return r
 }
@@ -472,14 +473,13 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	b := &responseBuilder{open: -1, response: map[string]any{
-		"id": newID("resp_"), "object": "response", "created_at": time.Now().Unix(), "status": "in_progress",
-		"model": name, "output": []any{}, "error": nil, "incomplete_details": nil, "store": false,
-		"instructions": nullable(req.Instructions), "parallel_tool_calls": true, "tools": []any{}, "usage": nil,
+	b := &responseBuilder{open: -1, response: &responseObject{
+		ID: newID("resp_"), Object: "response", CreatedAt: time.Now().Unix(), Status: "in_progress",
+		Model: name, Output: []*responseItem{}, Instructions: nullString(req.Instructions), ParallelToolCalls: true, Tools: emptyList,
 	}}
 	if g.p.logprobs {
 		b.logprobs = g.takeLogprobs
-		b.response["top_logprobs"] = g.p.topLogprobs
+		b.response.TopLogprobs = some(g.p.topLogprobs)
 	}
 	if !req.Stream {
 		res := g.run(func(events []chat.Event, _ time.Time) error {
@@ -497,8 +497,9 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b.sse = newSSE(w)
-	b.emit("response.created", map[string]any{"response": copyMap(b.response)})
-	b.emit("response.in_progress", map[string]any{"response": copyMap(b.response)})
+	started := *b.response // the final response is built on b.response
+	b.emit("response.created", &responseEvent{Response: &started})
+	b.emit("response.in_progress", &responseEvent{Response: &started})
 	b.sse.flush()
 	g.keepAlive = func() error { return b.sse.comment(g.waitNote()) }
 	res := g.run(func(events []chat.Event, received time.Time) error {
@@ -510,23 +511,15 @@ func (s *Server) handleResponses(w http.ResponseWriter, r *http.Request) {
 		if res.err != nil {
 			fail = &apiError{Status: http.StatusInternalServerError, Type: "server_error", Message: "generation failed: " + res.err.Error()}
 		}
-		b.emit("error", map[string]any{"code": fail.Code, "message": fail.Message, "param": nil})
+		b.emit("error", &errorEvent{Code: fail.Code, Message: fail.Message})
 		b.sse.flush()
 		return
 	}
 	final := b.finish(&res)
 	typ := "response.completed"
-	if final["status"] == "incomplete" {
+	if final.Status == "incomplete" {
 		typ = "response.incomplete"
 	}
-	b.emit(typ, map[string]any{"response": final})
+	b.emit(typ, &responseEvent{Response: final})
 	b.sse.flush()
-}
-
-func copyMap(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

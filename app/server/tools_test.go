@@ -40,8 +40,8 @@ func TestChatToolCallDeltas(t *testing.T) {
 	var content, reasoning strings.Builder
 	for _, step := range parsedSteps(modelToolOutput, 5) {
 		for _, ev := range step {
-			d := chatDelta(ev, callIDs)
-			if d == nil {
+			d, ok := chatDelta(ev, callIDs)
+			if !ok {
 				continue
 			}
 			// Each delta marshals as a chat.completion.chunk delta.
@@ -113,25 +113,25 @@ func TestAnthropicToolUseBlocks(t *testing.T) {
 
 func TestResponsesFunctionCallItems(t *testing.T) {
 	rec := newRecorder()
-	b := &responseBuilder{open: -1, sse: newSSE(rec), response: map[string]any{}}
+	b := &responseBuilder{open: -1, sse: newSSE(rec), response: &responseObject{}}
 	for _, step := range parsedSteps(modelToolOutput, 3) {
 		b.feed(step)
 	}
 	final := b.finish(&genResult{})
 	b.sse.flush()
 	var types []string
-	for _, item := range final["output"].([]any) {
-		types = append(types, item.(map[string]any)["type"].(string))
+	for _, item := range final.Output {
+		types = append(types, item.Type)
 	}
 	if strings.Join(types, ",") != "reasoning,message,function_call,function_call" {
 		t.Fatalf("output items %v", types)
 	}
-	call := final["output"].([]any)[2].(map[string]any)
-	if call["name"] != "get_weather" || call["arguments"] != `{"city":"Paris","days":2}` || call["status"] != "completed" {
-		t.Errorf("function_call item %v", call)
+	call := final.Output[2]
+	if call.Name != "get_weather" || call.Arguments.v != `{"city":"Paris","days":2}` || call.Status != "completed" {
+		t.Errorf("function_call item %+v", call)
 	}
-	if final["output_text"] != "I'll look both up." {
-		t.Errorf("output_text %q", final["output_text"])
+	if final.OutputText.v != "I'll look both up." {
+		t.Errorf("output_text %q", final.OutputText.v)
 	}
 	var args strings.Builder
 	seq := -1.0

@@ -110,63 +110,80 @@ func (c *compiler) value(s any, path string) (frag, error) {
 		}
 		return frag{}, &SchemaError{Path: path, Keyword: k, Reason: why}
 	}
-	get := func(k string) (any, bool) { return obj.Get(k) }
-	siblings := func(except string) string {
-		for _, k := range obj.Keys() {
-			if k != except && constraining[k] && k != "nullable" {
-				return k
-			}
-		}
-		return ""
+	if f, ok, err := c.combined(obj, path); ok {
+		return f, err
 	}
+	return c.typed(obj, path)
+}
 
-	if ref, ok := get("$ref"); ok {
-		if k := siblings("$ref"); k != "" {
-			return frag{}, &SchemaError{Path: path, Keyword: k, Reason: "keywords beside $ref are not combined with it; move them into the referenced schema"}
+// siblings names a constraining keyword of obj other than except (and
+// nullable), or "".
+func siblings(obj *chat.Object, except string) string {
+	for _, k := range obj.Keys() {
+		if k != except && constraining[k] && k != "nullable" {
+			return k
 		}
-		return c.ref(ref, path)
 	}
-	if all, ok := get("allOf"); ok {
-		list, _ := all.([]any)
-		if len(list) != 1 || siblings("allOf") != "" {
-			return frag{}, &SchemaError{Path: path, Keyword: "allOf", Reason: "only an allOf of one schema and nothing beside it is supported; merge the schemas"}
+	return ""
+}
+
+// combined compiles a schema made of others ($ref, allOf, anyOf, oneOf);
+// ok is false for a schema that is none of these.
+func (c *compiler) combined(obj *chat.Object, path string) (f frag, ok bool, err error) {
+	if ref, ok := obj.Get("$ref"); ok {
+		if k := siblings(obj, "$ref"); k != "" {
+			return frag{}, true, &SchemaError{Path: path, Keyword: k, Reason: "keywords beside $ref are not combined with it; move them into the referenced schema"}
 		}
-		return c.value(list[0], path+"/allOf/0")
+		f, err := c.ref(ref, path)
+		return f, true, err
+	}
+	if all, ok := obj.Get("allOf"); ok {
+		list, _ := all.([]any)
+		if len(list) != 1 || siblings(obj, "allOf") != "" {
+			return frag{}, true, &SchemaError{Path: path, Keyword: "allOf", Reason: "only an allOf of one schema and nothing beside it is supported; merge the schemas"}
+		}
+		f, err := c.value(list[0], path+"/allOf/0")
+		return f, true, err
 	}
 	for _, kw := range []string{"anyOf", "oneOf"} {
-		branches, ok := get(kw)
+		branches, ok := obj.Get(kw)
 		if !ok {
 			continue
 		}
-		if k := siblings(kw); k != "" {
-			return frag{}, &SchemaError{Path: path, Keyword: k, Reason: kw + " beside other keywords is not supported; move them into each branch"}
+		if k := siblings(obj, kw); k != "" {
+			return frag{}, true, &SchemaError{Path: path, Keyword: k, Reason: kw + " beside other keywords is not supported; move them into each branch"}
 		}
 		list, ok := branches.([]any)
 		if !ok || len(list) == 0 {
-			return frag{}, c.errorf(path+"/"+kw, "must be a non-empty array of schemas")
+			return frag{}, true, c.errorf(path+"/"+kw, "must be a non-empty array of schemas")
 		}
 		var parts []frag
 		for i, b := range list {
 			f, err := c.value(b, fmt.Sprintf("%s/%s/%d", path, kw, i))
 			if err != nil {
-				return frag{}, err
+				return frag{}, true, err
 			}
 			parts = append(parts, f)
 		}
 		if nullable(obj) {
-			parts = append(parts, n.lit("null"))
+			parts = append(parts, c.n.lit("null"))
 		}
-		return n.alt(parts...), nil
+		return c.n.alt(parts...), true, nil
 	}
+	return frag{}, false, nil
+}
 
+// typed compiles a schema by its const, enum or types.
+func (c *compiler) typed(obj *chat.Object, path string) (frag, error) {
+	n := c.n
 	types, err := c.types(obj, path)
 	if err != nil {
 		return frag{}, err
 	}
-	if v, ok := get("const"); ok {
+	if v, ok := obj.Get("const"); ok {
 		return c.literals([]any{v}, types, path+"/const")
 	}
-	if v, ok := get("enum"); ok {
+	if v, ok := obj.Get("enum"); ok {
 		list, ok := v.([]any)
 		if !ok || len(list) == 0 {
 			return frag{}, c.errorf(path+"/enum", "must be a non-empty array")
