@@ -110,7 +110,7 @@ func (s *Server) handleCompletions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A raw prompt is not a chat: the model card's non-thinking defaults.
-	p := genParams{prompt: chat.Prompt{IDs: ids}, sampling: req.samplingFields.resolve(false), maxTokens: maxTokens, stop: req.Stop}
+	p := genParams{prompt: chat.Prompt{IDs: ids}, sampling: req.samplingFields.resolve(false), seed: req.samplingFields.seed(), maxTokens: maxTokens, stop: req.Stop}
 	if req.Logprobs != nil {
 		p.logprobs, p.topLogprobs = true, *req.Logprobs
 	}
