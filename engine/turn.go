@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -24,7 +25,9 @@ type TurnRequest struct {
 	// caller that bounds its length its own way, or appends a reply to go
 	// on from); Render is then not rendered again.
 	Prompt chat.Prompt
-	// Images are the prompt's images, in the order of their pad runs.
+	// Images are the conversation's images, as its chat.ImagePart.Index
+	// numbers them; the turn hands the engine those the prompt shows, in
+	// the order of their pad runs.
 	Images []model.Image
 	// Sampling is the sampling rule. Seed, when nil, is drawn at random
 	// for a rule that samples (temperature above 0).
@@ -125,6 +128,13 @@ func (e *Engine) StartTurn(ctx context.Context, r TurnRequest) (*Turn, error) {
 			return nil, err
 		}
 	}
+	images := make([]model.Image, len(prompt.Images))
+	for i, part := range prompt.Images {
+		if part.Index < 0 || part.Index >= len(r.Images) {
+			return nil, fmt.Errorf("the conversation shows image %d of the %d it has", part.Index, len(r.Images))
+		}
+		images[i] = r.Images[part.Index]
+	}
 	sampling := r.Sampling
 	switch {
 	case r.Seed != nil:
@@ -140,7 +150,7 @@ func (e *Engine) StartTurn(ctx context.Context, r TurnRequest) (*Turn, error) {
 		t.thinks = chat.PromptOpensThinking(prompt.Text)
 	}
 	stream, err := e.Submit(ctx, Request{
-		Prompt: prompt.IDs, Images: r.Images, Sampling: sampling, MaxTokens: r.MaxTokens, Stop: r.Stop,
+		Prompt: prompt.IDs, Images: images, Sampling: sampling, MaxTokens: r.MaxTokens, Stop: r.Stop,
 		Checkpoints: prompt.Checkpoints, SnapshotAnswer: r.SnapshotAnswer || len(r.Render.Tools) > 0,
 		Constraint: r.Constraint, Logprobs: r.Logprobs, TopLogprobs: r.TopLogprobs,
 		Priority: r.Priority, Owner: r.Owner,

@@ -53,6 +53,9 @@ func (f samplingFields) resolve(thinking bool) model.Sampling {
 	if f.TopK != nil {
 		s.TopK = *f.TopK
 	}
+	if seed := f.seed(); seed != nil {
+		s.Seed = *seed
+	}
 	return s
 }
 
@@ -69,7 +72,7 @@ func (f samplingFields) seed() *uint64 {
 type genParams struct {
 	prompt    chat.Prompt
 	render    chat.RenderRequest // the conversation prompt renders (its tools)
-	images    []model.Image      // the prompt's images, in the order of their pad runs
+	images    []model.Image      // the conversation's images, as chat.ImagePart.Index numbers them
 	sampling  model.Sampling
 	seed      *uint64 // nil: drawn at random
 	maxTokens int

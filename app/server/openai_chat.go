@@ -119,7 +119,7 @@ func (s *Server) prepare(e *engine.Engine, t *chatTurn) (genParams, error) {
 	p := genParams{
 		prompt:         prompt,
 		render:         render,
-		images:         promptImages(t.images, prompt.Images),
+		images:         t.images,
 		sampling:       t.sampling.resolve(opensThinking),
 		seed:           t.sampling.seed(),
 		maxTokens:      t.maxTokens,
