@@ -174,4 +174,3 @@ func (s *Server) readImages(e *engine.Engine, t *chatTurn, parts []imagePart, te
 	}
 	return content, nil
 }
-
