@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -164,5 +165,20 @@ func TestTurnDrawsTheSeedOnce(t *testing.T) {
 	g, _, _, _ := runTurn(t, e, TurnRequest{Render: userTurn("Hi"), MaxTokens: 2})
 	if g.Sampling.Seed != 0 {
 		t.Errorf("a greedy turn drew seed %d", g.Sampling.Seed)
+	}
+}
+
+// TestTurnDropsControlTokensText: a control token the model samples
+// (here forced) reaches nobody as text, in the window and the terminal as
+// in the API.
+func TestTurnDropsControlTokensText(t *testing.T) {
+	e := loadDemo(t, "cpu", LoadOptions{})
+	want := e.Tokenizer().EncodeWithSpecials("Hi<|im_start|> there")
+	if !slices.ContainsFunc(want, e.Tokenizer().IsSpecial) {
+		t.Fatalf("%v holds no special token", want)
+	}
+	_, _, content, res := runTurn(t, e, TurnRequest{Render: userTurn("Hello"), MaxTokens: len(want), Constraint: &forceTokens{want: want}})
+	if content != "Hi there" || res.Text != "Hi there" {
+		t.Errorf("content %q, output %q; want %q", content, res.Text, "Hi there")
 	}
 }
