@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
 	"github.com/suzuran-app/suzuran/engine/model"
@@ -82,6 +83,12 @@ func (s *Server) prepare(e *engine.Engine, t *chatTurn) (genParams, error) {
 	thinking := t.thinking
 	if thinking == nil {
 		thinking = s.thinkingDefault()
+	}
+	if thinking != nil && *thinking && !modelhost.Think(e.Dir(), true) {
+		// A model that cannot think (the demo model, trained without it)
+		// answers with thinking off, as in the window and the terminal.
+		off := false
+		thinking = &off
 	}
 	render := chat.RenderRequest{
 		Messages:            t.messages,
