@@ -90,8 +90,10 @@ A model without a vision tower refuses them.`,
 
 func runChat(cmd *cobra.Command, o chatOptions) error {
 	stdin, stdout, stderr := cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if o.temperatureSet && o.temperature < 0 {
-		return fmt.Errorf("--temperature %v: must be 0 (greedy) or positive", o.temperature)
+	if o.temperatureSet {
+		if err := sample.Validate(&model.Sampling{Temperature: float32(o.temperature)}); err != nil {
+			return fmt.Errorf("--%w", err)
+		}
 	}
 	if o.maxTokens < 0 {
 		return fmt.Errorf("--max-tokens %d: must be positive", o.maxTokens)
@@ -235,24 +237,24 @@ func (s *chatSession) sampling() model.Sampling {
 			return model.Sampling{}
 		}
 	}
-	p.Seed = sample.RandomSeed()
 	return p
 }
 
-// request renders the conversation so far for the next answer.
-func (s *chatSession) request() engine.ChatRequest {
+// request is the conversation so far, for the next answer.
+func (s *chatSession) request() engine.TurnRequest {
 	var msgs []chat.Message
 	if s.opts.system != "" {
 		msgs = append(msgs, chat.Message{Role: "system", Content: s.opts.system})
 	}
 	msgs = append(msgs, s.history...)
 	think := s.think
-	return engine.ChatRequest{
+	return engine.TurnRequest{
 		Render: chat.RenderRequest{
 			Messages:            msgs,
 			AddGenerationPrompt: true,
 			EnableThinking:      &think,
 		},
+		Images:    s.images,
 		Sampling:  s.sampling(),
 		MaxTokens: s.opts.maxTokens,
 	}
@@ -283,79 +285,23 @@ func (s *chatSession) ask(message string, interrupt <-chan os.Signal) (quit bool
 	s.history = append(s.history, chat.Message{Role: "user", Content: content})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req := s.request()
-	// The engine reports prefill progress on its own goroutine; the latest
-	// value waits here for the loop below (older ones are dropped).
-	progress := make(chan engine.PrefillProgress, 1)
-	if s.statColor {
-		req.Progress = func(p engine.PrefillProgress) {
-			select {
-			case <-progress:
-			default:
-			}
-			progress <- p
-		}
-	}
-	shown := false // a progress line is on the terminal
-	stream, prompt, err := s.submit(ctx, req)
+	turn, err := s.engine.StartTurn(ctx, s.request())
 	if err != nil {
 		s.history = s.history[:len(s.history)-1]
 		s.images = s.images[:nImages]
 		return false, err
 	}
 	s.pending = nil
-	parser := chat.NewParser(chat.ParserOptions{InReasoning: chat.PromptOpensThinking(prompt.Text)})
 	var r reply
 	w := &replyWriter{s: s, r: &r}
-	var stoppedAt time.Time
-	events := stream.Events
-	for events != nil {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				events = nil
-				continue
-			}
-			if shown {
-				fmt.Fprint(s.errOut, clearLine)
-				shown = false
-			}
-			w.show(parser.Feed(ev.Text))
-		case p := <-progress:
-			// Only a prompt that takes more than one pass is worth a
-			// line; the first answer token clears it.
-			if p.Total-p.Cached > progressMinTokens && p.Done < p.Total-1 {
-				fmt.Fprintf(s.errOut, "%s%s%s%s", clearLine, ansiDim, prefillLine(p), ansiReset)
-				shown = true
-			}
-		case <-interrupt:
-			cancel()
-			if !stoppedAt.IsZero() && time.Since(stoppedAt) < time.Second {
-				// Quit now, without waiting for the engine to notice: a
-				// GPU pass already sent to the device runs to its end.
-				w.end()
-				s.abandoned = true
-				return true, nil
-			}
-			stoppedAt = time.Now()
-		}
+	quit, abandoned := w.stream(turn, cancel, interrupt)
+	if abandoned {
+		return true, nil
 	}
-	// A Ctrl-C that came as the stream was closing still counts: a second
-	// one quits, a first one arms the next (see interactive).
-	select {
-	case <-interrupt:
-		if !stoppedAt.IsZero() {
-			quit = true
-		}
-		stoppedAt = time.Now()
-	default:
-	}
-	s.interrupted = !stoppedAt.IsZero()
-	w.show(parser.Finish())
-	w.end()
-	r.stats, err = stream.Result()
-	if err != nil {
-		return quit, err
+	res := turn.Result()
+	r.stats = res.Stats
+	if res.Err != nil {
+		return quit, res.Err
 	}
 	reasoning := strings.TrimSpace(r.reasoning.String())
 	answer := chat.Message{Role: "assistant", Content: strings.TrimSpace(r.content.String())}
@@ -369,6 +315,58 @@ func (s *chatSession) ask(message string, interrupt <-chan os.Signal) (quit bool
 	}
 	s.note(statsLine(&r.stats))
 	return quit, nil
+}
+
+// stream shows the turn's events until its end. A first interrupt
+// cancels the answer; a second within a second quits at once (abandoned),
+// without waiting for the engine to notice: a GPU pass already sent to the
+// device runs to its end.
+func (w *replyWriter) stream(turn *engine.Turn, cancel context.CancelFunc, interrupt <-chan os.Signal) (quit, abandoned bool) {
+	s := w.s
+	shown := false // a progress line is on the terminal
+	var stoppedAt time.Time
+	for events := turn.Events; events != nil; {
+		select {
+		case ev, ok := <-events:
+			switch {
+			case !ok:
+				events = nil
+			case ev.Progress != nil:
+				// Only a prompt that takes more than one pass is worth a
+				// line; the first answer token clears it.
+				if p := *ev.Progress; s.statColor && p.Total-p.Cached > progressMinTokens && p.Done < p.Total-1 {
+					fmt.Fprintf(s.errOut, "%s%s%s%s", clearLine, ansiDim, prefillLine(p), ansiReset)
+					shown = true
+				}
+			case ev.QueuePosition == nil:
+				if shown {
+					fmt.Fprint(s.errOut, clearLine)
+					shown = false
+				}
+				w.show(ev.Parsed)
+				w.show(ev.Closing)
+			}
+		case <-interrupt:
+			cancel()
+			if !stoppedAt.IsZero() && time.Since(stoppedAt) < time.Second {
+				w.end()
+				s.abandoned = true
+				return true, true
+			}
+			stoppedAt = time.Now()
+		}
+	}
+	// A Ctrl-C that came as the stream was closing still counts: a second
+	// one quits, a first one arms the next (see interactive).
+	select {
+	case <-interrupt:
+		quit = !stoppedAt.IsZero()
+		stoppedAt = time.Now()
+	default:
+	}
+	s.interrupted = !stoppedAt.IsZero()
+	w.end()
+	return quit, false
 }
 
 // replyWriter prints parser events: reasoning dimmed on a terminal (to
@@ -650,29 +648,4 @@ func chatImages(dir string, files []string, notes io.Writer) ([]chatImage, error
 		out = append(out, chatImage{image: model.Image{Pixels: px.Values, Grid: px.Grid, Hash: sha256.Sum256(data)}, tokens: px.Tokens})
 	}
 	return out, nil
-}
-
-// submit renders the conversation and submits it with its images (as
-// engine.SubmitChat does for text).
-func (s *chatSession) submit(ctx context.Context, r engine.ChatRequest) (*engine.Stream, chat.Prompt, error) {
-	if len(s.images) == 0 {
-		return s.engine.SubmitChat(ctx, r)
-	}
-	prompt, err := s.engine.Encode(r.Render)
-	if err != nil {
-		return nil, chat.Prompt{}, err
-	}
-	images := make([]model.Image, len(prompt.Images))
-	for i, p := range prompt.Images {
-		images[i] = s.images[p.Index]
-	}
-	st, err := s.engine.Submit(ctx, engine.Request{
-		Prompt:      prompt.IDs,
-		Images:      images,
-		Sampling:    r.Sampling,
-		MaxTokens:   r.MaxTokens,
-		Checkpoints: prompt.Checkpoints,
-		Progress:    r.Progress,
-	})
-	return st, prompt, err
 }

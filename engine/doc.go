@@ -42,6 +42,16 @@
 // applies the same rule to the rest, and the chosen token is fed to the next
 // pass. Such steps are not pipelined; the constraint's Done ends the request.
 //
+// A chat turn (turn.go, StartTurn) is the one way the HTTP API, the chat
+// window and the terminal chat answer a conversation: it renders the
+// conversation, draws the seed when the sampling rule needs one, submits
+// it, and streams typed events (the queue position, prefill progress, the
+// reasoning, content and tool-call deltas of chat.Parser, each step's
+// tokens and log-probabilities) ending in a TurnResult: the statistics
+// with the stop string that matched (Stats.StopSequence), the reasoning
+// token count and the output. An option out of range is an *OptionError
+// that names it, as the APIs spell it.
+//
 // The prefix cache (prefixcache.go) exists because Gated DeltaNet state
 // cannot be rolled back: to continue a conversation the engine restores a
 // snapshot taken earlier at a point the new prompt shares, rather than

@@ -277,6 +277,9 @@ type Stats struct {
 	PrefillDuration time.Duration
 	DecodeDuration  time.Duration
 	FinishReason    string
+	// StopSequence is the stop string (Request.Stop) that ended the
+	// output, "" when none did.
+	StopSequence string
 	// ImagesEncoded counts the images the vision tower ran on (those the
 	// prefix cache did not cover).
 	ImagesEncoded int
@@ -584,13 +587,13 @@ func (e *Engine) validate(req *Request) error {
 		}
 	}
 	if req.MaxTokens < 0 {
-		return fmt.Errorf("max_tokens %d: must be positive (or 0 for as many as fit)", req.MaxTokens)
+		return &OptionError{Option: "max_tokens", Value: req.MaxTokens, Rule: "must be positive (or 0 for as many as fit)"}
 	}
 	if err := e.validateImages(req); err != nil {
 		return err
 	}
 	if req.TopLogprobs < 0 || req.TopLogprobs > MaxTopLogprobs {
-		return fmt.Errorf("top logprobs %d: must be between 0 and %d", req.TopLogprobs, MaxTopLogprobs)
+		return &OptionError{Option: "top_logprobs", Value: req.TopLogprobs, Rule: fmt.Sprintf("must be between 0 and %d", MaxTopLogprobs)}
 	}
 	return sample.Validate(&req.Sampling)
 }

@@ -265,6 +265,9 @@ func (g *generation) handle(res model.Result) {
 	}
 	g.finished = true
 	g.stopped = stopped
+	if stopped {
+		g.stats.StopSequence = g.stops.matched
+	}
 	if !stopped {
 		// The stream ends without a stop string: whatever was held back is
 		// text after all.

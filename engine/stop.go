@@ -10,6 +10,9 @@ import "strings"
 type stopMatcher struct {
 	stops []string
 	held  string
+	// matched is the stop string that ended the text, once one did (the
+	// earliest in the text; of two starting there, the first listed).
+	matched string
 }
 
 func newStopMatcher(stops []string) *stopMatcher {
@@ -36,7 +39,7 @@ func (m *stopMatcher) add(piece string) (emit string, stopped bool) {
 	first := -1
 	for _, s := range m.stops {
 		if i := strings.Index(buf, s); i >= 0 && (first < 0 || i < first) {
-			first = i
+			first, m.matched = i, s
 		}
 	}
 	if first >= 0 {

@@ -65,6 +65,55 @@ func (req *messagesRequest) turn(countOnly bool) (*chatTurn, error) {
 	if len(req.Messages) == 0 {
 		return nil, badRequest("messages", "messages: at least one message is required")
 	}
+	messages, err := req.conversation()
+	if err != nil {
+		return nil, err
+	}
+	tools, err := anthropicTools(req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	choice, name := "auto", ""
+	if req.ToolChoice.Set && req.ToolChoice.Value != nil {
+		switch typ := stringField(req.ToolChoice.Value, "type"); typ {
+		case "auto", "none":
+			choice = typ
+		case "any":
+			choice = "required"
+			if len(tools) == 0 {
+				return nil, badRequest("tool_choice", "tool_choice any needs tools")
+			}
+		case "tool":
+			choice, name = "function", stringField(req.ToolChoice.Value, "name")
+			if err := checkToolName(tools, name, "tool_choice"); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, badRequest("tool_choice.type", "tool_choice.type %q: use auto, any, tool or none", typ)
+		}
+	}
+	var constraint *constraintSpec
+	if req.OutputConfig != nil {
+		if constraint, err = decodeResponseFormat(req.OutputConfig.Format, "output_config.format"); err != nil {
+			return nil, err
+		}
+		if constraint != nil && (choice == "required" || choice == "function") {
+			return nil, badRequest("output_config.format", "output_config.format and a forced tool_choice ask for two different answers: use tool_choice auto, or leave output_config.format out")
+		}
+	}
+	thinking, err := req.thinking(choice == "required" || choice == "function", countOnly, maxTokens)
+	if err != nil {
+		return nil, err
+	}
+	return &chatTurn{
+		messages: messages, tools: tools, toolChoice: choice, toolName: name, thinking: thinking,
+		sampling: req.samplingFields, maxTokens: maxTokens, stop: req.StopSequences, constraint: constraint,
+	}, nil
+}
+
+// conversation is the request's system text and messages as chat messages,
+// the system ones first.
+func (req *messagesRequest) conversation() ([]chat.Message, error) {
 	var messages []chat.Message
 	if req.System.Set && req.System.Value != nil {
 		system, err := systemText(req.System.Value, "system")
@@ -101,38 +150,11 @@ func (req *messagesRequest) turn(countOnly bool) (*chatTurn, error) {
 	if !hasRole(messages, "user") && !hasRole(messages, "assistant") {
 		return nil, badRequest("messages", "messages: the conversation holds system messages only; add a user message")
 	}
-	tools, err := anthropicTools(req.Tools)
-	if err != nil {
-		return nil, err
-	}
-	choice, name := "auto", ""
-	if req.ToolChoice.Set && req.ToolChoice.Value != nil {
-		switch typ := stringField(req.ToolChoice.Value, "type"); typ {
-		case "auto", "none":
-			choice = typ
-		case "any":
-			choice = "required"
-			if len(tools) == 0 {
-				return nil, badRequest("tool_choice", "tool_choice any needs tools")
-			}
-		case "tool":
-			choice, name = "function", stringField(req.ToolChoice.Value, "name")
-			if err := checkToolName(tools, name, "tool_choice"); err != nil {
-				return nil, err
-			}
-		default:
-			return nil, badRequest("tool_choice.type", "tool_choice.type %q: use auto, any, tool or none", typ)
-		}
-	}
-	var constraint *constraintSpec
-	if req.OutputConfig != nil {
-		if constraint, err = decodeResponseFormat(req.OutputConfig.Format, "output_config.format"); err != nil {
-			return nil, err
-		}
-		if constraint != nil && (choice == "required" || choice == "function") {
-			return nil, badRequest("output_config.format", "output_config.format and a forced tool_choice ask for two different answers: use tool_choice auto, or leave output_config.format out")
-		}
-	}
+	return messages, nil
+}
+
+// thinking is whether the turn thinks (nil: the model's own default).
+func (req *messagesRequest) thinking(forced, countOnly bool, maxTokens int) (*bool, error) {
 	// The Anthropic API thinks only when asked: no thinking field is
 	// thinking off, whatever the template's default. Adaptive leaves it to
 	// the model, which here means the model's own default (off for a model
@@ -140,7 +162,6 @@ func (req *messagesRequest) turn(countOnly bool) (*chatTurn, error) {
 	// thinking enabled is refused as Anthropic refuses it; with adaptive
 	// thinking a forced tool does not think, so that the answer starts at
 	// the call.
-	forced := choice == "required" || choice == "function"
 	off, on := false, true
 	thinking := &off
 	if req.Thinking != nil {
@@ -169,10 +190,7 @@ func (req *messagesRequest) turn(countOnly bool) (*chatTurn, error) {
 			}
 		}
 	}
-	return &chatTurn{
-		messages: messages, tools: tools, toolChoice: choice, toolName: name, thinking: thinking,
-		sampling: req.samplingFields, maxTokens: maxTokens, stop: req.StopSequences, constraint: constraint,
-	}, nil
+	return thinking, nil
 }
 
 // blocksOf reads content: a string is one text block.

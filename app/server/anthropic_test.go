@@ -329,7 +329,7 @@ func TestAnthropicConversation(t *testing.T) {
 			t.Errorf("the rendered prompt lacks %q:\n%s", want, p.prompt.Text)
 		}
 	}
-	if len(p.parserOpts.Tools) != 1 || !p.snapshotAnswer {
-		t.Errorf("tools are not handed to the parser: %+v", p.parserOpts)
+	if len(p.render.Tools) != 1 || !p.snapshotAnswer {
+		t.Errorf("tools are not handed to the parser: %+v", p.render.Tools)
 	}
 }

@@ -36,11 +36,11 @@ type constraintSpec struct {
 
 // constrain compiles spec for the engine's tokenizer and sets it on req;
 // nil while this build has no constrained sampling.
-var constrain func(e *engine.Engine, spec constraintSpec, req *engine.Request) error
+var constrain func(e *engine.Engine, spec constraintSpec, req *engine.TurnRequest) error
 
 // applyConstraint constrains req to spec, or says why it cannot: an
 // unsupported schema keyword is the client's error (400 naming it).
-func applyConstraint(e *engine.Engine, spec constraintSpec, req *engine.Request) error {
+func applyConstraint(e *engine.Engine, spec constraintSpec, req *engine.TurnRequest) error {
 	if constrain == nil {
 		return badRequest(spec.Param, "%s: this build of the server has no constrained sampling, so it cannot guarantee %s output; leave %s out", spec.Param, spec.Kind, spec.Param)
 	}

@@ -17,7 +17,7 @@ func init() { constrain = constrainWithGrammar }
 // compilation can refuse comes from the request (an unsupported schema
 // keyword, a function name the tool-call format cannot carry), so it is a
 // 400 naming spec.Param.
-func constrainWithGrammar(e *engine.Engine, spec constraintSpec, req *engine.Request) error {
+func constrainWithGrammar(e *engine.Engine, spec constraintSpec, req *engine.TurnRequest) error {
 	grammars, err := grammar.Shared(e)
 	if err != nil {
 		return fmt.Errorf("preparing constrained sampling for this model: %w", err)
@@ -47,7 +47,7 @@ func constrainWithGrammar(e *engine.Engine, spec constraintSpec, req *engine.Req
 	}
 	// The tokens the engine lets the request generate (its budget), so
 	// that the constrained text is closed validly before they run out.
-	budget := e.ContextTokens() - len(req.Prompt) + 1
+	budget := e.ContextTokens() - len(req.Prompt.IDs) + 1
 	if req.MaxTokens > 0 {
 		budget = min(budget, req.MaxTokens)
 	}

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/suzuran-app/suzuran/engine"
@@ -55,34 +53,35 @@ func (f samplingFields) resolve(thinking bool) model.Sampling {
 	if f.TopK != nil {
 		s.TopK = *f.TopK
 	}
-	if f.Seed != nil {
-		s.Seed = uint64(*f.Seed)
-	} else {
-		s.Seed = sample.RandomSeed()
+	if seed := f.seed(); seed != nil {
+		s.Seed = *seed
 	}
 	return s
 }
 
-// validateSampling names the field a client got wrong, as a 400.
-func validateSampling(s *model.Sampling) error {
-	if err := sample.Validate(s); err != nil {
-		param, _, _ := strings.Cut(err.Error(), " ")
-		return badRequest(param, "%v", err)
+// seed is the seed the request names, nil for one drawn at random.
+func (f samplingFields) seed() *uint64 {
+	if f.Seed == nil {
+		return nil
 	}
-	return nil
+	seed := uint64(*f.Seed)
+	return &seed
 }
 
 // genParams is one generation, whichever API asked for it.
 type genParams struct {
 	prompt    chat.Prompt
-	images    []model.Image // the prompt's images, in the order of their pad runs
+	render    chat.RenderRequest // the conversation prompt renders (its tools)
+	images    []model.Image      // the conversation's images, as chat.ImagePart.Index numbers them
 	sampling  model.Sampling
+	seed      *uint64 // nil: drawn at random
 	maxTokens int
 	stop      []string
 	// parse splits the output into reasoning, content and tool calls (the
 	// chat APIs); without it the output is plain text (completions).
-	parse      bool
-	parserOpts chat.ParserOptions
+	parse bool
+	// thinking: the prompt opens a <think> block.
+	thinking bool
 	// snapshotAnswer keeps the state after the answer for a next request
 	// that carries tool results.
 	snapshotAnswer bool
@@ -100,16 +99,14 @@ type generation struct {
 	p       genParams
 	ctx     context.Context
 	cancel  context.CancelFunc
-	stream  *engine.Stream
+	turn    *engine.Turn
 	started time.Time
 	// keepAlive, set by streaming handlers, sends something the client's
 	// SSE parser ignores, while no token has come yet.
 	keepAlive func() error
 	// position is the request's place in the engine's queue while it
 	// waits (0 once it runs), for the keep-alive comments.
-	position *atomic.Int32
-	// constraint is the request's constraint, if any.
-	constraint engine.Constraint
+	position int
 	// logprobs holds the OpenAI logprob entries of tokens received and not
 	// yet handed out (takeLogprobs); only run's goroutine touches it.
 	logprobs []logprobEntry
@@ -154,27 +151,16 @@ func logprobsField(asked bool, entries []logprobEntry) *logprobsContent {
 }
 
 // submit queues a generation on the engine. Its errors come before any
-// byte of the answer: a full queue (429), a prompt too long (400), bad
-// sampling parameters (400), an engine that closed (503).
+// byte of the answer: a full queue (429), a prompt too long (400), an
+// option out of range (400, naming it), an engine that closed (503).
 func (s *Server) submit(ctx context.Context, e *engine.Engine, p genParams) (*generation, error) {
-	if err := validateSampling(&p.sampling); err != nil {
-		return nil, err
-	}
-	position := new(atomic.Int32)
 	if p.maxTokens == 0 {
 		p.maxTokens = s.cfg.DefaultMaxTokens
 	}
-	req := engine.Request{
-		Prompt:         p.prompt.IDs,
-		Images:         p.images,
-		Sampling:       p.sampling,
-		MaxTokens:      p.maxTokens,
-		QueuePosition:  func(n int) { position.Store(int32(n)) },
-		Stop:           p.stop,
-		Checkpoints:    p.prompt.Checkpoints,
-		SnapshotAnswer: p.snapshotAnswer,
-		Logprobs:       p.logprobs,
-		TopLogprobs:    p.topLogprobs,
+	req := engine.TurnRequest{
+		Render: p.render, Prompt: p.prompt, Images: p.images, Sampling: p.sampling, Seed: p.seed,
+		MaxTokens: p.maxTokens, Stop: p.stop, SnapshotAnswer: p.snapshotAnswer,
+		Logprobs: p.logprobs, TopLogprobs: p.topLogprobs, Plain: !p.parse,
 	}
 	if p.constraint != nil {
 		if err := applyConstraint(e, *p.constraint, &req); err != nil {
@@ -182,24 +168,27 @@ func (s *Server) submit(ctx context.Context, e *engine.Engine, p genParams) (*ge
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	stream, err := e.Submit(ctx, req)
+	turn, err := e.StartTurn(ctx, req)
 	if err != nil {
 		cancel()
+		var bad *engine.OptionError
 		switch {
 		case errors.Is(err, engine.ErrBusy), errors.Is(err, engine.ErrClosed), errors.Is(err, engine.ErrPromptTooLong):
 			return nil, err
+		case errors.As(err, &bad):
+			return nil, badRequest(bad.Option, "%v", err)
 		}
 		// What is left are the engine's checks of the request.
 		return nil, badRequest("", "%v", err)
 	}
 	s.running.Add(1)
-	return &generation{s: s, e: e, p: p, ctx: ctx, cancel: cancel, stream: stream, started: time.Now(), position: position, constraint: req.Constraint}, nil
+	return &generation{s: s, e: e, p: p, ctx: ctx, cancel: cancel, turn: turn, started: time.Now()}, nil
 }
 
 // waitNote is the keep-alive comment of a stream with no token yet: its
 // queue position while it waits, for a client that shows it.
 func (g *generation) waitNote() string {
-	if n := g.position.Load(); n > 0 {
+	if n := g.position; n > 0 {
 		return fmt.Sprintf("queued: position %d", n)
 	}
 	return "keep-alive"
@@ -219,6 +208,12 @@ type genResult struct {
 	text         string // the output as the client received it (unparsed)
 }
 
+// resultOf is a turn's result as the APIs report it.
+func resultOf(r *engine.TurnResult, toolCalls int) genResult {
+	return genResult{stats: r.Stats, err: r.Err, toolCalls: toolCalls, reasoningTokens: r.ReasoningTokens,
+		stopSequence: r.Stats.StopSequence, text: r.Text}
+}
+
 // finish maps the engine's reason to OpenAI's finish_reason.
 func (r *genResult) finish() string {
 	switch {
@@ -230,65 +225,22 @@ func (r *genResult) finish() string {
 	return "stop"
 }
 
-// run reads the engine's events until the end, feeding them through the
-// output parser and handing each step's parsed events to emit (plain
-// completions get one ContentDelta per step). When emit fails (the client
-// left) the generation is cancelled; the engine stops within a token.
+// run reads the turn's events until the end, handing each step's parsed
+// events to emit (plain completions get one ContentDelta per step). When
+// emit fails (the client left) the generation is cancelled; the engine
+// stops within a token.
 func (g *generation) run(emit func(events []chat.Event, since time.Time) error) genResult {
 	defer g.s.running.Add(-1)
 	defer g.cancel()
-	var parser *chat.Parser
-	if g.p.parse {
-		parser = chat.NewParser(g.p.parserOpts)
-	}
-	var res genResult
-	var raw strings.Builder
-	var ids []int
-	emitting, finished := true, false
-	inReasoning := parser != nil && g.p.parserOpts.InReasoning
 	// Unconstrained tool calls are held until they end (callHolder); a
 	// constraint closes its calls validly.
 	var calls *callHolder
-	if parser != nil && g.p.constraint == nil && len(g.p.parserOpts.Tools) > 0 {
+	if g.p.parse && g.p.constraint == nil && len(g.p.render.Tools) > 0 {
 		calls = &callHolder{}
 	}
-	handle := func(text string, tokens int, final bool, received time.Time) {
-		finished = finished || final
-		raw.WriteString(text)
-		var events []chat.Event
-		switch {
-		case parser != nil && calls != nil:
-			events = calls.feed(parser.Feed(text))
-			if final {
-				events = append(events, calls.finish(parser.Finish(), raw.String())...)
-			}
-		case parser != nil:
-			events = parser.Feed(text)
-			if final {
-				events = append(events, parser.Finish()...)
-			}
-		case text != "":
-			events = []chat.Event{{Kind: chat.ContentDelta, Text: text}}
-		}
-		answering := false
-		for _, ev := range events {
-			switch ev.Kind {
-			case chat.ToolCallStart:
-				res.toolCalls++
-				answering = true
-			case chat.ContentDelta:
-				answering = true
-			}
-		}
-		// A token counts as reasoning until the first one that carries
-		// answer text (the parser may hold a token's text back a little,
-		// so the count can be a token or two high). An event that merged
-		// several tokens (the reader was behind) and ends the reasoning
-		// counts none of them.
-		inReasoning = inReasoning && !answering
-		if inReasoning && !final {
-			res.reasoningTokens += tokens
-		}
+	emitting, toolCalls := true, 0
+	send := func(events []chat.Event, final bool, received time.Time) {
+		toolCalls += countKind(events, chat.ToolCallStart)
 		if emitting && (len(events) > 0 || final) {
 			if err := emit(events, received); err != nil {
 				emitting = false
@@ -306,27 +258,29 @@ func (g *generation) run(emit func(events []chat.Event, since time.Time) error) 
 		defer ticker.Stop()
 		tick = ticker.C
 	}
-	for {
+	tokens := 0
+	for events := g.turn.Events; events != nil; {
 		select {
-		case ev, ok := <-g.stream.Events:
-			if !ok {
-				goto done
-			}
-			received := time.Now()
-			if ev.Token >= 0 {
-				// One or more tokens: several when this reader fell behind.
-				for i, id := range ev.IDs {
-					ids = append(ids, id)
-					if i < len(ev.Logprobs) && ev.Logprobs[i] != nil && !slices.Contains(g.e.Config().EOSTokenIDs, id) {
-						g.logprobs = append(g.logprobs, g.logprobEntry(id, ev.Logprobs[i]))
-					}
+		case ev, ok := <-events:
+			switch {
+			case !ok:
+				events = nil
+			case ev.QueuePosition != nil:
+				g.position = *ev.QueuePosition
+			case ev.Final && calls != nil:
+				send(append(calls.feed(ev.Parsed), calls.finish(ev.Closing, ev.Result.Text)...), true, ev.Received)
+			case ev.Final:
+				send(append(ev.Parsed, ev.Closing...), true, ev.Received)
+			case ev.Progress == nil:
+				tokens += len(ev.IDs)
+				g.takeTokens(ev.IDs, ev.Logprobs)
+				if calls != nil {
+					ev.Parsed = calls.feed(ev.Parsed)
 				}
-				handle(g.withoutSpecials(ev.Text, ev.IDs), len(ev.IDs), false, received)
-				continue
+				send(ev.Parsed, false, ev.Received)
 			}
-			handle(ev.Text, 0, true, received)
 		case <-tick:
-			if emitting && len(ids) == 0 {
+			if emitting && tokens == 0 {
 				if err := g.keepAlive(); err != nil {
 					emitting = false
 					g.cancel()
@@ -334,51 +288,31 @@ func (g *generation) run(emit func(events []chat.Event, since time.Time) error) 
 			}
 		}
 	}
-done:
-	res.stats, res.err = g.stream.Result()
-	// Constrained text the budget closed ends complete, as the engine sees
-	// it, but the answer was cut at max_tokens, and says so.
-	if c, ok := g.constraint.(interface{ ClosedByBudget() bool }); ok && c.ClosedByBudget() && res.stats.FinishReason == engine.FinishStop {
-		res.stats.FinishReason = engine.FinishLength
-	}
-	if !finished {
-		// The reader missed the final event (the context ended first):
-		// still close the parser's sections.
-		handle("", 0, true, time.Now())
-	}
-	res.text = raw.String()
-	if res.stats.FinishReason == engine.FinishStop && len(g.p.stop) > 0 && len(ids) > 0 &&
-		!slices.Contains(g.e.Config().EOSTokenIDs, ids[len(ids)-1]) {
-		// A stop string ended the output: it starts where the received text
-		// ends in the whole decoded output.
-		full := g.e.Tokenizer().Decode(ids)
-		if strings.HasPrefix(full, res.text) {
-			for _, stop := range g.p.stop {
-				if stop != "" && strings.HasPrefix(full[len(res.text):], stop) {
-					res.stopSequence = stop
-					break
-				}
-			}
-		}
-	}
+	turn := g.turn.Result()
+	res := resultOf(&turn, toolCalls)
 	g.s.logGeneration(g, &res)
 	return res
 }
 
-// withoutSpecials drops the text of the special tokens among ids (control
-// tokens such as <|im_start|>, which a model may sample though it should
-// not) from text, the text the engine decoded for them: a client never
-// sees a control token as text. The end-of-sequence tokens bring no text.
-// A special token's text is its own ASCII string, complete in the event
-// that carries it.
-func (g *generation) withoutSpecials(text string, ids []int) string {
-	tok := g.e.Tokenizer()
-	for _, id := range ids {
-		if tok.IsSpecial(id) {
-			text = strings.Replace(text, tok.Decode([]int{id}), "", 1)
+// takeTokens keeps the logprob entries of a step's tokens (an end of
+// sequence has none).
+func (g *generation) takeTokens(ids []int, logprobs []*engine.TokenLogprob) {
+	for i, id := range ids {
+		if i < len(logprobs) && logprobs[i] != nil && !slices.Contains(g.e.Config().EOSTokenIDs, id) {
+			g.logprobs = append(g.logprobs, g.logprobEntry(id, logprobs[i]))
 		}
 	}
-	return text
+}
+
+// countKind counts the events of a kind.
+func countKind(events []chat.Event, kind chat.EventKind) int {
+	n := 0
+	for _, ev := range events {
+		if ev.Kind == kind {
+			n++
+		}
+	}
+	return n
 }
 
 // logGeneration records a finished generation; a cancelled one (client

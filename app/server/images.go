@@ -174,15 +174,3 @@ func (s *Server) readImages(e *engine.Engine, t *chatTurn, parts []imagePart, te
 	}
 	return content, nil
 }
-
-// promptImages lists a prompt's images in the order of their pad runs.
-func promptImages(all []model.Image, parts []chat.ImagePart) []model.Image {
-	if len(parts) == 0 {
-		return nil
-	}
-	out := make([]model.Image, len(parts))
-	for i, p := range parts {
-		out[i] = all[p.Index]
-	}
-	return out
-}

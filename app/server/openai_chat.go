@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/suzuran-app/suzuran/app/modelhost"
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
 	"github.com/suzuran-app/suzuran/engine/model"
@@ -83,16 +84,20 @@ func (s *Server) prepare(e *engine.Engine, t *chatTurn) (genParams, error) {
 	if thinking == nil {
 		thinking = s.thinkingDefault()
 	}
+	if thinking != nil && *thinking && !modelhost.Think(e.Dir(), true) {
+		// A model that cannot think (the demo model, trained without it)
+		// answers with thinking off, as in the window and the terminal.
+		off := false
+		thinking = &off
+	}
 	render := chat.RenderRequest{
 		Messages:            t.messages,
 		AddGenerationPrompt: true,
 		EnableThinking:      thinking,
 		Extra:               t.extra,
 	}
-	parseTools := []any(nil)
 	if t.toolChoice != "none" {
 		render.Tools = t.tools
-		parseTools = t.tools
 	}
 	prompt, err := EncodePrompt(e, render)
 	if err != nil {
@@ -120,12 +125,14 @@ func (s *Server) prepare(e *engine.Engine, t *chatTurn) (genParams, error) {
 	opensThinking := chat.PromptOpensThinking(prompt.Text)
 	p := genParams{
 		prompt:         prompt,
-		images:         promptImages(t.images, prompt.Images),
+		render:         render,
+		images:         t.images,
 		sampling:       t.sampling.resolve(opensThinking),
+		seed:           t.sampling.seed(),
 		maxTokens:      t.maxTokens,
 		stop:           t.stop,
 		parse:          true,
-		parserOpts:     chat.ParserOptions{InReasoning: opensThinking, Tools: parseTools},
+		thinking:       opensThinking,
 		snapshotAnswer: len(render.Tools) > 0,
 		constraint:     t.constraint,
 		logprobs:       t.logprobs,
@@ -657,6 +664,6 @@ func (s *Server) debugRequest(r *http.Request, api string, p genParams, stream b
 	}
 	s.log.Debug().Str("api", api).Bool("stream", stream).Int("prompt_tokens", len(p.prompt.IDs)).
 		Int("max_tokens", p.maxTokens).Int("stops", len(p.stop)).Float32("temperature", p.sampling.Temperature).
-		Float32("top_p", p.sampling.TopP).Int("top_k", p.sampling.TopK).Bool("thinking", p.parserOpts.InReasoning).
+		Float32("top_p", p.sampling.TopP).Int("top_k", p.sampling.TopK).Bool("thinking", p.thinking).
 		Bool("constrained", p.constraint != nil).Msg("request")
 }

@@ -128,7 +128,7 @@ func (s *Server) startCompletion(r *http.Request, req *completionRequest) (*gene
 		return nil, "", err
 	}
 	// A raw prompt is not a chat: the model card's non-thinking defaults.
-	p := genParams{prompt: chat.Prompt{IDs: ids}, sampling: req.samplingFields.resolve(false), maxTokens: maxTokens, stop: req.Stop}
+	p := genParams{prompt: chat.Prompt{IDs: ids}, sampling: req.samplingFields.resolve(false), seed: req.samplingFields.seed(), maxTokens: maxTokens, stop: req.Stop}
 	if req.Logprobs != nil {
 		p.logprobs, p.topLogprobs = true, *req.Logprobs
 	}

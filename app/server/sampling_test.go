@@ -32,10 +32,10 @@ func TestSamplingDefaults(t *testing.T) {
 			}
 		})
 	}
-	// Without a seed each request draws its own.
-	a, b := samplingFields{}.resolve(false), samplingFields{}.resolve(false)
-	if a.Seed == b.Seed {
-		t.Errorf("two requests without a seed got the same one: %d", a.Seed)
+	// Without a seed the request names none, and its turn draws one
+	// (engine.StartTurn).
+	if seed := (samplingFields{}).seed(); seed != nil {
+		t.Errorf("a request without a seed names %d", *seed)
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
 	"github.com/suzuran-app/suzuran/engine/model"
-	"github.com/suzuran-app/suzuran/engine/sample"
 )
 
 // How often a reply's new text goes to the window, and how often it is
@@ -81,7 +80,6 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		m := reply
 		s.events.publish(Event{Type: EventMessage, ConversationID: reply.ConversationID, MessageID: reply.ID, Message: &m})
 	}
-
 	e, err := s.models.Acquire(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -92,49 +90,7 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		return
 	}
 	defer s.models.Release()
-
-	c, history, err := s.store.Conversation(ctx, reply.ConversationID)
-	if err != nil {
-		finish(store.StatusError, err, nil)
-		return
-	}
-	// The conversation's own settings over the app's.
-	turn := s.Settings().For(c.Settings, think)
-	think = turn.Think
-	// The demo model was trained without thinking: asked to think, it
-	// writes template text where the thinking goes.
-	if modelhost.IsDemo(e.Dir()) {
-		think = false
-	}
-	msgs := promptMessages(turn.SystemPrompt, history, reply.ID)
-	render := chat.RenderRequest{Messages: msgs, AddGenerationPrompt: true, EnableThinking: &think}
-	samp := turn.Sampling(think)
-	sampling := model.Sampling{
-		Temperature: float32(samp.Temperature), TopP: float32(samp.TopP), TopK: samp.TopK,
-		MinP: float32(samp.MinP), PresencePenalty: float32(samp.PresencePenalty),
-	}
-	if sampling.Temperature > 0 {
-		sampling.Seed = sample.RandomSeed()
-	} else {
-		sampling = model.Sampling{}
-	}
-
-	progress := func(p engine.PrefillProgress) {
-		s.events.publish(Event{Type: EventPrefill, ConversationID: reply.ConversationID, MessageID: reply.ID,
-			PromptTokens: p.Total, PromptDone: p.Done})
-	}
-	var stream *engine.Stream
-	var promptText string
-	if resume {
-		stream, promptText, err = s.submitContinuation(ctx, e, render, sampling, reply, progress)
-	} else {
-		var prompt chat.Prompt
-		if prompt, err = server.EncodePrompt(e, render); err == nil {
-			promptText = prompt.Text
-			stream, err = submitWindow(ctx, e, engine.Request{Prompt: prompt.IDs, Sampling: sampling,
-				Checkpoints: prompt.Checkpoints, Progress: progress, Owner: prefixOwner(reply.ConversationID)})
-		}
-	}
+	turn, err := s.startTurn(ctx, e, reply, think, resume)
 	if err != nil {
 		if ctx.Err() != nil {
 			finish(store.StatusStopped, nil, nil)
@@ -143,103 +99,11 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		finish(store.StatusError, err, nil)
 		return
 	}
-
-	parser := chat.NewParser(chat.ParserOptions{InReasoning: chat.PromptOpensThinking(promptText)})
-	var pendingContent, pendingReasoning strings.Builder
-	contentAt, reasoningAt := utf16Len(reply.Content), utf16Len(reply.Reasoning)
-	flush := func() {
-		if pendingContent.Len() == 0 && pendingReasoning.Len() == 0 {
-			return
-		}
-		ev := Event{Type: EventReply, ConversationID: reply.ConversationID, MessageID: reply.ID,
-			Content: pendingContent.String(), Reasoning: pendingReasoning.String(),
-			ContentAt: contentAt, ReasoningAt: reasoningAt}
-		contentAt += utf16Len(ev.Content)
-		reasoningAt += utf16Len(ev.Reasoning)
-		pendingContent.Reset()
-		pendingReasoning.Reset()
-		// The live copy first: a window reading the conversation after
-		// this point gets the text and skips the event's repeat of it.
-		s.setLive(reply)
-		s.events.publish(ev)
-	}
-	// The thinking lasts from its first text to the answer's first text
-	// (or the end, for a reply that is all thoughts).
-	var thinkFrom, thinkTo time.Time
-	take := func(events []chat.Event) {
-		for _, ev := range events {
-			switch ev.Kind {
-			case chat.ReasoningDelta:
-				if thinkFrom.IsZero() && ev.Text != "" {
-					thinkFrom = time.Now()
-				}
-				reply.Reasoning += ev.Text
-				pendingReasoning.WriteString(ev.Text)
-			case chat.ContentDelta, chat.ToolCallArguments:
-				if !thinkFrom.IsZero() && thinkTo.IsZero() && ev.Text != "" {
-					thinkTo = time.Now()
-				}
-				reply.Content += ev.Text
-				pendingContent.WriteString(ev.Text)
-			}
-		}
-	}
-	flushTick := time.NewTicker(flushEvery)
-	defer flushTick.Stop()
-	lastSave := time.Now()
-	tick := func() {
-		flush()
-		if time.Since(lastSave) >= saveEvery {
-			if err := s.store.UpdateMessage(context.Background(), reply); err != nil {
-				s.log.Error().Err(err).Msg("saving a growing reply")
-			}
-			lastSave = time.Now()
-		}
-	}
-	// pacedOut is set when a Stop came while paced text was still held
-	// back: that text is dropped, as the engine drops the tokens a
-	// stopped request's reader has not taken.
-	pacedOut := false
-	shown := 0 // paced pieces shown, a token's share each
-	for events := stream.Events; events != nil; {
-		select {
-		case ev, ok := <-events:
-			if !ok {
-				events = nil
-				continue
-			}
-			if s.pace <= 0 {
-				take(parser.Feed(ev.Text))
-				continue
-			}
-			// The paced reader is behind the engine, so its events hold
-			// several tokens each (engine.Stream): their text goes out a
-			// token's share at a time, one pace apart.
-			for _, piece := range pacedPieces(ev.Text, len(ev.IDs)) {
-				if pacedOut {
-					break
-				}
-				take(parser.Feed(piece))
-				shown++
-				select {
-				case <-time.After(s.pace):
-				case <-ctx.Done():
-					pacedOut = true
-				}
-				select {
-				case <-flushTick.C:
-					tick()
-				default:
-				}
-			}
-		case <-flushTick.C:
-			tick()
-		}
-	}
-	take(parser.Finish())
-	flush()
 	defer s.clearLive(reply.ID)
-	st, err := stream.Result()
+	w := &replyWriter{s: s, reply: &reply}
+	thinking := w.stream(turn)
+	res := turn.Result()
+	st := res.Stats
 	stats := &store.Stats{
 		PromptTokens:    st.PromptTokens,
 		CachedTokens:    st.CachedTokens,
@@ -248,21 +112,11 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		TokensPerSecond: st.DecodeTokensPerSecond(),
 		FinishReason:    st.FinishReason,
 		Model:           modelhost.Name(e.Dir()),
-	}
-	if !thinkFrom.IsZero() {
-		if thinkTo.IsZero() {
-			thinkTo = time.Now()
-		}
-		stats.ThinkingMS = float64(thinkTo.Sub(thinkFrom).Microseconds()) / 1000
-	}
-	if pacedOut {
-		// The reply keeps only what was shown, and so do its counts.
-		stats.FinishReason = engine.FinishCancelled
-		stats.GeneratedTokens = min(stats.GeneratedTokens, shown)
+		ThinkingMS:      float64(thinking.Microseconds()) / 1000,
 	}
 	switch {
-	case err != nil && st.FinishReason != engine.FinishCancelled:
-		finish(store.StatusError, err, stats)
+	case res.Err != nil && st.FinishReason != engine.FinishCancelled:
+		finish(store.StatusError, res.Err, stats)
 	case st.FinishReason == engine.FinishCancelled || ctx.Err() != nil:
 		finish(store.StatusStopped, nil, stats)
 	default:
@@ -270,14 +124,140 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 	}
 }
 
-// submitContinuation submits the conversation with the reply's text so far
-// after the generation prompt, so that the model goes on where it stopped.
-func (s *Service) submitContinuation(ctx context.Context, e *engine.Engine, render chat.RenderRequest,
-	sampling model.Sampling, reply store.Message, progress func(engine.PrefillProgress)) (*engine.Stream, string, error) {
-	prompt, err := server.EncodePrompt(e, render)
+// startTurn submits the reply's conversation with the conversation's own
+// settings over the app's, as a window request (submitWindow).
+func (s *Service) startTurn(ctx context.Context, e *engine.Engine, reply store.Message, think, resume bool) (*engine.Turn, error) {
+	c, history, err := s.store.Conversation(ctx, reply.ConversationID)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
+	settings := s.Settings().For(c.Settings, think)
+	// A model that cannot think (the demo model, trained without it)
+	// writes template text where the thinking goes.
+	think = modelhost.Think(e.Dir(), settings.Think)
+	render := chat.RenderRequest{Messages: promptMessages(settings.SystemPrompt, history, reply.ID),
+		AddGenerationPrompt: true, EnableThinking: &think}
+	samp := settings.Sampling(think)
+	req := engine.TurnRequest{Render: render, Owner: prefixOwner(reply.ConversationID), Pace: s.pace,
+		Priority: engine.PriorityInteractive} // the user is waiting in the window
+	if samp.Temperature > 0 {
+		req.Sampling = model.Sampling{
+			Temperature: float32(samp.Temperature), TopP: float32(samp.TopP), TopK: samp.TopK,
+			MinP: float32(samp.MinP), PresencePenalty: float32(samp.PresencePenalty),
+		}
+	}
+	if req.Prompt, err = server.EncodePrompt(e, render); err != nil {
+		return nil, err
+	}
+	if resume {
+		if req.Prompt, err = continuation(e, req.Prompt, reply); err != nil {
+			return nil, err
+		}
+	}
+	return submitWindow(ctx, e, req)
+}
+
+// replyWriter publishes a reply's text as it streams, and saves it as it
+// grows.
+type replyWriter struct {
+	s     *Service
+	reply *store.Message
+	// pending is the text not yet published; contentAt and reasoningAt
+	// where it goes, in UTF-16 code units.
+	pendingContent, pendingReasoning strings.Builder
+	contentAt, reasoningAt           int
+	// The thinking lasts from its first text to the answer's first text
+	// (or the end, for a reply that is all thoughts).
+	thinkFrom, thinkTo time.Time
+	lastSave           time.Time
+}
+
+// stream reads the turn to its end; it returns how long the model thought.
+func (w *replyWriter) stream(turn *engine.Turn) time.Duration {
+	w.contentAt, w.reasoningAt = utf16Len(w.reply.Content), utf16Len(w.reply.Reasoning)
+	w.lastSave = time.Now()
+	flushTick := time.NewTicker(flushEvery)
+	defer flushTick.Stop()
+	for events := turn.Events; events != nil; {
+		select {
+		case ev, ok := <-events:
+			switch {
+			case !ok:
+				events = nil
+			case ev.Progress != nil:
+				w.s.events.publish(Event{Type: EventPrefill, ConversationID: w.reply.ConversationID, MessageID: w.reply.ID,
+					PromptTokens: ev.Progress.Total, PromptDone: ev.Progress.Done})
+			default:
+				w.take(ev.Parsed)
+				w.take(ev.Closing)
+			}
+		case <-flushTick.C:
+			w.tick()
+		}
+	}
+	w.flush()
+	if w.thinkFrom.IsZero() {
+		return 0
+	}
+	if w.thinkTo.IsZero() {
+		w.thinkTo = time.Now()
+	}
+	return w.thinkTo.Sub(w.thinkFrom)
+}
+
+// take adds parsed events to the reply.
+func (w *replyWriter) take(events []chat.Event) {
+	for _, ev := range events {
+		switch ev.Kind {
+		case chat.ReasoningDelta:
+			if w.thinkFrom.IsZero() && ev.Text != "" {
+				w.thinkFrom = time.Now()
+			}
+			w.reply.Reasoning += ev.Text
+			w.pendingReasoning.WriteString(ev.Text)
+		case chat.ContentDelta, chat.ToolCallArguments:
+			if !w.thinkFrom.IsZero() && w.thinkTo.IsZero() && ev.Text != "" {
+				w.thinkTo = time.Now()
+			}
+			w.reply.Content += ev.Text
+			w.pendingContent.WriteString(ev.Text)
+		}
+	}
+}
+
+// flush publishes the text not yet published.
+func (w *replyWriter) flush() {
+	if w.pendingContent.Len() == 0 && w.pendingReasoning.Len() == 0 {
+		return
+	}
+	r := w.reply
+	ev := Event{Type: EventReply, ConversationID: r.ConversationID, MessageID: r.ID,
+		Content: w.pendingContent.String(), Reasoning: w.pendingReasoning.String(),
+		ContentAt: w.contentAt, ReasoningAt: w.reasoningAt}
+	w.contentAt += utf16Len(ev.Content)
+	w.reasoningAt += utf16Len(ev.Reasoning)
+	w.pendingContent.Reset()
+	w.pendingReasoning.Reset()
+	// The live copy first: a window reading the conversation after this
+	// point gets the text and skips the event's repeat of it.
+	w.s.setLive(*r)
+	w.s.events.publish(ev)
+}
+
+// tick publishes, and saves the reply when the last save is saveEvery old.
+func (w *replyWriter) tick() {
+	w.flush()
+	if time.Since(w.lastSave) >= saveEvery {
+		if err := w.s.store.UpdateMessage(context.Background(), *w.reply); err != nil {
+			w.s.log.Error().Err(err).Msg("saving a growing reply")
+		}
+		w.lastSave = time.Now()
+	}
+}
+
+// continuation is prompt with the reply's text so far after the
+// generation prompt, so that the model goes on where it stopped.
+func continuation(e *engine.Engine, prompt chat.Prompt, reply store.Message) (chat.Prompt, error) {
 	text := prompt.Text
 	if chat.PromptOpensThinking(text) {
 		text += reply.Reasoning
@@ -289,12 +269,10 @@ func (s *Service) submitContinuation(ctx context.Context, e *engine.Engine, rend
 	}
 	ids, ok := e.Tokenizer().EncodeWithSpecialsUpTo(text, e.ContextTokens()-1)
 	if !ok {
-		return nil, "", fmt.Errorf("%w: the conversation and the reply so far hold more than the context's %d tokens: start a new conversation",
+		return chat.Prompt{}, fmt.Errorf("%w: the conversation and the reply so far hold more than the context's %d tokens: start a new conversation",
 			engine.ErrPromptTooLong, e.ContextTokens())
 	}
-	stream, err := submitWindow(ctx, e, engine.Request{Prompt: ids, Sampling: sampling, Checkpoints: prompt.Checkpoints, Progress: progress,
-		Owner: prefixOwner(reply.ConversationID)})
-	return stream, text, err
+	return chat.Prompt{Text: text, IDs: ids, Checkpoints: prompt.Checkpoints}, nil
 }
 
 // Retry pauses of a window request that met a full queue: short, so that
@@ -309,11 +287,10 @@ const (
 // queued API requests (PriorityInteractive), and when API clients have
 // filled the queue it waits for a place, as long as the user does not stop
 // it, instead of failing with "busy".
-func submitWindow(ctx context.Context, e *engine.Engine, req engine.Request) (*engine.Stream, error) {
-	req.Priority = engine.PriorityInteractive // the user is waiting in the window
+func submitWindow(ctx context.Context, e *engine.Engine, req engine.TurnRequest) (*engine.Turn, error) {
 	pause := busyRetryFirst
 	for {
-		stream, err := e.Submit(ctx, req)
+		stream, err := e.StartTurn(ctx, req)
 		if !errors.Is(err, engine.ErrBusy) {
 			return stream, err
 		}
@@ -363,27 +340,4 @@ func (s *Service) withLive(msgs []store.Message) []store.Message {
 		}
 	}
 	return msgs
-}
-
-// pacedPieces splits text into n pieces (at least one) of about the same
-// number of characters, cut between characters, for Options.Pace: an
-// event's tokens, shown one at a time.
-func pacedPieces(text string, n int) []string {
-	var starts []int // byte offset of each character
-	for i := range text {
-		starts = append(starts, i)
-	}
-	n = max(1, min(n, len(starts)))
-	pieces := make([]string, 0, n)
-	for i := range n {
-		lo, hi := len(text), len(text)
-		if c := i * len(starts) / n; c < len(starts) {
-			lo = starts[c]
-		}
-		if c := (i + 1) * len(starts) / n; c < len(starts) {
-			hi = starts[c]
-		}
-		pieces = append(pieces, text[lo:hi])
-	}
-	return pieces
 }

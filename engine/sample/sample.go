@@ -54,24 +54,39 @@ import (
 // Validate checks the ranges a client could get wrong, with a message that
 // names the field.
 func Validate(p *model.Sampling) error {
+	bad := func(option string, value any, rule string) error {
+		return &OptionError{Option: option, Value: value, Rule: rule}
+	}
 	switch {
 	case math.IsNaN(float64(p.Temperature)) || p.Temperature < 0 || math.IsInf(float64(p.Temperature), 0):
-		return fmt.Errorf("temperature %v: must be 0 (greedy) or positive", p.Temperature)
+		return bad("temperature", p.Temperature, "must be 0 (greedy) or positive")
 	case p.TopK < 0:
-		return fmt.Errorf("top_k %d: must be 0 (off) or positive", p.TopK)
+		return bad("top_k", p.TopK, "must be 0 (off) or positive")
 	case !(p.TopP >= 0 && p.TopP <= 1):
-		return fmt.Errorf("top_p %v: must be in [0, 1]", p.TopP)
+		return bad("top_p", p.TopP, "must be in [0, 1]")
 	case !(p.MinP >= 0 && p.MinP <= 1):
-		return fmt.Errorf("min_p %v: must be in [0, 1]", p.MinP)
+		return bad("min_p", p.MinP, "must be in [0, 1]")
 	case !(p.RepetitionPenalty >= 0) || math.IsInf(float64(p.RepetitionPenalty), 0):
-		return fmt.Errorf("repetition_penalty %v: must be positive (1 = off)", p.RepetitionPenalty)
+		return bad("repetition_penalty", p.RepetitionPenalty, "must be positive (1 = off)")
 	case math.IsNaN(float64(p.PresencePenalty)) || math.IsInf(float64(p.PresencePenalty), 0):
-		return fmt.Errorf("presence_penalty %v: must be a finite number", p.PresencePenalty)
+		return bad("presence_penalty", p.PresencePenalty, "must be a finite number")
 	case math.IsNaN(float64(p.FrequencyPenalty)) || math.IsInf(float64(p.FrequencyPenalty), 0):
-		return fmt.Errorf("frequency_penalty %v: must be a finite number", p.FrequencyPenalty)
+		return bad("frequency_penalty", p.FrequencyPenalty, "must be a finite number")
 	}
 	return nil
 }
+
+// OptionError is a generation option out of its range. Option names it as
+// the HTTP APIs spell it (temperature, top_p, max_tokens, …), so that a
+// caller can point at the field, or at its own flag, without reading the
+// message.
+type OptionError struct {
+	Option string
+	Value  any
+	Rule   string // what the value must be
+}
+
+func (e *OptionError) Error() string { return fmt.Sprintf("%s %v: %s", e.Option, e.Value, e.Rule) }
 
 // Uniform is the draw for the token at position pos of a request seeded with
 // seed: SplitMix64 of seed + (pos+1)·γ, its top 53 bits scaled to [0, 1).
