@@ -164,17 +164,7 @@ func TestLongPromptChunksThroughTheEngine(t *testing.T) {
 
 	// Each request's sequence is the one of its first chunk: the short
 	// prompt's whole (but its last token), the long one's 512 tokens.
-	var shortSeq, longSeq model.Sequence
-	for _, p := range passes {
-		for i, s := range p.seqs {
-			if p.pos[i] == 0 && p.rows[i] == len(c.PromptIDs)-1 && shortSeq == nil {
-				shortSeq = s
-			}
-			if p.pos[i] == 0 && p.rows[i] == 512 && longSeq == nil {
-				longSeq = s
-			}
-		}
-	}
+	shortSeq, longSeq := firstChunks(passes, len(c.PromptIDs)-1, 512)
 	if shortSeq == nil || longSeq == nil || shortSeq == longSeq {
 		t.Fatal("no first chunk of the short prompt or of the long one")
 	}
@@ -224,6 +214,13 @@ func TestLongPromptChunksThroughTheEngine(t *testing.T) {
 		t.Fatalf("the short request: %d tokens, %v; want its 200", sr.stats.GeneratedTokens, sr.err)
 	}
 
+	checkCancelAtThirdChunk(t, e, lb, c.PromptIDs, long)
+}
+
+// checkCancelAtThirdChunk cancels a request for the long prompt as its
+// third chunk begins and checks that the chunk is its last.
+func checkCancelAtThirdChunk(t *testing.T, e *Engine, lb *passLog, prompt, long []int) {
+	t.Helper()
 	// A cancel as the third chunk begins: that chunk is the last.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -253,7 +250,7 @@ func TestLongPromptChunksThroughTheEngine(t *testing.T) {
 	lb.mu.Lock()
 	lb.onPass = nil
 	lb.mu.Unlock()
-	if got := readAll(mustSubmit(t, e, Request{Prompt: c.PromptIDs, MaxTokens: 2})); got.err != nil {
+	if got := readAll(mustSubmit(t, e, Request{Prompt: prompt, MaxTokens: 2})); got.err != nil {
 		t.Fatal(got.err)
 	}
 	after := 0
@@ -270,4 +267,20 @@ func TestLongPromptChunksThroughTheEngine(t *testing.T) {
 	if after != 2 {
 		t.Errorf("%d chunks past position 0 began for the request cancelled at its third, want 2", after)
 	}
+}
+
+// firstChunks finds the sequences whose first pass (at position 0) read
+// rowsA and rowsB rows.
+func firstChunks(passes []loggedPass, rowsA, rowsB int) (a, b model.Sequence) {
+	for _, p := range passes {
+		for i, s := range p.seqs {
+			if p.pos[i] == 0 && p.rows[i] == rowsA && a == nil {
+				a = s
+			}
+			if p.pos[i] == 0 && p.rows[i] == rowsB && b == nil {
+				b = s
+			}
+		}
+	}
+	return a, b
 }

@@ -167,114 +167,122 @@ func checkStat(t *testing.T, what string, s Stat, runs int) {
 func TestRunOnTinyModel(t *testing.T) {
 	m := tinyModel(t)
 	for _, method := range []string{"blocks", "prefixes"} {
-		t.Run(method, func(t *testing.T) {
-			tg, closeFn, err := Open("cpu", m, 2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer closeFn()
-			s := Settings{Prompts: []int{16, 40}, Gen: 3, Runs: 2, LongRuns: 1, LongPrompt: 20, Warmup: 8, Chunk: 16,
-				CopyBytes: 4 << 20, Copies: 2, LayerCosts: method, PrefixPrompt: 16, PrefixGen: 2}
-			var log bytes.Buffer
-			r, err := Run(tg, s, &log)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(m.Weights.Layers) != 4 {
-				t.Fatalf("the model has %d layers after the run, want its 4 back", len(m.Weights.Layers))
-			}
-			if r.Kind != "cpu" || r.Model.Layers != 4 || r.Model.DeltaNetLayers != 3 || r.Model.AttentionLayers != 1 || r.Model.Bits != 4 {
-				t.Errorf("report header: kind %q, model %+v", r.Kind, r.Model)
-			}
-			if k := r.Kernels; k == nil || k.ISA != cpu.ISAs()[0] || k.Precision != cpu.PrecisionFast {
-				t.Errorf("report kernels %+v: want the best instruction set (%s) and the fast precision", k, cpu.ISAs()[0])
-			}
-			if r.Machine.Cores < 1 || r.Commit.Revision == "" {
-				t.Errorf("machine %+v, commit %+v: want cores and a revision", r.Machine, r.Commit)
-			}
-			if len(r.Prefill) != 2 || len(r.Decode) != 2 {
-				t.Fatalf("%d prefill and %d decode results, want 2 each", len(r.Prefill), len(r.Decode))
-			}
-			for i, runs := range []int{2, 1} { // the 40-token prompt is over LongPrompt
-				checkStat(t, "TTFT", r.Prefill[i].TTFT, runs)
-				checkStat(t, "prefill tok/s", r.Prefill[i].TokPerSec, runs)
-				checkStat(t, "decode tok/s", r.Decode[i].TokPerSec, runs)
-				checkStat(t, "decode ms/token", r.Decode[i].MsPerToken, runs)
-				// CPU time can read 0 for the tiny model's short passes
-				// (rusage counts in scheduler ticks on some kernels), so
-				// only its presence and sign are checked.
-				if c := r.Prefill[i].CPUSeconds; c.N != runs || c.Min < 0 {
-					t.Errorf("prefill CPU seconds %+v, want %d non-negative runs", c, runs)
-				}
-				if c := r.Decode[i].CPUSeconds; c.N != runs || c.Min < 0 {
-					t.Errorf("decode CPU seconds %+v, want %d non-negative runs", c, runs)
-				}
-				if d := r.Decode[i]; d.Context != s.Prompts[i] || d.Tokens != 3 || d.Traffic.TotalBytes <= 0 || !(d.AchievedGBps > 0) || !(d.BandwidthFraction > 0) {
-					t.Errorf("decode after %d: %+v", s.Prompts[i], d)
-				}
-			}
-			if r.Bandwidth.GBps <= 0 {
-				t.Errorf("bandwidth %+v", r.Bandwidth)
-			}
-			if method == "blocks" {
-				for _, c := range []*LayerCosts{r.Prefill[0].Layers, r.Prefill[1].Layers, r.Decode[0].Layers, r.Decode[1].Layers} {
-					if c == nil || c.Method != "blocks" || !(c.DeltaNetLayerMs > 0) || !(c.AttentionLayerMs > 0) || !(c.ProjectedTokPerSec > 0) {
-						t.Errorf("block costs %+v: want positive layer costs and a projection", c)
-					}
-				}
-			} else {
-				dec := r.PrefixTimes["decode"]
-				want := []PrefixTime{{DeltaNet: 1}, {DeltaNet: 2}, {DeltaNet: 3}, {DeltaNet: 3, Attention: 1}}
-				if len(dec) != len(want) {
-					t.Fatalf("prefix times %+v, want 4 prefixes", dec)
-				}
-				for i := range want {
-					if dec[i].DeltaNet != want[i].DeltaNet || dec[i].Attention != want[i].Attention || !(dec[i].Ms > 0) {
-						t.Errorf("prefix %d: %+v, want %d DeltaNet and %d attention layers with a time", i, dec[i], want[i].DeltaNet, want[i].Attention)
-					}
-				}
-				if c := r.Prefill[0].Layers; c == nil || c.Method != "prefixes" {
-					t.Errorf("prefill 16 layer costs %+v: want the prefix fit", c)
-				}
-				if c := r.Decode[0].Layers; c == nil || c.Method != "prefixes" {
-					t.Errorf("decode after 16 layer costs %+v: want the prefix fit", c)
-				}
-			}
+		t.Run(method, func(t *testing.T) { runTinyMethod(t, m, method) })
+	}
+}
 
-			// The report survives JSON and renders as a table.
-			b, err := json.Marshal(r)
-			if err != nil {
-				t.Fatal(err)
+// runTinyMethod is one per-layer method of TestRunOnTinyModel.
+func runTinyMethod(t *testing.T, m *checkpoint.Model, method string) {
+	tg, closeFn, err := Open("cpu", m, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFn()
+	s := Settings{Prompts: []int{16, 40}, Gen: 3, Runs: 2, LongRuns: 1, LongPrompt: 20, Warmup: 8, Chunk: 16,
+		CopyBytes: 4 << 20, Copies: 2, LayerCosts: method, PrefixPrompt: 16, PrefixGen: 2}
+	var log bytes.Buffer
+	r, err := Run(tg, s, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Weights.Layers) != 4 {
+		t.Fatalf("the model has %d layers after the run, want its 4 back", len(m.Weights.Layers))
+	}
+	if r.Kind != "cpu" || r.Model.Layers != 4 || r.Model.DeltaNetLayers != 3 || r.Model.AttentionLayers != 1 || r.Model.Bits != 4 {
+		t.Errorf("report header: kind %q, model %+v", r.Kind, r.Model)
+	}
+	if k := r.Kernels; k == nil || k.ISA != cpu.ISAs()[0] || k.Precision != cpu.PrecisionFast {
+		t.Errorf("report kernels %+v: want the best instruction set (%s) and the fast precision", k, cpu.ISAs()[0])
+	}
+	if r.Machine.Cores < 1 || r.Commit.Revision == "" {
+		t.Errorf("machine %+v, commit %+v: want cores and a revision", r.Machine, r.Commit)
+	}
+	if len(r.Prefill) != 2 || len(r.Decode) != 2 {
+		t.Fatalf("%d prefill and %d decode results, want 2 each", len(r.Prefill), len(r.Decode))
+	}
+	for i, runs := range []int{2, 1} { // the 40-token prompt is over LongPrompt
+		checkStat(t, "TTFT", r.Prefill[i].TTFT, runs)
+		checkStat(t, "prefill tok/s", r.Prefill[i].TokPerSec, runs)
+		checkStat(t, "decode tok/s", r.Decode[i].TokPerSec, runs)
+		checkStat(t, "decode ms/token", r.Decode[i].MsPerToken, runs)
+		// CPU time can read 0 for the tiny model's short passes
+		// (rusage counts in scheduler ticks on some kernels), so
+		// only its presence and sign are checked.
+		if c := r.Prefill[i].CPUSeconds; c.N != runs || c.Min < 0 {
+			t.Errorf("prefill CPU seconds %+v, want %d non-negative runs", c, runs)
+		}
+		if c := r.Decode[i].CPUSeconds; c.N != runs || c.Min < 0 {
+			t.Errorf("decode CPU seconds %+v, want %d non-negative runs", c, runs)
+		}
+		if d := r.Decode[i]; d.Context != s.Prompts[i] || d.Tokens != 3 || d.Traffic.TotalBytes <= 0 || !(d.AchievedGBps > 0) || !(d.BandwidthFraction > 0) {
+			t.Errorf("decode after %d: %+v", s.Prompts[i], d)
+		}
+	}
+	if r.Bandwidth.GBps <= 0 {
+		t.Errorf("bandwidth %+v", r.Bandwidth)
+	}
+	if method == "blocks" {
+		for _, c := range []*LayerCosts{r.Prefill[0].Layers, r.Prefill[1].Layers, r.Decode[0].Layers, r.Decode[1].Layers} {
+			if c == nil || c.Method != "blocks" || !(c.DeltaNetLayerMs > 0) || !(c.AttentionLayerMs > 0) || !(c.ProjectedTokPerSec > 0) {
+				t.Errorf("block costs %+v: want positive layer costs and a projection", c)
 			}
-			var back Report
-			if err := json.Unmarshal(b, &back); err != nil {
-				t.Fatal(err)
+		}
+	} else {
+		dec := r.PrefixTimes["decode"]
+		want := []PrefixTime{{DeltaNet: 1}, {DeltaNet: 2}, {DeltaNet: 3}, {DeltaNet: 3, Attention: 1}}
+		if len(dec) != len(want) {
+			t.Fatalf("prefix times %+v, want 4 prefixes", dec)
+		}
+		for i := range want {
+			if dec[i].DeltaNet != want[i].DeltaNet || dec[i].Attention != want[i].Attention || !(dec[i].Ms > 0) {
+				t.Errorf("prefix %d: %+v, want %d DeltaNet and %d attention layers with a time", i, dec[i], want[i].DeltaNet, want[i].Attention)
 			}
-			var tab bytes.Buffer
-			if err := Table(&tab, []*Report{&back, r}); err != nil {
-				t.Fatal(err)
+		}
+		if c := r.Prefill[0].Layers; c == nil || c.Method != "prefixes" {
+			t.Errorf("prefill 16 layer costs %+v: want the prefix fit", c)
+		}
+		if c := r.Decode[0].Layers; c == nil || c.Method != "prefixes" {
+			t.Errorf("decode after 16 layer costs %+v: want the prefix fit", c)
+		}
+	}
+
+	checkTinyTable(t, r, method)
+}
+
+// checkTinyTable checks that the report survives JSON and renders as a table.
+func checkTinyTable(t *testing.T, r *Report, method string) {
+	t.Helper()
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	var tab bytes.Buffer
+	if err := Table(&tab, []*Report{&back, r}); err != nil {
+		t.Fatal(err)
+	}
+	if method == "blocks" {
+		// Each block kind per prompt token: the layer's time less
+		// its MoE, the MoE, over the 40 tokens.
+		c := r.Prefill[1].Layers
+		cells := ms((c.DeltaNetLayerMs-c.MoEMs)*1e3/40) + " / " + ms(c.MoEMs*1e3/40) + " / " + ms((c.AttentionLayerMs-c.MoEMs)*1e3/40)
+		found := false
+		for _, line := range strings.Split(tab.String(), "\n") {
+			if strings.Contains(line, "prefill 40: DeltaNet mixer / MoE / attention mixer, µs per token") && strings.Contains(line, cells) {
+				found = true
 			}
-			if method == "blocks" {
-				// Each block kind per prompt token: the layer's time less
-				// its MoE, the MoE, over the 40 tokens.
-				c := r.Prefill[1].Layers
-				cells := ms((c.DeltaNetLayerMs-c.MoEMs)*1e3/40) + " / " + ms(c.MoEMs*1e3/40) + " / " + ms((c.AttentionLayerMs-c.MoEMs)*1e3/40)
-				found := false
-				for _, line := range strings.Split(tab.String(), "\n") {
-					if strings.Contains(line, "prefill 40: DeltaNet mixer / MoE / attention mixer, µs per token") && strings.Contains(line, cells) {
-						found = true
-					}
-				}
-				if !found {
-					t.Errorf("table lacks the per-token block times of the 40-token prompt (%s):\n%s", cells, tab.String())
-				}
-			}
-			for _, want := range []string{"prefill 16: tok/s", "decode after 40: tok/s", "projected to 40 layers", "copy probe"} {
-				if !strings.Contains(strings.ToLower(tab.String()), strings.ToLower(want)) {
-					t.Errorf("table lacks %q:\n%s", want, tab.String())
-				}
-			}
-		})
+		}
+		if !found {
+			t.Errorf("table lacks the per-token block times of the 40-token prompt (%s):\n%s", cells, tab.String())
+		}
+	}
+	for _, want := range []string{"prefill 16: tok/s", "decode after 40: tok/s", "projected to 40 layers", "copy probe"} {
+		if !strings.Contains(strings.ToLower(tab.String()), strings.ToLower(want)) {
+			t.Errorf("table lacks %q:\n%s", want, tab.String())
+		}
 	}
 }
 
