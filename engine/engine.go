@@ -324,7 +324,10 @@ type Engine struct {
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 
-	mu sync.Mutex // guards closed, pending, waiting
+	// encodes counts the goroutines running the vision tower
+	// (encodeImages), which end before the backend closes.
+	encodes sync.WaitGroup
+	mu      sync.Mutex // guards closed, pending, waiting
 	// pending are the submitted requests not yet started, in the order they
 	// start: priority, then arrival. waiting counts those still wanted (a
 	// request whose context ends gives its place back at once, before the

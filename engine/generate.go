@@ -56,12 +56,14 @@ type generation struct {
 
 	// key is the prompt as the prefix cache knows it (images by their
 	// hash, see images.go); positions, embeds and runs the prompt's image
-	// inputs, nil without images; encoded once the tower has run.
+	// inputs, nil without images; encoded once the tower has run;
+	// encoding, while it runs, where its result arrives (encodeImages).
 	key       []int
 	positions [][3]int
 	embeds    [][]float32
 	runs      []imageRun
 	encoded   bool
+	encoding  chan encodeResult
 }
 
 // begin sets the request up on seq: the longest cached prefix restored, the
@@ -147,7 +149,7 @@ func (g *generation) cancelled() bool { return g.job.ctx.Err() != nil }
 // for the prefix cache.
 func (g *generation) prefillChunk(chunk int) error {
 	e, prompt := g.e, g.job.req.Prompt
-	if err := g.encodeImages(); err != nil {
+	if wait, err := g.encodeImages(); err != nil || wait {
 		return err
 	}
 	mark := g.marks[0]

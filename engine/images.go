@@ -96,40 +96,110 @@ func imageKey(hash *[32]byte, i int) int {
 	return -1 - int(binary.LittleEndian.Uint32(hash[4*(i%8):])>>1)
 }
 
-// encodeImages runs the tower on every image whose pad rows the sequence
-// has still to read (from g.pos on), once per request.
-func (g *generation) encodeImages() error {
+// encodeImages starts the tower on every image whose pad rows the sequence
+// has still to read (from g.pos on), once per request, and reports whether
+// the request must wait for it. The tower (its weights read on the first
+// image, then each image) runs on a goroutine of its own, so that the
+// engine goroutine keeps running the other requests' decode steps and
+// prefill chunks meanwhile; collectEncode takes its embeddings back. The
+// embeddings kept by image hash are looked up and filled in here, on the
+// engine goroutine, which alone uses that cache.
+func (g *generation) encodeImages() (wait bool, err error) {
 	if g.encoded || len(g.runs) == 0 {
-		return nil
+		return false, nil
 	}
-	g.encoded = true
-	vw, err := g.e.opts.Vision()
-	if err != nil {
-		return fmt.Errorf("loading the vision tower: %w", err)
+	if g.encoding != nil {
+		return true, nil
 	}
-	enc := g.e.backend.(model.VisionEncoder)
 	W := g.e.weights.Config.HiddenSize
+	var todo []imageRun
 	for _, r := range g.runs {
 		if r.start+r.n <= g.pos {
 			continue // restored from the prefix cache
 		}
-		if g.cancelled() {
-			return errCancelled
-		}
 		im := &g.job.req.Images[r.image]
-		out := g.e.embeds.get(im.Hash, im.Grid, r.n*W)
-		if out == nil {
-			if out, err = enc.EncodeImage(vw, im); err != nil {
-				return fmt.Errorf("image %d: %w", r.image, err)
+		if out := g.e.embeds.get(im.Hash, im.Grid, r.n*W); out != nil {
+			g.fill(r, out)
+			continue
+		}
+		todo = append(todo, r)
+	}
+	if len(todo) == 0 {
+		g.encoded = true
+		return false, nil
+	}
+	done := make(chan encodeResult, 1)
+	g.encoding = done
+	enc := g.e.backend.(model.VisionEncoder)
+	vision := g.e.opts.Vision
+	images := g.job.req.Images
+	g.e.encodes.Add(1)
+	go func() {
+		defer g.e.encodes.Done()
+		res := encodeResult{runs: todo}
+		defer func() {
+			done <- res
+			g.e.signal()
+		}()
+		vw, err := vision()
+		if err != nil {
+			res.err = fmt.Errorf("loading the vision tower: %w", err)
+			return
+		}
+		for _, r := range todo {
+			if g.cancelled() {
+				res.err = errCancelled
+				return
 			}
+			out, err := enc.EncodeImage(vw, &images[r.image])
+			if err != nil {
+				res.err = fmt.Errorf("image %d: %w", r.image, err)
+				return
+			}
+			res.outs = append(res.outs, out)
+		}
+	}()
+	return true, nil
+}
+
+// encodeResult is what an encode goroutine hands back: the embeddings of
+// runs, in order, or the error that ended it.
+type encodeResult struct {
+	runs []imageRun
+	outs [][]float32
+	err  error
+}
+
+// collectEncode takes the embeddings of a finished encode into the
+// request and the cache kept by image hash, on the engine goroutine. It
+// reports false while the encode is still running.
+func (g *generation) collectEncode() (bool, error) {
+	select {
+	case res := <-g.encoding:
+		g.encoding = nil
+		for i, out := range res.outs {
+			r := res.runs[i]
+			im := &g.job.req.Images[r.image]
 			g.stats.ImagesEncoded++
 			g.e.embeds.put(im.Hash, im.Grid, out)
+			g.fill(r, out)
 		}
-		for i := range r.n {
-			g.embeds[r.start+i] = out[i*W : (i+1)*W]
+		if res.err != nil {
+			return true, res.err
 		}
+		g.encoded = true
+		return true, nil
+	default:
+		return false, nil
 	}
-	return nil
+}
+
+// fill points run r's pad rows at the image's embeddings.
+func (g *generation) fill(r imageRun, out []float32) {
+	W := g.e.weights.Config.HiddenSize
+	for i := range r.n {
+		g.embeds[r.start+i] = out[i*W : (i+1)*W]
+	}
 }
 
 // input is the pass input over prompt rows [lo, hi) with their image

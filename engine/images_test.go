@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
 	"github.com/suzuran-app/suzuran/engine/model"
@@ -222,4 +224,86 @@ func TestImagePrefixAfterRestart(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("log-probabilities after the stored prefix %v, computed %v", got, want)
 	}
+}
+
+// TestImageEncodeLeavesDecodeRunning: while one request's tower runs (its
+// weights being read, then its image encoded, on a goroutine of its own),
+// another request's decode steps go on. The tower's load is held at a
+// gate until the other request, still decoding when the tower started,
+// has finished its whole answer: were the tower run on the engine
+// goroutine, the answer could not end and the test would fail at its bound
+// (60 s, far above the 0.2 s its decode steps take alone on this
+// loaded machine). Both answers equal those computed alone.
+func TestImageEncodeLeavesDecodeRunning(t *testing.T) {
+	single, text := visionCase(t, "hf-bf16/single"), visionCase(t, "hf-bf16/text_only")
+	const textTokens = 200
+	lo := LoadOptions{CacheBytes: -1, Parallel: 2}
+	alone := loadVision(t, single, lo)
+	wantText, _, _ := collect(t, alone, Request{Prompt: text.Prompt, MaxTokens: textTokens})
+	wantImage, _, _ := collect(t, alone, Request{Prompt: single.Prompt, Images: single.Images, MaxTokens: 4})
+
+	e := loadVision(t, single, lo)
+	started, gate := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(open) // before the engine closes, which waits for the tower
+	load := e.opts.Vision
+	e.opts.Vision = func() (*model.VisionWeights, error) {
+		close(started)
+		<-gate
+		return load()
+	}
+	a, err := e.Submit(context.Background(), Request{Prompt: text.Prompt, MaxTokens: textTokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	ev := <-a.Events
+	got = append(got, ev.IDs...)
+	b, err := e.Submit(context.Background(), Request{Prompt: single.Prompt, Images: single.Images, MaxTokens: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-started:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the image request's tower did not start in 60 s")
+	}
+	a.mu.Lock()
+	ended := a.final != nil
+	a.mu.Unlock()
+	if ended {
+		t.Fatalf("the text request ended before the tower started; the test needs a longer answer than %d tokens", len(wantText))
+	}
+	bound := time.After(60 * time.Second)
+	for done := false; !done; {
+		select {
+		case ev, ok := <-a.Events:
+			if !ok {
+				done = true
+				break
+			}
+			if ev.Err != nil {
+				t.Fatal(ev.Err)
+			}
+			got = append(got, ev.IDs...)
+		case <-bound:
+			t.Fatalf("the text request had %d of its %d tokens after 60 s while the tower waited", len(got), len(wantText))
+		}
+	}
+	open()
+	var image []int
+	for ev := range b.Events {
+		if ev.Err != nil {
+			t.Fatal(ev.Err)
+		}
+		image = append(image, ev.IDs...)
+	}
+	if !slices.Equal(got, wantText) || !slices.Equal(image, wantImage) {
+		t.Fatalf("beside an encode: text %v, image %v; alone %v, %v", got, image, wantText, wantImage)
+	}
+	if st, _ := b.Result(); st.ImagesEncoded != 1 {
+		t.Fatalf("the image request encoded %d images, want 1", st.ImagesEncoded)
+	}
+	t.Logf("the text request's %d tokens came while the tower waited", len(got))
 }

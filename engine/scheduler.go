@@ -31,7 +31,10 @@ import (
 //     backend, between bounded runs of work inside them (engine/cpu's
 //     pass.go): a cancelled request stops within a few milliseconds of CPU
 //     time on the demo model whatever the prompt's length. A GPU pass is
-//     recorded whole and then runs on the device (see engine/gpu).
+//     recorded whole and then runs on the device (see engine/gpu). A
+//     request whose images need the vision tower first starts it on a
+//     goroutine of its own (images.go) and takes no chunk until it ends,
+//     the others' steps and chunks going on meanwhile.
 //
 // A request's tokens do not depend on what else runs: every backend
 // computes a sequence's rows as in a pass of its own.
@@ -69,7 +72,8 @@ func (e *Engine) run() {
 		if cur != nil {
 			cur.finish()
 		}
-		if g := e.nextPrefill(); g != nil {
+		g := e.nextPrefill()
+		if g != nil {
 			// A device holds two passes in flight at most: the step started
 			// ahead finishes before the chunk's pass begins.
 			if ahead != nil {
@@ -95,6 +99,33 @@ func (e *Engine) run() {
 			e.fallBack()
 		}
 		e.release()
+		if cur == nil && g == nil && ahead == nil && e.encodingImages() {
+			// Only a tower is running: wait for it (it signals when it
+			// ends) or for a new request, instead of spinning.
+			select {
+			case <-e.wake:
+			case <-e.ctx.Done():
+			}
+		}
+	}
+}
+
+// encodingImages reports whether a request waits for its images' encode.
+func (e *Engine) encodingImages() bool {
+	for _, g := range e.active {
+		if g.encoding != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// awaitEncodes waits for every encode goroutine to end and drops their
+// results, before the backend they run on is closed.
+func (e *Engine) awaitEncodes() {
+	e.encodes.Wait()
+	for _, g := range e.active {
+		g.encoding = nil
 	}
 }
 
@@ -111,6 +142,7 @@ func (e *Engine) passFailed(err error) {
 // backend goes with it, and nothing is pipelined any more. No pass is in
 // flight when it runs.
 func (e *Engine) fallBack() {
+	e.awaitEncodes()
 	cause := e.broken
 	e.broken = nil
 	next, err := e.opts.Fallback(cause)
@@ -251,6 +283,18 @@ func (e *Engine) sequence() model.Sequence {
 func (e *Engine) nextPrefill() *generation {
 	var best *generation
 	for _, g := range e.active {
+		if g.encoding != nil {
+			done, err := g.collectEncode()
+			if !done {
+				continue // the tower is still running on its own goroutine
+			}
+			if err != nil && !g.finished {
+				if !errors.Is(err, errCancelled) {
+					e.passFailed(err)
+				}
+				g.fail(err)
+			}
+		}
 		if g.finished || !g.prefilling() || g.inflight > 0 {
 			continue
 		}
@@ -364,7 +408,7 @@ func (d *decodeStep) wait() ([]model.Result, error) {
 func (e *Engine) release() {
 	kept := e.active[:0]
 	for _, g := range e.active {
-		if !g.finished || g.inflight > 0 {
+		if !g.finished || g.inflight > 0 || g.encoding != nil {
 			kept = append(kept, g)
 			continue
 		}
@@ -386,6 +430,7 @@ func (e *Engine) release() {
 
 // shutdown ends every request when the engine closes.
 func (e *Engine) shutdown() {
+	e.awaitEncodes()
 	e.mu.Lock()
 	pending := e.pending
 	e.pending = nil

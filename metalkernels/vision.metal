@@ -1,9 +1,9 @@
 // vision.metal: the vision tower's own steps (engine/model/MODEL.md, "Vision
 // tower"): LayerNorm with bias, the bias add with GELU (tanh or erf) after a
 // product, the 2-D rope from a cos/sin table, and bidirectional attention
-// within each frame. One SIMD group per row (per row and head for the rope
-// and attention): lanes take strided elements, simd_sum combines them; no
-// threadgroup memory, no barrier.
+// within each frame. One SIMD group per row (per row and head for the
+// rope): lanes take strided elements, simd_sum combines them; the
+// attention is tiled (below), a block of queries sharing each key tile.
 #include "common.h"
 
 struct VisionRowParams {
@@ -113,7 +113,7 @@ kernel void rope_table_f32(constant RopeTableParams& p [[buffer(0)]],
 
 struct VisionAttnParams {
     uint heads;
-    uint head_dim;   // at most 128
+    uint head_dim;   // at most VISION_MAX_DIM
     uint width;      // heads·head_dim: q at 0, k at width, v at 2·width of a row
     uint stride;     // floats between rows of qkv
     uint segment;    // rows that attend to each other (a frame)
@@ -121,57 +121,104 @@ struct VisionAttnParams {
     float scale;     // 1/√head_dim
 };
 
-// Bidirectional attention: query row r, head h attends to every row of its
-// segment (rows ⌊r/segment⌋·segment …), softmax(q·kᵀ·scale)·v with the
-// running maximum (online softmax), in key order. Lane l holds the output
-// dims l, l+32, l+64, l+96.
-// Grid: x = rows, y = heads; threads per threadgroup = 32.
+#define VISION_MAX_DIM 128
+#define VISION_PER_LANE (VISION_MAX_DIM / 32)
+#define VISION_SIMDS 16    // SIMD groups per threadgroup
+#define VISION_PER_SIMD 4  // queries per SIMD group
+#define VISION_QUERIES (VISION_SIMDS * VISION_PER_SIMD)
+#define VISION_TILE 2048   // floats per K (and per V) tile: 16 KiB in all
+
+// Bidirectional attention, tiled flash-style: a threadgroup takes
+// VISION_QUERIES consecutive query rows of one head within one segment
+// (a frame: rows seg·segment …), and walks the segment's keys in tiles
+// staged in threadgroup memory, so each key and value row is read once
+// per block of queries instead of once per query. Each SIMD group keeps
+// the online softmax (running max, sum and output in registers) of
+// VISION_PER_SIMD queries; one float4 simd_sum reduces a key's dot
+// products with all of them. Keys are taken in order, so a query's result
+// is the same whichever block it falls in. Lane l holds the dims l, l+32,
+// l+64, l+96 of each query and output.
+// Grid: (ceil(segment / VISION_QUERIES), heads, rows / segment); threads
+// 32·VISION_SIMDS.
 kernel void vision_attention_f32(constant VisionAttnParams& p [[buffer(0)]],
                                  const device float* qkv [[buffer(1)]],
                                  device float* out [[buffer(2)]],
-                                 uint2 tg [[threadgroup_position_in_grid]],
+                                 uint3 tg [[threadgroup_position_in_grid]],
+                                 uint tid [[thread_index_in_threadgroup]],
+                                 uint sg [[simdgroup_index_in_threadgroup]],
                                  uint lane [[thread_index_in_simdgroup]]) {
-    uint row = tg.x;
+    threadgroup float k_tile[VISION_TILE];
+    threadgroup float v_tile[VISION_TILE];
     uint h = tg.y;
-    const device float* q = qkv + ulong(row) * p.stride + h * p.head_dim;
-    float qv[4];
-    float acc[4];
-    for (uint k = 0; k < 4; k++) {
-        uint d = lane + 32 * k;
-        qv[k] = d < p.head_dim ? q[d] : 0.0f;
-        acc[k] = 0.0f;
-    }
-    uint first = row / p.segment * p.segment;
-    float m = NO_VALUE;
-    float l = 0.0f;
-    for (uint j = first; j < first + p.segment; j++) {
-        const device float* kr = qkv + ulong(j) * p.stride + p.width + h * p.head_dim;
-        const device float* vr = qkv + ulong(j) * p.stride + 2 * p.width + h * p.head_dim;
-        float part = 0.0f;
-        for (uint k = 0; k < 4; k++) {
+    uint n = p.head_dim;
+    uint seg0 = tg.z * p.segment;                              // the segment's first row
+    uint q0 = tg.x * VISION_QUERIES + sg * VISION_PER_SIMD;   // this SIMD group's first query, in the segment
+    float qv[VISION_PER_SIMD][VISION_PER_LANE];
+    float acc[VISION_PER_SIMD][VISION_PER_LANE];
+    float m[VISION_PER_SIMD];
+    float l[VISION_PER_SIMD];
+    for (uint u = 0; u < VISION_PER_SIMD; u++) {
+        uint row = seg0 + min(q0 + u, p.segment - 1); // past the segment: loads only
+        const device float* q = qkv + ulong(row) * p.stride + h * n;
+        for (uint k = 0; k < VISION_PER_LANE; k++) {
             uint d = lane + 32 * k;
-            if (d < p.head_dim) {
-                part += qv[k] * kr[d];
+            qv[u][k] = d < n ? q[d] : 0.0f;
+            acc[u][k] = 0.0f;
+        }
+        m[u] = NO_VALUE;
+        l[u] = 0.0f;
+    }
+    uint tile_keys = VISION_TILE / n;
+    for (uint t0 = 0; t0 < p.segment; t0 += tile_keys) {
+        uint count = min(tile_keys, p.segment - t0);
+        for (uint i = tid; i < count * n; i += 32 * VISION_SIMDS) {
+            uint j = i / n;
+            uint d = i - j * n;
+            const device float* r = qkv + ulong(seg0 + t0 + j) * p.stride + h * n + d;
+            k_tile[i] = r[p.width];
+            v_tile[i] = r[2 * p.width];
+        }
+        threadgroup_barrier(mem_flags::mem_threadgroup);
+        for (uint j = 0; j < count; j++) {
+            const threadgroup float* kr = k_tile + j * n;
+            const threadgroup float* vr = v_tile + j * n;
+            float4 part = float4(0.0f);
+            for (uint k = 0; k < VISION_PER_LANE; k++) {
+                uint d = lane + 32 * k;
+                if (d < n) {
+                    float kd = kr[d];
+                    for (uint u = 0; u < VISION_PER_SIMD; u++) {
+                        part[u] += qv[u][k] * kd;
+                    }
+                }
+            }
+            float4 s4 = simd_sum(part) * p.scale;
+            for (uint u = 0; u < VISION_PER_SIMD; u++) {
+                float mn = max(m[u], s4[u]);
+                float corr = precise::exp(m[u] - mn);
+                float e = precise::exp(s4[u] - mn);
+                l[u] = l[u] * corr + e;
+                for (uint k = 0; k < VISION_PER_LANE; k++) {
+                    uint d = lane + 32 * k;
+                    if (d < n) {
+                        acc[u][k] = acc[u][k] * corr + e * vr[d];
+                    }
+                }
+                m[u] = mn;
             }
         }
-        float s = simd_sum(part) * p.scale;
-        float mn = max(m, s);
-        float corr = precise::exp(m - mn);
-        float e = precise::exp(s - mn);
-        l = l * corr + e;
-        for (uint k = 0; k < 4; k++) {
-            uint d = lane + 32 * k;
-            if (d < p.head_dim) {
-                acc[k] = acc[k] * corr + e * vr[d];
-            }
-        }
-        m = mn;
+        threadgroup_barrier(mem_flags::mem_threadgroup);
     }
-    device float* o = out + ulong(row) * p.out_stride + h * p.head_dim;
-    for (uint k = 0; k < 4; k++) {
-        uint d = lane + 32 * k;
-        if (d < p.head_dim) {
-            o[d] = acc[k] / l;
+    for (uint u = 0; u < VISION_PER_SIMD; u++) {
+        if (q0 + u >= p.segment) {
+            continue;
+        }
+        device float* o = out + ulong(seg0 + q0 + u) * p.out_stride + h * n;
+        for (uint k = 0; k < VISION_PER_LANE; k++) {
+            uint d = lane + 32 * k;
+            if (d < n) {
+                o[d] = acc[u][k] / l[u];
+            }
         }
     }
 }

@@ -113,7 +113,7 @@ var _ model.Backend = (*Backend)(nil)
 // uploads the small f32 vectors, builds the experts' offset tables, and
 // checks every shape a kernel depends on.
 func New(dev device.Device, w *model.Weights, opt Options) (*Backend, error) {
-	b := &Backend{dev: dev, w: w, cfg: w.Config, opt: opt,
+	b := &Backend{dev: newTurnDevice(dev), w: w, cfg: w.Config, opt: opt,
 		pipes: map[string]device.Pipeline{}, mats: map[*model.Matrix]*devMatrix{},
 		experts: map[*model.MoE]*devMoE{}, vecs: map[*float32]device.Buffer{},
 		deltas: map[*model.DeltaNet]*devDeltaNet{}, sampler: opt.Sampler}

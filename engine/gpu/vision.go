@@ -8,8 +8,9 @@ import (
 	"github.com/suzuran-app/suzuran/engine/model"
 )
 
-// The vision tower on the device: one command buffer per image, no
-// readback inside. The tower's weights are copied into device buffers on
+// The vision tower on the device: one command buffer per image (or a few,
+// each under Options.CommandBufferBytes of planned work), no readback
+// inside. The tower's weights are copied into device buffers on
 // the first image (they are a few hundred MB at most, read only once an
 // image arrives); the host computes only what depends on the grid alone:
 // the interpolated position embeddings and the rope's cos/sin tables.
@@ -96,7 +97,11 @@ func (b *Backend) vision(w *model.VisionWeights) (*devVision, error) {
 }
 
 // EncodeImage implements model.VisionEncoder: the tower of engine/model/MODEL.md in
-// one command buffer.
+// one command buffer, or in as few as Options.CommandBufferBytes allows
+// (as a prefill pass is cut), run one after another. It may be called
+// from another goroutine than the passes': the parts take their turns at
+// the device between the passes' recordings (turnDevice), so decode steps
+// of other sequences run between them.
 func (b *Backend) EncodeImage(w *model.VisionWeights, im *model.Image) ([]float32, error) {
 	out, _, err := b.encodeImage(w, im, true)
 	return out, err
@@ -155,16 +160,8 @@ func (b *Backend) encodeImage(w *model.VisionWeights, im *model.Image, run bool)
 	if err != nil {
 		return nil, stats, err
 	}
-	cb, err := b.dev.NewCommandBuffer()
-	if err != nil {
-		return nil, stats, err
-	}
-	committed := false
-	defer func() {
-		if !committed {
-			cb.Discard()
-		}
-	}()
+	// Recorded on the host, then replayed part by part (runTowerParts).
+	cb := newSplitBuffer(b.dev, b.opt.CommandBufferBytes)
 	e := &encoder{b: b, cb: cb, stats: &stats}
 	ops := b.opt.GEMMOperands
 	v := func(s []float32) loc { return d.vecs[&s[0]] }
@@ -199,14 +196,12 @@ func (b *Backend) encodeImage(w *model.VisionWeights, im *model.Image, run bool)
 		return nil, stats, e.err
 	}
 	stats.Passes, stats.Tokens, stats.Sequences = 1, int64(N/m2), 1
-	stats.CommandBuffers, stats.HostWaits = 1, 1
+	stats.CommandBuffers, stats.HostWaits = int64(cb.Parts()), int64(cb.Parts())
 	stats.MinimumBytes = visionMinimumBytes(d, w, N, c.PatchWidth(), N/m2*c.OutHiddenSize)
 	if !run {
 		return nil, stats, nil
 	}
-	committed = true
-	cb.Commit()
-	if err := cb.Wait(); err != nil {
+	if err := b.runTowerParts(cb); err != nil {
 		return nil, stats, fmt.Errorf("vision tower: %w", err)
 	}
 	b.mu.Lock()
@@ -281,4 +276,42 @@ func visionHostTables(w *model.VisionWeights, grid [3]int) (pos, cosT, sinT []fl
 		}
 	}
 	return pos, cosT, sinT
+}
+
+// runTowerParts replays the tower's recorded parts into device command
+// buffers, committing each and waiting for it before the next, so that the
+// passes committed meanwhile run between them rather than after the whole
+// tower. No host read happens in between: the activations stay on the
+// device.
+func (b *Backend) runTowerParts(s *splitBuffer) error {
+	newCB := b.dev.NewCommandBuffer
+	if td, ok := b.dev.(*turnDevice); ok {
+		newCB = td.towerBuffer
+	}
+	s.committed = true
+	from := 0
+	for i := 0; i < s.Parts(); i++ {
+		to := len(s.ops)
+		if i < len(s.cuts) {
+			to = s.cuts[i]
+		}
+		cb, err := newCB()
+		if err != nil {
+			return fmt.Errorf("command buffer %d of %d: %w", i+1, s.Parts(), err)
+		}
+		for _, op := range s.ops[from:to] {
+			if op.barrier {
+				cb.Barrier()
+			} else {
+				cb.Dispatch(op.d)
+			}
+		}
+		cb.Commit()
+		if err := cb.Wait(); err != nil {
+			return fmt.Errorf("command buffer %d of %d: %w", i+1, s.Parts(), err)
+		}
+		from = to
+	}
+	s.ops = nil
+	return nil
 }

@@ -48,17 +48,28 @@ func (e *encoder) ropeTable(x loc, rows, heads, headDim, stride int, cos, sin lo
 		x.arg(1), cos.arg(2), sin.arg(3))
 }
 
+// Tiling of vision_attention_f32 (vision.metal): query rows per
+// threadgroup and SIMD groups per threadgroup.
+const (
+	visionQueries = 64
+	visionSIMDs   = 16
+)
+
 // visionAttention records bidirectional attention within each segment of
 // rows over qkv [rows, 3·heads·headDim] (q, k, v), into out [rows,
-// heads·headDim].
+// heads·headDim]. Each threadgroup reads its segment's keys and values
+// once for visionQueries queries: the plan reads them
+// ceil(segment/visionQueries) times per segment and head.
 func (e *encoder) visionAttention(qkv loc, rows, heads, headDim, segment int, out loc) {
-	if headDim > 128 || segment <= 0 || rows%segment != 0 {
+	if headDim > 128 || headDim <= 0 || segment <= 0 || rows%segment != 0 {
 		e.fail(fmt.Errorf("vision_attention: head width %d (at most 128), %d rows in segments of %d", headDim, rows, segment))
 		return
 	}
 	W := heads * headDim
-	e.dispatch("vision_attention_f32", device.Size3{X: rows, Y: heads}, device.Size3{X: simdWidth},
-		int64(4*rows*W)+int64(4*2*W)*int64(rows)*int64(segment), int64(4*rows*W),
+	blocks := (segment + visionQueries - 1) / visionQueries
+	kv := int64(4*2*W) * int64(segment) * int64(blocks) * int64(rows/segment)
+	e.dispatch("vision_attention_f32", device.Size3{X: blocks, Y: heads, Z: rows / segment}, device.Size3{X: simdWidth * visionSIMDs},
+		int64(4*rows*W)+kv, int64(4*rows*W),
 		bytesArg(0, pack(&visionAttnParams{Heads: u32(heads), HeadDim: u32(headDim), Width: u32(W), Stride: u32(3 * W),
 			Segment: u32(segment), OutStride: u32(W), Scale: float32(1 / math.Sqrt(float64(headDim)))})),
 		qkv.arg(1), out.arg(2))

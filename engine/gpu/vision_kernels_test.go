@@ -66,7 +66,7 @@ func TestVisionRowKernels(t *testing.T) {
 // multiple of it and two segments.
 func TestVisionRopeAndAttention(t *testing.T) {
 	rng := testRand(t)
-	const heads, D, segment, rows = 3, 72, 7, 14
+	const heads, D, segment, rows = 3, 72, 100, 200
 	const W = heads * D
 	qkv := randFloats(rng, rows*3*W, 1)
 	angles := make([][]float64, rows)

@@ -1,10 +1,13 @@
 package gpu
 
 import (
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/suzuran-app/suzuran/engine/checkpoint"
 	"github.com/suzuran-app/suzuran/engine/internal/fixtures"
+	"github.com/suzuran-app/suzuran/engine/model"
 )
 
 // TestVisionTowerEmu runs the tower on the emulator and holds the
@@ -114,4 +117,99 @@ func TestVisionCounters(t *testing.T) {
 	}
 	t.Logf("per image: %d dispatches, planned %d bytes, minimum %d (%.2f×)", got.Dispatches, got.ReadBytes+got.WriteBytes,
 		got.MinimumBytes, float64(got.ReadBytes+got.WriteBytes)/float64(got.MinimumBytes))
+}
+
+// TestVisionBesideDecode: the tower encodes on another goroutine than
+// the passes', as the engine runs it. The device records one command
+// buffer at a time, so while a decode step is being recorded the tower
+// waits for its turn (it would otherwise fail with the device's error),
+// then runs, and gives its embeddings as alone, bit for bit; a decode step
+// after it gives the token it gives without the tower.
+func TestVisionBesideDecode(t *testing.T) {
+	var c *fixtures.VisionCase
+	for _, vc := range fixtures.VisionCases(t) {
+		if vc.Name == "hf-bf16/tall" {
+			c = vc
+		}
+	}
+	if c == nil {
+		t.Fatal("the fixtures have no hf-bf16/tall case")
+	}
+	m, err := checkpoint.Load(c.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	vw, err := m.Vision()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(openTestDevice(t, 1), m.Weights, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	im := &c.Images[0]
+	want, err := b.EncodeImage(vw, im)
+	if err != nil {
+		t.Fatal(err)
+	}
+	greedy := &model.Sampling{}
+	step := func() int {
+		seq, err := b.NewSequence(8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer seq.Close()
+		r, err := model.Run(b, m.Weights, seq, model.Input{IDs: []int{7}, Sample: greedy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Token
+	}
+	alone := step()
+
+	waiting := make(chan struct{})
+	var once sync.Once
+	if td, ok := b.dev.(*turnDevice); ok {
+		td.towerWaits = func() { once.Do(func() { close(waiting) }) }
+	}
+	seq, err := b.NewSequence(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seq.Close()
+	p, err := b.Begin(seq, model.Input{IDs: []int{7}, Sample: greedy}) // a decode step's recording is open
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var got []float32
+	var encErr error
+	go func() {
+		defer close(done)
+		got, encErr = b.EncodeImage(vw, im)
+	}()
+	select {
+	case <-waiting:
+	case <-done:
+		model.Abandon(p)
+		t.Fatalf("the tower did not wait for the pass being recorded: %v", encErr)
+	}
+	model.Forward(p, m.Weights, model.Input{IDs: []int{7}, Sample: greedy})
+	p.Submit()
+	r, err := p.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if encErr != nil {
+		t.Fatalf("the tower after its turn: %v", encErr)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatal("the tower's embeddings beside a decode step differ from its own")
+	}
+	if r.Token != alone || step() != alone {
+		t.Fatalf("decode beside the tower sampled %d, alone %d", r.Token, alone)
+	}
 }
