@@ -479,6 +479,7 @@ func promptMessages(system string, history []store.Message, before int64) []chat
 	if sp := system; strings.TrimSpace(sp) != "" {
 		msgs = append(msgs, chat.Message{Role: "system", Content: sp})
 	}
+	images := 0
 	for _, m := range history {
 		if before != 0 && m.ID >= before {
 			break
@@ -487,7 +488,8 @@ func promptMessages(system string, history []store.Message, before int64) []chat
 		if len(m.Attachments) > 0 {
 			content = docs.UserMessage(fromStored(m.Attachments), m.Content)
 		}
-		msgs = append(msgs, chat.Message{Role: m.Role, Content: content})
+		msgs = append(msgs, chat.Message{Role: m.Role, Content: withImages(content, m.Images, images)})
+		images += len(m.Images)
 	}
 	return msgs
 }
@@ -574,9 +576,10 @@ func toStored(a docs.Attachment) store.Attachment {
 	st := store.Attachment{
 		Name: a.Name, Size: a.Size, SHA256: a.SHA256, Format: string(a.Format), Type: a.Type,
 		Pages: a.Pages, PageUnit: a.PageUnit, Tokens: a.Tokens, Text: a.Text,
+		Encoding: a.Encoding, Notes: a.Notes,
 	}
 	if a.Cut != nil {
-		st.Kept, st.OriginalTokens = string(a.Cut.Keep), a.Cut.OriginalTokens
+		st.Kept, st.OriginalTokens, st.KeptTokens = string(a.Cut.Keep), a.Cut.OriginalTokens, a.Cut.KeptTokens
 	}
 	return st
 }
@@ -587,6 +590,10 @@ func fromStored(atts []store.Attachment) []docs.Attachment {
 		out[i] = docs.Attachment{
 			Name: a.Name, Size: a.Size, SHA256: a.SHA256, Format: docs.Format(a.Format), Type: a.Type,
 			Pages: a.Pages, PageUnit: a.PageUnit, Tokens: a.Tokens, Text: a.Text,
+			Encoding: a.Encoding, Notes: a.Notes,
+		}
+		if a.Kept != "" {
+			out[i].Cut = &docs.Cut{Keep: docs.Keep(a.Kept), OriginalTokens: a.OriginalTokens, KeptTokens: a.KeptTokens}
 		}
 	}
 	return out

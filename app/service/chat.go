@@ -131,8 +131,11 @@ func (s *Service) generate(ctx context.Context, reply store.Message, think, resu
 		var prompt chat.Prompt
 		if prompt, err = server.EncodePrompt(e, render); err == nil {
 			promptText = prompt.Text
-			stream, err = submitWindow(ctx, e, engine.Request{Prompt: prompt.IDs, Sampling: sampling,
-				Checkpoints: prompt.Checkpoints, Progress: progress, Owner: prefixOwner(reply.ConversationID)})
+			var images []model.Image
+			if images, err = s.engineImages(ctx, e, prompt.Images, promptImages(history, reply.ID)); err == nil {
+				stream, err = submitWindow(ctx, e, engine.Request{Prompt: prompt.IDs, Images: images, Sampling: sampling,
+					Checkpoints: prompt.Checkpoints, Progress: progress, Owner: prefixOwner(reply.ConversationID)})
+			}
 		}
 	}
 	if err != nil {
