@@ -9,8 +9,12 @@ import (
 	"fmt"
 	"image"
 	"image/png"
+	"io"
+	"os"
+	"strings"
 	"sync"
 
+	"github.com/suzuran-app/suzuran/app/docs"
 	"github.com/suzuran-app/suzuran/app/store"
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
@@ -201,10 +205,77 @@ func (s *Service) checkImages(conversation int64, question string, think bool, i
 		return err
 	}
 	if n := imageTokens(images); b.ConversationTokens+n+b.AnswerTokens > b.ContextTokens {
-		return fmt.Errorf("the %s take %s tokens; with the conversation's %s and %s kept for the answer that is more than the model's context of %s tokens. Send fewer images, smaller ones (a crop or a screenshot of the part that matters), or start a new conversation",
-			plural(len(images), "image"), thousands(n), thousands(b.ConversationTokens), thousands(b.AnswerTokens), thousands(b.ContextTokens))
+		return errors.New(imagesOverMessage(len(images), n, b))
 	}
 	return nil
+}
+
+// imagesOverMessage says that images do not fit and what to do; b counts
+// the conversation without them.
+func imagesOverMessage(count, tokens int, b docs.Budget) string {
+	conv := b.ConversationTokens
+	return fmt.Sprintf("The %s take %s tokens; with the conversation's %s and %s kept for the answer that is more than the model's context of %s tokens. Send fewer images, smaller ones (a crop or a screenshot of the part that matters), or start a new conversation.",
+		plural(count, "image"), thousands(tokens), thousands(conv), thousands(b.AnswerTokens), thousands(b.ContextTokens))
+}
+
+// imageIDPrefix starts the id of an image's chip (AttachmentView.ID),
+// before the image's SHA256.
+const imageIDPrefix = "image-"
+
+// splitImageIDs parts chip ids into documents' ids and images' hashes.
+func splitImageIDs(ids []string) (docIDs, hashes []string) {
+	for _, id := range ids {
+		if sha, ok := strings.CutPrefix(id, imageIDPrefix); ok {
+			hashes = append(hashes, sha)
+		} else {
+			docIDs = append(docIDs, id)
+		}
+	}
+	return docIDs, hashes
+}
+
+// imageAttachment is the chip of an image file: ready at once with its
+// picture and cost, or failed saying why.
+func (s *Service) imageAttachment(name string, read func() ([]byte, error)) AttachmentView {
+	data, err := read()
+	var v ImageView
+	if err == nil {
+		v, err = s.attachImage(name, data, 0)
+	}
+	if err != nil {
+		return AttachmentView{ID: imageIDPrefix + "failed-" + store.HashImage([]byte(name)), Name: name, State: AttachmentFailed,
+			Error: strings.TrimPrefix(err.Error(), name+": ")}
+	}
+	return AttachmentView{ID: imageIDPrefix + v.SHA256, Name: name, State: AttachmentReady, Image: &v}
+}
+
+// isImageFile says whether the file at path starts as an image does.
+func isImageFile(path string) bool {
+	// Only a regular file is opened: a named pipe would block the open.
+	if st, err := os.Stat(path); err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 16)
+	n, _ := io.ReadFull(f, head)
+	return imageproc.Sniff(head[:n]) != ""
+}
+
+// readImageFile reads an image file, refusing one over the size an image
+// may be before reading it.
+func readImageFile(path string) ([]byte, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > imageproc.MaxFileBytes {
+		return nil, fmt.Errorf("is larger than the %d MB an image may be: export a smaller copy", imageproc.MaxFileBytes>>20)
+	}
+	return os.ReadFile(path)
 }
 
 func plural(n int, what string) string {

@@ -213,3 +213,33 @@ func TestBadImageIsRefusedClearly(t *testing.T) {
 		t.Errorf("a truncated PNG: %v; want an error naming the file", err)
 	}
 }
+
+// TestImageFilesBecomeImageChips: an image dropped on the desktop (a
+// path) or in a browser (its bytes) is a chip ready at once with its
+// picture and cost, and Send and CheckFit take the chip's id.
+func TestImageFilesBecomeImageChips(t *testing.T) {
+	svc := newTestService(t, filepath.Join(vlTinyDir, "hf-bf16"))
+	path, _ := filepath.Abs(filepath.Join(vlTinyDir, "images", "image2.png"))
+	views := svc.ui.AttachFiles([]string{path})
+	if len(views) != 1 || views[0].State != AttachmentReady || views[0].Image == nil || views[0].Image.Tokens <= 0 {
+		t.Fatalf("AttachFiles: %+v", views)
+	}
+	v, err := svc.ui.AttachData("pasted.png", readImage(t, "image1.png"))
+	if err != nil || v.State != AttachmentReady || v.Image == nil || v.Image.Name != "pasted.png" {
+		t.Fatalf("AttachData: %+v, %v", v, err)
+	}
+	req := SendRequest{Text: "Compare them.", Attachments: []string{views[0].ID, v.ID}}
+	fit, err := svc.ui.CheckFit(req)
+	if err != nil || !fit.Fits || fit.ImageTokens != views[0].Image.Tokens+v.Image.Tokens {
+		t.Fatalf("CheckFit: %+v, %v", fit, err)
+	}
+	res, err := svc.ui.Send(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Question.Images) != 2 || res.Question.Images[0].Name != "image2.png" || res.Question.Images[1].Name != "pasted.png" || len(res.Question.Attachments) != 0 {
+		t.Errorf("question %+v", res.Question)
+	}
+	svc.ui.Stop(res.Conversation.ID)
+	waitReply(t, svc.Service, res.Reply.ID)
+}

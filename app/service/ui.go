@@ -146,20 +146,22 @@ func (u *UI) Send(req SendRequest) (SendResult, error) {
 	}
 	// Documents are checked against the context first: a refusal adds
 	// nothing to the conversation.
-	atts, err := u.s.prepareAttachments(ctx, req.ConversationID, text, req.Think, req.Attachments, req.Keep)
+	ids, hashes := splitImageIDs(req.Attachments)
+	req.Images = append(hashes, req.Images...)
+	images, err := u.s.readyImages(req.Images)
 	if err != nil {
 		return SendResult{}, err
 	}
-	if len(req.Attachments) == 0 {
+	atts, err := u.s.prepareAttachments(ctx, req.ConversationID, text, req.Think, ids, req.Keep, imageTokens(images))
+	if err != nil {
+		return SendResult{}, err
+	}
+	if len(ids) == 0 {
 		if err := u.s.checkQuestion(req.ConversationID, text, req.Think); err != nil {
 			return SendResult{}, err
 		}
 	}
-	images, err := u.s.readyImages(req.Images)
-	if err == nil {
-		err = u.s.checkImages(req.ConversationID, text, req.Think, images)
-	}
-	if err != nil {
+	if err := u.s.checkImages(req.ConversationID, text, req.Think, images); err != nil {
 		return SendResult{}, err
 	}
 	c := store.Conversation{Title: store.TitleFrom(text)}
@@ -179,7 +181,7 @@ func (u *UI) Send(req SendRequest) (SendResult, error) {
 	if err != nil {
 		return SendResult{}, fmt.Errorf("the question could not be saved, and was not sent: %w", err)
 	}
-	u.s.dropAttachments(req.Attachments)
+	u.s.dropAttachments(ids)
 	u.s.dropImages(req.Images)
 	u.s.startReply(reply, req.Think)
 	u.s.events.publish(Event{Type: EventConversations})

@@ -126,6 +126,7 @@ export interface AttachmentView {
   error?: string;
   attachment?: Attachment;
   encoding?: string;
+  image?: ImageView;
 }
 
 /**
@@ -224,6 +225,7 @@ export interface FitView {
   availableTokens: number;
   overTokens: number;
   noRoom: boolean;
+  imageTokens?: number;
 }
 
 /**
