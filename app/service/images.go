@@ -26,7 +26,7 @@ import (
 // thumbnail shows (its token cost among it) and what Send names it by
 // (SHA256).
 type ImageView struct {
-	store.Image
+	Image store.Image `json:"image"`
 	// URL is a data: URL the window can show (the file itself, or a PNG
 	// of it for a format a browser does not show).
 	URL string `json:"url"`
@@ -118,7 +118,7 @@ func (s *Service) attachImage(name string, data []byte, page int) (ImageView, er
 	}
 	s.images.byHash[im.SHA256] = im
 	s.images.mu.Unlock()
-	v.Data = nil
+	v.Image.Data = nil
 	return v, nil
 }
 
@@ -246,7 +246,7 @@ func (s *Service) imageAttachment(name string, read func() ([]byte, error)) Atta
 		return AttachmentView{ID: imageIDPrefix + "failed-" + store.HashImage([]byte(name)), Name: name, State: AttachmentFailed,
 			Error: strings.TrimPrefix(err.Error(), name+": ")}
 	}
-	return AttachmentView{ID: imageIDPrefix + v.SHA256, Name: name, State: AttachmentReady, Image: &v}
+	return AttachmentView{ID: imageIDPrefix + v.Image.SHA256, Name: name, State: AttachmentReady, Image: &v}
 }
 
 // isImageFile says whether the file at path starts as an image does.

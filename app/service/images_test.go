@@ -94,20 +94,20 @@ func TestImageAskReopenRegenerate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Name != "image1.png" || v.MIME != "image/png" || v.Tokens <= 0 || v.Width <= 0 || v.Note != "" ||
+	if v.Image.Name != "image1.png" || v.Image.MIME != "image/png" || v.Image.Tokens <= 0 || v.Image.Width <= 0 || v.Note != "" ||
 		!strings.HasPrefix(v.URL, "data:image/png;base64,") || v.SeenWidth%32 != 0 || v.SeenHeight%32 != 0 {
 		t.Fatalf("attached %+v", v.Image)
 	}
-	res, err := svc.ui.Send(SendRequest{Text: "What is in the picture?", Images: []string{v.SHA256}})
+	res, err := svc.ui.Send(SendRequest{Text: "What is in the picture?", Images: []string{v.Image.SHA256}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	reply := waitReply(t, svc.Service, res.Reply.ID)
-	if reply.Status != store.StatusComplete || reply.Stats == nil || reply.Stats.PromptTokens <= v.Tokens {
-		t.Fatalf("reply %+v %+v: want one whose prompt holds the image's %d tokens", reply, reply.Stats, v.Tokens)
+	if reply.Status != store.StatusComplete || reply.Stats == nil || reply.Stats.PromptTokens <= v.Image.Tokens {
+		t.Fatalf("reply %+v %+v: want one whose prompt holds the image's %d tokens", reply, reply.Stats, v.Image.Tokens)
 	}
 	// Sent, the image is no longer attached.
-	if _, err := svc.ui.Send(SendRequest{ConversationID: res.Conversation.ID, Text: "again", Images: []string{v.SHA256}}); err == nil {
+	if _, err := svc.ui.Send(SendRequest{ConversationID: res.Conversation.ID, Text: "again", Images: []string{v.Image.SHA256}}); err == nil {
 		t.Error("a sent image could be sent a second time without attaching it again")
 	}
 	again, err := svc.ui.Regenerate(res.Conversation.ID, false)
@@ -118,8 +118,8 @@ func TestImageAskReopenRegenerate(t *testing.T) {
 	if second.Status != store.StatusComplete || second.Stats.PromptTokens != reply.Stats.PromptTokens {
 		t.Fatalf("regenerated %+v %+v; want the same prompt as before (%d tokens)", second, second.Stats, reply.Stats.PromptTokens)
 	}
-	if second.Stats.CachedTokens < v.Tokens {
-		t.Errorf("the regenerated answer reused %d cached tokens; the image alone is %d", second.Stats.CachedTokens, v.Tokens)
+	if second.Stats.CachedTokens < v.Image.Tokens {
+		t.Errorf("the regenerated answer reused %d cached tokens; the image alone is %d", second.Stats.CachedTokens, v.Image.Tokens)
 	}
 	svc.Close()
 
@@ -128,11 +128,11 @@ func TestImageAskReopenRegenerate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cv.Messages) != 2 || len(cv.Messages[0].Images) != 1 || cv.Messages[0].Images[0].SHA256 != v.SHA256 ||
-		cv.Messages[0].Images[0].Tokens != v.Tokens {
+	if len(cv.Messages) != 2 || len(cv.Messages[0].Images) != 1 || cv.Messages[0].Images[0].SHA256 != v.Image.SHA256 ||
+		cv.Messages[0].Images[0].Tokens != v.Image.Tokens {
 		t.Fatalf("reopened: %+v", cv.Messages)
 	}
-	if url, err := svc.ui.ImageURL(v.SHA256); err != nil || url != v.URL {
+	if url, err := svc.ui.ImageURL(v.Image.SHA256); err != nil || url != v.URL {
 		t.Errorf("the stored picture differs from the attached one (%v)", err)
 	}
 	// An edited question sends the same image.
@@ -140,10 +140,10 @@ func TestImageAskReopenRegenerate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(edited.Question.Images) != 1 || edited.Question.Images[0].SHA256 != v.SHA256 {
+	if len(edited.Question.Images) != 1 || edited.Question.Images[0].SHA256 != v.Image.SHA256 {
 		t.Errorf("the edited question's images: %+v", edited.Question.Images)
 	}
-	if r := waitReply(t, svc.Service, edited.Reply.ID); r.Status != store.StatusComplete || r.Stats.PromptTokens <= v.Tokens {
+	if r := waitReply(t, svc.Service, edited.Reply.ID); r.Status != store.StatusComplete || r.Stats.PromptTokens <= v.Image.Tokens {
 		t.Errorf("the edited question's reply %+v %+v: want its prompt to hold the image", r, r.Stats)
 	}
 }
@@ -168,10 +168,10 @@ func TestImagesOverTheContextAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.Tokens != 1024 {
-		t.Errorf("a 1024 × 1024 image costs %d tokens, want 1,024", v.Tokens)
+	if v.Image.Tokens != 1024 {
+		t.Errorf("a 1024 × 1024 image costs %d tokens, want 1,024", v.Image.Tokens)
 	}
-	_, err = svc.ui.Send(SendRequest{Text: "compare", Images: []string{v.SHA256}})
+	_, err = svc.ui.Send(SendRequest{Text: "compare", Images: []string{v.Image.SHA256}})
 	if err == nil || !strings.Contains(err.Error(), "fewer images") {
 		t.Fatalf("Send: %v; want a refusal saying to send fewer or smaller images", err)
 	}
@@ -192,7 +192,7 @@ func TestDemoModelKeepsImagesAndSaysItReadsNone(t *testing.T) {
 	if !strings.Contains(v.Note, "reads no images") {
 		t.Errorf("note %q: want it to say the model reads no images", v.Note)
 	}
-	res, err := svc.ui.Send(SendRequest{Text: "What is it?", Images: []string{v.SHA256}})
+	res, err := svc.ui.Send(SendRequest{Text: "What is it?", Images: []string{v.Image.SHA256}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,16 +221,16 @@ func TestImageFilesBecomeImageChips(t *testing.T) {
 	svc := newTestService(t, filepath.Join(vlTinyDir, "hf-bf16"))
 	path, _ := filepath.Abs(filepath.Join(vlTinyDir, "images", "image2.png"))
 	views := svc.ui.AttachFiles([]string{path})
-	if len(views) != 1 || views[0].State != AttachmentReady || views[0].Image == nil || views[0].Image.Tokens <= 0 {
+	if len(views) != 1 || views[0].State != AttachmentReady || views[0].Image == nil || views[0].Image.Image.Tokens <= 0 {
 		t.Fatalf("AttachFiles: %+v", views)
 	}
 	v, err := svc.ui.AttachData("pasted.png", readImage(t, "image1.png"))
-	if err != nil || v.State != AttachmentReady || v.Image == nil || v.Image.Name != "pasted.png" {
+	if err != nil || v.State != AttachmentReady || v.Image == nil || v.Image.Image.Name != "pasted.png" {
 		t.Fatalf("AttachData: %+v, %v", v, err)
 	}
 	req := SendRequest{Text: "Compare them.", Attachments: []string{views[0].ID, v.ID}}
 	fit, err := svc.ui.CheckFit(req)
-	if err != nil || !fit.Fits || fit.ImageTokens != views[0].Image.Tokens+v.Image.Tokens {
+	if err != nil || !fit.Fits || fit.ImageTokens != views[0].Image.Image.Tokens+v.Image.Image.Tokens {
 		t.Fatalf("CheckFit: %+v, %v", fit, err)
 	}
 	res, err := svc.ui.Send(req)

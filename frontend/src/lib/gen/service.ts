@@ -250,7 +250,7 @@ export interface Image {
  * (SHA256).
  */
 export interface ImageView {
-  Image: Image;
+  image: Image;
   url: string;
   seenWidth: number;
   seenHeight: number;
