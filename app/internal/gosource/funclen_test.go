@@ -40,7 +40,6 @@ var knownLong = map[string]bool{
 	"app/server/documents_test.go TestDocumentsThroughAPI":    true,
 	"app/server/images_test.go TestImagesThroughAPI":          true,
 	"engine/gpu/failure_test.go TestEncodingErrorThenStep":    true,
-	"engine/gpu/vision.go encodeImage":                        true,
 	"engine/gpu/vision_kernels.go ropeTable":                  true,
 }
 
