@@ -109,7 +109,7 @@ func TestEncodingErrorThenStep(t *testing.T) {
 			return err
 		}, "out of GPU memory"},
 		{"block called with the wrong layer", func(t *testing.T, dev *faultDevice, b *Backend, seq model.Sequence) error {
-			p, err := b.Begin(seq, in)
+			p, err := b.Begin([]model.Segment{{Seq: seq, In: in}})
 			if err != nil {
 				t.Fatal(err)
 			}
