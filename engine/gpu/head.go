@@ -146,7 +146,8 @@ func (p *pass) sample(logits model.Activation, i int, s *model.Sampling, g *gree
 		return
 	}
 	chunks := ceilDiv(vocab, topkChunk)
-	p.enc.topK(s, row, vocab, position, p.scratch(4*chunks*s.TopK), p.scratch(4*chunks*s.TopK), sg.seq.tokenLoc(slot))
+	p.enc.topK(s, topKBufs{logits: row, candVal: p.scratch(4 * chunks * s.TopK), candID: p.scratch(4 * chunks * s.TopK),
+		out: sg.seq.tokenLoc(slot)}, vocab, position)
 }
 
 // penaltiesOn is engine/sample's rule for when penalties change logits.
