@@ -91,7 +91,7 @@ type loggedPass struct {
 	rows []int
 }
 
-func (l *passLog) BeginBatch(segs []model.Segment) (model.BatchPass, error) {
+func (l *passLog) Begin(segs []model.Segment) (model.Pass, error) {
 	var p loggedPass
 	for _, s := range segs {
 		rows := len(s.In.IDs)
@@ -108,7 +108,7 @@ func (l *passLog) BeginBatch(segs []model.Segment) (model.BatchPass, error) {
 	if on != nil {
 		on(p, n)
 	}
-	return l.Backend.BeginBatch(segs)
+	return l.Backend.Begin(segs)
 }
 
 func (l *passLog) log() []loggedPass {

@@ -99,7 +99,7 @@ func Load(dir string, lo LoadOptions) (*Engine, error) {
 		parallel = backend.Parallel
 	}
 	// The engine gets the backend itself, so that the optional interfaces it
-	// implements (model.Batcher, model.SequenceSizer) stay visible; the
+	// implements (model.SequenceSizer, model.ImageInputs) stay visible; the
 	// device, when there is one, closes after it.
 	var vision func() (*model.VisionWeights, error)
 	if m.Weights.Config.Vision != nil {

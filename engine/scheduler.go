@@ -312,7 +312,7 @@ func (e *Engine) nextPrefill() *generation {
 // decodeStep is a started batched pass and the requests it serves.
 type decodeStep struct {
 	e     *Engine
-	batch model.Batch
+	batch model.Pass
 	gens  []*generation
 }
 

@@ -40,9 +40,8 @@ func OpenWith(kind string, m *checkpoint.Model, o OpenOptions) (Target, func() e
 	if err != nil {
 		return Target{}, nil, fmt.Errorf("bench: %w", err)
 	}
-	// The backend itself, not the wrapper: model.StartBatch finds its batched
-	// pass (model.Batcher) only on the backend, and would run a batch one
-	// pass per sequence through the wrapper.
+	// The backend itself, not the wrapper, so that the optional interfaces
+	// it implements stay visible.
 	t := Target{Kind: kind, Backend: b.Backend, Weights: m.Weights, KVElemBytes: 4}
 	if c, ok := b.Backend.(*cpu.Backend); ok {
 		k := c.Kernels()

@@ -418,11 +418,12 @@ func (m *measurer) runLayers(layers, n, gen int, seed uint64, pre, dec *BlockTim
 // that with step N+1 started before step N is waited on, neither step is
 // charged for the other.
 func (m *measurer) start(seq model.Sequence, in model.Input, bt *BlockTimes) (model.Pass, error) {
+	segs := []model.Segment{{Seq: seq, In: in}}
 	if bt == nil {
-		return model.Start(m.t.Backend, m.t.Weights, seq, in)
+		return model.StartBatch(m.t.Backend, m.t.Weights, segs)
 	}
 	begin := time.Now()
-	p, err := m.t.Backend.Begin(seq, in)
+	p, err := m.t.Backend.Begin(segs)
 	if err != nil {
 		return nil, err
 	}
@@ -430,10 +431,10 @@ func (m *measurer) start(seq model.Sequence, in model.Input, bt *BlockTimes) (mo
 	recorded := false
 	defer func() {
 		if !recorded {
-			model.Abandon(p) // Forward panicked: release the recording, as model.Start does
+			model.Abandon(p) // Forward panicked: release the recording, as model.StartBatch does
 		}
 	}()
-	model.Forward(tp, m.t.Weights, in)
+	model.Forward(tp, m.t.Weights, segs)
 	recorded = true
 	tp.Submit()
 	bt.Total += time.Since(begin)
@@ -446,7 +447,11 @@ func (m *measurer) pass(seq model.Sequence, in model.Input, bt *BlockTimes) (mod
 	if err != nil {
 		return model.Result{Token: -1}, err
 	}
-	return p.Wait()
+	res, err := p.Wait()
+	if err != nil {
+		return model.Result{Token: -1}, err
+	}
+	return res[0], nil
 }
 
 // waitTimer adds the time spent in the pass's Wait to the block times'
@@ -456,7 +461,7 @@ type waitTimer struct {
 	bt *BlockTimes
 }
 
-func (w waitTimer) Wait() (model.Result, error) {
+func (w waitTimer) Wait() ([]model.Result, error) {
 	start := time.Now()
 	res, err := w.Pass.Wait()
 	w.bt.Total += time.Since(start)

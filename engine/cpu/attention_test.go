@@ -67,7 +67,7 @@ func TestAttentionBlock(t *testing.T) {
 			for i := range x.data {
 				x.data[i] = float32(rng.NormFloat64())
 			}
-			p, err := b.Begin(seq, model.Input{IDs: make([]int, n)})
+			p, err := b.Begin([]model.Segment{{Seq: seq, In: model.Input{IDs: make([]int, n)}}})
 			if err != nil {
 				t.Fatal(err)
 			}

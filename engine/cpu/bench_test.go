@@ -59,19 +59,20 @@ func (b *blockTimes) cpuSince(d *time.Duration, t time.Duration) { *d += process
 // runTimed runs one pass through the timing wrapper.
 func runTimed(tb testing.TB, be *Backend, w *model.Weights, seq model.Sequence, in model.Input, bt *blockTimes) model.Result {
 	start := time.Now()
-	p, err := be.Begin(seq, in)
+	segs := []model.Segment{{Seq: seq, In: in}}
+	p, err := be.Begin(segs)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	bt.Pass = p
-	model.Forward(bt, w, in)
+	model.Forward(bt, w, segs)
 	bt.Submit()
 	res, err := bt.Wait()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	bt.total += time.Since(start)
-	return res
+	return res[0]
 }
 
 // benchRun is what a pass benchmark measured: n passes of tokens each,

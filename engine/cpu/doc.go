@@ -45,7 +45,7 @@
 // tokens at a time for an outer-product kernel), so each weight is read
 // once per chunk.
 //
-// A pass serves one sequence or a batch of them (model.Batcher): the rows
+// A pass serves one sequence or a batch of them (model.Segment): the rows
 // of every sequence decoding a token go through the matrix-vector loop
 // together, each weight block read once for all of them, and a prefill
 // chunk through its own matrix product, so every sequence's rows are

@@ -45,8 +45,7 @@ type rowGroup struct {
 	vec bool
 }
 
-// pass is a batched pass; onePass and batchPass give it the interface of a
-// pass of one sequence and of a batch.
+// pass is a pass over one or more segments (model.Pass).
 type pass struct {
 	b    *Backend
 	segs []segment
@@ -184,28 +183,15 @@ func (p *pass) runs(count int) [][2]int {
 	return rs
 }
 
-// onePass is a pass over one sequence (model.Pass).
-type onePass struct{ *pass }
-
-// batchPass is a pass over several (model.BatchPass).
-type batchPass struct{ *pass }
+var _ model.Pass = (*pass)(nil)
 
 // Begin implements model.Backend.
-func (b *Backend) Begin(s model.Sequence, in model.Input) (model.Pass, error) {
-	p, err := b.begin([]model.Segment{{Seq: s, In: in}})
-	if err != nil {
-		return nil, err
-	}
-	return onePass{p}, nil
-}
-
-// BeginBatch implements model.Batcher.
-func (b *Backend) BeginBatch(segs []model.Segment) (model.BatchPass, error) {
+func (b *Backend) Begin(segs []model.Segment) (model.Pass, error) {
 	p, err := b.begin(segs)
 	if err != nil {
 		return nil, err
 	}
-	return batchPass{p}, nil
+	return p, nil
 }
 
 func (b *Backend) begin(segs []model.Segment) (*pass, error) {
@@ -572,8 +558,8 @@ func (p *pass) outputRow(l *tensor, i int) []float32 {
 	return nil
 }
 
-// SampleEach implements model.BatchPass.
-func (p *pass) SampleEach(la model.Activation) {
+// Sample implements model.Pass.
+func (p *pass) Sample(la model.Activation) {
 	for i := range p.segs {
 		if s := p.segs[i].in.Sample; s != nil {
 			p.sample(la, i, s)
@@ -600,9 +586,6 @@ func (p *pass) sample(la model.Activation, i int, s *model.Sampling) {
 	history = append(append(history, seg.seq.tokens...), seg.ids...)
 	p.res[i].Token = p.b.sampler.Sample(row, s, history)
 }
-
-// Sample implements model.Pass.
-func (p onePass) Sample(la model.Activation, s *model.Sampling) { p.sample(la, 0, s) }
 
 // Hidden implements model.Blocks.
 func (p *pass) Hidden(index int, ra model.Activation) {
@@ -685,23 +668,12 @@ func (p *pass) Abandon() {
 	}
 }
 
-// wait submits the pass if that is not done yet and returns its results.
-func (p *pass) wait() ([]model.Result, error) {
+// Wait implements model.Pass: it submits the pass if that is not done yet
+// and returns its results.
+func (p *pass) Wait() ([]model.Result, error) {
 	p.Submit()
 	if p.err != nil {
 		return nil, p.err
 	}
 	return p.res, nil
 }
-
-// Wait implements model.Pass.
-func (p onePass) Wait() (model.Result, error) {
-	res, err := p.wait()
-	if err != nil {
-		return model.Result{Token: -1}, err
-	}
-	return res[0], nil
-}
-
-// Wait implements model.Batch.
-func (p batchPass) Wait() ([]model.Result, error) { return p.wait() }

@@ -36,15 +36,15 @@ func stopPass(t *testing.T, b *Backend, w *model.Weights, ids []int, blockRows i
 		t.Fatal(err)
 	}
 	segs := []model.Segment{{Seq: seq, In: model.Input{IDs: ids, Logits: model.LogitsLast, Hidden: true}}}
-	p, err := b.BeginBatch(segs)
+	p, err := b.Begin(segs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.(batchPass).blockRows = blockRows
+	p.(*pass).blockRows = blockRows
 	if stop != nil {
 		p.(model.Stopper).StopWhen(stop)
 	}
-	model.ForwardBatch(p, w, segs)
+	model.Forward(p, w, segs)
 	p.Submit()
 	res, err := p.Wait()
 	if err != nil {
@@ -233,7 +233,7 @@ func TestStopBoundsWork(t *testing.T) {
 			if !errors.Is(err, model.ErrStopped) {
 				t.Fatalf("%d tokens: a stopped pass returned %v, want model.ErrStopped", n, err)
 			}
-			if _, err := b.Begin(seq, model.Input{IDs: ids[:1]}); err == nil {
+			if _, err := b.Begin([]model.Segment{{Seq: seq, In: model.Input{IDs: ids[:1]}}}); err == nil {
 				t.Fatalf("%d tokens: a stopped pass left its sequence usable without a restore", n)
 			}
 			m.after = append(m.after, end-<-fired)
@@ -289,12 +289,12 @@ func BenchmarkPrefillRuns(b *testing.B) {
 					b.Fatal(err)
 				}
 				segs := []model.Segment{{Seq: seq, In: model.Input{IDs: prompt, Logits: model.LogitsLast}}}
-				p, err := be.BeginBatch(segs)
+				p, err := be.Begin(segs)
 				if err != nil {
 					b.Fatal(err)
 				}
-				p.(batchPass).blockRows = rows
-				model.ForwardBatch(p, w, segs)
+				p.(*pass).blockRows = rows
+				model.Forward(p, w, segs)
 				p.Submit()
 				if _, err := p.Wait(); err != nil {
 					b.Fatal(err)

@@ -39,24 +39,10 @@ func (p *pass) Attention(layer int, w *model.Attention, x model.Activation) mode
 	var stepBufs attnBufs
 	var info loc
 	if p.steps > 0 {
-		for i := range p.segs {
-			if sg := &p.segs[i]; sg.rows == 1 {
-				steps = append(steps, kvSeq{k: loc{buf: sg.seq.kCache[layer]}, v: loc{buf: sg.seq.vCache[layer]},
-					pos: sg.pos0, maxSeq: sg.seq.maxToks})
-			}
-		}
-		info = p.stepInfo(steps)
 		stepBufs = common
 		stepBufs.qg, stepBufs.k, stepBufs.v = qg.loc, k.loc, v.loc
 		stepBufs.q, stepBufs.o = q.loc, o.loc
-		ss := shape
-		for _, q := range steps {
-			ss.keys = max(ss.keys, q.pos+1)
-		}
-		parts := p.steps * c.NumHeads * ss.splits()
-		stepBufs.partO = p.scratch(4 * parts * c.HeadDim)
-		stepBufs.partM = p.scratch(4 * parts)
-		stepBufs.partL = p.scratch(4 * parts)
+		steps, info = p.attnSteps(layer, shape, &stepBufs)
 	}
 	// Every longer segment on its own rows and cache.
 	shapes := make([]attnShape, len(p.segs))
@@ -117,6 +103,27 @@ func (p *pass) Attention(layer int, w *model.Attention, x model.Activation) mode
 	})
 	p.project(&w.O, o, out)
 	return out
+}
+
+// attnSteps is the decode steps' caches and positions (and their
+// attnStepInfo) at layer, and their split partials in b.
+func (p *pass) attnSteps(layer int, shape attnShape, b *attnBufs) ([]kvSeq, loc) {
+	var steps []kvSeq
+	for i := range p.segs {
+		if sg := &p.segs[i]; sg.rows == 1 {
+			steps = append(steps, kvSeq{k: loc{buf: sg.seq.kCache[layer]}, v: loc{buf: sg.seq.vCache[layer]},
+				pos: sg.pos0, maxSeq: sg.seq.maxToks})
+		}
+	}
+	info := p.stepInfo(steps)
+	for _, q := range steps {
+		shape.keys = max(shape.keys, q.pos+1)
+	}
+	parts := p.steps * shape.qHeads * shape.splits()
+	b.partO = p.scratch(4 * parts * shape.headDim)
+	b.partM = p.scratch(4 * parts)
+	b.partL = p.scratch(4 * parts)
+	return steps, info
 }
 
 // stepInfo is attnStepInfo of the decode steps in the pass arena, written

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/suzuran-app/suzuran/engine/internal/reference"
@@ -42,30 +43,9 @@ func TestAttention(t *testing.T) {
 	}
 	for _, s := range all {
 		t.Run(fmt.Sprintf("d%d_pos%d_rows%d_kv%s", s.headDim, s.pos0, s.rows, s.kvName()), func(t *testing.T) {
-			d := s.headDim
-			qg := randFloats(rng, s.rows*s.qHeads*2*d, 2)
-			k := randFloats(rng, s.rows*s.kvHeads*d, 2)
-			v := randFloats(rng, s.rows*s.kvHeads*d, 2)
-			qn := randFloats(rng, d, 1)
-			kn := randFloats(rng, d, 1)
-			inv := make([]float32, s.rotaryDim/2)
-			for i := range inv {
-				inv[i] = float32(math.Pow(1e7, -float64(2*i)/float64(s.rotaryDim)))
-			}
-			// The cache before the pass: random rows.
-			cacheLen := s.kvHeads * s.maxSeq * d
-			encode, decode := bf16s, func(b []byte, i int) float64 {
-				return float64(safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(b[2*i:])))
-			}
-			round := bf16Round
-			if s.kvF32 {
-				encode, decode = f32Bytes, func(b []byte, i int) float64 {
-					return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
-				}
-				round = func(v float64) float64 { return float64(float32(v)) }
-			}
-			k0 := encode(randFloats(rng, cacheLen, 1))
-			v0 := encode(randFloats(rng, cacheLen, 1))
+			in := newAttnInputs(rng, s)
+			d, qg, k, v, qn, kn, inv, k0, v0 := s.headDim, in.qg, in.k, in.v, in.qn, in.kn, in.inv, in.k0, in.v0
+			decode := in.decode
 			got := twice(t, func(r *kernelRig) [][]byte {
 				kc, vc := r.buf(k0), r.buf(v0)
 				q := r.zeros(4 * s.rows * s.qHeads * d)
@@ -90,27 +70,7 @@ func TestAttention(t *testing.T) {
 					f32Bytes(r.floatsAt(o2, s.rows*s.qHeads*d))}
 			})
 			// Reference: q and the new keys, the cache after the pass, attention.
-			wantQ := make([]float64, s.rows*s.qHeads*d)
-			kcache := make([]float64, cacheLen)
-			vcache := make([]float64, cacheLen)
-			for i := range kcache {
-				kcache[i] = decode(k0, i)
-				vcache[i] = decode(v0, i)
-			}
-			for tt := 0; tt < s.rows; tt++ {
-				pos := s.pos0 + tt
-				for h := 0; h < s.qHeads; h++ {
-					src := qg[(tt*s.qHeads+h)*2*d:][:d]
-					copy(wantQ[(tt*s.qHeads+h)*d:], reference.Rotate(reference.RMSNorm(reference.Float64(src), qn, float64(s.eps)), kernelAngles(inv, pos)))
-				}
-				for h := 0; h < s.kvHeads; h++ {
-					kr := reference.Rotate(reference.RMSNorm(reference.Float64(k[(tt*s.kvHeads+h)*d:][:d]), kn, float64(s.eps)), kernelAngles(inv, pos))
-					for j := 0; j < d; j++ {
-						kcache[(h*s.maxSeq+pos)*d+j] = round(kr[j])
-						vcache[(h*s.maxSeq+pos)*d+j] = round(float64(v[(tt*s.kvHeads+h)*d+j]))
-					}
-				}
-			}
+			wantQ, kcache, vcache := in.want()
 			// q: normalise and rotate in f32: 1e-5 relative, floor 1e-2.
 			checkClose(t, "q", floats(got[0]), wantQ, 1e-5, 1e-2)
 			// Cache: the kernel rounds its f32 result to the cache type; a
@@ -128,28 +88,127 @@ func TestAttention(t *testing.T) {
 				}
 				kcache[i] = gk // attend over what the kernel stored
 			}
-			gotQ := floats(got[0])
-			wantO := make([]float64, s.rows*s.qHeads*d)
-			for tt := 0; tt < s.rows; tt++ {
-				last := s.pos0 + tt
-				for h := 0; h < s.qHeads; h++ {
-					kvh := h / (s.qHeads / s.kvHeads)
-					var keys, values [][]float64
-					for key := 0; key <= last; key++ {
-						keys = append(keys, kcache[(kvh*s.maxSeq+key)*d:][:d])
-						values = append(values, vcache[(kvh*s.maxSeq+key)*d:][:d])
-					}
-					q := reference.Float64(gotQ[(tt*s.qHeads+h)*d:][:d])
-					gate := reference.Float64(qg[(tt*s.qHeads+h)*2*d+d:][:d])
-					copy(wantO[(tt*s.qHeads+h)*d:], reference.GatedAttention(q, keys, values, gate))
-				}
-			}
+			wantO := in.wantO(floats(got[0]), kcache, vcache)
 			// Softmax-weighted means of O(1) values over up to 280 keys in
 			// f32: 1e-4 absolute (floor 1) covers the exp and sum rounding.
 			checkClose(t, "attention o (split + reduce)", floats(got[3]), wantO, 1e-4, 1)
 			checkClose(t, "attention o (tiled prefill)", floats(got[4]), wantO, 1e-4, 1)
 		})
 	}
+}
+
+// attnInputs are a TestAttention case's random inputs: the projections,
+// norm weights and inverse frequencies, and the cache before the pass in
+// the cache's type (k0, v0), with that type's decode and rounding.
+type attnInputs struct {
+	s                     attnShape
+	qg, k, v, qn, kn, inv []float32
+	k0, v0                []byte
+	cacheLen              int // elements of each cache
+	decode                func(b []byte, i int) float64
+	round                 func(v float64) float64
+}
+
+func newAttnInputs(rng *rand.Rand, s attnShape) *attnInputs {
+	d := s.headDim
+	in := &attnInputs{s: s}
+	in.qg = randFloats(rng, s.rows*s.qHeads*2*d, 2)
+	in.k = randFloats(rng, s.rows*s.kvHeads*d, 2)
+	in.v = randFloats(rng, s.rows*s.kvHeads*d, 2)
+	in.qn = randFloats(rng, d, 1)
+	in.kn = randFloats(rng, d, 1)
+	in.inv = make([]float32, s.rotaryDim/2)
+	for i := range in.inv {
+		in.inv[i] = float32(math.Pow(1e7, -float64(2*i)/float64(s.rotaryDim)))
+	}
+	// The cache before the pass: random rows.
+	cacheLen := s.kvHeads * s.maxSeq * d
+	encode := bf16s
+	in.decode = func(b []byte, i int) float64 {
+		return float64(safetensors.BF16ToFloat32(binary.LittleEndian.Uint16(b[2*i:])))
+	}
+	in.round = bf16Round
+	if s.kvF32 {
+		encode, in.decode = f32Bytes, func(b []byte, i int) float64 {
+			return float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+		}
+		in.round = func(v float64) float64 { return float64(float32(v)) }
+	}
+	in.k0 = encode(randFloats(rng, cacheLen, 1))
+	in.v0 = encode(randFloats(rng, cacheLen, 1))
+	in.cacheLen = cacheLen
+	return in
+}
+
+// want is the float64 reference of the pass's normalised, rotated queries
+// and of the caches after it.
+func (in *attnInputs) want() (wantQ, kcache, vcache []float64) {
+	s, d := in.s, in.s.headDim
+	wantQ = make([]float64, s.rows*s.qHeads*d)
+	kcache = make([]float64, in.cacheLen)
+	vcache = make([]float64, in.cacheLen)
+	for i := range kcache {
+		kcache[i] = in.decode(in.k0, i)
+		vcache[i] = in.decode(in.v0, i)
+	}
+	for tt := 0; tt < s.rows; tt++ {
+		pos := s.pos0 + tt
+		for h := 0; h < s.qHeads; h++ {
+			src := in.qg[(tt*s.qHeads+h)*2*d:][:d]
+			copy(wantQ[(tt*s.qHeads+h)*d:], reference.Rotate(reference.RMSNorm(reference.Float64(src), in.qn, float64(s.eps)), kernelAngles(in.inv, pos)))
+		}
+		for h := 0; h < s.kvHeads; h++ {
+			kr := reference.Rotate(reference.RMSNorm(reference.Float64(in.k[(tt*s.kvHeads+h)*d:][:d]), in.kn, float64(s.eps)), kernelAngles(in.inv, pos))
+			for j := 0; j < d; j++ {
+				kcache[(h*s.maxSeq+pos)*d+j] = in.round(kr[j])
+				vcache[(h*s.maxSeq+pos)*d+j] = in.round(float64(in.v[(tt*s.kvHeads+h)*d+j]))
+			}
+		}
+	}
+	return wantQ, kcache, vcache
+}
+
+// wantO is the float64 reference of the gated attention output from the
+// kernel's queries gotQ over the caches.
+func (in *attnInputs) wantO(gotQ []float32, kcache, vcache []float64) []float64 {
+	s, d := in.s, in.s.headDim
+	wantO := make([]float64, s.rows*s.qHeads*d)
+	for tt := 0; tt < s.rows; tt++ {
+		last := s.pos0 + tt
+		for h := 0; h < s.qHeads; h++ {
+			kvh := h / (s.qHeads / s.kvHeads)
+			var keys, values [][]float64
+			for key := 0; key <= last; key++ {
+				keys = append(keys, kcache[(kvh*s.maxSeq+key)*d:][:d])
+				values = append(values, vcache[(kvh*s.maxSeq+key)*d:][:d])
+			}
+			q := reference.Float64(gotQ[(tt*s.qHeads+h)*d:][:d])
+			gate := reference.Float64(in.qg[(tt*s.qHeads+h)*2*d+d:][:d])
+			copy(wantO[(tt*s.qHeads+h)*d:], reference.GatedAttention(q, keys, values, gate))
+		}
+	}
+	return wantO
+}
+
+// randStepCaches are n sequences' positions, capacities and random caches
+// (keys, values) of elem-byte elements for TestAttentionSteps.
+func randStepCaches(rng *rand.Rand, n, elem, rowFloats int) (pos, maxSeq []int, caches [][2][]byte) {
+	pos = make([]int, n)
+	maxSeq = make([]int, n)
+	caches = make([][2][]byte, n)
+	for z := range n {
+		pos[z] = rng.IntN(600)
+		maxSeq[z] = pos[z] + 1 + rng.IntN(50)
+		for kv := range 2 {
+			vals := randFloats(rng, rowFloats*maxSeq[z], 1)
+			if elem == 4 {
+				caches[z][kv] = f32Bytes(vals)
+			} else {
+				caches[z][kv] = bf16s(vals)
+			}
+		}
+	}
+	return pos, maxSeq, caches
 }
 
 // TestAttentionSteps runs the attention kernels that serve several
@@ -169,23 +228,7 @@ func TestAttentionSteps(t *testing.T) {
 				if kvF32 {
 					elem = 4
 				}
-				pos := make([]int, n)
-				maxSeq := make([]int, n)
-				caches := make([][2][]byte, n)
-				for z := range n {
-					pos[z] = rng.IntN(600)
-					maxSeq[z] = pos[z] + 1 + rng.IntN(50)
-					for kv := range 2 {
-						c := make([]byte, elem*kvHeads*maxSeq[z]*headDim)
-						vals := randFloats(rng, len(c)/elem, 1)
-						if kvF32 {
-							c = f32Bytes(vals)
-						} else {
-							c = bf16s(vals)
-						}
-						caches[z][kv] = c
-					}
-				}
+				pos, maxSeq, caches := randStepCaches(rng, n, elem, kvHeads*headDim)
 				qg := randFloats(rng, n*qHeads*2*headDim, 1)
 				k := randFloats(rng, n*kvHeads*headDim, 1)
 				v := randFloats(rng, n*kvHeads*headDim, 1)

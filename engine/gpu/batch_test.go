@@ -87,7 +87,7 @@ func TestBatchPipelined(t *testing.T) {
 		t.Fatal(err)
 	}
 	for s := 0; s < steps; s++ {
-		var next model.Batch
+		var next model.Pass
 		if s+1 < steps {
 			if next, err = model.StartBatch(b, w, segs); err != nil {
 				t.Fatal(err)

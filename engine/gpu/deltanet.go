@@ -70,7 +70,7 @@ func (p *pass) DeltaNet(layer int, w *model.DeltaNet, x model.Activation) model.
 			}
 		}
 	})
-	p.enc.gatedNorm(o.loc, z.loc, t*shape.valueHeads, shape.valueDim, loc{buf: dd.norm}, c.DeltaNetNormEps, o.loc)
+	p.enc.gatedNorm(gatedNormBufs{o: o.loc, z: z.loc, w: loc{buf: dd.norm}, y: o.loc}, t*shape.valueHeads, shape.valueDim, c.DeltaNetNormEps)
 	p.project(&w.Out, o, out)
 	return out
 }

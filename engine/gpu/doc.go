@@ -12,7 +12,7 @@
 //
 //   - One command buffer per decode step: a decode step records embed →
 //     layers → head → sample into one buffer, and so does a batched step of
-//     several sequences' decode steps (model.Batcher). Any other pass (a
+//     several sequences' decode steps (model.Segment). Any other pass (a
 //     prefill chunk, alone or batched with decode steps) is held on the host
 //     while it is recorded and, when submitted, split into command buffers
 //     of at most about Options.CommandBufferBytes of planned work each

@@ -72,23 +72,7 @@ func TestEncodingErrorThenStep(t *testing.T) {
 		t.Fatal("the fixture needs a DeltaNet layer 0 and an attention layer")
 	}
 
-	emuDev := openTestDevice(t, 0)
-	clean := func() model.Result {
-		b, err := New(emuDev, w, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		seq, err := b.NewSequence(len(prompt) + 2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer seq.Close()
-		res, err := model.Run(b, w, seq, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}()
+	clean := cleanRun(t, w, in)
 
 	cases := []struct {
 		name string
@@ -109,7 +93,7 @@ func TestEncodingErrorThenStep(t *testing.T) {
 			return err
 		}, "out of GPU memory"},
 		{"block called with the wrong layer", func(t *testing.T, dev *faultDevice, b *Backend, seq model.Sequence) error {
-			p, err := b.Begin(seq, in)
+			p, err := b.Begin([]model.Segment{{Seq: seq, In: in}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,18 +139,43 @@ func TestEncodingErrorThenStep(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the step after a failed one: %v", err)
 			}
-			if res.Token != clean.Token || len(res.Logits) != len(clean.Logits) {
-				t.Fatalf("after the failure: token %d, %d logits; clean run: token %d, %d logits", res.Token, len(res.Logits), clean.Token, len(clean.Logits))
-			}
-			for i := range res.Logits {
-				if res.Logits[i] != clean.Logits[i] {
-					t.Fatalf("logit %d after the failure %v, clean run %v", i, res.Logits[i], clean.Logits[i])
-				}
-			}
+			sameAsClean(t, res, clean)
 			// A decode step fed by the device's sampled token works too.
 			if _, err := model.Run(b, w, seq, model.Input{Sample: &model.Sampling{}}); err != nil {
 				t.Fatalf("decode after the failure: %v", err)
 			}
 		})
+	}
+}
+
+// cleanRun is in's pass on a new sequence of a new emulated backend.
+func cleanRun(t *testing.T, w *model.Weights, in model.Input) model.Result {
+	t.Helper()
+	b, err := New(openTestDevice(t, 0), w, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, err := b.NewSequence(len(in.IDs) + 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seq.Close()
+	res, err := model.Run(b, w, seq, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// sameAsClean demands the token and the logits bits of the clean run.
+func sameAsClean(t *testing.T, res, clean model.Result) {
+	t.Helper()
+	if res.Token != clean.Token || len(res.Logits) != len(clean.Logits) {
+		t.Fatalf("after the failure: token %d, %d logits; clean run: token %d, %d logits", res.Token, len(res.Logits), clean.Token, len(clean.Logits))
+	}
+	for i := range res.Logits {
+		if res.Logits[i] != clean.Logits[i] {
+			t.Fatalf("logit %d after the failure %v, clean run %v", i, res.Logits[i], clean.Logits[i])
+		}
 	}
 }

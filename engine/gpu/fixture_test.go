@@ -139,14 +139,15 @@ func measureFixture(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Re
 	genLogits = append([]float32(nil), logits[(T-1)*ref.Vocab:]...)
 	in := model.Input{Logits: model.LogitsLast, Sample: greedy}
 	steps := len(ref.GenIDs) - 1
-	prev, err := model.Start(b, w, seq, in)
+	segs := []model.Segment{{Seq: seq, In: in}}
+	prev, err := model.StartBatch(b, w, segs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < steps; i++ {
 		var next model.Pass
 		if i+1 < steps {
-			if next, err = model.Start(b, w, seq, in); err != nil {
+			if next, err = model.StartBatch(b, w, segs); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -154,8 +155,8 @@ func measureFixture(t *testing.T, b *Backend, w *model.Weights, ref *fixtures.Re
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, r.Token)
-		genLogits = append(genLogits, r.Logits...)
+		ids = append(ids, r[0].Token)
+		genLogits = append(genLogits, r[0].Logits...)
 		prev = next
 	}
 	return hidden, logits, genLogits, ids
@@ -266,14 +267,15 @@ func TestSampledDecode(t *testing.T) {
 					}
 					return ids
 				}
-				prev, err := model.Start(b, w, seq, in)
+				segs := []model.Segment{{Seq: seq, In: in}}
+				prev, err := model.StartBatch(b, w, segs)
 				if err != nil {
 					t.Fatal(err)
 				}
 				for len(ids) <= steps {
 					var next model.Pass
 					if len(ids) < steps {
-						if next, err = model.Start(b, w, seq, in); err != nil {
+						if next, err = model.StartBatch(b, w, segs); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -281,7 +283,7 @@ func TestSampledDecode(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					ids = append(ids, r.Token)
+					ids = append(ids, r[0].Token)
 					prev = next
 				}
 				return ids

@@ -70,11 +70,11 @@ func (p *pass) outputRow(l *act, i int) *act {
 	return nil
 }
 
-// SampleEach implements model.BatchPass. The greedy choices without
-// penalties — every sequence of a plain greedy decode step — run as one
-// argmax over their rows (two dispatches for up to stepMaxSeqs sequences);
-// the other choices as sample records them.
-func (p batchPass) SampleEach(logits model.Activation) {
+// Sample implements model.Pass. The greedy choices without penalties —
+// every sequence of a plain greedy decode step — run as one argmax over
+// their rows (two dispatches for up to stepMaxSeqs sequences); the other
+// choices as sample records them.
+func (p *pass) Sample(logits model.Activation) {
 	var g greedyRows
 	for i := range p.segs {
 		if s := p.segs[i].in.Sample; s != nil {
@@ -90,9 +90,6 @@ func (p batchPass) SampleEach(logits model.Activation) {
 	p.enc.argmaxSteps(g.rows, vocab, p.scratch(4*n*chunks), p.scratch(4*n*chunks), g.outs)
 }
 
-// Sample implements model.Pass.
-func (p onePass) Sample(logits model.Activation, s *model.Sampling) { p.sample(logits, 0, s, nil) }
-
 // greedyRows collects the plain greedy choices of a batch: each row of
 // logits and the ring slot its id goes to.
 type greedyRows struct {
@@ -106,7 +103,7 @@ type greedyRows struct {
 // vocabulary in id order) are sampled on the host after the pass, and the
 // sequence's next pass may begin only once this one has been waited on. A
 // greedy choice without penalties is left to the caller's one argmax over
-// every such row when g is set.
+// every such row, collected in g.
 func (p *pass) sample(logits model.Activation, i int, s *model.Sampling, g *greedyRows) {
 	in := p.input(logits, "sample")
 	if in == nil {
@@ -138,7 +135,7 @@ func (p *pass) sample(logits model.Activation, i int, s *model.Sampling, g *gree
 		p.enc.penalties(s, loc{buf: sg.seq.history}, position, p.scratch(4*vocab), p.scratch(4*vocab), work)
 		row = work
 	}
-	if greedy && g != nil && !penaltiesOn(s) {
+	if greedy && !penaltiesOn(s) {
 		g.rows = append(g.rows, row)
 		g.outs = append(g.outs, sg.seq.tokenLoc(slot))
 		return
@@ -149,7 +146,8 @@ func (p *pass) sample(logits model.Activation, i int, s *model.Sampling, g *gree
 		return
 	}
 	chunks := ceilDiv(vocab, topkChunk)
-	p.enc.topK(s, row, vocab, position, p.scratch(4*chunks*s.TopK), p.scratch(4*chunks*s.TopK), sg.seq.tokenLoc(slot))
+	p.enc.topK(s, topKBufs{logits: row, candVal: p.scratch(4 * chunks * s.TopK), candID: p.scratch(4 * chunks * s.TopK),
+		out: sg.seq.tokenLoc(slot)}, vocab, position)
 }
 
 // penaltiesOn is engine/sample's rule for when penalties change logits.

@@ -42,7 +42,7 @@ func (p *pass) MoE(layer int, w *model.MoE, x model.Activation) model.Activation
 		return out
 	}
 	routing := moeBufs{x: in, ids: ids, weights: p.scratch(4 * t * slots), y: out.loc}
-	p.enc.routerTopK(e, k, t, logits.loc, e+1, routing.ids, routing.weights)
+	p.enc.routerTopK(routerShape{experts: e, topK: k, rows: t, stride: e + 1}, logits.loc, routing.ids, routing.weights)
 	s := moeShape{hidden: c.HiddenSize, inter: dm.gate.out, sharedInter: dm.sGate.m.Out, experts: e, slots: slots,
 		groupSize: dm.gate.groupSize, sharedGroupSize: dm.sGate.m.GroupSize}
 	s.hStride = max(s.inter, s.sharedInter)

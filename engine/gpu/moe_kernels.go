@@ -6,9 +6,17 @@ import (
 	"github.com/suzuran-app/suzuran/engine/gpu/device"
 )
 
+// routerShape is the router's geometry: rows of logits stride floats
+// apart, experts router logits then the shared gate's in each, topK routed
+// experts chosen per row.
+type routerShape struct {
+	experts, topK, rows, stride int
+}
+
 // routerTopK records softmax/top-k/renormalise over logits [rows, stride]
 // (router logits then the shared gate's), writing ids and weights [rows, k+1].
-func (e *encoder) routerTopK(experts, topK, rows int, logits loc, stride int, ids, weights loc) {
+func (e *encoder) routerTopK(s routerShape, logits, ids, weights loc) {
+	experts, topK, rows, stride := s.experts, s.topK, s.rows, s.stride
 	e.dispatch("moe_router_topk_f32", device.Size3{X: rows}, device.Size3{X: simdWidth},
 		int64(4*rows*(experts+1)), int64(8*rows*(topK+1)),
 		bytesArg(0, pack(&routerParams{Experts: u32(experts), TopK: u32(topK), LogitsStride: u32(stride)})), logits.arg(1), ids.arg(2), weights.arg(3))

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/suzuran-app/suzuran/engine/internal/reference"
@@ -25,7 +26,9 @@ func TestRouterTopK(t *testing.T) {
 			slots := c.k + 1
 			got := twice(t, func(r *kernelRig) [][]byte {
 				ids, w := r.zeros(4*c.rows*slots), r.zeros(4*c.rows*slots)
-				r.run(func(e *encoder) { e.routerTopK(c.experts, c.k, c.rows, r.buf(f32Bytes(logits)), stride, ids, w) })
+				r.run(func(e *encoder) {
+					e.routerTopK(routerShape{experts: c.experts, topK: c.k, rows: c.rows, stride: stride}, r.buf(f32Bytes(logits)), ids, w)
+				})
 				return [][]byte{ids.buf.Bytes()[:4*c.rows*slots], w.buf.Bytes()[:4*c.rows*slots]}
 			})
 			for tt := 0; tt < c.rows; tt++ {
@@ -49,19 +52,10 @@ func TestRouterTopK(t *testing.T) {
 
 func TestMoEExperts(t *testing.T) {
 	rng := testRand(t)
-	type mcase struct {
-		format  string
-		grouped bool
-		rows    int
-		ops     Operands // grouped only: the decode kernels are GEMVs in f32
-		// decode: the grouped decode kernels (a few rows, each expert read
-		// once for the rows that chose it) instead of the block-map GEMMs.
-		decode bool
-	}
-	var cases []mcase
+	var cases []moeCase
 	for _, f := range []string{"bf16", "q4", "q8", "f32", "f16"} {
-		cases = append(cases, mcase{f, true, 37, FloatOperands, false}, mcase{f, true, 37, HalfOperands, false},
-			mcase{f, false, 3, FloatOperands, true}, mcase{f, false, 8, FloatOperands, true})
+		cases = append(cases, moeCase{f, true, 37, FloatOperands, false}, moeCase{f, true, 37, HalfOperands, false},
+			moeCase{f, false, 3, FloatOperands, true}, moeCase{f, false, 8, FloatOperands, true})
 	}
 	for _, c := range cases {
 		name := fmt.Sprintf("%s_grouped_%s_rows%d", c.format, c.ops, c.rows)
@@ -69,169 +63,18 @@ func TestMoEExperts(t *testing.T) {
 			name = fmt.Sprintf("%s_decode_rows%d", c.format, c.rows)
 		}
 		t.Run(name, func(t *testing.T) {
-			format, rows := c.format, c.rows
-			const experts, k = 5, 2
-			hidden, inter, sharedInter := 192, 40, 24
-			gs := 64
-			if format == "q4" || format == "q8" {
-				// Quantized rows need the input width to be a multiple of
-				// the group size, which the down projection's is not at 40.
-				inter, sharedInter, gs = 64, 32, 32
-			}
-			mk := func(out, in int) []*model.Matrix {
-				ms := make([]*model.Matrix, experts)
-				for e := range ms {
-					ms[e] = randMatrix(rng, format, out, in, gs)
-				}
-				return ms
-			}
-			gate, up, down := mk(inter, hidden), mk(inter, hidden), mk(hidden, inter)
-			sGate, sUp := randMatrix(rng, format, sharedInter, hidden, gs), randMatrix(rng, format, sharedInter, hidden, gs)
-			sDown := randMatrix(rng, format, hidden, sharedInter, gs)
-			x := randFloats(rng, rows*hidden, 1)
-			slots := k + 1
-			// Each token: k distinct routed experts, then the shared one.
-			ids := make([]int32, 0, rows*slots)
-			wts := make([]float32, 0, rows*slots)
-			for tt := 0; tt < rows; tt++ {
-				perm := rng.Perm(experts)
-				for s := 0; s < k; s++ {
-					ids = append(ids, int32(perm[s]))
-				}
-				ids = append(ids, experts)
-				wts = append(wts, randFloats(rng, slots, 1)...)
-			}
-			idb := make([]byte, 4*len(ids))
-			for i, id := range ids {
-				binary.LittleEndian.PutUint32(idb[4*i:], uint32(id))
-			}
-			s := moeShape{hidden: hidden, inter: inter, sharedInter: sharedInter, experts: experts, slots: slots,
-				hStride: max(inter, sharedInter), groupSize: gs, sharedGroupSize: gs}
-			n := rows * slots
-			got := twice(t, func(r *kernelRig) [][]byte {
-				r.b.opt.GEMMOperands = c.ops
-				stack := func(ms []*model.Matrix) *devExperts {
-					d := &devExperts{out: ms[0].Out, in: ms[0].In, groupSize: gs}
-					d.format, _ = matrixFormat(ms[0])
-					var data, sc, bi []byte
-					table := make([]byte, 24*len(ms))
-					for e, m := range ms {
-						binary.LittleEndian.PutUint64(table[24*e:], uint64(len(data)))
-						binary.LittleEndian.PutUint64(table[24*e+8:], uint64(len(sc)))
-						binary.LittleEndian.PutUint64(table[24*e+16:], uint64(len(bi)))
-						data = append(data, m.Data...)
-						sc = append(sc, m.Scales...)
-						bi = append(bi, m.Biases...)
-					}
-					d.data = r.buf(data).buf
-					d.scales, d.biases = d.data, d.data
-					if len(sc) > 0 {
-						d.scales, d.biases = r.buf(sc).buf, r.buf(bi).buf
-					}
-					d.table = r.buf(table).buf
-					d.expertBytes = int64(len(ms[0].Data) + len(ms[0].Scales) + len(ms[0].Biases))
-					d.aligned = ms[0].RowBytes()%8 == 0
-					return d
-				}
-				g, u, dn := stack(gate), stack(up), stack(down)
-				h := r.zeros(4 * n * s.hStride)
-				y := r.zeros(4 * rows * hidden)
-				idl := r.buf(idb)
-				xl := r.buf(f32Bytes(x))
-				wl := r.buf(f32Bytes(wts))
-				w := &devMoE{gate: g, up: u, down: dn, sGate: r.devMatrixOf(sGate), sUp: r.devMatrixOf(sUp), sDown: r.devMatrixOf(sDown)}
-				b := moeBufs{x: actAt(xl, rows, hidden), ids: idl, weights: wl, h: h, y: y}
-				groups := experts + 1
-				var alone []byte
-				if c.decode {
-					// The rows grouped by expert, then the last row alone:
-					// its bits must not depend on the rows beside it.
-					identity := make([]byte, 4*n)
-					for i := range n {
-						binary.LittleEndian.PutUint32(identity[4*i:], uint32(i))
-					}
-					b.rowOf, b.ye = r.buf(identity), r.zeros(4*n*hidden)
-					r.run(func(e *encoder) { e.moeGroupedDecode(s, rows, b, w) })
-					last := rows - 1
-					one := moeBufs{x: actAt(loc{xl.buf, 4 * last * hidden}, 1, hidden), ids: loc{idl.buf, 4 * last * slots},
-						weights: loc{wl.buf, 4 * last * slots}, h: r.zeros(4 * slots * s.hStride), y: r.zeros(4 * hidden),
-						rowOf: b.rowOf, ye: r.zeros(4 * slots * hidden)}
-					r.run(func(e *encoder) { e.moeGroupedDecode(s, 1, one, w) })
-					alone = f32Bytes(r.floatsAt(one.y, hidden))
-					return [][]byte{f32Bytes(r.floatsAt(y, rows*hidden)), nil, nil, alone}
-				}
-				if c.grouped {
-					b.cursor = r.zeros(4 * groups)
-					b.offsets, b.tiles = r.zeros(4*(groups+1)), r.zeros(16*planBound(n, groups))
-					b.rowOf, b.tokenOf, b.ye = r.zeros(4*n), r.zeros(4*n), r.zeros(4*n*hidden)
-				}
-				r.run(func(e *encoder) {
-					e.moePlan(n, groups, b)
-					e.moeScatter(n, slots, b)
-					e.moeGemmGateUp(s, n, b, w)
-					e.moeGemmDown(s, n, b, w)
-					e.moeCombine(rows, slots, hidden, b)
-				})
-				var plan, hOrdered []byte
-				if c.grouped {
-					plan = append(append(plan, b.offsets.buf.Bytes()...), b.tiles.buf.Bytes()...)
-					// h in (token, slot) order: its rows land where the
-					// atomics put them, which may differ between runs.
-					rowOf := b.rowOf.buf.Bytes()
-					hb := b.h.buf.Bytes()
-					for i := 0; i < n; i++ {
-						row := int(binary.LittleEndian.Uint32(rowOf[4*i:]))
-						hOrdered = append(hOrdered, hb[4*row*s.hStride:4*(row+1)*s.hStride]...)
-					}
-				}
-				return [][]byte{f32Bytes(r.floatsAt(y, rows*hidden)), plan, hOrdered}
-			})
+			f := newMoEFixture(rng, c.format, c.rows)
+			rows, hidden := c.rows, f.s.hidden
+			got := twice(t, func(r *kernelRig) [][]byte { return f.run(r, c) })
 			if c.grouped {
-				checkPlan(t, got[1], ids, experts+1, n)
+				checkPlan(t, got[1], f.ids, f.s.experts+1, rows*f.s.slots)
 			}
 			if c.decode && !bytes.Equal(got[0][4*(rows-1)*hidden:], got[3]) {
 				t.Errorf("row %d's output differs between the %d-row grouped decode and a decode of its own", rows-1, rows)
 			}
-			expert := func(id int32) (g, u, d *model.Matrix) {
-				if int(id) < experts {
-					return gate[id], up[id], down[id]
-				}
-				return sGate, sUp, sDown
-			}
-			// want is y in float64: each slot's reference.Expert, weighted.
-			want := make([]float64, rows*hidden)
-			for tt := 0; tt < rows; tt++ {
-				xt := [][]float64{reference.Float64(x[tt*hidden:][:hidden])}
-				for sl := 0; sl < slots; sl++ {
-					g, u, d := expert(ids[tt*slots+sl])
-					for row, v := range reference.Expert(g, u, d, xt)[0] {
-						want[tt*hidden+row] += float64(wts[tt*slots+sl]) * v
-					}
-				}
-			}
+			want := f.want()
 			if c.ops == HalfOperands {
-				hk := floats(got[2])
-				var hGot []float32
-				for i := 0; i < n; i++ {
-					width := inter
-					if int(ids[i]) == experts {
-						width = sharedInter
-					}
-					hGot = append(hGot, hk[i*s.hStride:][:width]...)
-				}
-				tight, hWant := stagedMoE(hk, func(tt, sl int) (g, u, d *model.Matrix) { return expert(ids[tt*slots+sl]) },
-					x, wts, slots, s.hStride)
-				// From operands staged the same way, the products are exact
-				// in f32 and only the f32 sums differ: h within 1e-5 of
-				// its largest value, y (two chained sums and the weighted
-				// combine) within 1e-5 of the largest output.
-				checkClose(t, "moe h (half operands)", hGot, hWant, 1e-5, maxAbs(hWant))
-				checkClose(t, "moe y (half operands)", floats(got[0]), tight, 1e-5, maxAbs(tight))
-				// Against the unrounded reference: the weights of both
-				// stages rounded to half (≤ 2⁻¹¹ relative each; the
-				// activations keep 22 bits) through two chained products:
-				// about 2·2⁻¹¹ ≈ 1e-3 of the largest output.
-				checkClose(t, "moe y", floats(got[0]), want, 1e-3, maxAbs(want))
+				f.checkHalf(t, got, want)
 				return
 			}
 			// Two chained f32 products and a weighted sum of three; outputs
@@ -240,6 +83,210 @@ func TestMoEExperts(t *testing.T) {
 			checkClose(t, "moe y", floats(got[0]), want, 1e-5, maxAbs(want))
 		})
 	}
+}
+
+// moeCase is one case of TestMoEExperts.
+type moeCase struct {
+	format  string
+	grouped bool
+	rows    int
+	ops     Operands // grouped only: the decode kernels are GEMVs in f32
+	// decode: the grouped decode kernels (a few rows, each expert read
+	// once for the rows that chose it) instead of the block-map GEMMs.
+	decode bool
+}
+
+// moeFixture is a TestMoEExperts case's random experts, routing and input.
+type moeFixture struct {
+	gate, up, down    []*model.Matrix
+	sGate, sUp, sDown *model.Matrix
+	x, wts            []float32
+	ids               []int32 // each token's k routed experts, then the shared one
+	idb               []byte  // ids as uint32
+	s                 moeShape
+	rows, gs          int
+}
+
+func newMoEFixture(rng *rand.Rand, format string, rows int) *moeFixture {
+	const experts, k = 5, 2
+	hidden, inter, sharedInter := 192, 40, 24
+	gs := 64
+	if format == "q4" || format == "q8" {
+		// Quantized rows need the input width to be a multiple of
+		// the group size, which the down projection's is not at 40.
+		inter, sharedInter, gs = 64, 32, 32
+	}
+	mk := func(out, in int) []*model.Matrix {
+		ms := make([]*model.Matrix, experts)
+		for e := range ms {
+			ms[e] = randMatrix(rng, format, out, in, gs)
+		}
+		return ms
+	}
+	f := &moeFixture{rows: rows, gs: gs}
+	f.gate, f.up, f.down = mk(inter, hidden), mk(inter, hidden), mk(hidden, inter)
+	f.sGate, f.sUp = randMatrix(rng, format, sharedInter, hidden, gs), randMatrix(rng, format, sharedInter, hidden, gs)
+	f.sDown = randMatrix(rng, format, hidden, sharedInter, gs)
+	f.x = randFloats(rng, rows*hidden, 1)
+	slots := k + 1
+	// Each token: k distinct routed experts, then the shared one.
+	f.ids = make([]int32, 0, rows*slots)
+	f.wts = make([]float32, 0, rows*slots)
+	for tt := 0; tt < rows; tt++ {
+		perm := rng.Perm(experts)
+		for s := 0; s < k; s++ {
+			f.ids = append(f.ids, int32(perm[s]))
+		}
+		f.ids = append(f.ids, experts)
+		f.wts = append(f.wts, randFloats(rng, slots, 1)...)
+	}
+	f.idb = make([]byte, 4*len(f.ids))
+	for i, id := range f.ids {
+		binary.LittleEndian.PutUint32(f.idb[4*i:], uint32(id))
+	}
+	f.s = moeShape{hidden: hidden, inter: inter, sharedInter: sharedInter, experts: experts, slots: slots,
+		hStride: max(inter, sharedInter), groupSize: gs, sharedGroupSize: gs}
+	return f
+}
+
+// stackExperts is ms as the device holds a layer's routed experts: one
+// buffer each of data, scales and biases, and the table of offsets.
+func (r *kernelRig) stackExperts(ms []*model.Matrix, gs int) *devExperts {
+	d := &devExperts{out: ms[0].Out, in: ms[0].In, groupSize: gs}
+	d.format, _ = matrixFormat(ms[0])
+	var data, sc, bi []byte
+	table := make([]byte, 24*len(ms))
+	for e, m := range ms {
+		binary.LittleEndian.PutUint64(table[24*e:], uint64(len(data)))
+		binary.LittleEndian.PutUint64(table[24*e+8:], uint64(len(sc)))
+		binary.LittleEndian.PutUint64(table[24*e+16:], uint64(len(bi)))
+		data = append(data, m.Data...)
+		sc = append(sc, m.Scales...)
+		bi = append(bi, m.Biases...)
+	}
+	d.data = r.buf(data).buf
+	d.scales, d.biases = d.data, d.data
+	if len(sc) > 0 {
+		d.scales, d.biases = r.buf(sc).buf, r.buf(bi).buf
+	}
+	d.table = r.buf(table).buf
+	d.expertBytes = int64(len(ms[0].Data) + len(ms[0].Scales) + len(ms[0].Biases))
+	d.aligned = ms[0].RowBytes()%8 == 0
+	return d
+}
+
+// run runs case c's kernels on r: y, then for the block-map GEMMs the plan
+// and h in (token, slot) order, for the grouped decode the last row run
+// alone.
+func (f *moeFixture) run(r *kernelRig, c moeCase) [][]byte {
+	s, rows, hidden, slots, experts := f.s, f.rows, f.s.hidden, f.s.slots, f.s.experts
+	n := rows * slots
+	r.b.opt.GEMMOperands = c.ops
+	g, u, dn := r.stackExperts(f.gate, f.gs), r.stackExperts(f.up, f.gs), r.stackExperts(f.down, f.gs)
+	h := r.zeros(4 * n * s.hStride)
+	y := r.zeros(4 * rows * hidden)
+	idl := r.buf(f.idb)
+	xl := r.buf(f32Bytes(f.x))
+	wl := r.buf(f32Bytes(f.wts))
+	w := &devMoE{gate: g, up: u, down: dn, sGate: r.devMatrixOf(f.sGate), sUp: r.devMatrixOf(f.sUp), sDown: r.devMatrixOf(f.sDown)}
+	b := moeBufs{x: actAt(xl, rows, hidden), ids: idl, weights: wl, h: h, y: y}
+	groups := experts + 1
+	var alone []byte
+	if c.decode {
+		// The rows grouped by expert, then the last row alone:
+		// its bits must not depend on the rows beside it.
+		identity := make([]byte, 4*n)
+		for i := range n {
+			binary.LittleEndian.PutUint32(identity[4*i:], uint32(i))
+		}
+		b.rowOf, b.ye = r.buf(identity), r.zeros(4*n*hidden)
+		r.run(func(e *encoder) { e.moeGroupedDecode(s, rows, b, w) })
+		last := rows - 1
+		one := moeBufs{x: actAt(loc{xl.buf, 4 * last * hidden}, 1, hidden), ids: loc{idl.buf, 4 * last * slots},
+			weights: loc{wl.buf, 4 * last * slots}, h: r.zeros(4 * slots * s.hStride), y: r.zeros(4 * hidden),
+			rowOf: b.rowOf, ye: r.zeros(4 * slots * hidden)}
+		r.run(func(e *encoder) { e.moeGroupedDecode(s, 1, one, w) })
+		alone = f32Bytes(r.floatsAt(one.y, hidden))
+		return [][]byte{f32Bytes(r.floatsAt(y, rows*hidden)), nil, nil, alone}
+	}
+	if c.grouped {
+		b.cursor = r.zeros(4 * groups)
+		b.offsets, b.tiles = r.zeros(4*(groups+1)), r.zeros(16*planBound(n, groups))
+		b.rowOf, b.tokenOf, b.ye = r.zeros(4*n), r.zeros(4*n), r.zeros(4*n*hidden)
+	}
+	r.run(func(e *encoder) {
+		e.moePlan(n, groups, b)
+		e.moeScatter(n, slots, b)
+		e.moeGemmGateUp(s, n, b, w)
+		e.moeGemmDown(s, n, b, w)
+		e.moeCombine(rows, slots, hidden, b)
+	})
+	var plan, hOrdered []byte
+	if c.grouped {
+		plan = append(append(plan, b.offsets.buf.Bytes()...), b.tiles.buf.Bytes()...)
+		// h in (token, slot) order: its rows land where the
+		// atomics put them, which may differ between runs.
+		rowOf := b.rowOf.buf.Bytes()
+		hb := b.h.buf.Bytes()
+		for i := 0; i < n; i++ {
+			row := int(binary.LittleEndian.Uint32(rowOf[4*i:]))
+			hOrdered = append(hOrdered, hb[4*row*s.hStride:4*(row+1)*s.hStride]...)
+		}
+	}
+	return [][]byte{f32Bytes(r.floatsAt(y, rows*hidden)), plan, hOrdered}
+}
+
+// expert is the matrices of expert id, the shared one past the routed.
+func (f *moeFixture) expert(id int32) (g, u, d *model.Matrix) {
+	if int(id) < f.s.experts {
+		return f.gate[id], f.up[id], f.down[id]
+	}
+	return f.sGate, f.sUp, f.sDown
+}
+
+// want is y in float64: each slot's reference.Expert, weighted.
+func (f *moeFixture) want() []float64 {
+	rows, hidden, slots := f.rows, f.s.hidden, f.s.slots
+	want := make([]float64, rows*hidden)
+	for tt := 0; tt < rows; tt++ {
+		xt := [][]float64{reference.Float64(f.x[tt*hidden:][:hidden])}
+		for sl := 0; sl < slots; sl++ {
+			g, u, d := f.expert(f.ids[tt*slots+sl])
+			for row, v := range reference.Expert(g, u, d, xt)[0] {
+				want[tt*hidden+row] += float64(f.wts[tt*slots+sl]) * v
+			}
+		}
+	}
+	return want
+}
+
+// checkHalf checks a half-operand case's h and y against stagedMoE and y
+// against the unrounded reference want.
+func (f *moeFixture) checkHalf(t *testing.T, got [][]byte, want []float64) {
+	t.Helper()
+	s, slots := f.s, f.s.slots
+	hk := floats(got[2])
+	var hGot []float32
+	for i := 0; i < f.rows*slots; i++ {
+		width := s.inter
+		if int(f.ids[i]) == s.experts {
+			width = s.sharedInter
+		}
+		hGot = append(hGot, hk[i*s.hStride:][:width]...)
+	}
+	tight, hWant := stagedMoE(hk, func(tt, sl int) (g, u, d *model.Matrix) { return f.expert(f.ids[tt*slots+sl]) },
+		f.x, f.wts, slots, s.hStride)
+	// From operands staged the same way, the products are exact
+	// in f32 and only the f32 sums differ: h within 1e-5 of
+	// its largest value, y (two chained sums and the weighted
+	// combine) within 1e-5 of the largest output.
+	checkClose(t, "moe h (half operands)", hGot, hWant, 1e-5, maxAbs(hWant))
+	checkClose(t, "moe y (half operands)", floats(got[0]), tight, 1e-5, maxAbs(tight))
+	// Against the unrounded reference: the weights of both
+	// stages rounded to half (≤ 2⁻¹¹ relative each; the
+	// activations keep 22 bits) through two chained products:
+	// about 2·2⁻¹¹ ≈ 1e-3 of the largest output.
+	checkClose(t, "moe y", floats(got[0]), want, 1e-3, maxAbs(want))
 }
 
 // stagedMoE is the MoE kernels' output from operands staged as the half

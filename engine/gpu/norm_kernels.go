@@ -29,9 +29,15 @@ func (e *encoder) addRMSNorm(residual, delta *act, w loc, eps float32, y *act) {
 		residual.arg(1), delta.arg(2), w.arg(3), y.arg(4))
 }
 
-// gatedNorm records y = RMSNorm(o)·w·silu(z) over rows of width, o and z
-// contiguous.
-func (e *encoder) gatedNorm(o, z loc, rows, width int, w loc, eps float32, y loc) {
+// gatedNormBufs are the gated norm's operands: the rows o and the gate z
+// (contiguous), the norm weight w and the output y.
+type gatedNormBufs struct {
+	o, z, w, y loc
+}
+
+// gatedNorm records y = RMSNorm(o)·w·silu(z) over rows of width.
+func (e *encoder) gatedNorm(b gatedNormBufs, rows, width int, eps float32) {
+	o, z, w, y := b.o, b.z, b.w, b.y
 	n := int64(4 * rows * width)
 	e.dispatch("gated_rmsnorm_silu_f32", device.Size3{X: rows}, device.Size3{X: simdWidth},
 		2*n+int64(4*width), n,

@@ -26,7 +26,7 @@ func TestNorms(t *testing.T) {
 		r.run(func(e *encoder) {
 			e.rmsnorm(xa, wl, eps, y1)
 			e.addRMSNorm(res, da, wl, eps, y2)
-			e.gatedNorm(xa.loc, zl, rows, width, wl, eps, y3)
+			e.gatedNorm(gatedNormBufs{o: xa.loc, z: zl, w: wl, y: y3}, rows, width, eps)
 		})
 		return [][]byte{f32Bytes(r.floatsAt(y1.loc, rows*width)), f32Bytes(r.floatsAt(y2.loc, rows*width)),
 			f32Bytes(r.floatsAt(res.loc, rows*width)), f32Bytes(r.floatsAt(y3, rows*width))}

@@ -141,34 +141,15 @@ type pass struct {
 	decode   bool
 }
 
-// onePass is a pass over one sequence (model.Pass).
-type onePass struct{ *pass }
-
-// batchPass is a pass over several (model.BatchPass).
-type batchPass struct{ *pass }
-
-var (
-	_ model.Pass      = onePass{}
-	_ model.BatchPass = batchPass{}
-	_ model.Batcher   = (*Backend)(nil)
-)
+var _ model.Pass = (*pass)(nil)
 
 // Begin implements model.Backend.
-func (b *Backend) Begin(s model.Sequence, in model.Input) (model.Pass, error) {
-	p, err := b.begin([]model.Segment{{Seq: s, In: in}})
-	if err != nil {
-		return nil, err
-	}
-	return onePass{p}, nil
-}
-
-// BeginBatch implements model.Batcher.
-func (b *Backend) BeginBatch(segs []model.Segment) (model.BatchPass, error) {
+func (b *Backend) Begin(segs []model.Segment) (model.Pass, error) {
 	p, err := b.begin(segs)
 	if err != nil {
 		return nil, err
 	}
-	return batchPass{p}, nil
+	return p, nil
 }
 
 // checkSegment checks what a segment needs before any work is recorded.
@@ -550,7 +531,7 @@ func (p *pass) Abandon() {
 		return
 	}
 	p.enc.fail(errors.New("the pass was abandoned while recording; nothing of it ran"))
-	p.wait()
+	p.Wait()
 }
 
 // read copies n bytes of device memory to the host, counting it as a
@@ -570,21 +551,9 @@ func floats(b []byte) []float32 {
 	return out
 }
 
-// Wait implements model.Pass.
-func (p onePass) Wait() (model.Result, error) {
-	res, err := p.wait()
-	if err != nil {
-		return model.Result{Token: -1}, err
-	}
-	return res[0], nil
-}
-
-// Wait implements model.Batch.
-func (p batchPass) Wait() ([]model.Result, error) { return p.wait() }
-
-// wait submits the pass if that is not done yet, waits for the device and
-// returns each segment's result.
-func (p *pass) wait() ([]model.Result, error) {
+// Wait implements model.Pass: it submits the pass if that is not done
+// yet, waits for the device and returns each segment's result.
+func (p *pass) Wait() ([]model.Result, error) {
 	if p.state == 2 {
 		return nil, errors.New("pass already waited on")
 	}

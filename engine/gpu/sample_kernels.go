@@ -63,8 +63,17 @@ func (e *encoder) penalties(s *model.Sampling, history loc, count int, counts, f
 		bytesArg(0, p), history.arg(1), counts.arg(2), flags.arg(3), logits.arg(4))
 }
 
-// topK records the top-k draw over one row of vocab logits into out.
-func (e *encoder) topK(s *model.Sampling, logits loc, vocab, position int, candVal, candID, out loc) {
+// topKBufs are the top-k draw's operands: one row of logits, the
+// per-chunk candidates' values and ids (4·chunks·TopK bytes each) and the
+// chosen id (one int32).
+type topKBufs struct {
+	logits, candVal, candID, out loc
+}
+
+// topK records the top-k draw over one row of vocab logits into out, for
+// the token at position.
+func (e *encoder) topK(s *model.Sampling, b topKBufs, vocab, position int) {
+	logits, candVal, candID, out := b.logits, b.candVal, b.candID, b.out
 	chunks := ceilDiv(vocab, topkChunk)
 	p := pack(&topKParams{Vocab: u32(vocab), Chunks: u32(chunks), K: u32(s.TopK), Temperature: s.Temperature,
 		TopP: s.TopP, MinP: s.MinP, SeedLo: uint32(s.Seed), SeedHi: uint32(s.Seed >> 32), Position: u32(position)})

@@ -125,29 +125,7 @@ func TestSample(t *testing.T) {
 	for ci, c := range cases {
 		t.Run(fmt.Sprint(ci), func(t *testing.T) {
 			host := sample.New()
-			const draws = 12
-			logits := make([][]float32, draws)
-			history := make([][]int, draws)
-			seeds := make([]uint64, draws)
-			for d := range logits {
-				// Logits bunched near the top so that penalties and the
-				// filters change the outcome; a few −inf and NaN entries.
-				logits[d] = randFloats(rng, vocab, 3)
-				for i := 0; i < 5; i++ {
-					logits[d][rng.IntN(vocab)] = float32(math.Inf(-1))
-				}
-				logits[d][rng.IntN(vocab)] = float32(math.NaN())
-				history[d] = make([]int, 40+rng.IntN(30))
-				for i := range history[d] {
-					// Repeats, and tokens among the largest logits.
-					history[d][i] = rng.IntN(60)
-					logits[d][history[d][i]] = 3 + float32(rng.Float64())
-				}
-				if r := tieRank[ci]; r > 0 {
-					tieAtRank(rng, logits[d], r)
-				}
-				seeds[d] = rng.Uint64()
-			}
+			logits, history, seeds := randSampleDraws(rng, 12, vocab, tieRank[ci])
 			// Each draw returns the token id and the (penalised) row.
 			got := twice(t, func(r *kernelRig) [][]byte {
 				var out [][]byte
@@ -170,7 +148,8 @@ func TestSample(t *testing.T) {
 							return
 						}
 						chunks := ceilDiv(vocab, topkChunk)
-						e.topK(&s, row, vocab, len(history[d]), r.zeros(4*chunks*s.TopK), r.zeros(4*chunks*s.TopK), tok)
+						e.topK(&s, topKBufs{logits: row, candVal: r.zeros(4 * chunks * s.TopK), candID: r.zeros(4 * chunks * s.TopK), out: tok},
+							vocab, len(history[d]))
 					})
 					out = append(out, append([]byte(nil), tok.buf.Bytes()[:4]...),
 						append([]byte(nil), row.buf.Bytes()[row.off:row.off+4*vocab]...))
@@ -204,6 +183,34 @@ func TestSample(t *testing.T) {
 			}
 		})
 	}
+}
+
+// randSampleDraws are TestSample's draws: each a row of vocab logits, a
+// history and a seed. Logits are bunched near the top so that penalties
+// and the filters change the outcome, with a few −inf and NaN entries;
+// with tieRank > 0, four of them tie at that rank (tieAtRank).
+func randSampleDraws(rng *rand.Rand, draws, vocab, tieRank int) (logits [][]float32, history [][]int, seeds []uint64) {
+	logits = make([][]float32, draws)
+	history = make([][]int, draws)
+	seeds = make([]uint64, draws)
+	for d := range logits {
+		logits[d] = randFloats(rng, vocab, 3)
+		for i := 0; i < 5; i++ {
+			logits[d][rng.IntN(vocab)] = float32(math.Inf(-1))
+		}
+		logits[d][rng.IntN(vocab)] = float32(math.NaN())
+		history[d] = make([]int, 40+rng.IntN(30))
+		for i := range history[d] {
+			// Repeats, and tokens among the largest logits.
+			history[d][i] = rng.IntN(60)
+			logits[d][history[d][i]] = 3 + float32(rng.Float64())
+		}
+		if tieRank > 0 {
+			tieAtRank(rng, logits[d], tieRank)
+		}
+		seeds[d] = rng.Uint64()
+	}
+	return logits, history, seeds
 }
 
 // tieAtRank gives four tokens outside the history (ids ≥ 60) one value: the

@@ -211,13 +211,14 @@ func TestPrefillPlannedBytes(t *testing.T) {
 		ids[i] = 1000 + 13*i
 	}
 	in := model.Input{IDs: ids, Logits: model.LogitsNone}
-	p, err := b.Begin(seq, in)
+	segs := []model.Segment{{Seq: seq, In: in}}
+	p, err := b.Begin(segs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	model.Forward(p, m.Weights, in)
-	parts := p.(onePass).enc.cb.(*splitBuffer).Parts()
-	planned := p.(onePass).cnt.ReadBytes + p.(onePass).cnt.WriteBytes
+	model.Forward(p, m.Weights, segs)
+	parts := p.(*pass).enc.cb.(*splitBuffer).Parts()
+	planned := p.(*pass).cnt.ReadBytes + p.(*pass).cnt.WriteBytes
 	p.(model.Abandoner).Abandon()
 	layers := len(m.Weights.Layers)
 	full := planned / int64(layers) * 40

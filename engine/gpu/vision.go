@@ -126,40 +126,15 @@ func (b *Backend) encodeImage(w *model.VisionWeights, im *model.Image, run bool)
 	if err != nil {
 		return nil, stats, err
 	}
-	N, W, H, D, I := model.Patches(im.Grid), c.HiddenSize, c.NumHeads, c.HeadDim(), c.Intermediate
+	N, W, H, D := model.Patches(im.Grid), c.HiddenSize, c.NumHeads, c.HeadDim()
 	m2 := c.SpatialMerge * c.SpatialMerge
-	pos, cosT, sinT := visionHostTables(w, im.Grid)
-	var bufs []device.Buffer
-	newAct := func(rows, width int, init []float32) *act {
-		if err != nil {
-			return &act{rows: rows, width: width, stride: width}
-		}
-		var buf device.Buffer
-		if init != nil {
-			buf, err = upload(b.dev, f32Bytes(init))
-		} else {
-			buf, err = b.dev.NewBuffer(4 * rows * width)
-		}
-		bufs = append(bufs, buf)
-		return &act{loc: loc{buf: buf}, rows: rows, width: width, stride: width}
-	}
-	pixels := newAct(N, c.PatchWidth(), im.Pixels)
-	posA := newAct(N, W, pos)
-	cosA, sinA := newAct(N, D/2, cosT), newAct(N, D/2, sinT)
-	x, a, o, p := newAct(N, W, nil), newAct(N, W, nil), newAct(N, W, nil), newAct(N, W, nil)
-	qkv, hid := newAct(N, 3*W, nil), newAct(N, I, nil)
-	mh := newAct(N/m2, m2*W, nil)
-	out := newAct(N/m2, c.OutHiddenSize, nil)
-	defer func() {
-		for _, buf := range bufs {
-			if buf != nil {
-				buf.Release()
-			}
-		}
-	}()
+	acts, err := b.visionActs(w, im)
 	if err != nil {
 		return nil, stats, err
 	}
+	defer acts.release()
+	pixels, posA, cosA, sinA := acts.pixels, acts.pos, acts.cos, acts.sin
+	x, a, o, p, qkv, hid, mh, out := acts.x, acts.a, acts.o, acts.p, acts.qkv, acts.hid, acts.mh, acts.out
 	// Recorded on the host, then replayed part by part (runTowerParts).
 	cb := newSplitBuffer(b.dev, b.opt.CommandBufferBytes)
 	e := &encoder{b: b, cb: cb, stats: &stats}
@@ -174,7 +149,7 @@ func (b *Backend) encodeImage(w *model.VisionWeights, im *model.Image, run bool)
 		e.layerNormBias(x, v(k.Norm1), v(k.Norm1Bias), eps, a)
 		e.gemm(dk.qkv, a, qkv, ops)
 		e.biasAct(actNone, qkv, v(k.QKVBias))
-		e.ropeTable(qkv.loc, N, 2*H, D, 3*W, cosA.loc, sinA.loc)
+		e.ropeTable(qkv.loc, ropeShape{rows: N, heads: 2 * H, headDim: D, stride: 3 * W}, cosA.loc, sinA.loc)
 		e.visionAttention(qkv.loc, N, H, D, im.Grid[1]*im.Grid[2], o.loc)
 		e.gemm(dk.proj, o, p, ops)
 		e.biasAct(actNone, p, v(k.ProjBias))
@@ -208,6 +183,60 @@ func (b *Backend) encodeImage(w *model.VisionWeights, im *model.Image, run bool)
 	b.stats.Vision.add(stats)
 	b.mu.Unlock()
 	return floats(out.buf.Bytes()[:4*out.rows*out.width]), stats, nil
+}
+
+// visionActs are the device buffers of one image's pass through the tower:
+// the uploaded patches, position embeddings and rotary tables, and the
+// activations.
+type visionActs struct {
+	pixels, pos, cos, sin         *act
+	x, a, o, p, qkv, hid, mh, out *act
+	bufs                          []device.Buffer
+}
+
+// visionActs allocates im's buffers for the tower w; on an error it has
+// released what it made.
+func (b *Backend) visionActs(w *model.VisionWeights, im *model.Image) (*visionActs, error) {
+	c := &w.Config
+	N, W, D, I := model.Patches(im.Grid), c.HiddenSize, c.HeadDim(), c.Intermediate
+	m2 := c.SpatialMerge * c.SpatialMerge
+	pos, cosT, sinT := visionHostTables(w, im.Grid)
+	v := &visionActs{}
+	var err error
+	newAct := func(rows, width int, init []float32) *act {
+		if err != nil {
+			return &act{rows: rows, width: width, stride: width}
+		}
+		var buf device.Buffer
+		if init != nil {
+			buf, err = upload(b.dev, f32Bytes(init))
+		} else {
+			buf, err = b.dev.NewBuffer(4 * rows * width)
+		}
+		v.bufs = append(v.bufs, buf)
+		return &act{loc: loc{buf: buf}, rows: rows, width: width, stride: width}
+	}
+	v.pixels = newAct(N, c.PatchWidth(), im.Pixels)
+	v.pos = newAct(N, W, pos)
+	v.cos, v.sin = newAct(N, D/2, cosT), newAct(N, D/2, sinT)
+	v.x, v.a, v.o, v.p = newAct(N, W, nil), newAct(N, W, nil), newAct(N, W, nil), newAct(N, W, nil)
+	v.qkv, v.hid = newAct(N, 3*W, nil), newAct(N, I, nil)
+	v.mh = newAct(N/m2, m2*W, nil)
+	v.out = newAct(N/m2, c.OutHiddenSize, nil)
+	if err != nil {
+		v.release()
+		return nil, err
+	}
+	return v, nil
+}
+
+// release releases the buffers.
+func (v *visionActs) release() {
+	for _, buf := range v.bufs {
+		if buf != nil {
+			buf.Release()
+		}
+	}
 }
 
 // visionMinimumBytes is the least memory traffic of encoding one image of N

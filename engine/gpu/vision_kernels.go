@@ -33,10 +33,16 @@ func (e *encoder) biasAct(kernel string, x *act, b loc) {
 		x.arg(1), b.arg(2))
 }
 
-// ropeTable records the rotation of heads head vectors of headDim floats at
-// the start of each of rows rows of x (stride floats apart), in place, by
-// the cos and sin tables [rows, headDim/2].
-func (e *encoder) ropeTable(x loc, rows, heads, headDim, stride int, cos, sin loc) {
+// ropeShape is the layout ropeTable rotates: heads head vectors of headDim
+// floats at the start of each of rows rows, stride floats apart.
+type ropeShape struct {
+	rows, heads, headDim, stride int
+}
+
+// ropeTable records the rotation of the head vectors s lays out in x, in
+// place, by the cos and sin tables [rows, headDim/2].
+func (e *encoder) ropeTable(x loc, s ropeShape, cos, sin loc) {
+	rows, heads, headDim, stride := s.rows, s.heads, s.headDim, s.stride
 	if headDim%2 != 0 {
 		e.fail(fmt.Errorf("rope_table: head width %d is odd", headDim))
 		return

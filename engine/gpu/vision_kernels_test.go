@@ -84,7 +84,7 @@ func TestVisionRopeAndAttention(t *testing.T) {
 		cl, sl := r.buf(f32Bytes(cosT)), r.buf(f32Bytes(sinT))
 		out := r.zeros(4 * rows * W)
 		r.run(func(e *encoder) {
-			e.ropeTable(ql, rows, 2*heads, D, 3*W, cl, sl) // q and k: the first 2·heads heads
+			e.ropeTable(ql, ropeShape{rows: rows, heads: 2 * heads, headDim: D, stride: 3 * W}, cl, sl) // q and k: the first 2·heads heads
 			e.visionAttention(ql, rows, heads, D, segment, out)
 		})
 		return [][]byte{f32Bytes(r.floatsAt(ql, rows*3*W)), f32Bytes(r.floatsAt(out, rows*W))}

@@ -179,7 +179,8 @@ func TestVisionBesideDecode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer seq.Close()
-	p, err := b.Begin(seq, model.Input{IDs: []int{7}, Sample: greedy}) // a decode step's recording is open
+	segs := []model.Segment{{Seq: seq, In: model.Input{IDs: []int{7}, Sample: greedy}}}
+	p, err := b.Begin(segs) // a decode step's recording is open
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,9 +197,9 @@ func TestVisionBesideDecode(t *testing.T) {
 		model.Abandon(p)
 		t.Fatalf("the tower did not wait for the pass being recorded: %v", encErr)
 	}
-	model.Forward(p, m.Weights, model.Input{IDs: []int{7}, Sample: greedy})
+	model.Forward(p, m.Weights, segs)
 	p.Submit()
-	r, err := p.Wait()
+	rs, err := p.Wait()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestVisionBesideDecode(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatal("the tower's embeddings beside a decode step differ from its own")
 	}
-	if r.Token != alone || step() != alone {
-		t.Fatalf("decode beside the tower sampled %d, alone %d", r.Token, alone)
+	if rs[0].Token != alone || step() != alone {
+		t.Fatalf("decode beside the tower sampled %d, alone %d", rs[0].Token, alone)
 	}
 }

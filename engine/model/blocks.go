@@ -22,9 +22,12 @@ type Backend interface {
 	// NewSequence makes the per-sequence state (KV cache, conv and recurrent
 	// state) for up to maxTokens tokens.
 	NewSequence(maxTokens int) (Sequence, error)
-	// Begin starts one pass over seq with the given input. The caller then
-	// calls the pass's blocks in order (Forward does), Submit and Wait.
-	Begin(seq Sequence, in Input) (Pass, error)
+	// Begin starts one pass over the segments, at least one; a pass over
+	// one sequence is the pass of one segment. The caller then calls the
+	// pass's blocks in order (Forward does), Submit and Wait. Each sequence
+	// appears at most once. A backend may refuse what it cannot batch
+	// (LogitsAll or Hidden beside other segments) with an error.
+	Begin(segs []Segment) (Pass, error)
 	// Close releases the backend's resources.
 	Close() error
 }
@@ -162,7 +165,7 @@ type Result struct {
 }
 
 // Blocks are the model's blocks as a pass runs them, called in the order
-// Forward (or ForwardBatch) calls them. A backend may run each block at once
+// Forward calls them. A backend may run each block at once
 // (CPU) or record it into a command buffer that Submit commits (GPU). Blocks
 // do not return errors: a backend remembers the first failure and Wait
 // returns it.
@@ -211,19 +214,27 @@ type Blocks interface {
 	Submit()
 }
 
-// Pass is one forward pass over one sequence.
+// Pass is one forward pass over one or more sequences (Segment); its rows
+// are the segments' rows concatenated in segment order. A sequence's rows
+// are computed exactly as in a pass of its own: its logits and tokens do
+// not depend on what else is in the pass (bit for bit on the CPU backend).
 type Pass interface {
 	Blocks
-	// Sample chooses the next token from the last row of logits.
-	Sample(logits Activation, s *Sampling)
-	// Wait blocks until the pass has finished and returns its result.
-	Wait() (Result, error)
+	// Sample chooses the next token of each segment that asked for a
+	// sample, from that segment's row of logits (the output of Head on
+	// LastRow, or the last row when a lone segment asked for LogitsAll),
+	// with that segment's own Sampling.
+	Sample(logits Activation)
+	// Wait blocks until the pass has finished and returns each segment's
+	// result, in segment order. An error fails every segment: a backend
+	// runs the pass as one unit, so a failed pass leaves each of its
+	// sequences to be restored from a snapshot.
+	Wait() ([]Result, error)
 }
 
-// Segment is one sequence's part of a batched pass: the sequence and what
-// the pass feeds it and returns for it, as Input says for a one-sequence
-// pass. Input.IDs empty feeds the token that sequence's previous pass
-// sampled.
+// Segment is one sequence's part of a pass: the sequence and what the pass
+// feeds it and returns for it. Input.IDs empty feeds the token that
+// sequence's previous pass sampled.
 type Segment struct {
 	Seq Sequence
 	In  Input
@@ -233,39 +244,6 @@ type Segment struct {
 // sample. A prefill chunk before the last wants none, which spares it the
 // head.
 func (s *Segment) Output() bool { return s.In.Logits != LogitsNone || s.In.Sample != nil }
-
-// Batch is a started batched pass (StartBatch).
-type Batch interface {
-	// Wait blocks until the pass has finished and returns each segment's
-	// result, in segment order. An error fails every segment: a backend
-	// runs the batch as one unit, so a failed pass leaves each of its
-	// sequences to be restored from a snapshot.
-	Wait() ([]Result, error)
-}
-
-// BatchPass is one forward pass over several sequences at once; its rows are
-// the segments' rows concatenated in segment order. A sequence's rows are
-// computed exactly as in a pass of its own: its logits and tokens do not
-// depend on what else is in the batch (bit for bit on the CPU backend).
-type BatchPass interface {
-	Blocks
-	Batch
-	// SampleEach chooses the next token of each segment that asked for a
-	// sample, from that segment's row of logits (the output of Head on
-	// LastRow), with that segment's own Sampling.
-	SampleEach(logits Activation)
-}
-
-// Batcher is a Backend that runs batched passes. A backend without it runs
-// a batch as one pass per segment (StartBatch does that for it).
-type Batcher interface {
-	Backend
-	// BeginBatch starts one pass over every segment; the caller then calls
-	// the blocks in order (ForwardBatch does), Submit and Wait. Each
-	// sequence appears at most once. A backend may refuse what it cannot
-	// batch (LogitsAll or Hidden beside other segments) with an error.
-	BeginBatch(segs []Segment) (BatchPass, error)
-}
 
 // ArgMax is the greedy choice: the index of the largest logit, the lowest
 // such index on ties (as torch.argmax).

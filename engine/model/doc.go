@@ -26,8 +26,9 @@
 //		...                                       // res.Token: the next one
 //	}
 //
-// Start and Wait split Run so that a GPU backend can have step N+1 submitted
-// before the host waits on step N. Input.Logits returns full logits rows
+// StartBatch and Wait split RunBatch (Run is RunBatch of one segment) so
+// that a GPU backend can have step N+1 submitted before the host waits on
+// step N. Input.Logits returns full logits rows
 // (tests, `suzuran logits`); Input.Hidden returns the residual stream after
 // every layer so a test can name the first layer that drifts.
 //
@@ -59,9 +60,8 @@
 // by two sequences is read once) and Head run on all rows; DeltaNet and
 // Attention run each segment's rows on its own sequence's state; LastRow
 // keeps the last row of each segment that wants logits or a sample, and
-// SampleEach samples each with its own Sampling. A backend that batches
-// implements Batcher (BeginBatch returns a BatchPass, which ForwardBatch
-// drives); on any other backend StartBatch runs one pass per segment.
+// Sample samples each with its own Sampling. Every backend's Begin takes
+// segments, and Forward drives the pass it returns.
 // Exactness is the contract: a sequence's logits and tokens are the same
 // whatever else is in its batch (bit for bit on the CPU backend, whose
 // kernels compute every row with the same arithmetic whatever the number of

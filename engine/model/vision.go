@@ -125,7 +125,7 @@ type VisionEncoder interface {
 }
 
 // ImageInputs is a Backend whose passes take Input.Embeds and
-// Input.Positions. Start and StartBatch refuse those inputs on any other.
+// Input.Positions. StartBatch refuses those inputs on any other.
 type ImageInputs interface {
 	ImageInputs()
 }

@@ -162,15 +162,11 @@ func Together(t *testing.T, b model.Backend, w *model.Weights, plans []Plan, alo
 // no segment, one sequence twice, every row's logits beside another
 // sequence, a step with no token to consume, more tokens than a sequence
 // holds, an id outside the vocabulary — each refused by the backend's
-// BeginBatch with an error naming the reason and by model.RunBatch (which
+// Begin with an error naming the reason and by model.RunBatch (which
 // words some reasons its own way), leaving both sequences where they were;
 // then a valid batch on them runs.
 func Refuses(t *testing.T, b model.Backend, w *model.Weights) {
 	t.Helper()
-	batcher, ok := b.(model.Batcher)
-	if !ok {
-		t.Fatalf("%s does not batch", b.Name())
-	}
 	a, err := b.NewSequence(16)
 	if err != nil {
 		t.Fatal(err)
@@ -197,8 +193,8 @@ func Refuses(t *testing.T, b model.Backend, w *model.Weights) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := batcher.BeginBatch(tc.segs); err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("BeginBatch: %v, want an error saying %q", err, tc.want)
+			if _, err := b.Begin(tc.segs); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Begin: %v, want an error saying %q", err, tc.want)
 			}
 			if _, err := model.RunBatch(b, w, tc.segs); err == nil {
 				t.Fatal("RunBatch accepted it")

@@ -77,8 +77,13 @@ type rows [][]float64
 func (r rows) Rows() int  { return len(r) }
 func (r rows) Width() int { return len(r[0]) }
 
-// Begin starts a pass over seq.
-func (b *Backend) Begin(seq model.Sequence, in model.Input) (model.Pass, error) {
+// Begin starts a pass over one segment: the reference runs one sequence
+// per pass.
+func (b *Backend) Begin(segs []model.Segment) (model.Pass, error) {
+	if len(segs) != 1 {
+		return nil, fmt.Errorf("the reference backend runs one sequence per pass, not %d", len(segs))
+	}
+	seq, in := segs[0].Seq, segs[0].In
 	s, ok := seq.(*sequence)
 	if !ok {
 		return nil, fmt.Errorf("the sequence is %T, not one of the reference backend", seq)
@@ -181,7 +186,11 @@ func (p *pass) Logits(logits model.Activation) {
 	p.res.Logits = append(p.res.Logits, float32s(logits.(rows))...)
 }
 
-func (p *pass) Sample(logits model.Activation, s *model.Sampling) {
+func (p *pass) Sample(logits model.Activation) {
+	s := p.in.Sample
+	if s == nil {
+		return
+	}
 	r := logits.(rows)
 	last := float32s(r[len(r)-1:])
 	switch {
@@ -206,11 +215,11 @@ func (p *pass) Submit() {
 	p.seq.next = p.res.Token
 }
 
-func (p *pass) Wait() (model.Result, error) {
+func (p *pass) Wait() ([]model.Result, error) {
 	if p.err != nil {
-		return model.Result{Token: -1}, p.err
+		return nil, p.err
 	}
-	return p.res, nil
+	return []model.Result{p.res}, nil
 }
 
 // float32s flattens rows into f32, as a Result holds them.
