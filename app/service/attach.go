@@ -19,7 +19,6 @@ import (
 	"github.com/suzuran-app/suzuran/app/store"
 	"github.com/suzuran-app/suzuran/engine"
 	"github.com/suzuran-app/suzuran/engine/chat"
-	"github.com/suzuran-app/suzuran/engine/imageproc"
 )
 
 // Attachment states, as AttachmentView.State.
@@ -51,9 +50,6 @@ type AttachmentView struct {
 	// it was decoded from ("UTF-8", "Shift_JIS"); the chip offers the
 	// others of TextEncodings (RereadAttachment). Empty for other formats.
 	Encoding string `json:"encoding,omitempty"`
-	// Image is set for an image file: it is ready at once, and goes to
-	// the model as an image (SendRequest.Images), not as text.
-	Image *ImageView `json:"image,omitempty"`
 }
 
 // FitView is the budget check of a question's documents, shown before
@@ -71,10 +67,6 @@ type FitView struct {
 	// NoRoom says that the conversation alone fills the context: cutting
 	// cannot help, only a new conversation.
 	NoRoom bool `json:"noRoom"`
-	// ImageTokens counts the question's images, part of the conversation's
-	// tokens above; when the images alone leave no room, NoRoom is set and
-	// Message says to send fewer or smaller ones.
-	ImageTokens int `json:"imageTokens,omitempty"`
 }
 
 // Keep choices for SendRequest.Keep.
@@ -177,10 +169,6 @@ func (s *Service) SetFilePicker(pick func() ([]string, error)) {
 func (s *Service) AttachFiles(paths []string) []AttachmentView {
 	views := make([]AttachmentView, 0, len(paths))
 	for _, p := range paths {
-		if isImageFile(p) {
-			views = append(views, s.imageAttachment(baseName(p), func() ([]byte, error) { return readImageFile(p) }))
-			continue
-		}
 		views = append(views, s.startAttachment(p, func(ctx context.Context, o docs.Options) (*docs.Document, error) {
 			return docs.ExtractFile(ctx, p, o)
 		}))
@@ -200,9 +188,6 @@ func (s *Service) AttachData(name, dataBase64 string) (AttachmentView, error) {
 	data, err := base64.StdEncoding.DecodeString(dataBase64)
 	if err != nil {
 		return AttachmentView{}, fmt.Errorf("%s: the upload is not valid base64 (%v): attach the file again", name, err)
-	}
-	if imageproc.Sniff(data) != "" {
-		return s.imageAttachment(baseName(name), func() ([]byte, error) { return data, nil }), nil
 	}
 	if err := s.attach.reserve(baseName(name), int64(len(data))); err != nil {
 		return AttachmentView{}, err
@@ -369,10 +354,6 @@ func attachmentError(err error) string {
 // RemoveAttachment cancels the reading of an attachment and takes it off
 // the composer.
 func (s *Service) RemoveAttachment(id string) {
-	if sha, ok := strings.CutPrefix(id, imageIDPrefix); ok {
-		s.RemoveImage(sha)
-		return
-	}
 	s.attach.mu.Lock()
 	p := s.attach.pending[id]
 	if p != nil {
@@ -498,7 +479,6 @@ func promptMessages(system string, history []store.Message, before int64) []chat
 	if sp := system; strings.TrimSpace(sp) != "" {
 		msgs = append(msgs, chat.Message{Role: "system", Content: sp})
 	}
-	images := 0
 	for _, m := range history {
 		if before != 0 && m.ID >= before {
 			break
@@ -507,8 +487,7 @@ func promptMessages(system string, history []store.Message, before int64) []chat
 		if len(m.Attachments) > 0 {
 			content = docs.UserMessage(fromStored(m.Attachments), m.Content)
 		}
-		msgs = append(msgs, chat.Message{Role: m.Role, Content: withImages(content, m.Images, images)})
-		images += len(m.Images)
+		msgs = append(msgs, chat.Message{Role: m.Role, Content: content})
 	}
 	return msgs
 }
@@ -555,7 +534,7 @@ func thousands(n int) string {
 // prepareAttachments checks the attachments of a question against the
 // context and, when they do not fit, cuts them as keep says. It refuses
 // to cut without a choice: the window asks the user first (CheckFit).
-func (s *Service) prepareAttachments(ctx context.Context, conversation int64, question string, think bool, ids []string, keep string, imageTokens int) ([]store.Attachment, error) {
+func (s *Service) prepareAttachments(ctx context.Context, conversation int64, question string, think bool, ids []string, keep string) ([]store.Attachment, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -569,7 +548,6 @@ func (s *Service) prepareAttachments(ctx context.Context, conversation int64, qu
 	}
 	defer s.models.Release()
 	b, err := s.budget(e, conversation, question, think)
-	b.ConversationTokens += imageTokens
 	if err != nil {
 		return nil, err
 	}
@@ -596,10 +574,9 @@ func toStored(a docs.Attachment) store.Attachment {
 	st := store.Attachment{
 		Name: a.Name, Size: a.Size, SHA256: a.SHA256, Format: string(a.Format), Type: a.Type,
 		Pages: a.Pages, PageUnit: a.PageUnit, Tokens: a.Tokens, Text: a.Text,
-		Encoding: a.Encoding, Notes: a.Notes,
 	}
 	if a.Cut != nil {
-		st.Kept, st.OriginalTokens, st.KeptTokens = string(a.Cut.Keep), a.Cut.OriginalTokens, a.Cut.KeptTokens
+		st.Kept, st.OriginalTokens = string(a.Cut.Keep), a.Cut.OriginalTokens
 	}
 	return st
 }
@@ -610,10 +587,6 @@ func fromStored(atts []store.Attachment) []docs.Attachment {
 		out[i] = docs.Attachment{
 			Name: a.Name, Size: a.Size, SHA256: a.SHA256, Format: docs.Format(a.Format), Type: a.Type,
 			Pages: a.Pages, PageUnit: a.PageUnit, Tokens: a.Tokens, Text: a.Text,
-			Encoding: a.Encoding, Notes: a.Notes,
-		}
-		if a.Kept != "" {
-			out[i].Cut = &docs.Cut{Keep: docs.Keep(a.Kept), OriginalTokens: a.OriginalTokens, KeptTokens: a.KeptTokens}
 		}
 	}
 	return out
@@ -670,12 +643,7 @@ func (u *UI) TextEncodings() []string { return slices.Clone(docs.TextEncodings) 
 // the conversation, with the numbers; the window asks it before Send and,
 // when they do not fit, offers keep the beginning, keep the end, or cancel.
 func (u *UI) CheckFit(req SendRequest) (FitView, error) {
-	ids, hashes := splitImageIDs(req.Attachments)
-	images, err := u.s.readyImages(append(hashes, req.Images...))
-	if err != nil {
-		return FitView{}, err
-	}
-	atts, err := u.s.readyAttachments(ids)
+	atts, err := u.s.readyAttachments(req.Attachments)
 	if err != nil {
 		return FitView{}, err
 	}
@@ -688,12 +656,5 @@ func (u *UI) CheckFit(req SendRequest) (FitView, error) {
 	if err != nil {
 		return FitView{}, err
 	}
-	n := imageTokens(images)
-	b.ConversationTokens += n
-	fv := fitView(b.Check(e.Tokenizer(), atts))
-	fv.ImageTokens = n
-	if n > 0 && b.ConversationTokens+b.AnswerTokens > b.ContextTokens {
-		fv.Fits, fv.NoRoom, fv.Message = false, true, imagesOverMessage(len(images), n, b)
-	}
-	return fv, nil
+	return fitView(b.Check(e.Tokenizer(), atts)), nil
 }

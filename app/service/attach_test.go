@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"image"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -136,11 +138,14 @@ func TestAttachAskReopenContinue(t *testing.T) {
 
 func TestAttachRefusals(t *testing.T) {
 	svc := newTestService(t, mustDemo(t))
+	var pngData bytes.Buffer
+	png.Encode(&pngData, image.NewRGBA(image.Rect(0, 0, 4, 4)))
 	for _, tc := range []struct {
 		name string
 		data []byte
 		want string
 	}{
+		{"photo.png", pngData.Bytes(), "is a PNG image (image/png); images can't be attached yet"},
 		{"empty.txt", nil, "is empty (0 bytes)"},
 	} {
 		// The chip shows the name, then the message: not the name twice.

@@ -149,19 +149,6 @@ func (s *Service) startTurn(ctx context.Context, e *engine.Engine, reply store.M
 	if req.Prompt, err = server.EncodePrompt(e, render); err != nil {
 		return nil, err
 	}
-	if len(req.Prompt.Images) > 0 {
-		// The turn takes the conversation's images in its order; those the
-		// prompt shows are read from the store.
-		stored := promptImages(history, reply.ID)
-		read, err := s.engineImages(ctx, e, req.Prompt.Images, stored)
-		if err != nil {
-			return nil, err
-		}
-		req.Images = make([]model.Image, len(stored))
-		for i, part := range req.Prompt.Images {
-			req.Images[part.Index] = read[i]
-		}
-	}
 	if resume {
 		if req.Prompt, err = continuation(e, req.Prompt, reply); err != nil {
 			return nil, err

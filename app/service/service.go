@@ -115,7 +115,6 @@ type Service struct {
 	api      APISwitch
 	hub      *downloader // the first run's download (welcome.go)
 	attach   attachments
-	images   pendingImages
 
 	mu       sync.Mutex
 	current  Settings

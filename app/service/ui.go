@@ -29,9 +29,6 @@ type AppState struct {
 	// Shortcut is the global shortcut's availability (macOS's desktop app)
 	// and why the saved one could not be taken.
 	Shortcut ShortcutState `json:"shortcut"`
-	// ReadOnly says why conversations are not saved (another process owns
-	// the database, or the disk is full), "" when they are.
-	ReadOnly string `json:"readOnly,omitempty"`
 }
 
 // ConversationView is a conversation with its messages.
@@ -52,9 +49,6 @@ type SendRequest struct {
 	// with the numbers: never cut without the user's choice.
 	Attachments []string `json:"attachments,omitempty"`
 	Keep        string   `json:"keep,omitempty"`
-	// Images are the SHA256 of attached images (ImageView), sent before
-	// the text in this order.
-	Images []string `json:"images,omitempty"`
 }
 
 // SendResult is what Send and Edit add: the question and the reply that
@@ -69,7 +63,7 @@ type SendResult struct {
 // the settings.
 func (u *UI) State() AppState {
 	return AppState{Version: u.s.version, Model: u.s.ModelState(), API: u.s.APIState(), Settings: u.s.Settings(),
-		ShowWelcome: u.s.showWelcome(), Shortcut: u.s.shortcutState(), ReadOnly: u.s.store.ReadOnly()}
+		ShowWelcome: u.s.showWelcome(), Shortcut: u.s.shortcutState()}
 }
 
 // Conversations lists the conversations, the latest first; a non-empty
@@ -146,23 +140,14 @@ func (u *UI) Send(req SendRequest) (SendResult, error) {
 	}
 	// Documents are checked against the context first: a refusal adds
 	// nothing to the conversation.
-	ids, hashes := splitImageIDs(req.Attachments)
-	req.Images = append(hashes, req.Images...)
-	images, err := u.s.readyImages(req.Images)
+	atts, err := u.s.prepareAttachments(ctx, req.ConversationID, text, req.Think, req.Attachments, req.Keep)
 	if err != nil {
 		return SendResult{}, err
 	}
-	atts, err := u.s.prepareAttachments(ctx, req.ConversationID, text, req.Think, ids, req.Keep, imageTokens(images))
-	if err != nil {
-		return SendResult{}, err
-	}
-	if len(ids) == 0 {
+	if len(req.Attachments) == 0 {
 		if err := u.s.checkQuestion(req.ConversationID, text, req.Think); err != nil {
 			return SendResult{}, err
 		}
-	}
-	if err := u.s.checkImages(req.ConversationID, text, req.Think, images); err != nil {
-		return SendResult{}, err
 	}
 	c := store.Conversation{Title: store.TitleFrom(text)}
 	if req.ConversationID != 0 {
@@ -176,13 +161,12 @@ func (u *UI) Send(req SendRequest) (SendResult, error) {
 	}
 	// The question and its reply are stored together: on a full disk
 	// nothing is, and the question stays in the box to send again.
-	c, q, reply, err := u.s.store.AddTurn(ctx, c, store.Message{Role: "user", Content: text, Attachments: atts, Images: images},
+	c, q, reply, err := u.s.store.AddTurn(ctx, c, store.Message{Role: "user", Content: text, Attachments: atts},
 		store.Message{Role: "assistant", Status: store.StatusStreaming})
 	if err != nil {
 		return SendResult{}, fmt.Errorf("the question could not be saved, and was not sent: %w", err)
 	}
-	u.s.dropAttachments(ids)
-	u.s.dropImages(req.Images)
+	u.s.dropAttachments(req.Attachments)
 	u.s.startReply(reply, req.Think)
 	u.s.events.publish(Event{Type: EventConversations})
 	return SendResult{Conversation: c, Question: q, Reply: reply}, nil

@@ -74,31 +74,6 @@ var migrations = []string{
 	`ALTER TABLE conversations ADD COLUMN system_prompt TEXT NOT NULL DEFAULT '';
 	ALTER TABLE conversations ADD COLUMN thinking TEXT NOT NULL DEFAULT '' CHECK (thinking IN ('', 'on', 'off'));
 	ALTER TABLE conversations ADD COLUMN sampling_preset TEXT NOT NULL DEFAULT '';`,
-
-	// 6: the rest of a document's record (its text encoding, the notes on
-	// what was not read, how many of its tokens a cut kept), and images:
-	// each image's bytes stored once by content hash, and the questions
-	// that send them, in order. Existing attachments have no notes.
-	`ALTER TABLE attachments ADD COLUMN encoding TEXT NOT NULL DEFAULT '';
-	ALTER TABLE attachments ADD COLUMN notes TEXT NOT NULL DEFAULT '';
-	ALTER TABLE attachments ADD COLUMN kept_tokens INTEGER NOT NULL DEFAULT 0;
-	CREATE TABLE images (
-		sha256 TEXT    PRIMARY KEY,
-		data   BLOB    NOT NULL,
-		mime   TEXT    NOT NULL,
-		width  INTEGER NOT NULL,
-		height INTEGER NOT NULL
-	);
-	CREATE TABLE message_images (
-		message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
-		position   INTEGER NOT NULL,
-		sha256     TEXT    NOT NULL REFERENCES images(sha256),
-		name       TEXT    NOT NULL,
-		tokens     INTEGER NOT NULL,
-		page       INTEGER NOT NULL DEFAULT 0
-	);
-	CREATE INDEX message_images_by_message ON message_images (message_id, position);
-	CREATE INDEX message_images_by_hash ON message_images (sha256);`,
 }
 
 // migrate brings db's schema to version target, one transaction per step,

@@ -108,8 +108,6 @@ type Message struct {
 	CreatedAt int64  `json:"createdAt"`
 	// Attachments are the documents sent with a question, in order.
 	Attachments []Attachment `json:"attachments,omitempty"`
-	// Images are the images sent with a question, in order.
-	Images []Image `json:"images,omitempty"`
 	// ParentID is the message this one follows, 0 for the first question.
 	ParentID int64 `json:"parentId,omitempty"`
 	// Versions are the ids of this message and the others that follow the
@@ -138,12 +136,6 @@ type Attachment struct {
 	// before the cut.
 	Kept           string `json:"kept,omitempty"`
 	OriginalTokens int    `json:"originalTokens,omitempty"`
-	// KeptTokens counts the document's own tokens a cut kept.
-	KeptTokens int `json:"keptTokens,omitempty"`
-	// Encoding is a text file's character encoding, "" for other formats.
-	Encoding string `json:"encoding,omitempty"`
-	// Notes say what of the document was not read.
-	Notes []string `json:"notes,omitempty"`
 }
 
 // Stats are what the window shows under an answer.
@@ -354,9 +346,6 @@ func (s *Store) init() error {
 	if _, err := s.db.Exec(`DELETE FROM conversations WHERE deleted_at IS NOT NULL`); err != nil {
 		return fmt.Errorf("removing deleted conversations: %w", err)
 	}
-	if _, err := s.db.Exec(`DELETE FROM images WHERE sha256 NOT IN (SELECT sha256 FROM message_images)`); err != nil {
-		return fmt.Errorf("removing the images no conversation sends: %w", err)
-	}
 	return nil
 }
 
@@ -553,10 +542,8 @@ func (s *Store) messages(ctx context.Context, conversation int64) ([]Message, er
 	if err := s.versions(ctx, conversation, msgs); err != nil {
 		return nil, err
 	}
-	if err := s.imagesOfConversation(ctx, conversation, byID); err != nil {
-		return nil, err
-	}
-	atts, err := s.db.QueryContext(ctx, `SELECT a.message_id, `+attachmentColumns+`
+	atts, err := s.db.QueryContext(ctx, `SELECT a.message_id, a.name, a.size, a.sha256, a.format, a.type, a.pages,
+		a.page_unit, a.tokens, a.text, a.kept, a.original_tokens
 		FROM attachments a JOIN messages m ON m.id = a.message_id
 		WHERE m.conversation_id = ? ORDER BY a.message_id, a.position`, conversation)
 	if err != nil {
@@ -565,8 +552,9 @@ func (s *Store) messages(ctx context.Context, conversation int64) ([]Message, er
 	defer atts.Close()
 	for atts.Next() {
 		var id int64
-		a, err := scanAttachment(atts, &id)
-		if err != nil {
+		var a Attachment
+		if err := atts.Scan(&id, &a.Name, &a.Size, &a.SHA256, &a.Format, &a.Type, &a.Pages,
+			&a.PageUnit, &a.Tokens, &a.Text, &a.Kept, &a.OriginalTokens); err != nil {
 			return nil, fmt.Errorf("reading the attachments of conversation %d: %w", conversation, err)
 		}
 		if m := byID[id]; m != nil {
@@ -712,20 +700,11 @@ func insertMessageUnder(ctx context.Context, tx *sql.Tx, m Message, parent sql.N
 	}
 	m.ID, _ = res.LastInsertId()
 	for i, a := range m.Attachments {
-		notes, err := encodeNotes(a.Notes)
-		if err != nil {
-			return m, err
-		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO attachments (message_id, position, name, size, sha256, format, type,
-			pages, page_unit, tokens, text, kept, original_tokens, kept_tokens, encoding, notes)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			m.ID, i, a.Name, a.Size, a.SHA256, a.Format, a.Type, a.Pages, a.PageUnit, a.Tokens, a.Text, a.Kept, a.OriginalTokens,
-			a.KeptTokens, a.Encoding, notes); err != nil {
+			pages, page_unit, tokens, text, kept, original_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			m.ID, i, a.Name, a.Size, a.SHA256, a.Format, a.Type, a.Pages, a.PageUnit, a.Tokens, a.Text, a.Kept, a.OriginalTokens); err != nil {
 			return m, fmt.Errorf("saving the attachment %s: %w", a.Name, err)
 		}
-	}
-	if err := insertImages(ctx, tx, m.ID, m.Images); err != nil {
-		return m, err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE conversations SET updated_at = ?, leaf_id = ? WHERE id = ?`, m.CreatedAt, m.ID, m.ConversationID); err != nil {
 		return m, err

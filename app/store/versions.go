@@ -54,16 +54,12 @@ func (s *Store) AddQuestionVersion(ctx context.Context, of int64, question, repl
 	if err != nil {
 		return question, reply, err
 	}
-	images, err := s.imagesOf(ctx, of)
-	if err != nil {
-		return question, reply, err
-	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return question, reply, err
 	}
 	defer tx.Rollback()
-	question.ConversationID, question.Role, question.Attachments, question.Images = old.ConversationID, "user", atts, images
+	question.ConversationID, question.Role, question.Attachments = old.ConversationID, "user", atts
 	if question, err = insertMessageUnder(ctx, tx, question, sql.NullInt64{Int64: old.ParentID, Valid: old.ParentID != 0}); err != nil {
 		return question, reply, err
 	}
@@ -78,16 +74,16 @@ func (s *Store) AddQuestionVersion(ctx context.Context, of int64, question, repl
 }
 
 func (s *Store) attachmentsOf(ctx context.Context, message int64) ([]Attachment, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+attachmentColumns+`
-		FROM attachments a WHERE message_id = ? ORDER BY position`, message)
+	rows, err := s.db.QueryContext(ctx, `SELECT name, size, sha256, format, type, pages, page_unit, tokens, text, kept, original_tokens
+		FROM attachments WHERE message_id = ? ORDER BY position`, message)
 	if err != nil {
 		return nil, fmt.Errorf("reading the attachments of message %d: %w", message, err)
 	}
 	defer rows.Close()
 	var atts []Attachment
 	for rows.Next() {
-		a, err := scanAttachment(rows, nil)
-		if err != nil {
+		var a Attachment
+		if err := rows.Scan(&a.Name, &a.Size, &a.SHA256, &a.Format, &a.Type, &a.Pages, &a.PageUnit, &a.Tokens, &a.Text, &a.Kept, &a.OriginalTokens); err != nil {
 			return nil, err
 		}
 		atts = append(atts, a)
@@ -152,9 +148,6 @@ func (s *Store) AllMessages(ctx context.Context, conversation int64) ([]Message,
 	rows.Close()
 	for i := range msgs {
 		if msgs[i].Attachments, err = s.attachmentsOf(ctx, msgs[i].ID); err != nil {
-			return nil, 0, err
-		}
-		if msgs[i].Images, err = s.imagesOf(ctx, msgs[i].ID); err != nil {
 			return nil, 0, err
 		}
 	}

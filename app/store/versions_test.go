@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -107,7 +106,7 @@ func TestEditKeepsDocuments(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, msgs, _ := s.Conversation(ctx, q.ConversationID)
-	if msgs[0].ID != e.ID || len(msgs[0].Attachments) != 1 || !reflect.DeepEqual(msgs[0].Attachments[0], att) {
+	if msgs[0].ID != e.ID || len(msgs[0].Attachments) != 1 || msgs[0].Attachments[0] != att {
 		t.Fatalf("edited question %+v", msgs[0])
 	}
 }

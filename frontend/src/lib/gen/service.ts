@@ -87,7 +87,6 @@ export interface AppState {
   settings: Settings;
   showWelcome: boolean;
   shortcut: ShortcutState;
-  readOnly?: string;
 }
 
 /**
@@ -105,9 +104,6 @@ export interface Attachment {
   tokens: number;
   kept?: string;
   originalTokens?: number;
-  keptTokens?: number;
-  encoding?: string;
-  notes?: string[];
 }
 
 /**
@@ -126,7 +122,6 @@ export interface AttachmentView {
   error?: string;
   attachment?: Attachment;
   encoding?: string;
-  image?: ImageView;
 }
 
 /**
@@ -225,36 +220,6 @@ export interface FitView {
   availableTokens: number;
   overTokens: number;
   noRoom: boolean;
-  imageTokens?: number;
-}
-
-/**
- * Image is an image sent with a question. Its bytes are stored once for
- * every question that sends them (by SHA256, the hash of the bytes, which
- * is also how the engine's prefix cache knows an image it has seen).
- */
-export interface Image {
-  sha256: string;
-  name: string;
-  mime: string;
-  width: number;
-  height: number;
-  size: number;
-  tokens: number;
-  page?: number;
-}
-
-/**
- * ImageView is an image attached in the window: what the composer's
- * thumbnail shows (its token cost among it) and what Send names it by
- * (SHA256).
- */
-export interface ImageView {
-  image: Image;
-  url: string;
-  seenWidth: number;
-  seenHeight: number;
-  note?: string;
 }
 
 /**
@@ -280,7 +245,6 @@ export interface Message {
   stats?: Stats;
   createdAt: number;
   attachments?: Attachment[];
-  images?: Image[];
   parentId?: number;
   versions?: number[];
 }
@@ -365,7 +329,6 @@ export interface SendRequest {
   think: boolean;
   attachments?: string[];
   keep?: string;
-  images?: string[];
 }
 
 /**
@@ -481,11 +444,6 @@ export interface UI {
    */
   AttachFiles(paths: string[]): Promise<AttachmentView[]>;
   /**
-   * AttachImage takes an image dropped, pasted or chosen in the window (its
-   * bytes in base64): its size, token cost and a picture to show.
-   */
-  AttachImage(name: string, dataBase64: string): Promise<ImageView>;
-  /**
    * CanPickFolder reports whether PickFolder opens a dialog (the desktop
    * window); a browser shows a field for the path instead.
    */
@@ -554,10 +512,6 @@ export interface UI {
    */
   Export(conversationID: number, format: string): Promise<ExportFile>;
   /**
-   * ImageURL returns a sent image as a data: URL, for its thumbnail.
-   */
-  ImageURL(sha: string): Promise<string>;
-  /**
    * Import stores a conversation from the JSON of Export as a new
    * conversation. A file that is not one is refused, with what is wrong,
    * and nothing is stored.
@@ -603,10 +557,6 @@ export interface UI {
    * reading if it is still being read.
    */
   RemoveAttachment(id: string): Promise<void>;
-  /**
-   * RemoveImage forgets an attached image before it is sent.
-   */
-  RemoveImage(sha: string): Promise<void>;
   /**
    * RemoveModel deletes the downloaded model in dir (a folder from Models)
    * from the disk, and returns what it freed. The current model is first
@@ -706,4 +656,4 @@ export interface UI {
 }
 
 /** The names of UI's methods, for transports that call them by name. */
-export const UIMethods = ["AttachData", "AttachFiles", "AttachImage", "CanPickFolder", "CheckFit", "ChooseFiles", "ClearPrefixCache", "Continue", "Conversation", "Conversations", "CountTokens", "Delete", "DismissWelcome", "Download", "Edit", "Export", "ImageURL", "Import", "Models", "PauseDownload", "PickFolder", "PrefixCache", "RecheckGPU", "Regenerate", "ReloadModel", "RemoveAttachment", "RemoveImage", "RemoveModel", "Rename", "Report", "RereadAttachment", "SaveExport", "SaveSettings", "Send", "SetAPIEnabled", "SetConversationSettings", "Settings", "ShowVersion", "StartDownload", "State", "Stop", "TextEncodings", "Undelete", "UseModel", "Welcome"] as const;
+export const UIMethods = ["AttachData", "AttachFiles", "CanPickFolder", "CheckFit", "ChooseFiles", "ClearPrefixCache", "Continue", "Conversation", "Conversations", "CountTokens", "Delete", "DismissWelcome", "Download", "Edit", "Export", "Import", "Models", "PauseDownload", "PickFolder", "PrefixCache", "RecheckGPU", "Regenerate", "ReloadModel", "RemoveAttachment", "RemoveModel", "Rename", "Report", "RereadAttachment", "SaveExport", "SaveSettings", "Send", "SetAPIEnabled", "SetConversationSettings", "Settings", "ShowVersion", "StartDownload", "State", "Stop", "TextEncodings", "Undelete", "UseModel", "Welcome"] as const;
