@@ -478,25 +478,6 @@ func checkViews(t *testing.T, window xWindow, menu dbus.BusObject, items map[str
 	}
 }
 
-// settledShot takes screenshots 100 ms apart, from shot, until one is
-// the same as the one before in all but 0.5 % of the window's pixels (a
-// caret may blink), or the deadline passes; it returns the last.
-func settledShot(t *testing.T, shot image.Image, window xWindow, deadline time.Time) image.Image {
-	t.Helper()
-	for time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond) // a window's paint has no event this test can see: it is photographed again
-		next, err := screenshot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if changedPercent(shot, next, window.rect) < 0.5 {
-			return next
-		}
-		shot = next
-	}
-	return shot
-}
-
 // checkViewShown waits for the window to change from prev after what was
 // done (at least 5 % of its pixels), lets it finish painting, and checks
 // that what it shows is painted, as checkWindowPainted judges.
@@ -513,7 +494,10 @@ func checkViewShown(t *testing.T, window xWindow, prev image.Image, name, after 
 		}
 		if changed = changedPercent(prev, shot, window.rect); changed >= 5 {
 			// Let it finish painting, then keep what it shows.
-			shot = settledShot(t, shot, window, deadline)
+			time.Sleep(500 * time.Millisecond) // a window's paint has no event this test can see
+			if shot, err = screenshot(); err != nil {
+				t.Fatal(err)
+			}
 			break
 		}
 		if time.Now().After(deadline) {

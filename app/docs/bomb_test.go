@@ -22,8 +22,8 @@ import (
 
 	"github.com/suzuran-app/suzuran/app/internal/bytesize"
 	"github.com/suzuran-app/suzuran/engine/machine"
-	"github.com/suzuran-app/suzuran/engine/tokenizer"
 	"github.com/suzuran-app/suzuran/engine/machine/childrss"
+	"github.com/suzuran-app/suzuran/engine/tokenizer"
 )
 
 // Document bombs: small files made to expand into gigabytes of text. Each

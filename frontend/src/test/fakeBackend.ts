@@ -59,7 +59,6 @@ export class FakeBackend implements Backend {
   nextID = 1;
   /** Attachments as the service holds them before a send, by id. */
   pending = new Map<string, AttachmentView>();
-  images = new Map<string, string>(); // sha256 → data: URL of the images attached
   /** The encoding each chip read again was asked to be read from. */
   rereadAs = new Map<string, string>();
   /** What CheckFit answers. */
@@ -312,23 +311,6 @@ export class FakeBackend implements Backend {
     }),
     RemoveAttachment: vi.fn(async (id: string) => {
       this.pending.delete(id);
-    }),
-    AttachImage: vi.fn(async (name: string, dataBase64: string) => {
-      const url = `data:image/png;base64,${dataBase64}`;
-      const sha256 = `fake-${this.images.size + 1}`;
-      this.images.set(sha256, url);
-      return {
-        image: { sha256, name, mime: 'image/png', width: 64, height: 64, size: dataBase64.length, tokens: 16 },
-        url, seenWidth: 64, seenHeight: 64,
-      };
-    }),
-    ImageURL: vi.fn(async (sha: string) => {
-      const url = this.images.get(sha);
-      if (!url) throw new Error(`image ${sha} is not in this conversation`);
-      return url;
-    }),
-    RemoveImage: vi.fn(async (sha: string) => {
-      this.images.delete(sha);
     }),
     CheckFit: vi.fn(async () => this.fit),
     TextEncodings: vi.fn(async () => ['UTF-8', 'Shift_JIS', 'EUC-JP', 'GB18030', 'Big5', 'EUC-KR', 'Windows-1251']),
