@@ -1,6 +1,8 @@
 package service
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,7 +11,7 @@ import (
 )
 
 // greedyReply regenerates the conversation's answer and returns its text
-// (thoughts and answer) once it holds more than 24 bytes, stopped there,
+// (thoughts and answer) once it holds more than 24 bytes (or has ended), stopped there,
 // and the number of tokens its prompt had.
 func greedyReply(t *testing.T, s *testService, conversation int64, think bool) (string, int) {
 	t.Helper()
@@ -17,7 +19,11 @@ func greedyReply(t *testing.T, s *testService, conversation int64, think bool) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitGrowth(t, s.Service, m.ID, 24)
+	// A sampled reply may end (at an end-of-turn token) before 24 bytes.
+	awaitEvent(t, s.Service, 30*time.Second, fmt.Sprintf("reply %d past 24 bytes or its end", m.ID), func(*Event) bool {
+		r, err := s.store.Message(context.Background(), m.ID)
+		return err == nil && (len(r.Content)+len(r.Reasoning) > 24 || r.Status != store.StatusStreaming)
+	})
 	s.ui.Stop(conversation)
 	m = waitReply(t, s.Service, m.ID)
 	if m.Stats == nil {
